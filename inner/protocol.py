@@ -1,0 +1,51 @@
+"""The status socket between the inner confiner and the supervisor.
+
+A SOCK_SEQPACKET socketpair, so each message arrives whole. The inner sends:
+`L` with the seccomp listener fd (SCM_RIGHTS), `W` when it waits for the go,
+`E<errno> <program>` when execve failed, `C<text>` when a confinement step failed.
+The supervisor answers `G` (go). The inner keeps its end close-on-exec: after a
+successful execve the target never holds it.
+"""
+
+from __future__ import annotations
+
+import array
+import socket
+
+GO = b"G"
+WAITING = b"W"
+LISTENER = b"L"
+EXEC_FAILED = b"E"
+CONFINEMENT_FAILED = b"C"
+
+
+class Channel:
+    """The inner's end of the status socket."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._sock = socket.socket(fileno=fd)
+
+    def send_listener(self, listener_fd: int) -> None:
+        fds = array.array("i", [listener_fd])
+        self._sock.sendmsg([LISTENER], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+
+    def wait_for_go(self) -> bool:
+        """True once the supervisor says go; False if it is gone (EOF or error)."""
+        try:
+            self._sock.send(WAITING)
+            return self._sock.recv(16) == GO
+        except OSError:
+            return False
+
+    def send_exec_failure(self, errno: int, program: str) -> None:
+        self._send(EXEC_FAILED + f"{errno} {program}".encode("utf-8", "surrogateescape"))
+
+    def send_confinement_failure(self, text: str) -> None:
+        self._send(CONFINEMENT_FAILED + text.encode("utf-8", "replace"))
+
+    def _send(self, message: bytes) -> None:
+        try:
+            self._sock.send(message[:4096])
+        except OSError:
+            pass  # the supervisor is gone; the exit status still tells bwrap's pid 1

@@ -1,0 +1,1 @@
+"""Joins a sandbox's user and network namespace from outside (proxy mode)."""

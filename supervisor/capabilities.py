@@ -1,0 +1,75 @@
+"""What this machine can enforce, probed once per boot and kept as values tests can flip.
+
+A start's checks of the machine are kept for the boot, passes only: a cached pass skips
+the probe, a failure is probed again next time, and reading the cache opens nothing
+else. The cache is advice for speed, never a decision: bwrap, the filter and Landlock
+still refuse what they cannot do, and the inner fails closed on any error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from typing import Any
+
+from .errors import LaunchError
+from .linux.bwrap import BwrapInfo, find_bwrap, probe_bwrap, require_bind_fd
+
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id() -> str:
+    try:
+        with open(BOOT_ID_PATH) as handle:
+            return handle.read().strip()
+    except OSError:
+        return "unknown"
+
+
+class CheckCache:
+    """Passed checks of this boot, in `$LNK_HOME/cache/checks.json`."""
+
+    def __init__(self, lnk_home: str):
+        self.path = os.path.join(lnk_home, "cache", "checks.json")
+        self.boot = boot_id()
+        self.passed: dict[str, Any] = {}
+        try:
+            with open(self.path) as handle:
+                data = json.load(handle)
+            if isinstance(data, dict) and data.get("boot_id") == self.boot:
+                self.passed = dict(data.get("passed", {}))
+        except (OSError, ValueError):
+            pass
+
+    def get(self, name: str) -> Any:
+        return self.passed.get(name)
+
+    def record(self, name: str, value: Any) -> None:
+        self.passed[name] = value
+        from .state import write_atomically
+
+        try:
+            write_atomically(
+                self.path, json.dumps({"boot_id": self.boot, "passed": self.passed}).encode()
+            )
+        except OSError:
+            pass  # a cache that cannot be written only costs the next start a probe
+
+
+def bwrap_info(cache: CheckCache) -> BwrapInfo:
+    """The bwrap to run, with --bind-fd; LaunchError saying what to install if not."""
+    cached = cache.get("bwrap")
+    path = find_bwrap()
+    if isinstance(cached, dict) and cached.get("path") == path and path is not None:
+        return BwrapInfo(**cached)
+    if path is None:
+        raise LaunchError(
+            "bubblewrap (bwrap) is not installed",
+            hint="install it: apt-get install bubblewrap (Debian 12 ships 0.8.0 with "
+            "--bind-fd), or bubblewrap 0.10+ elsewhere",
+        )
+    info = probe_bwrap(path)
+    require_bind_fd(info)
+    cache.record("bwrap", asdict(info))
+    return info

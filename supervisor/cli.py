@@ -1,0 +1,109 @@
+"""The command line: `lnk sandbox COMMAND ...` and `lnk-sandbox COMMAND ...`.
+
+A thin layer over the stages in `run.py`: it parses arguments, calls them, and turns a
+SandboxError into one message and exit status 125. No traceback reaches a person for
+anything they can cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .errors import SandboxError, SpecError
+
+USAGE_STATUS = 125
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"lnk-sandbox: {message}\n")
+        raise SystemExit(USAGE_STATUS)
+
+
+def _command(argv: list[str]) -> list[str]:
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise SpecError("no command given", file="<command line>",
+                        hint="put the command after '--', as in: lnk sandbox run -- make test")
+    return argv
+
+
+def _parser(prog: str) -> _Parser:
+    parser = _Parser(prog=prog, description="Run a command confined by a spec.")
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    run = commands.add_parser("run", help="run a command in a sandbox")
+    run.add_argument("--spec", help="the spec (TOML); the embedded default without it")
+    run.add_argument("command", nargs=argparse.REMAINDER)
+    plan = commands.add_parser("plan", help="print the mount plan and bwrap's arguments")
+    plan.add_argument("--spec")
+    plan.add_argument("command", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _print_plan(spec: str | None, command: list[str]) -> int:
+    from .linux.bwrap import BwrapInfo, bwrap_args
+    from .linux.run import plan_for
+    from .run import snapshot_for
+
+    snapshot = snapshot_for(spec)
+    plan = plan_for(snapshot)
+    out = sys.stdout
+    out.write(f"# spec: {snapshot.source}\n# mounts, in order:\n")
+    for op in plan.ops:
+        source = f" <- {op.source}" if op.source and op.source != op.dest else ""
+        out.write(f"{op.kind:<10} {op.dest}{source}    # {op.reason}\n")
+    info = BwrapInfo("bwrap", "?", True, True)
+    args = bwrap_args(plan, info, fd_of=lambda op: f"FD<{op.source}>", json_status_fd="FD",
+                      config_fd="FD")
+    import shlex
+
+    out.write("# bwrap's arguments (FD<path>: that path, opened without following links):\n")
+    out.write(shlex.join(args) + "\n")
+    out.write(f"# command: {shlex.join(command)}\n")
+    return 0
+
+
+def dispatch(prog: str, argv: Sequence[str]) -> int:
+    args = _parser(prog).parse_args(list(argv))
+    if args.action == "run":
+        from .run import run_snapshot, snapshot_for
+
+        command = _command(args.command)
+        snapshot = snapshot_for(args.spec)
+        return run_snapshot(snapshot, command)
+    if args.action == "plan":
+        return _print_plan(args.spec, args.command[1:] if args.command[:1] == ["--"]
+                           else args.command)
+    raise AssertionError(args.action)
+
+
+def _main(prog: str, argv: Sequence[str]) -> NoReturn:
+    try:
+        status = dispatch(prog, argv)
+    except SandboxError as err:
+        sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
+        status = err.exit_status
+    except KeyboardInterrupt:
+        status = 128 + 2
+    sys.stdout.flush()
+    raise SystemExit(status)
+
+
+def main_lnk() -> NoReturn:
+    """`lnk sandbox ...`: the `sandbox` word first, then the same commands."""
+    argv = sys.argv[1:]
+    if not argv or argv[0] != "sandbox":
+        sys.stderr.write("usage: lnk sandbox {run,learn,check,plan,describe,wrap,exec} ...\n")
+        raise SystemExit(USAGE_STATUS)
+    _main("lnk sandbox", argv[1:])
+
+
+def main_lnk_sandbox() -> NoReturn:
+    """`lnk-sandbox ...`: the same commands without the `sandbox` word."""
+    _main(os.path.basename(sys.argv[0]) or "lnk-sandbox", sys.argv[1:])

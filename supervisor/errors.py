@@ -1,0 +1,71 @@
+"""The exception tree of lnk-sandbox.
+
+Lower layers raise these with structured fields; only the command line turns them into
+text for a person (what was wrong, where, what to do) and exit status 125. Keeping the
+fields structured lets a harness using the Python API show its own message.
+"""
+
+from __future__ import annotations
+
+
+class SandboxError(Exception):
+    """Anything lnk-sandbox itself refused or failed at (exit status 125)."""
+
+    exit_status = 125
+
+    def __init__(self, message: str, *, hint: str | None = None, errno: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.errno = errno
+
+    def render(self) -> str:
+        """The text a person sees: the message, then what to change."""
+        if self.hint:
+            return f"{self.message}\n  hint: {self.hint}"
+        return self.message
+
+
+class SpecError(SandboxError):
+    """A spec (or a command-line argument standing for one) is invalid.
+
+    `file`, `key` and `line` say where; `line` is None where the TOML parser gives none
+    and the key could not be found in the text.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str,
+        key: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ):
+        super().__init__(message, hint=hint)
+        self.file = file
+        self.key = key
+        self.line = line
+
+    def render(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.key:
+            where += f": key {self.key}"
+        text = f"{where}: {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class LaunchError(SandboxError):
+    """The sandbox could not be set up: a grant changed, bubblewrap failed, a lock broke."""
+
+
+class ConfinementError(SandboxError):
+    """A layer the policy needs (Landlock, the seccomp listener) is missing or failed."""
+
+
+class HelperError(SandboxError):
+    """The network helper or the exec watch was lost or failed mid-run."""

@@ -1,0 +1,289 @@
+"""The grant snapshot: every name of the policy resolved once, before it is checked.
+
+The snapshot keeps each grant's name as written and its target as resolved now, and is
+never resolved again: remembered permissions, the description shown to the person and a
+saved wrapped command all carry it. A grant below another grant resolves only the outer
+grant's root and keeps its suffix literal, so a link planted later inside a granted
+folder redirects nothing; a link already there at resolution is refused with the target
+to name instead, since the sandbox itself may have planted it in an earlier run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import SpecError
+from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A path rule with its target. `target` None: an optional path that is missing."""
+
+    name: str
+    target: str | None
+    access: Access
+    reason: str
+    key: str | None
+    line: int | None
+    dot_files_writable: bool = False
+    is_dir: bool = True
+
+
+@dataclass(frozen=True)
+class Program:
+    """A `[commands]` entry: the name as written and the file it runs."""
+
+    name: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a launch needs from the spec, resolved; serializable as JSON."""
+
+    version: int
+    source: str
+    home: str
+    cwd: str
+    lnk_home: str
+    uid: int
+    grants: tuple[Grant, ...]
+    programs: tuple[Program, ...] | None
+    network_mode: str
+    network_allow: tuple[str, ...]
+    env_keep: tuple[str, ...]
+    env_assign: tuple[tuple[str, str], ...]
+    agent: str | None
+    session: str | None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> Snapshot:
+        data: dict[str, Any] = json.loads(text)
+        if data.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"snapshot version {data.get('version')!r} is not supported")
+        programs = data["programs"]
+        return Snapshot(
+            version=data["version"],
+            source=data["source"],
+            home=data["home"],
+            cwd=data["cwd"],
+            lnk_home=data["lnk_home"],
+            uid=data["uid"],
+            grants=tuple(Grant(**g) for g in data["grants"]),
+            programs=None if programs is None else tuple(Program(**p) for p in programs),
+            network_mode=data["network_mode"],
+            network_allow=tuple(data["network_allow"]),
+            env_keep=tuple(data["env_keep"]),
+            env_assign=tuple((k, v) for k, v in data["env_assign"]),
+            agent=data["agent"],
+            session=data["session"],
+        )
+
+    def visible(self) -> tuple[Grant, ...]:
+        """Read and write grants that exist."""
+        return tuple(g for g in self.grants if g.access in ("read", "write") and g.target)
+
+
+def is_within(path: str, folder: str) -> bool:
+    """True when `path` is `folder` or inside it (both absolute and normalized)."""
+    return path == folder or folder == "/" or path.startswith(folder + "/")
+
+
+def expand_name(name: str, home: str, cwd: str, lnk_home: str) -> str:
+    """A name as written, with `~`, `.` and `$LNK_HOME` expanded; links not followed."""
+    if name == "~" or name.startswith("~/"):
+        return os.path.normpath(home + name[1:])
+    if name == "." or name.startswith("./"):
+        return os.path.normpath(cwd + name[1:])
+    if name == LNK_HOME_NAME or name.startswith(LNK_HOME_NAME + "/"):
+        return os.path.normpath(lnk_home + name[len(LNK_HOME_NAME):])
+    return os.path.normpath(name)
+
+
+class _Resolver:
+    def __init__(self, policy: Policy, context: Context):
+        self.policy = policy
+        self.context = context
+        self.lnk_home_real = os.path.realpath(context.lnk_home)
+        self.home_real = os.path.realpath(context.home)
+
+    def error(self, rule: PathRule, message: str, hint: str | None = None) -> SpecError:
+        return SpecError(
+            f"{rule.name!r}: {message}",
+            file=self.policy.source,
+            key=rule.key or rule.reason,
+            line=rule.line,
+            hint=hint,
+        )
+
+    def expand(self, name: str) -> str:
+        return expand_name(name, self.context.home, self.context.cwd, self.context.lnk_home)
+
+    def resolve_root(self, rule: PathRule, expanded: str) -> tuple[str | None, bool]:
+        try:
+            target = os.path.realpath(expanded, strict=True)
+            is_dir = stat.S_ISDIR(os.stat(target).st_mode)
+        except OSError as err:
+            return self.missing(rule, expanded, err), True
+        return target, is_dir
+
+    def resolve_below(
+        self, rule: PathRule, expanded: str, outer: str, outer_target: str
+    ) -> tuple[str | None, bool]:
+        """Outer root resolved, suffix literal: any link in the suffix is refused."""
+        suffix = expanded[len(outer):].strip("/").split("/") if expanded != outer else []
+        path = outer_target
+        for part in suffix:
+            path = os.path.join(path, part)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError as err:
+                return self.missing(rule, expanded, err), True
+            if stat.S_ISLNK(mode):
+                raise self.error(
+                    rule,
+                    f"{path} is a link (to {os.readlink(path)}) inside the grant {outer!r}; "
+                    "inside a granted folder only the folder itself is resolved",
+                    hint="name the link's target in the spec if that is what you mean "
+                    "(the sandbox may have planted the link)",
+                )
+        return path, stat.S_ISDIR(os.stat(path).st_mode) if suffix else True
+
+    def missing(self, rule: PathRule, expanded: str, err: OSError) -> None:
+        if rule.optional or rule.access in ("hide", "protect"):
+            return None
+        raise self.error(
+            rule,
+            f"{expanded} cannot be granted: {err.strerror}",
+            hint="create it, or write the grant as { path = \"...\", optional = true }",
+        )
+
+    def check_access(self, rule: PathRule, expanded: str, target: str) -> None:
+        if rule.access not in ("read", "write") or rule.name.startswith(LNK_HOME_NAME):
+            return
+        for path in {expanded, target}:
+            if is_within(path, self.context.lnk_home) or is_within(path, self.lnk_home_real):
+                raise self.error(
+                    rule,
+                    f"{path} is inside lnk-sandbox's settings ($LNK_HOME = "
+                    f"{self.context.lnk_home}), which every sandbox is denied",
+                    hint="use `agent = \"NAME\"` or `session = \"ID\"` for a folder kept there",
+                )
+        if rule.access == "write":
+            if target == "/":
+                raise self.error(rule, "resolves to '/', and a write grant of '/' opens "
+                                 "every file", hint="grant the folders the command writes")
+            for home in {self.context.home, self.home_real}:
+                if is_within(home, target):
+                    raise self.error(
+                        rule,
+                        f"resolves to {target}, which is or holds the home folder; a sandbox "
+                        "writing there could change what runs at your next login "
+                        "(.bashrc, .profile, .ssh, autostart)",
+                        hint="grant folders inside home instead, such as '~/projects/x'",
+                    )
+
+    def resolve(self) -> Snapshot:
+        rules = self.policy.rules
+        expanded = [self.expand(rule.name) for rule in rules]
+        order = sorted(range(len(rules)), key=lambda i: (expanded[i].count("/"), i))
+        roots: list[tuple[str, str]] = []  # (expanded, target) of resolved read/write grants
+        grants: dict[int, Grant] = {}
+        for i in order:
+            rule, path = rules[i], expanded[i]
+            outer = None
+            if rule.access in ("read", "write"):
+                outer = next(((e, t) for e, t in roots if is_within(path, e)), None)
+            if outer is not None:
+                target, is_dir = self.resolve_below(rule, path, *outer)
+            else:
+                target, is_dir = self.resolve_root(rule, path)
+            if target is not None:
+                self.check_access(rule, path, target)
+                if rule.access in ("read", "write") and outer is None:
+                    roots.append((path, target))
+            grants[i] = Grant(rule.name, target, rule.access, rule.reason, rule.key,
+                              rule.line, rule.dot_files_writable, is_dir)
+        ordered = self.check_contradictions(tuple(grants[i] for i in range(len(rules))))
+        return Snapshot(
+            version=SNAPSHOT_VERSION,
+            source=self.policy.source,
+            home=self.context.home,
+            cwd=self.context.cwd,
+            lnk_home=self.context.lnk_home,
+            uid=self.context.uid,
+            grants=ordered,
+            programs=self.programs(),
+            network_mode=self.policy.network_mode,
+            network_allow=self.policy.network_allow,
+            env_keep=self.policy.env_keep,
+            env_assign=self.policy.env_assign,
+            agent=self.policy.agent,
+            session=self.policy.session,
+        )
+
+    def check_contradictions(self, grants: tuple[Grant, ...]) -> tuple[Grant, ...]:
+        """Two names resolving to one target must not ask for different things.
+
+        A default hide gives way to a grant the spec wrote for the same folder (through
+        a link): the person named it.
+        """
+        granted = {g.target: g for g in grants if g.access in ("read", "write") and g.target}
+        kept = []
+        for grant in grants:
+            if grant.access == "hide" and grant.key is None and grant.target in granted:
+                continue
+            kept.append(grant)
+        by_target: dict[str, Grant] = {}
+        for grant in kept:
+            if grant.target is None or grant.access == "protect":
+                continue
+            earlier = by_target.setdefault(grant.target, grant)
+            if earlier is grant or earlier.access == grant.access:
+                continue
+            rule = PathRule(grant.name, grant.access, False, grant.reason, grant.key,
+                            grant.line)
+            raise self.error(
+                rule,
+                f"resolves to {grant.target}, the same as {earlier.name!r} "
+                f"({earlier.key or earlier.reason}), which is {earlier.access}",
+                hint="a folder is either hidden, read or written: keep one of the two",
+            )
+        return tuple(kept)
+
+    def programs(self) -> tuple[Program, ...] | None:
+        if self.policy.programs is None:
+            return None
+        path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+        found = []
+        for i, name in enumerate(self.policy.programs):
+            written = self.expand(name) if name.startswith("~/") else name
+            located = written if "/" in written else shutil.which(written, path=path)
+            target = os.path.realpath(located) if located else None
+            if target is None or not os.path.isfile(target):
+                raise SpecError(
+                    f"{name!r} is not a program on this machine"
+                    + ("" if "/" in name else " (not found in PATH)"),
+                    file=self.policy.source,
+                    key=f"commands.programs[{i}]",
+                    line=self.policy.programs_line,
+                    hint="install it, or remove it from the list",
+                )
+            found.append(Program(name, target))
+        return tuple(found)
+
+
+def resolve(policy: Policy, context: Context) -> Snapshot:
+    """Resolve every name of the policy once; SpecError names the rule that cannot be."""
+    return _Resolver(policy, context).resolve()

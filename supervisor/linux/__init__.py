@@ -1,0 +1,1 @@
+"""The Linux mechanism: bubblewrap, the inner confiner, the exec watch."""

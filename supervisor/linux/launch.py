@@ -1,0 +1,210 @@
+"""Starting bubblewrap: pinned sources, the inner's configuration, the status socket.
+
+Everything here is synchronous and imports little, because it sits on every start:
+bwrap is running before the supervisor imports what only later stages need (anyio,
+the network proxy).
+
+Facts:
+- bwrap is spawned from the thread that stays for the whole run (the main thread, which
+  also runs the event loop): bwrap's --die-with-parent is PR_SET_PDEATHSIG, which fires
+  when the *thread* that forked it exits.
+- bwrap is started with SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored (an ignored signal
+  stays ignored across exec): a Ctrl-C at the terminal reaches the whole foreground group,
+  and bwrap dying of it first would kill the target before its own handler ran. The inner
+  restores the defaults before its execve.
+- bwrap gets a process group of its own, made the terminal's foreground group while it
+  runs (as a shell does for a job), so the target keeps reading the terminal and gets
+  Ctrl-C; the inner waits for the go until that is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+from dataclasses import dataclass, field
+
+from ..errors import LaunchError
+from .bwrap import BwrapInfo, bwrap_args
+from .pinning import LinkInPath, pin
+from .plan import LaunchPlan, MountOp
+
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+@dataclass
+class Launched:
+    """A running bwrap and the supervisor's ends of its channels."""
+
+    pid: int
+    pidfd: int
+    status: socket.socket
+    json_status: int
+    terminal_fd: int | None
+    closing: list[int] = field(default_factory=list)
+
+    def close(self) -> None:
+        for fd in (self.pidfd, self.json_status, *self.closing):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.status.close()
+
+
+@dataclass
+class _ChildFds:
+    """Descriptors bwrap inherits; the supervisor closes its copies after the spawn."""
+
+    fds: list[int] = field(default_factory=list)
+
+    def add(self, fd: int) -> int:
+        os.set_inheritable(fd, True)
+        self.fds.append(fd)
+        return fd
+
+    def close(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds.clear()
+
+
+def _pin_sources(plan: LaunchPlan, child: _ChildFds) -> dict[int, int]:
+    """fd per op index; missing optional sources are left out of the plan by the caller."""
+    fds: dict[int, int] = {}
+    for index, op in enumerate(plan.ops):
+        if op.kind in ("ro-bind", "bind"):
+            assert op.source is not None
+            try:
+                pinned = pin(op.source)
+            except FileNotFoundError:
+                raise LaunchError(
+                    f"{op.source} ({op.reason}) no longer exists",
+                    hint="create it again, or mark the grant optional",
+                ) from None
+            except LinkInPath as err:
+                err.message = f"{op.reason}: {err.message}"
+                raise
+            fds[index] = child.add(pinned.fd)
+        elif op.kind == "hide-file":
+            read_end, write_end = os.pipe()
+            os.close(write_end)  # an empty file: bwrap reads EOF at once
+            fds[index] = child.add(read_end)
+    return fds
+
+
+def present_ops(plan: LaunchPlan) -> LaunchPlan:
+    """The plan without hides and protections whose path is gone since the snapshot.
+
+    A tmpfs or bind over a missing path would make bwrap create it, in a folder the
+    sandbox may only read; a grant that vanished is refused by `_pin_sources` instead.
+    """
+    kept: list[MountOp] = []
+    for op in plan.ops:
+        if op.kind in ("tmpfs", "hide-file") and op.dest != "/tmp" or (
+            op.kind == "remount-ro" and op.dest != "/"
+        ):
+            if not os.path.lexists(op.dest):
+                continue
+        kept.append(op)
+    return LaunchPlan(tuple(kept), plan.chdir, plan.root_mode, plan.share_net,
+                      plan.interpreter, plan.notes)
+
+
+def _config_fd(config: dict[str, object], child: _ChildFds) -> int:
+    fd = os.memfd_create("lnk-inner-config", os.MFD_CLOEXEC)
+    os.write(fd, json.dumps(config).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return child.add(fd)
+
+
+def _foreground_terminal() -> int | None:
+    """The terminal on stdin when this process is in its foreground group, else None."""
+    try:
+        if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp():
+            return 0
+    except OSError:
+        pass
+    return None
+
+
+def give_terminal(fd: int | None, pgid: int) -> None:
+    """Make `pgid` the terminal's foreground group (SIGTTOU ignored while doing it)."""
+    if fd is None:
+        return
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(fd, pgid)
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
+
+
+def spawn(
+    plan: LaunchPlan,
+    info: BwrapInfo,
+    *,
+    argv: list[str],
+    env: dict[str, str],
+    inner_config: dict[str, object] | None = None,
+) -> Launched:
+    """Pin every source, start bwrap with only `env`, and hand the terminal to it."""
+    child = _ChildFds()
+    parent_fds: list[int] = []
+    try:
+        plan = present_ops(plan)
+        fds = _pin_sources(plan, child)
+        status_parent, status_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        parent_fds.append(status_parent.detach())
+        status_child_fd = child.add(status_child.detach())
+        json_read, json_write = os.pipe()
+        parent_fds.append(json_read)
+        child.add(json_write)
+        config = {"argv": argv, "status_fd": status_child_fd, **(inner_config or {})}
+        config_fd = _config_fd(config, child)
+        index = {id(op): i for i, op in enumerate(plan.ops)}
+        args = bwrap_args(
+            plan,
+            info,
+            fd_of=lambda op: str(fds[index[id(op)]]),
+            json_status_fd=str(json_write),
+            config_fd=str(config_fd),
+        )
+        terminal = _foreground_terminal()
+        saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _FORWARDED}
+        try:
+            pid = os.posix_spawn(
+                info.path,
+                args,
+                env,
+                setpgroup=0,
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                setsigmask=(),
+            )
+        finally:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
+    except OSError as err:
+        child.close()
+        for fd in parent_fds:
+            os.close(fd)
+        raise LaunchError(f"cannot start bubblewrap: {err.strerror}", errno=err.errno) from None
+    except BaseException:
+        child.close()
+        for fd in parent_fds:
+            os.close(fd)
+        raise
+    child.close()
+    give_terminal(terminal, pid)
+    return Launched(
+        pid=pid,
+        pidfd=os.pidfd_open(pid),
+        status=socket.socket(fileno=parent_fds[0]),
+        json_status=parent_fds[1],
+        terminal_fd=terminal,
+    )

@@ -1,0 +1,177 @@
+"""The Linux launch plan: the snapshot compiled to an ordered list of mount operations.
+
+Built first as data, emitted as bwrap arguments after (`bwrap.py`), so `plan` can print
+it and tests can compare it exactly. bwrap performs operations in command-line order, and
+a mount hides whatever an earlier mount put beneath it, so the order is the policy:
+
+1. the root: `/` when granted, then system folders (read-only, missing ones left out,
+   a top-level link such as Debian's `/bin -> usr/bin` made the same link inside),
+   a fresh /proc, a minimal /dev, a fresh /tmp unless /tmp itself is granted;
+2. grants and hides, outer to inner (by depth): the folders holding a hidden one are
+   mounted before it is hidden (tmpfs, or an empty file), the grants inside it after;
+   read-only protections (the installation, dot files) after the write grant holding
+   them;
+3. the inner confiner's package and, when outside the system folders, its interpreter;
+4. hidden folders' tmpfs and the root made read-only, last, since bwrap needs them
+   writable to make the mount points of everything inside.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..grants import Grant, Snapshot, expand_name, is_within
+
+OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
+
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+
+# Where the inner confiner's package is mounted inside, read-only; its parent goes on the
+# interpreter's sys.path (`-I -S` shows neither site-packages nor the working directory).
+INNER_MOUNT = "/run/lnk-sandbox/inner"
+INNER_PARENT = "/run/lnk-sandbox"
+
+
+@dataclass(frozen=True)
+class MountOp:
+    """One bwrap operation. `source` is the host path pinned at launch (binds), or the
+    link's text (symlink); `reason` says which rule asked for it."""
+
+    kind: OpKind
+    dest: str
+    source: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class HostLayout:
+    """The facts of this machine the plan needs, gathered by `HostLayout.probe()`.
+
+    `system` maps each existing system folder to None (a folder) or its link text.
+    """
+
+    system: dict[str, str | None]
+    inner_source: str
+    interpreter: str
+    interpreter_prefix: str
+
+    @staticmethod
+    def probe(inner_source: str, interpreter: str, interpreter_prefix: str) -> HostLayout:
+        system: dict[str, str | None] = {}
+        for folder in SYSTEM_FOLDERS:
+            try:
+                mode = os.lstat(folder).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                system[folder] = os.readlink(folder)
+            elif stat.S_ISDIR(mode):
+                system[folder] = None
+        return HostLayout(system, inner_source, interpreter, interpreter_prefix)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What `bwrap.py` turns into arguments: mounts in order, and the rest of the setup."""
+
+    ops: tuple[MountOp, ...]
+    chdir: str
+    root_mode: bool
+    share_net: bool
+    interpreter: str
+    notes: tuple[str, ...] = field(default=())
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
+
+
+def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
+    """The access of the deepest mount holding `path`, or None when none does."""
+    best: tuple[int, str] | None = None
+    for dest, access in mounts:
+        if is_within(path, dest) and (best is None or _depth(dest) >= best[0]):
+            best = (_depth(dest), access)
+    return best[1] if best else None
+
+
+def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> LaunchPlan:
+    """Compile the snapshot to mount operations (pure: the layout holds the host facts)."""
+    grants = snapshot.visible()
+    targets = {g.target for g in grants if g.target}
+    root: list[MountOp] = []
+    if "/" in targets:
+        root.append(MountOp("ro-bind", "/", "/", "files.read: /"))
+    for folder, link in layout.system.items():
+        if any(is_within(folder, t) for t in targets):
+            continue
+        if link is None:
+            root.append(MountOp("ro-bind", folder, folder, "system folder"))
+        else:
+            root.append(MountOp("symlink", folder, link, "system folder (a link)"))
+    root.append(MountOp("proc", "/proc", reason="a fresh /proc"))
+    root.append(MountOp("dev", "/dev", reason="a minimal /dev"))
+    if "/tmp" not in targets:
+        root.append(MountOp("tmpfs", "/tmp", reason="a fresh /tmp"))
+
+    # The layered part: (dest, access) of every mount so far decides what still needs one.
+    mounts: list[tuple[str, str]] = [
+        (op.dest, "read") for op in root if op.kind in ("ro-bind", "symlink")
+    ]
+    layered: list[tuple[int, int, MountOp]] = []
+    late: list[MountOp] = []
+
+    def add(order: int, op: MountOp, access: str) -> None:
+        layered.append((_depth(op.dest), order, op))
+        mounts.append((op.dest, access))
+
+    for grant in sorted(grants, key=lambda g: _depth(g.target or "/")):
+        assert grant.target is not None
+        if grant.target == "/":
+            continue
+        kind: OpKind = "bind" if grant.access == "write" else "ro-bind"
+        add(0, MountOp(kind, grant.target, grant.target, _why(grant)), grant.access)
+    for grant in sorted(snapshot.grants, key=lambda g: _depth(g.target or "/")):
+        if grant.target is None or grant.access not in ("hide", "protect"):
+            continue
+        holder = _deepest(grant.target, mounts)
+        if grant.access == "hide" and holder in ("read", "write"):
+            if grant.is_dir:
+                add(1, MountOp("tmpfs", grant.target, reason=_why(grant)), "hide")
+                late.append(MountOp("remount-ro", grant.target, reason="hidden folder"))
+            else:
+                add(1, MountOp("hide-file", grant.target, reason=_why(grant)), "hide")
+        elif grant.access == "protect" and holder == "write":
+            add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
+
+    extra: list[MountOp] = [MountOp("ro-bind", INNER_MOUNT, layout.inner_source,
+                                    "the inner confiner")]
+    prefix = layout.interpreter_prefix
+    if _deepest(prefix, mounts) is None or _deepest(layout.interpreter, mounts) is None:
+        extra.append(MountOp("ro-bind", prefix, prefix, "the inner confiner's interpreter"))
+
+    for grant in grants:
+        assert grant.target is not None
+        name = expand_name(grant.name, snapshot.home, snapshot.cwd, snapshot.lnk_home)
+        if name != grant.target and _deepest(name, mounts) is None:
+            extra.append(MountOp("symlink", name, grant.target, f"{grant.name} is a link"))
+
+    late.append(MountOp("remount-ro", "/", reason="nothing new at the root"))
+    ordered = [op for _, _, op in sorted(layered, key=lambda t: (t[0], t[1]))]
+    cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") else "/"
+    return LaunchPlan(
+        ops=(*root, *ordered, *extra, *late),
+        chdir=cwd,
+        root_mode=root_mode,
+        share_net=snapshot.network_mode == "host",
+        interpreter=layout.interpreter,
+    )
+
+
+def _why(grant: Grant) -> str:
+    if grant.key:
+        return f"{grant.key}: {grant.name}"
+    return f"{grant.reason}: {grant.name}"

@@ -1,0 +1,259 @@
+"""Supervising a running bwrap: the status socket, signals, the exit status.
+
+The supervisor stays bwrap's parent for the whole run. It waits briefly without an event
+loop, since most tool commands end within milliseconds and anyio, asyncio and uvloop cost
+about 50 ms to import here; a command still running after that window is supervised under
+anyio for the rest of its run. Nothing decides less in one phase than in the other: the
+status socket is read by a thread from the start, and signals are forwarded by the same
+handlers in both.
+
+Signals: bwrap forwards none, and one that killed it would kill the target with it
+(die-with-parent). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the supervisor are passed
+to bwrap's process group, so the target's own handler runs; SIGTERM or SIGHUP that the
+target outlives by `KILL_GRACE` seconds, or that comes twice, kills the whole tree.
+"""
+
+from __future__ import annotations
+
+import array
+import errno
+import json
+import os
+import select
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from types import FrameType
+
+from inner import protocol
+
+from ..errors import HelperError, LaunchError, SandboxError
+from .launch import Launched, give_terminal
+
+KILL_GRACE = 10.0
+SYNC_WINDOW = 0.02
+
+
+@dataclass(frozen=True)
+class ExecFailure:
+    """The inner's execve failed: `errno` and the program as given."""
+
+    errno: int
+    program: str
+
+    @property
+    def status(self) -> int:
+        return 127 if self.errno in (errno.ENOENT, errno.ENOTDIR) else 126
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended: the exit status of the design and why, for the command line."""
+
+    status: int
+    exec_failure: ExecFailure | None = None
+    problem: SandboxError | None = None
+
+
+class Supervision:
+    """One run's supervision state, shared by the control thread and the main thread."""
+
+    def __init__(self, launched: Launched):
+        self.launched = launched
+        self.exec_failure: ExecFailure | None = None
+        self.confinement_failure: str | None = None
+        self.listeners: list[int] = []
+        self.go_conditions: list[threading.Event] = []
+        self.kill_deadline: float | None = None
+        self.killed = False
+        self._pending: dict[int, float] = {}
+        self._previous: dict[int, object] = {}
+        self._control = threading.Thread(target=self._read_status, name="lnk-status",
+                                         daemon=True)
+
+    # -- the status socket ---------------------------------------------------------------
+
+    def start(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+        self._control.start()
+
+    def _read_status(self) -> None:
+        sock = self.launched.status
+        while True:
+            try:
+                message, ancillary, _, _ = sock.recvmsg(8192, socket.CMSG_SPACE(4 * 4))
+            except OSError:
+                return
+            if not message:
+                return
+            kind, body = message[:1], message[1:]
+            if kind == protocol.WAITING:
+                for condition in self.go_conditions:
+                    condition.wait()
+                try:
+                    sock.send(protocol.GO)
+                except OSError:
+                    return
+            elif kind == protocol.EXEC_FAILED:
+                code, _, program = body.decode("utf-8", "replace").partition(" ")
+                self.exec_failure = ExecFailure(int(code or 0), program)
+            elif kind == protocol.CONFINEMENT_FAILED:
+                self.confinement_failure = body.decode("utf-8", "replace")
+            elif kind == protocol.LISTENER:
+                for level, kind_, data in ancillary:
+                    if level == socket.SOL_SOCKET and kind_ == socket.SCM_RIGHTS:
+                        fds = array.array("i")
+                        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+                        self.listeners.extend(fds)
+
+    # -- signals -------------------------------------------------------------------------
+
+    def _on_signal(self, sig: int, frame: FrameType | None) -> None:
+        self.forward(sig)
+
+    def forward(self, sig: int) -> None:
+        """Pass a signal sent to the supervisor on to the sandbox's process group."""
+        try:
+            os.killpg(self.launched.pid, sig)
+        except OSError:
+            return
+        if sig in (signal.SIGTERM, signal.SIGHUP):
+            if sig in self._pending:
+                self.kill()
+            self._pending[sig] = time.monotonic()
+            self.kill_deadline = time.monotonic() + KILL_GRACE
+
+    def kill(self) -> None:
+        """End the whole tree: bwrap's pid 1 dies with bwrap, and the namespace with it."""
+        self.killed = True
+        for target in (lambda: os.killpg(self.launched.pid, signal.SIGKILL),
+                       lambda: os.kill(self.launched.pid, signal.SIGKILL)):
+            try:
+                target()
+            except OSError:
+                pass
+
+    def overdue(self) -> bool:
+        if self.kill_deadline is not None and time.monotonic() >= self.kill_deadline:
+            self.kill()
+            self.kill_deadline = None
+            return True
+        return False
+
+    def time_left(self) -> float | None:
+        if self.kill_deadline is None:
+            return None
+        return max(0.0, self.kill_deadline - time.monotonic())
+
+    # -- waiting -------------------------------------------------------------------------
+
+    def wait_briefly(self, window: float = SYNC_WINDOW) -> bool:
+        """Wait up to `window` seconds without an event loop; True when bwrap ended."""
+        end = time.monotonic() + window
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            readable, _, _ = select.select([self.launched.pidfd], [], [], left)
+            if readable:
+                return True
+
+    async def wait_async(self) -> None:
+        import anyio
+
+        while True:
+            self.overdue()
+            with anyio.move_on_after(self.time_left() or 3600):
+                await anyio.wait_readable(self.launched.pidfd)
+                return
+
+    # -- the end -------------------------------------------------------------------------
+
+    def finish(self) -> Outcome:
+        """Reap bwrap, give the terminal back, and say how the run ended."""
+        _, wait_status = os.waitpid(self.launched.pid, 0)
+        self._control.join(timeout=5)
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        give_terminal(self.launched.terminal_fd, os.getpgrp())
+        records = _read_json_records(self.launched.json_status)
+        self.launched.close()
+        for fd in self.listeners:
+            os.close(fd)
+        exit_code = next((r["exit-code"] for r in records if "exit-code" in r), None)
+        if self.confinement_failure is not None:
+            return Outcome(125, problem=SandboxError(
+                f"the sandbox could not be confined: {self.confinement_failure}"))
+        if self.exec_failure is not None:
+            return Outcome(self.exec_failure.status, exec_failure=self.exec_failure)
+        if exit_code is not None:
+            return Outcome(int(exit_code))
+        if os.WIFSIGNALED(wait_status):
+            number = os.WTERMSIG(wait_status)
+            if self.killed:
+                return Outcome(128 + number)
+            return Outcome(125, problem=HelperError(
+                f"bubblewrap was killed by signal {number} before the command ended"))
+        code = os.waitstatus_to_exitcode(wait_status)
+        return Outcome(125, problem=LaunchError(
+            f"bubblewrap could not set up the sandbox (exit status {code}; its own message "
+            "is above)",
+            hint="run `lnk sandbox plan` to see the mounts it was asked for",
+        ))
+
+
+def _read_json_records(fd: int) -> list[dict[str, object]]:
+    """bwrap's --json-status-fd output: one JSON object per line."""
+    os.set_blocking(fd, False)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        except OSError as err:
+            if err.errno == errno.EINTR:
+                continue
+            break
+        if not chunk:
+            break
+        data += chunk
+    records = []
+    for line in data.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def supervise(launched: Launched, *, needs_loop: bool = False) -> Outcome:
+    """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it)."""
+    supervision = Supervision(launched)
+    supervision.start()
+    try:
+        if needs_loop or not supervision.wait_briefly():
+            _run_loop(supervision)
+    except BaseException:
+        supervision.kill()
+        supervision.finish()
+        raise
+    return supervision.finish()
+
+
+def _run_loop(supervision: Supervision) -> None:
+    import anyio
+
+    backend_options: dict[str, object] = {}
+    try:
+        import uvloop  # noqa: F401
+
+        backend_options["use_uvloop"] = True
+    except ImportError:
+        pass
+    anyio.run(supervision.wait_async, backend="asyncio", backend_options=backend_options)

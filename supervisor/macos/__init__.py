@@ -1,0 +1,1 @@
+"""The macOS mechanism: Seatbelt profiles run by sandbox-exec."""

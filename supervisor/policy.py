@@ -1,0 +1,182 @@
+"""The effective policy: a spec plus what lnk-sandbox itself always adds.
+
+What it adds, each rule with its reason so `plan` and `describe` can say why:
+- the default hides (credentials and agent sockets under home), unless the spec names
+  the path itself;
+- `$LNK_HOME` hidden, always: remembered permissions and saved snapshots live there,
+  and a sandbox that could write them could allow itself anything;
+- an agent's own folder and a session's folder reopened read-write, dot files included;
+- the installation running lnk-sandbox kept read-only inside any write grant that
+  holds it, so a sandbox never rewrites the code that runs outside next time.
+
+Still names, not paths on disk: `grants.py` resolves them once into a snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .environment import DEFAULT_KEEP
+from .spec import Spec
+
+Access = Literal["read", "write", "hide", "protect"]
+
+# Credentials and agent sockets a read grant of home would otherwise show.
+DEFAULT_HIDES = (
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.docker",
+    "~/.kube",
+    "~/.config/gcloud",
+    "~/.netrc",
+    "~/.git-credentials",
+)
+
+LNK_HOME_NAME = "$LNK_HOME"
+
+
+@dataclass(frozen=True)
+class Context:
+    """The facts of this run that names expand against.
+
+    `home` and `lnk_home` are as the environment gives them, not resolved; `cwd` is the
+    kernel's own name for the working directory, which has no links in it.
+    """
+
+    home: str
+    cwd: str
+    lnk_home: str
+    uid: int
+    runtime_dir: str | None
+    installation: tuple[str, ...]
+
+    @staticmethod
+    def current() -> Context:
+        home = os.environ.get("HOME") or _passwd_home()
+        lnk_home = os.environ.get("LNK_HOME") or os.path.join(home, ".lnk")
+        runtime = os.environ.get("XDG_RUNTIME_DIR") or None
+        return Context(
+            home=os.path.normpath(home),
+            cwd=os.getcwd(),
+            lnk_home=os.path.normpath(os.path.abspath(lnk_home)),
+            uid=os.geteuid(),
+            runtime_dir=os.path.normpath(runtime) if runtime and runtime.startswith("/") else None,
+            installation=installation_paths(),
+        )
+
+
+def _passwd_home() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_dir
+
+
+def installation_paths() -> tuple[str, ...]:
+    """The folders of the code that runs lnk-sandbox: packages, venv, interpreter."""
+    package_root = Path(__file__).resolve().parent.parent
+    paths = {
+        str(package_root / name)
+        for name in ("supervisor", "inner", "netns_helper")
+        if (package_root / name).is_dir()
+    }
+    paths.add(os.path.realpath(sys.prefix))
+    paths.add(os.path.realpath(sys.base_prefix))
+    return tuple(sorted(paths))
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """One path rule of the effective policy.
+
+    `name` is as written (`~/proj`, `.`, `$LNK_HOME/agents/a`); `key`/`line` point at
+    the spec when the rule came from it, else None with `reason` saying who added it.
+    `dot_files_writable` marks write grants listed in `write_dot_files` (and agents'
+    and sessions' own folders).
+    """
+
+    name: str
+    access: Access
+    optional: bool
+    reason: str
+    key: str | None = None
+    line: int | None = None
+    dot_files_writable: bool = False
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The effective policy: plain data, the same for every OS."""
+
+    source: str
+    rules: tuple[PathRule, ...]
+    programs: tuple[str, ...] | None
+    programs_line: int | None
+    network_mode: str
+    network_allow: tuple[str, ...]
+    env_keep: tuple[str, ...]
+    env_assign: tuple[tuple[str, str], ...]
+    agent: str | None
+    session: str | None
+
+
+def effective_policy(spec: Spec, context: Context) -> Policy:
+    """Spec + the rules lnk-sandbox always adds (see the module docstring)."""
+    rules: list[PathRule] = []
+    named: set[str] = set()
+    dot_files = set(spec.files.write_dot_files)
+    for access, grants in (
+        ("read", spec.files.read),
+        ("write", spec.files.write),
+        ("hide", spec.files.hide),
+    ):
+        for grant in grants:
+            named.add(grant.path)
+            rules.append(
+                PathRule(
+                    name=grant.path,
+                    access=access,  # type: ignore[arg-type]
+                    optional=grant.optional,
+                    reason=grant.key,
+                    key=grant.key,
+                    line=grant.line,
+                    dot_files_writable=grant.path in dot_files,
+                )
+            )
+    for name in DEFAULT_HIDES:
+        if name not in named:
+            rules.append(PathRule(name, "hide", True, "default hide: credentials"))
+    if context.runtime_dir and context.runtime_dir not in named:
+        rules.append(
+            PathRule(context.runtime_dir, "hide", True, "default hide: agent sockets "
+                     "($XDG_RUNTIME_DIR)")
+        )
+    rules.append(PathRule(LNK_HOME_NAME, "hide", True, "lnk-sandbox's settings ($LNK_HOME)"))
+    if spec.agent:
+        rules.append(
+            PathRule(f"{LNK_HOME_NAME}/agents/{spec.agent}", "write", False,
+                     f"the agent {spec.agent!r}'s own folder", dot_files_writable=True)
+        )
+    if spec.session:
+        rules.append(
+            PathRule(f"{LNK_HOME_NAME}/sessions/{spec.session}", "write", False,
+                     f"the session {spec.session!r}'s folder", dot_files_writable=True)
+        )
+    for path in context.installation:
+        rules.append(PathRule(path, "protect", True, "the installation running lnk-sandbox"))
+    return Policy(
+        source=spec.source,
+        rules=tuple(rules),
+        programs=spec.commands.programs,
+        programs_line=spec.commands.line,
+        network_mode=spec.network.mode,
+        network_allow=tuple(p.text for p in spec.network.allow),
+        env_keep=spec.env.keep if spec.env.keep is not None else DEFAULT_KEEP,
+        env_assign=spec.env.assign,
+        agent=spec.agent,
+        session=spec.session,
+    )

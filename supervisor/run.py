@@ -1,0 +1,51 @@
+"""The stages of a run, in the one direction data flows:
+
+spec -> effective policy -> snapshot -> launch plan -> running tree -> outcome.
+
+Each stage is a function the command line and the Python API both call; only the last
+one starts anything.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .grants import Snapshot, resolve
+from .policy import Context, Policy, effective_policy
+from .spec import Spec, load_spec
+from .state import ensure_private_dir
+
+
+def interpreter() -> tuple[str, str]:
+    """The real base interpreter (never a venv link or a shim) and its prefix."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return os.path.realpath(base), os.path.realpath(sys.base_prefix)
+
+
+def inner_source() -> str:
+    return str(Path(__file__).resolve().parent.parent / "inner")
+
+
+def policy_for(spec: Spec, context: Context | None = None) -> Policy:
+    return effective_policy(spec, context or Context.current())
+
+
+def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snapshot:
+    """Load, validate and resolve a spec: the snapshot a launch and a description use."""
+    context = context or Context.current()
+    spec = load_spec(spec_path)
+    policy = effective_policy(spec, context)
+    if spec.agent:
+        ensure_private_dir(os.path.join(context.lnk_home, "agents", spec.agent))
+    if spec.session:
+        ensure_private_dir(os.path.join(context.lnk_home, "sessions", spec.session))
+    return resolve(policy, context)
+
+
+def run_snapshot(snapshot: Snapshot, argv: list[str]) -> int:
+    """Launch `argv` confined by `snapshot` and supervise it; the exit status."""
+    from .linux.run import run_linux
+
+    return run_linux(snapshot, argv)

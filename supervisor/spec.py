@@ -1,0 +1,432 @@
+"""The spec: TOML validated into frozen plain data.
+
+A missing key means the least that still does the job; an empty list means none. Every
+error names the file, the key and, where it can be found, the line, and says what to
+change. Nothing here looks at the machine: paths are checked for form only; what they
+point at is the grant resolver's business (`grants.py`).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .environment import is_loader_variable
+from .errors import SpecError
+
+if TYPE_CHECKING:
+    from .hostnames import HostPattern
+
+DEFAULT_SPEC_NAME = "<default spec>"
+DEFAULT_SPEC_PATH = Path(__file__).with_name("default_spec.toml")
+
+NetworkMode = Literal["none", "proxy", "host"]
+_NETWORK_MODES = ("none", "proxy", "host")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PROGRAM_NAME = re.compile(r"^[^/\x00]+$")
+
+_TOP_KEYS = ("agent", "session", "files", "commands", "network", "env")
+_FILES_KEYS = ("read", "write", "hide", "write_dot_files")
+_GRANT_TABLE_KEYS = ("path", "optional")
+
+
+@dataclass(frozen=True)
+class PathGrant:
+    """One path of `[files]` as written.
+
+    `path` is the text normalized (no doubled or trailing slashes); its first component
+    says how it expands: `/` absolute, `~` the home folder, `.` the working directory.
+    `optional` grants are left out when missing instead of refusing the launch. `key`
+    and `line` say where the spec wrote it, for errors found later.
+    """
+
+    path: str
+    optional: bool
+    key: str
+    line: int | None
+
+
+@dataclass(frozen=True)
+class Files:
+    """`[files]`. Empty tuples mean no such grant.
+
+    `write_dot_files` lists write grants (as written) whose top-level dot files stay
+    writable; absent, every written folder's dot files are read-only.
+    """
+
+    read: tuple[PathGrant, ...] = ()
+    write: tuple[PathGrant, ...] = ()
+    hide: tuple[PathGrant, ...] = ()
+    write_dot_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Commands:
+    """`[commands]`. `programs` None (key absent) means any program; () means none."""
+
+    programs: tuple[str, ...] | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Network:
+    """`[network]`. `allow` only means something in proxy mode."""
+
+    mode: NetworkMode = "none"
+    allow: tuple[HostPattern, ...] = ()
+
+
+@dataclass(frozen=True)
+class Env:
+    """`[env]`. `keep` None (absent) means the default list in environment.py."""
+
+    keep: tuple[str, ...] | None = None
+    assign: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated spec. `source` is the file it came from, for later errors."""
+
+    source: str
+    agent: str | None = None
+    session: str | None = None
+    files: Files = Files()
+    commands: Commands = Commands()
+    network: Network = Network()
+    env: Env = Env()
+
+
+class _Locator:
+    """Finds the line of a key in the TOML text, since tomllib reports none.
+
+    Best effort: it follows `[table]` headers and `key =` lines, enough for the specs
+    people write; where it finds nothing the error goes without a line.
+    """
+
+    _HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(#.*)?$")
+    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"]+(?:\s*\.\s*[A-Za-z0-9_\-\"]+)*)\s*=")
+
+    def __init__(self, text: str):
+        self._found: dict[str, int] = {}
+        table = ""
+        for number, line in enumerate(text.splitlines(), start=1):
+            header = self._HEADER.match(line)
+            if header:
+                table = header.group(1).replace('"', "").replace(" ", "")
+                self._found.setdefault(table, number)
+                continue
+            key = self._KEY.match(line)
+            if key:
+                name = key.group(1).replace('"', "").replace(" ", "")
+                full = f"{table}.{name}" if table else name
+                self._found.setdefault(full, number)
+
+    def line(self, key: str) -> int | None:
+        # "files.write[2]" is found as "files.write"; a table by its header.
+        plain = re.sub(r"\[\d+\]", "", key)
+        while plain:
+            if plain in self._found:
+                return self._found[plain]
+            plain = plain.rpartition(".")[0]
+        return None
+
+
+class _Validator:
+    def __init__(self, source: str, text: str):
+        self.source = source
+        self.locator = _Locator(text)
+
+    def error(self, key: str | None, message: str, hint: str | None = None) -> SpecError:
+        line = self.locator.line(key) if key else None
+        return SpecError(message, file=self.source, key=key, line=line, hint=hint)
+
+    def table(self, value: object, key: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.error(key, f"must be a table, not {_kind(value)}")
+        for name in value:
+            if name not in allowed:
+                raise self.error(
+                    f"{key}.{name}" if key else name,
+                    f"unknown key {name!r}",
+                    hint="known keys here: " + ", ".join(allowed),
+                )
+        return value
+
+    def string(self, value: object, key: str) -> str:
+        if not isinstance(value, str):
+            raise self.error(key, f"must be a string, not {_kind(value)}")
+        if not value:
+            raise self.error(key, "must not be empty")
+        if "\x00" in value:
+            raise self.error(key, "must not contain a NUL character")
+        return value
+
+    def string_list(self, value: object, key: str) -> list[str]:
+        if not isinstance(value, list):
+            raise self.error(key, f"must be a list of strings, not {_kind(value)}")
+        return [self.string(item, f"{key}[{i}]") for i, item in enumerate(value)]
+
+    def name(self, value: object, key: str) -> str:
+        text = self.string(value, key)
+        if not _NAME.match(text):
+            raise self.error(
+                key,
+                f"{text!r} is not a valid name",
+                hint="use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter "
+                "or digit",
+            )
+        return text
+
+    def path_text(self, value: str, key: str) -> str:
+        if value != "/" and value.endswith("/"):
+            value = value.rstrip("/") or "/"
+        value = re.sub(r"/{2,}", "/", value)
+        parts = value.split("/")
+        head = parts[0]
+        if head.startswith("~") and head != "~":
+            raise self.error(key, f"{value!r}: '~user' is not supported", hint="write the path")
+        if head not in ("", "~", "."):
+            raise self.error(
+                key,
+                f"{value!r} is a relative path",
+                hint="write an absolute path, or start it with '~/' (home) or './' "
+                "(the working directory)",
+            )
+        rest = [p for p in parts[1:] if p != "."]
+        if ".." in rest:
+            raise self.error(
+                key,
+                f"{value!r} contains '..'",
+                hint="write the folder's own path; '..' through a link is ambiguous",
+            )
+        return "/".join([head, *rest]) if rest else (head or "/")
+
+    def grant(self, value: object, key: str) -> PathGrant:
+        optional = False
+        if isinstance(value, dict):
+            table = self.table(value, key, _GRANT_TABLE_KEYS)
+            if "path" not in table:
+                raise self.error(key, "a grant table needs a 'path'")
+            raw = self.string(table["path"], f"{key}.path")
+            opt = table.get("optional", False)
+            if not isinstance(opt, bool):
+                raise self.error(f"{key}.optional", f"must be true or false, not {_kind(opt)}")
+            optional = opt
+        else:
+            if not isinstance(value, str):
+                raise self.error(
+                    key, f"must be a path or a table {{ path = ..., optional = ... }}, not "
+                    f"{_kind(value)}"
+                )
+            raw = self.string(value, key)
+        path = self.path_text(raw, key)
+        return PathGrant(path, optional, key, self.locator.line(key))
+
+    def grants(self, value: object, key: str) -> tuple[PathGrant, ...]:
+        if not isinstance(value, list):
+            raise self.error(key, f"must be a list of paths, not {_kind(value)}")
+        return tuple(self.grant(item, f"{key}[{i}]") for i, item in enumerate(value))
+
+    def files(self, value: object) -> Files:
+        table = self.table(value, "files", _FILES_KEYS)
+        read = self.grants(table.get("read", []), "files.read")
+        write = self.grants(table.get("write", []), "files.write")
+        hide = self.grants(table.get("hide", []), "files.hide")
+        seen: dict[str, PathGrant] = {}
+        for grant in (*read, *write, *hide):
+            earlier = seen.get(grant.path)
+            if earlier is not None:
+                raise self.error(
+                    grant.key,
+                    f"{grant.path!r} is also listed at {earlier.key}",
+                    hint=_duplicate_hint(earlier.key, grant.key),
+                )
+            seen[grant.path] = grant
+        for grant in write:
+            if grant.path == "/":
+                raise self.error(
+                    grant.key,
+                    "a write grant of '/' opens every file on the machine",
+                    hint="grant the folders the command writes",
+                )
+            if grant.path == "~":
+                raise self.error(
+                    grant.key,
+                    "a write grant of the home folder would let the sandbox change what runs "
+                    "at your next login (.bashrc, .profile, .ssh, autostart)",
+                    hint="grant folders inside home instead, such as '~/projects/x'",
+                )
+        dot_files = tuple(
+            self.string_list(table.get("write_dot_files", []), "files.write_dot_files")
+        )
+        written = {g.path for g in write}
+        for i, text in enumerate(dot_files):
+            key = f"files.write_dot_files[{i}]"
+            if self.path_text(text, key) not in written:
+                raise self.error(
+                    key,
+                    f"{text!r} is not one of files.write",
+                    hint="write_dot_files names folders the sandbox writes, as written there",
+                )
+        return Files(read, write, hide, tuple(self.path_text(t, "") for t in dot_files))
+
+    def commands(self, value: object) -> Commands:
+        table = self.table(value, "commands", ("programs",))
+        if "programs" not in table:
+            return Commands(None, None)
+        programs = self.string_list(table["programs"], "commands.programs")
+        for i, program in enumerate(programs):
+            key = f"commands.programs[{i}]"
+            if "/" in program and not program.startswith(("/", "~/")):
+                raise self.error(
+                    key,
+                    f"{program!r} is a relative path",
+                    hint="name a program (looked up in PATH) or give its absolute path",
+                )
+            if "/" not in program and not _PROGRAM_NAME.match(program):
+                raise self.error(key, f"{program!r} is not a program name")
+            if program.startswith("/"):
+                self.path_text(program, key)
+        if len(set(programs)) != len(programs):
+            raise self.error("commands.programs", "a program is listed twice")
+        return Commands(tuple(programs), self.locator.line("commands.programs"))
+
+    def network(self, value: object) -> Network:
+        table = self.table(value, "network", ("mode", "allow"))
+        mode = table.get("mode", "none")
+        if mode not in _NETWORK_MODES:
+            raise self.error(
+                "network.mode",
+                f"{mode!r} is not a network mode",
+                hint="use \"none\" (loopback only), \"proxy\" (names in allow) or \"host\"",
+            )
+        allow_text = self.string_list(table.get("allow", []), "network.allow")
+        if allow_text and mode != "proxy":
+            raise self.error(
+                "network.allow",
+                f"names are allowed only in proxy mode, and mode is {mode!r}",
+                hint='set mode = "proxy", or remove allow',
+            )
+        from .hostnames import HostPatternError, parse_host_pattern
+
+        patterns = []
+        for i, text in enumerate(allow_text):
+            try:
+                patterns.append(parse_host_pattern(text))
+            except HostPatternError as err:
+                raise self.error(f"network.allow[{i}]", f"{text!r}: {err}") from None
+        if len({p.text for p in patterns}) != len(patterns):
+            raise self.error("network.allow", "a name is listed twice")
+        return Network(mode, tuple(patterns))
+
+    def env(self, value: object) -> Env:
+        table = self.table(value, "env", ("keep", "set"))
+        keep: tuple[str, ...] | None = None
+        if "keep" in table:
+            keep = tuple(self.string_list(table["keep"], "env.keep"))
+            for i, name in enumerate(keep):
+                self.env_name(name, f"env.keep[{i}]")
+            if len(set(keep)) != len(keep):
+                raise self.error("env.keep", "a variable is listed twice")
+        assign: list[tuple[str, str]] = []
+        if "set" in table:
+            values = table["set"]
+            if not isinstance(values, dict):
+                raise self.error("env.set", f"must be a table of strings, not {_kind(values)}")
+            for name, text in values.items():
+                key = f"env.set.{name}"
+                self.env_name(name, key)
+                if not isinstance(text, str) or "\x00" in text:
+                    raise self.error(key, f"must be a string without NUL, not {_kind(text)}")
+                if keep is not None and name in keep:
+                    raise self.error(
+                        key, f"{name} is both kept and set", hint="remove it from one of them"
+                    )
+                assign.append((name, text))
+        return Env(keep, tuple(assign))
+
+    def env_name(self, name: str, key: str) -> None:
+        if not _ENV_NAME.match(name):
+            raise self.error(key, f"{name!r} is not a variable name")
+        if is_loader_variable(name):
+            raise self.error(
+                key,
+                f"{name} makes the dynamic loader or libc load chosen code; the sandbox "
+                "never passes it",
+                hint="remove it; a program that needs it can set it for its own children",
+            )
+
+    def spec(self, document: dict[str, Any]) -> Spec:
+        self.table(document, "", _TOP_KEYS)
+        agent = self.name(document["agent"], "agent") if "agent" in document else None
+        session = self.name(document["session"], "session") if "session" in document else None
+        return Spec(
+            source=self.source,
+            agent=agent,
+            session=session,
+            files=self.files(document.get("files", {})),
+            commands=self.commands(document.get("commands", {})),
+            network=self.network(document.get("network", {})),
+            env=self.env(document.get("env", {})),
+        )
+
+
+def _kind(value: object) -> str:
+    names = {
+        bool: "a boolean", int: "a number", float: "a number", str: "a string",
+        list: "a list", dict: "a table",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+def _duplicate_hint(first: str, second: str) -> str:
+    sections = {first.split("[")[0], second.split("[")[0]}
+    if sections == {"files.read"} or sections == {"files.write"} or sections == {"files.hide"}:
+        return "list each path once"
+    if "files.hide" in sections:
+        return "a path cannot be both hidden and granted; to reopen part of a hidden folder, " \
+            "grant a folder inside it"
+    return "a written path is also readable; keep it in files.write only"
+
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def parse_spec(data: bytes, source: str) -> Spec:
+    """Validate a spec's bytes. Raises SpecError, and nothing else, for any input."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            f"not UTF-8 text (byte {err.start})", file=source, hint="save the spec as UTF-8"
+        ) from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        message = str(err)
+        position = _TOML_POSITION.search(message)
+        line = int(position.group(1)) if position else None
+        reason = _TOML_POSITION.sub("", message).strip()
+        raise SpecError(f"not valid TOML: {reason}", file=source, line=line) from None
+    except RecursionError:
+        raise SpecError("not valid TOML: nested too deeply", file=source) from None
+    return _Validator(source, text).spec(document)
+
+
+def load_spec(path: str | None) -> Spec:
+    """The spec at `path`, or the embedded default when None."""
+    if path is None:
+        return parse_spec(DEFAULT_SPEC_PATH.read_bytes(), DEFAULT_SPEC_NAME)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read((1 << 20) + 1)
+    except OSError as err:
+        raise SpecError(f"cannot read the spec: {err.strerror}", file=path) from None
+    if len(data) > 1 << 20:
+        raise SpecError("a spec is limited to 1 MiB", file=path)
+    return parse_spec(data, path)

@@ -1,0 +1,47 @@
+"""Files in `$LNK_HOME`: made private, written atomically.
+
+`$LNK_HOME` holds what no sandbox may touch (remembered permissions, saved snapshots,
+the placeholder list), and is hidden from every sandbox. A write is a temp file, fsync,
+then rename, so a full disk or a kill mid-write leaves the old file whole.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import LaunchError
+
+
+def ensure_private_dir(path: str) -> str:
+    """Make `path` (and parents) with mode 0700 where missing; refuse a link."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as err:
+        raise LaunchError(f"cannot make {path}: {err.strerror}", errno=err.errno) from None
+    if os.path.islink(path):
+        raise LaunchError(f"{path} is a link; lnk-sandbox keeps its settings in a real folder")
+    return path
+
+
+def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Replace `path` with `data` whole, or leave it as it was (OSError)."""
+    folder = os.path.dirname(path)
+    ensure_private_dir(folder)
+    temp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW,
+                 mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(temp)
+        raise
+    os.close(fd)
+    try:
+        os.rename(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
