@@ -1,0 +1,95 @@
+"""Test tiers, capability markers and the two ways a person runs lnk-sandbox.
+
+Markers (each probes the real thing, once per session):
+- requires_bwrap: bubblewrap with --bind-fd is installed;
+- requires_userns: the unprivileged test user can make a user namespace;
+- requires_landlock(abi=N): the kernel offers Landlock at ABI N or newer;
+- requires_seccomp_notify: seccomp user notification works here;
+- requires_root: the tests run as root.
+
+A test skips with the reason only where the machine truly lacks the capability. Under
+CI (`CI=true`) or `LNK_MUST_RUN=1`, such a skip fails instead: CI's machine has them all,
+and an enforcement test that silently skipped would prove nothing (bubblewrap's
+BWRAP_MUST_WORK).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support import capabilities as caps  # noqa: E402
+from support.sandbox import Sandbox, Who  # noqa: E402
+
+MUST_RUN = os.environ.get("CI", "").lower() == "true" or os.environ.get("LNK_MUST_RUN") == "1"
+
+
+def missing(reason: str) -> None:
+    """Skip for a missing capability, or fail where every capability must be there."""
+    if MUST_RUN:
+        pytest.fail(f"capability missing where it must be present (CI): {reason}",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in item.iter_markers():
+        if marker.name == "requires_bwrap" and (reason := caps.bwrap_problem()):
+            missing(reason)
+        elif marker.name == "requires_userns" and (reason := caps.userns_problem()):
+            missing(reason)
+        elif marker.name == "requires_landlock":
+            abi = int(marker.kwargs.get("abi", 1))
+            if (found := caps.landlock_abi()) < abi:
+                missing(f"Landlock ABI {abi} needed, the kernel offers {found or 'none'}")
+        elif marker.name == "requires_seccomp_notify" and (reason := caps.notify_problem()):
+            missing(reason)
+        elif marker.name == "requires_root" and os.geteuid() != 0:
+            pytest.skip("needs root (run the suite as root for root mode)")
+
+
+@pytest.fixture(params=["root", "user"])
+def who(request: pytest.FixtureRequest) -> Who:
+    """Run as root (root mode) and as an unprivileged user the set-up creates."""
+    if request.param == "root":
+        if os.geteuid() != 0:
+            pytest.skip("root mode needs the suite to run as root")
+        return Who.root()
+    if os.geteuid() != 0:
+        return Who.current()
+    reason = caps.test_user_problem()
+    if reason:
+        missing(reason)
+    return Who.test_user()
+
+
+@pytest.fixture(params=["landlock", "no-landlock"])
+def landlock(request: pytest.FixtureRequest) -> bool:
+    """With Landlock, and with its syscalls answering ENOSYS as a kernel without it."""
+    if request.param == "landlock" and caps.landlock_abi() < 1:
+        missing("the kernel has no Landlock")
+    return request.param == "landlock"
+
+
+@pytest.fixture
+def root_sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    """A sandbox run by root: root mode."""
+    if os.geteuid() != 0:
+        pytest.skip("root mode needs the suite to run as root")
+    box = Sandbox.create(Who.root(), tmp_path)
+    yield box
+    box.cleanup()
+
+
+@pytest.fixture
+def sandbox(who: Who, tmp_path: Path) -> Iterator[Sandbox]:
+    """A project folder, a home and a $LNK_HOME owned by `who`, and a way to run lnk."""
+    box = Sandbox.create(who, tmp_path)
+    yield box
+    box.cleanup()

@@ -1,0 +1,155 @@
+"""Running lnk-sandbox the way a person does, as root or as the unprivileged test user.
+
+`Sandbox` gives each test a folder of its own, owned by the user the test runs as, with
+a project (the working directory), a home folder and `$LNK_HOME` inside that home.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import capabilities as caps
+
+SUPPORT = Path(__file__).resolve().parent
+PROBE_SOURCE = (SUPPORT / "probe.py").read_text()
+LNK = str(caps.VENV_BIN / "lnk")
+PYTHON_INSIDE = "/usr/bin/python3"
+
+
+@dataclass(frozen=True)
+class Who:
+    """Whom lnk runs as: `prefix` runs a command as them; `uid`/`gid` own their files."""
+
+    name: str
+    uid: int
+    gid: int
+    prefix: tuple[str, ...] = ()
+
+    @staticmethod
+    def root() -> Who:
+        return Who("root", 0, 0)
+
+    @staticmethod
+    def current() -> Who:
+        return Who("user", os.getuid(), os.getgid())
+
+    @staticmethod
+    def test_user() -> Who:
+        uid, gid = caps.user_ids()
+        return Who("user", uid, gid, tuple(caps.as_test_user()))
+
+    @property
+    def is_root(self) -> bool:
+        return self.uid == 0
+
+
+@dataclass
+class ProbeResult:
+    code: int
+    stdout: str
+    stderr: str
+    started: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started = any(line.startswith("STARTED ") for line in self.stdout.splitlines())
+
+    def expect(self, code: int) -> ProbeResult:
+        """Assert the probe ran inside and ended with `code` (0 or an errno)."""
+        assert self.started, f"the probe never started inside:\n{self.stderr}\n{self.stdout}"
+        name = errno.errorcode.get(code, str(code))
+        got = errno.errorcode.get(self.code, str(self.code))
+        assert self.code == code, (
+            f"expected {name}, got {got} (exit {self.code})\nstdout:\n{self.stdout}\n"
+            f"stderr:\n{self.stderr}")
+        return self
+
+
+@dataclass
+class Sandbox:
+    who: Who
+    base: Path
+    project: Path
+    home: Path
+    lnk_home: Path
+
+    @staticmethod
+    def create(who: Who, tmp_path: Path) -> Sandbox:
+        base = Path(tempfile.mkdtemp(prefix="lnk-test-", dir="/tmp"))
+        base.chmod(0o755)
+        project, home = base / "project", base / "home"
+        project.mkdir()
+        home.mkdir()
+        box = Sandbox(who, base, project, home, home / ".lnk")
+        box.chown()
+        return box
+
+    def chown(self, path: Path | None = None) -> None:
+        """Give the files under `path` (the whole folder by default) to the test's user."""
+        if os.geteuid() != 0 or self.who.is_root:
+            return
+        top = path or self.base
+        os.lchown(top, self.who.uid, self.who.gid)
+        for root, dirs, files in os.walk(top):
+            for name in dirs + files:
+                os.lchown(os.path.join(root, name), self.who.uid, self.who.gid)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+        }
+        env.update(extra or {})
+        return env
+
+    def write_spec(self, text: str, name: str = "spec.toml") -> Path:
+        path = self.base / name
+        path.write_text(text)
+        self.chown(path)
+        return path
+
+    def lnk(
+        self,
+        *args: str,
+        spec: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        landlock: bool = True,
+        timeout: float = 60,
+        input: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `lnk sandbox ARGS...` as the test's user; `spec` is TOML text."""
+        command = [LNK, "sandbox", args[0]]
+        if spec is not None:
+            command += ["--spec", str(self.write_spec(spec))]
+        command += list(args[1:])
+        if not landlock:
+            command = [sys.executable, str(SUPPORT / "no_landlock.py"), *command]
+        return subprocess.run(
+            [*self.who.prefix, *command],
+            cwd=cwd or self.project,
+            env=self.env(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
+
+    def run(self, *command: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        """`lnk sandbox run -- COMMAND...`."""
+        return self.lnk("run", "--", *command, **kwargs)  # type: ignore[arg-type]
+
+    def probe(self, *args: str, **kwargs: object) -> ProbeResult:
+        """Run the probe inside with one action; see support/probe.py."""
+        done = self.run(PYTHON_INSIDE, "-c", PROBE_SOURCE, *args, **kwargs)
+        return ProbeResult(done.returncode, done.stdout, done.stderr)
