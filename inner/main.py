@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import os
 
+from . import protocol
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
-
-from . import protocol
 
 
 class ConfinementFailure(Exception):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from .environment import DEFAULT_KEEP
@@ -78,11 +77,11 @@ def _passwd_home() -> str:
 
 def installation_paths() -> tuple[str, ...]:
     """The folders of the code that runs lnk-sandbox: packages, venv, interpreter."""
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     paths = {
-        str(package_root / name)
+        os.path.join(package_root, name)
         for name in ("supervisor", "inner", "netns_helper")
-        if (package_root / name).is_dir()
+        if os.path.isdir(os.path.join(package_root, name))
     }
     paths.add(os.path.realpath(sys.prefix))
     paths.add(os.path.realpath(sys.base_prefix))

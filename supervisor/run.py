@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from .grants import Snapshot, resolve
 from .policy import Context, Policy, effective_policy
@@ -25,7 +24,7 @@ def interpreter() -> tuple[str, str]:
 
 
 def inner_source() -> str:
-    return str(Path(__file__).resolve().parent.parent / "inner")
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "inner")
 
 
 def policy_for(spec: Spec, context: Context | None = None) -> Policy:

@@ -24,8 +24,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from support import capabilities as caps  # noqa: E402
-from support.sandbox import Sandbox, Who  # noqa: E402
+from support import capabilities as caps
+from support.sandbox import Sandbox, Who
 
 MUST_RUN = os.environ.get("CI", "").lower() == "true" or os.environ.get("LNK_MUST_RUN") == "1"
 
@@ -39,17 +39,18 @@ def missing(reason: str) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    probes = {
+        "requires_bwrap": caps.bwrap_problem,
+        "requires_userns": caps.userns_problem,
+        "requires_seccomp_notify": caps.notify_problem,
+    }
     for marker in item.iter_markers():
-        if marker.name == "requires_bwrap" and (reason := caps.bwrap_problem()):
-            missing(reason)
-        elif marker.name == "requires_userns" and (reason := caps.userns_problem()):
+        if marker.name in probes and (reason := probes[marker.name]()):
             missing(reason)
         elif marker.name == "requires_landlock":
             abi = int(marker.kwargs.get("abi", 1))
             if (found := caps.landlock_abi()) < abi:
                 missing(f"Landlock ABI {abi} needed, the kernel offers {found or 'none'}")
-        elif marker.name == "requires_seccomp_notify" and (reason := caps.notify_problem()):
-            missing(reason)
         elif marker.name == "requires_root" and os.geteuid() != 0:
             pytest.skip("needs root (run the suite as root for root mode)")
 

@@ -105,11 +105,11 @@ def present_ops(plan: LaunchPlan) -> LaunchPlan:
     """
     kept: list[MountOp] = []
     for op in plan.ops:
-        if op.kind in ("tmpfs", "hide-file") and op.dest != "/tmp" or (
+        optional = (op.kind in ("tmpfs", "hide-file") and op.dest != "/tmp") or (
             op.kind == "remount-ro" and op.dest != "/"
-        ):
-            if not os.path.lexists(op.dest):
-                continue
+        )
+        if optional and not os.path.lexists(op.dest):
+            continue
         kept.append(op)
     return LaunchPlan(tuple(kept), plan.chdir, plan.root_mode, plan.share_net,
                       plan.interpreter, plan.notes)

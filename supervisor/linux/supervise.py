@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 from inner import protocol
 
@@ -33,7 +34,7 @@ from ..errors import HelperError, LaunchError, SandboxError
 from .launch import Launched, give_terminal
 
 KILL_GRACE = 10.0
-SYNC_WINDOW = 0.02
+SYNC_WINDOW = 0.05
 
 
 @dataclass(frozen=True)
@@ -129,12 +130,14 @@ class Supervision:
     def kill(self) -> None:
         """End the whole tree: bwrap's pid 1 dies with bwrap, and the namespace with it."""
         self.killed = True
-        for target in (lambda: os.killpg(self.launched.pid, signal.SIGKILL),
-                       lambda: os.kill(self.launched.pid, signal.SIGKILL)):
-            try:
-                target()
-            except OSError:
-                pass
+        try:
+            os.killpg(self.launched.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(self.launched.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
     def overdue(self) -> bool:
         if self.kill_deadline is not None and time.monotonic() >= self.kill_deadline:
@@ -183,14 +186,15 @@ class Supervision:
         self.launched.close()
         for fd in self.listeners:
             os.close(fd)
-        exit_code = next((r["exit-code"] for r in records if "exit-code" in r), None)
+        codes = [r["exit-code"] for r in records if isinstance(r.get("exit-code"), int)]
+        exit_code: int | None = codes[0] if codes else None
         if self.confinement_failure is not None:
             return Outcome(125, problem=SandboxError(
                 f"the sandbox could not be confined: {self.confinement_failure}"))
         if self.exec_failure is not None:
             return Outcome(self.exec_failure.status, exec_failure=self.exec_failure)
         if exit_code is not None:
-            return Outcome(int(exit_code))
+            return Outcome(exit_code)
         if os.WIFSIGNALED(wait_status):
             number = os.WTERMSIG(wait_status)
             if self.killed:
@@ -205,7 +209,7 @@ class Supervision:
         ))
 
 
-def _read_json_records(fd: int) -> list[dict[str, object]]:
+def _read_json_records(fd: int) -> list[dict[str, Any]]:
     """bwrap's --json-status-fd output: one JSON object per line."""
     os.set_blocking(fd, False)
     data = b""

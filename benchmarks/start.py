@@ -1,0 +1,86 @@
+"""Start cost: `lnk sandbox run -- /bin/true` against bare bwrap with the same mounts.
+
+Both are measured in the same run, as whole processes, alternating, and the medians
+printed in milliseconds with their ratio. Bare bwrap gets the default spec's mounts in
+path form and runs /bin/true itself: what lnk-sandbox adds is the supervisor's start,
+resolving and pinning, the inner confiner's interpreter, and waiting for the status.
+
+    .venv/bin/python benchmarks/start.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LNK = str(Path(sys.executable).parent / "lnk")
+
+
+def bare_bwrap_args(workdir: str) -> list[str]:
+    """The default spec's plan for `workdir`, with every bind in path form."""
+    from supervisor.linux.plan import build_plan
+    from supervisor.linux.run import plan_for  # noqa: F401  (same layout probe)
+    from supervisor.run import snapshot_for
+
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        snapshot = snapshot_for(None)
+        from supervisor.linux.plan import HostLayout
+        from supervisor.run import inner_source, interpreter
+
+        python, prefix = interpreter()
+        plan = build_plan(snapshot, HostLayout.probe(inner_source(), python, prefix),
+                          root_mode=os.geteuid() == 0)
+    finally:
+        os.chdir(cwd)
+    args = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL",
+            "--disable-userns"]
+    for op in plan.ops:
+        if op.kind in ("ro-bind", "bind"):
+            args += [f"--{op.kind}", str(op.source), op.dest]
+        elif op.kind == "symlink":
+            args += ["--symlink", str(op.source), op.dest]
+        elif op.kind in ("tmpfs", "dev", "proc", "remount-ro"):
+            args += [f"--{op.kind}", op.dest]
+    return [*args, "--chdir", workdir, "/bin/true"]
+
+
+def timed(command: list[str], cwd: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{command[0]} failed with {done.returncode}")
+    return elapsed * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=40)
+    runs = parser.parse_args().runs
+    with tempfile.TemporaryDirectory(prefix="lnk-bench-") as workdir:
+        bare = bare_bwrap_args(workdir)
+        lnk = [LNK, "sandbox", "run", "--", "/bin/true"]
+        for _ in range(3):
+            timed(bare, workdir)
+            timed(lnk, workdir)
+        bare_ms, lnk_ms = [], []
+        for _ in range(runs):
+            bare_ms.append(timed(bare, workdir))
+            lnk_ms.append(timed(lnk, workdir))
+    b, s = statistics.median(bare_ms), statistics.median(lnk_ms)
+    print(f"bare bwrap, same mounts:        median {b:6.1f} ms  (n={runs})")
+    print(f"lnk sandbox run -- /bin/true:   median {s:6.1f} ms  (n={runs})")
+    print(f"ratio: {s / b:.1f}x bare bwrap (target: at most 10x)")
+
+
+if __name__ == "__main__":
+    main()
