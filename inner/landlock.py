@@ -1,0 +1,320 @@
+"""Landlock: the kernel interface the inner confiner uses to restrict itself.
+
+Facts (checked on Linux 6.18, ABI 7; see shared/reference/linux-kernel-interfaces.md §4):
+
+- Three syscalls, numbered from the unified table on every architecture: 444
+  landlock_create_ruleset, 445 landlock_add_rule, 446 landlock_restrict_self.
+  create_ruleset(NULL, 0, VERSION=1) returns the ABI; a kernel built without Landlock says
+  ENOSYS, one that has it but was booted with it off says EOPNOTSUPP.
+- struct landlock_ruleset_attr is {u64 handled_access_fs; u64 handled_access_net (ABI 4);
+  u64 scoped (ABI 6)}: 8, 16 or 24 bytes. A shorter size than 8 is EINVAL; a longer one
+  with a zero tail is accepted, a nonzero tail E2BIG. We pass the size the ABI defines.
+- struct landlock_path_beneath_attr is {u64 allowed_access; s32 parent_fd} and PACKED:
+  12 bytes, not 16. An O_PATH fd is a valid parent_fd.
+- Nothing handled gives ENOMSG, and so does a rule allowing nothing (allowed_access 0):
+  such a rule is left out, not sent.
+- A bit the kernel does not know, or a right the ruleset does not handle, is EINVAL.
+- A rule on a file (anything but a directory) may hold only EXECUTE, WRITE_FILE,
+  READ_FILE, TRUNCATE and IOCTL_DEV; READ_DIR on a file is EINVAL. Rights are judged by
+  inode: a hard link shares its rules, a copy does not; rules on a symlink's target.
+- Rights per ABI: 1 (5.13) the thirteen first ones; 2 (5.19) REFER; 3 (6.2) TRUNCATE;
+  4 (6.7) the TCP network rights; 5 (6.10) IOCTL_DEV; 6 (6.12) the scopes, abstract unix
+  sockets and signals; 7 (6.15) the restrict_self logging flags.
+- Reparenting a file (rename or link into another directory) needs REFER on both sides;
+  a refusal there is EXDEV (so mv falls back to copying), other refusals EACCES. Before
+  ABI 2 reparenting is always refused.
+- Opening for exec needs READ_FILE and EXECUTE; the kernel's open of a program's
+  interpreter (PT_INTERP, the dynamic loader) is checked too, shared libraries are not
+  (mmap is not covered). So the loader runs any readable file: `ld.so ./x`, a gap the
+  decision record states.
+- The signal scope refuses signals to processes outside the domain (EPERM); the abstract
+  unix socket scope refuses connecting to a socket bound outside it (EPERM), even one the
+  same process bound before it restricted itself.
+- restrict_self needs no_new_privs (or CAP_SYS_ADMIN; root without NNP succeeds). It
+  applies to the calling thread only (TSYNC is ABI 8) and is kept across fork and exec;
+  files opened before it keep their access. At most 16 domains stack; the 17th is E2BIG.
+- Landlock forbids mount changes, so it is applied inside bwrap, never around it.
+
+The network rights are never handled here: they would close the program's own loopback
+and the proxy. Which paths get which rights is the supervisor's decision; this module
+only speaks to the kernel. It imports nothing but the standard library and ctypes and
+does nothing at import time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping
+
+_SYS_CREATE_RULESET = 444
+_SYS_ADD_RULE = 445
+_SYS_RESTRICT_SELF = 446
+
+_CREATE_RULESET_VERSION = 1 << 0
+_RULE_PATH_BENEATH = 1
+
+FS_RIGHTS: Mapping[str, int] = {
+    "execute": 1 << 0,
+    "write_file": 1 << 1,
+    "read_file": 1 << 2,
+    "read_dir": 1 << 3,
+    "remove_dir": 1 << 4,
+    "remove_file": 1 << 5,
+    "make_char": 1 << 6,
+    "make_dir": 1 << 7,
+    "make_reg": 1 << 8,
+    "make_sock": 1 << 9,
+    "make_fifo": 1 << 10,
+    "make_block": 1 << 11,
+    "make_sym": 1 << 12,
+    "refer": 1 << 13,
+    "truncate": 1 << 14,
+    "ioctl_dev": 1 << 15,
+}
+"""LANDLOCK_ACCESS_FS_* by lower-case name."""
+
+FS_RIGHTS_ABI: Mapping[str, int] = {
+    **dict.fromkeys(FS_RIGHTS, 1),
+    "refer": 2,
+    "truncate": 3,
+    "ioctl_dev": 5,
+}
+"""The ABI that introduced each filesystem right."""
+
+FILE_RIGHTS: frozenset[str] = frozenset(
+    {"execute", "write_file", "read_file", "truncate", "ioctl_dev"})
+"""The rights a rule on a file (not a directory) may hold; others are EINVAL there."""
+
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+SCOPE_SIGNAL = 1 << 1
+SCOPES_ABI = 6
+
+_READ_GRANT = ("read_file", "read_dir")
+_WRITE_GRANT = (
+    "write_file", "remove_dir", "remove_file", "make_char", "make_dir", "make_reg",
+    "make_sock", "make_fifo", "make_block", "make_sym", "refer", "truncate",
+)
+
+
+class LandlockError(OSError):
+    """A Landlock step failed: the caller must not run the target (fail closed).
+
+    `errno` is the kernel's, `strerror` names the step, `filename` the path if any.
+    """
+
+
+class LandlockMissingPath(LandlockError):
+    """A rule's path does not exist (ENOENT, or ENOTDIR on the way); nothing was applied."""
+
+
+def _fail(err: int, step: str, path: str | None = None) -> LandlockError:
+    message = f"landlock {step}: {os.strerror(err)}"
+    if path is None:
+        return LandlockError(err, message)
+    return LandlockError(err, message, path)
+
+
+def rights_for_read_grant(*, execute: bool = False) -> list[str]:
+    """Read files and list folders; `execute` when programs there may run."""
+    return [*_READ_GRANT, *(["execute"] if execute else [])]
+
+
+def rights_for_write_grant(*, execute: bool = False) -> list[str]:
+    """Read, plus everything a write grant means: write, make_*, remove_*, refer, truncate.
+
+    REFER is here because without it a rename between two writable folders is EXDEV;
+    IOCTL_DEV is not, since only device files need it (the caller grants it on /dev).
+    """
+    return [*rights_for_read_grant(execute=execute), *_WRITE_GRANT]
+
+
+def known_rights(abi: int) -> list[str]:
+    """The filesystem rights ABI `abi` knows, in bit order."""
+    return [name for name in FS_RIGHTS if FS_RIGHTS_ABI[name] <= abi]
+
+
+def handled_fs(abi: int) -> int:
+    """Every filesystem right of the ABI: all are handled, so all are refused unless granted."""
+    mask = 0
+    for name in known_rights(abi):
+        mask |= FS_RIGHTS[name]
+    return mask
+
+
+def access_mask(names: Iterable[str], *, abi: int, directory: bool = True) -> int:
+    """The bits for `names`, without rights the ABI lacks or (on a file) a file cannot hold.
+
+    Dropping them is what a grant means on that kernel or that inode: a right the kernel
+    does not know it does not refuse, and READ_DIR on a file grants nothing (EINVAL).
+    An unknown name is a LandlockError (EINVAL): the supervisor and inner disagree.
+    """
+    mask = 0
+    for name in names:
+        bit = FS_RIGHTS.get(name)
+        if bit is None:
+            raise _fail(errno.EINVAL, f"unknown filesystem right {name!r}")
+        if FS_RIGHTS_ABI[name] > abi or (not directory and name not in FILE_RIGHTS):
+            continue
+        mask |= bit
+    return mask
+
+
+def scoped(abi: int, *, scopes: bool = True) -> int:
+    """The scopes to set: abstract unix sockets and signals from ABI 6 on, if asked."""
+    if not scopes or abi < SCOPES_ABI:
+        return 0
+    return SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    )
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = (
+        ("allowed_access", ctypes.c_uint64),
+        ("parent_fd", ctypes.c_int32),
+    )
+
+
+def ruleset_attr_size(abi: int) -> int:
+    """The size of landlock_ruleset_attr as ABI `abi` defines it: 8, 16 or 24."""
+    if abi >= SCOPES_ABI:
+        return 24
+    return 16 if abi >= 4 else 8
+
+
+_libc: ctypes.CDLL | None = None
+
+
+def _syscall() -> ctypes._NamedFuncPointer:
+    """libc's syscall(2), loaded on first use (never at import)."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+    return _libc.syscall
+
+
+def _call(number: int, *args: ctypes._SimpleCData[int] | ctypes.c_void_p) -> tuple[int, int]:
+    """(result, errno) of one raw syscall. Every argument is sized to a register."""
+    ctypes.set_errno(0)
+    result = int(_syscall()(ctypes.c_long(number), *args))
+    return result, ctypes.get_errno() if result < 0 else 0
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI, or 0 where it has none (ENOSYS) or it is off (EOPNOTSUPP)."""
+    abi, err = _call(_SYS_CREATE_RULESET, ctypes.c_void_p(None), ctypes.c_size_t(0),
+                     ctypes.c_ulong(_CREATE_RULESET_VERSION))
+    if abi >= 0:
+        return abi
+    if err in (errno.ENOSYS, errno.EOPNOTSUPP):
+        return 0
+    raise _fail(err, "create_ruleset(VERSION)")
+
+
+def _create_ruleset(abi: int, *, scopes: bool) -> int:
+    attr = _RulesetAttr(handled_access_fs=handled_fs(abi), handled_access_net=0,
+                        scoped=scoped(abi, scopes=scopes))
+    fd, err = _call(_SYS_CREATE_RULESET, ctypes.c_void_p(ctypes.addressof(attr)),
+                    ctypes.c_size_t(ruleset_attr_size(abi)), ctypes.c_ulong(0))
+    if fd < 0:
+        raise _fail(err, f"create_ruleset(ABI {abi})")
+    return fd
+
+
+def _add_path_rule(ruleset_fd: int, parent_fd: int, allowed: int, path: str) -> None:
+    attr = _PathBeneathAttr(allowed_access=allowed, parent_fd=parent_fd)
+    result, err = _call(_SYS_ADD_RULE, ctypes.c_long(ruleset_fd),
+                        ctypes.c_long(_RULE_PATH_BENEATH),
+                        ctypes.c_void_p(ctypes.addressof(attr)), ctypes.c_ulong(0))
+    if result < 0:
+        raise _fail(err, f"add_rule(path_beneath, {allowed:#x})", path)
+
+
+def _restrict_self(ruleset_fd: int) -> None:
+    # Flags 0: at ABI 7 the kernel's audit log then records denials only up to the
+    # target's exec, which is fine, since the exec watch names refused programs itself.
+    result, err = _call(_SYS_RESTRICT_SELF, ctypes.c_long(ruleset_fd), ctypes.c_ulong(0))
+    if result < 0:
+        raise _fail(err, "restrict_self")
+
+
+def _open_rules(rules: list[tuple[str, list[str]]], abi: int,
+                optional: Collection[str]) -> list[tuple[str, int, int]]:
+    """(path, O_PATH fd, mask) per rule that grants anything; the fds are the caller's."""
+    opened: list[tuple[str, int, int]] = []
+    try:
+        for path, names in rules:
+            access_mask(names, abi=abi)  # an unknown name fails before any open
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError as err:
+                if err.errno in (errno.ENOENT, errno.ENOTDIR):
+                    if path in optional:
+                        continue
+                    raise LandlockMissingPath(
+                        err.errno, f"landlock rule path: {os.strerror(err.errno)}",
+                        path) from None
+                raise _fail(err.errno or errno.EIO, "open(O_PATH)", path) from None
+            try:
+                directory = stat.S_ISDIR(os.fstat(fd).st_mode)
+            except OSError as err:
+                os.close(fd)
+                raise _fail(err.errno or errno.EIO, "fstat", path) from None
+            mask = access_mask(names, abi=abi, directory=directory)
+            if mask == 0:
+                os.close(fd)  # nothing this kernel or inode can grant: ENOMSG if sent
+                continue
+            opened.append((path, fd, mask))
+    except BaseException:
+        for _, fd, _ in opened:
+            os.close(fd)
+        raise
+    return opened
+
+
+def restrict(rules: list[tuple[str, list[str]]], *, abi: int, scopes: bool = True,
+             optional: Collection[str] = ()) -> None:
+    """Confine the calling thread (and all it execs) to `rules`, for good.
+
+    The ruleset handles every filesystem right ABI `abi` knows (never the network ones),
+    and the abstract-unix-socket and signal scopes from ABI 6 on when `scopes`. Each rule
+    is (path, right names): the path is opened O_PATH, following links (the paths are
+    the sandbox's own, mounted by bwrap), and granted the named rights beneath it, less
+    those the ABI lacks and, on a file, those a file cannot hold. Several rules on one
+    inode add up. An empty `rules` refuses every file access.
+
+    Every path is opened before the ruleset is made, so a missing one raises
+    LandlockMissingPath (errno ENOENT or ENOTDIR, `filename` the path) with nothing
+    applied; a path listed in `optional` (as written in `rules`) is skipped instead.
+    Any other failure is a LandlockError naming the step and path; the caller fails
+    closed. The caller has set no_new_privs and is single-threaded: other threads would
+    stay unconfined (no TSYNC before ABI 8).
+    """
+    if abi < 1:
+        raise _fail(errno.EOPNOTSUPP, f"restrict at ABI {abi}")
+    opened = _open_rules(rules, abi, optional)
+    try:
+        ruleset_fd = _create_ruleset(abi, scopes=scopes)
+        try:
+            for path, fd, mask in opened:
+                _add_path_rule(ruleset_fd, fd, mask, path)
+            _restrict_self(ruleset_fd)
+        finally:
+            os.close(ruleset_fd)
+    finally:
+        for _, fd, _ in opened:
+            os.close(fd)
