@@ -97,7 +97,7 @@ class Snapshot:
 
 def is_within(path: str, folder: str) -> bool:
     """True when `path` is `folder` or inside it (both absolute and normalized)."""
-    return path == folder or folder == "/" or path.startswith(folder + "/")
+    return folder in (path, "/") or path.startswith(folder + "/")
 
 
 def expand_name(name: str, home: str, cwd: str, lnk_home: str) -> str:
@@ -135,7 +135,8 @@ class _Resolver:
             target = os.path.realpath(expanded, strict=True)
             is_dir = stat.S_ISDIR(os.stat(target).st_mode)
         except OSError as err:
-            return self.missing(rule, expanded, err), True
+            self.missing(rule, expanded, err)
+            return None, True
         return target, is_dir
 
     def resolve_below(
@@ -149,7 +150,8 @@ class _Resolver:
             try:
                 mode = os.lstat(path).st_mode
             except OSError as err:
-                return self.missing(rule, expanded, err), True
+                self.missing(rule, expanded, err)
+                return None, True
             if stat.S_ISLNK(mode):
                 raise self.error(
                     rule,
@@ -161,8 +163,9 @@ class _Resolver:
         return path, stat.S_ISDIR(os.stat(path).st_mode) if suffix else True
 
     def missing(self, rule: PathRule, expanded: str, err: OSError) -> None:
+        """A missing path: left out when it may be, else the SpecError naming it."""
         if rule.optional or rule.access in ("hide", "protect"):
-            return None
+            return
         raise self.error(
             rule,
             f"{expanded} cannot be granted: {err.strerror}",

@@ -108,7 +108,7 @@ def parse_host_pattern(text: str) -> HostPattern:
     address = _as_address(bare)
     if address is not None:
         return HostPattern(text, address, False, port, address)
-    if bare == "*" or bare.startswith("*") and not bare.startswith("*."):
+    if bare == "*" or (bare.startswith("*") and not bare.startswith("*.")):
         raise HostPatternError("'*' alone opens every name; list the names the command needs")
     wildcard = bare.startswith("*.")
     name = bare[2:] if wildcard else bare

@@ -12,7 +12,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .environment import is_loader_variable
 from .errors import SpecError
@@ -299,6 +299,10 @@ class _Validator:
     def network(self, value: object) -> Network:
         table = self.table(value, "network", ("mode", "allow"))
         mode = table.get("mode", "none")
+        if not isinstance(mode, str):
+            # Checked first: a repr of any other value could itself fail (a huge number).
+            raise self.error("network.mode", f"must be a string, not {_kind(mode)}",
+                             hint='use "none", "proxy" or "host"')
         if mode not in _NETWORK_MODES:
             raise self.error(
                 "network.mode",
@@ -322,7 +326,7 @@ class _Validator:
                 raise self.error(f"network.allow[{i}]", f"{text!r}: {err}") from None
         if len({p.text for p in patterns}) != len(patterns):
             raise self.error("network.allow", "a name is listed twice")
-        return Network(mode, tuple(patterns))
+        return Network(cast(NetworkMode, mode), tuple(patterns))
 
     def env(self, value: object) -> Env:
         table = self.table(value, "env", ("keep", "set"))
@@ -341,8 +345,10 @@ class _Validator:
             for name, text in values.items():
                 key = f"env.set.{name}"
                 self.env_name(name, key)
-                if not isinstance(text, str) or "\x00" in text:
-                    raise self.error(key, f"must be a string without NUL, not {_kind(text)}")
+                if not isinstance(text, str):
+                    raise self.error(key, f"must be a string, not {_kind(text)}")
+                if "\x00" in text:
+                    raise self.error(key, "must not contain a NUL character")
                 if keep is not None and name in keep:
                     raise self.error(
                         key, f"{name} is both kept and set", hint="remove it from one of them"
@@ -385,8 +391,8 @@ def _kind(value: object) -> str:
 
 
 def _duplicate_hint(first: str, second: str) -> str:
-    sections = {first.split("[")[0], second.split("[")[0]}
-    if sections == {"files.read"} or sections == {"files.write"} or sections == {"files.hide"}:
+    sections = {first.split("[", 1)[0], second.split("[", 1)[0]}
+    if sections in ({"files.read"}, {"files.write"}, {"files.hide"}):
         return "list each path once"
     if "files.hide" in sections:
         return "a path cannot be both hidden and granted; to reopen part of a hidden folder, " \
@@ -395,6 +401,7 @@ def _duplicate_hint(first: str, second: str) -> str:
 
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
+_TOML_AT_END = "(at end of document)"
 
 
 def parse_spec(data: bytes, source: str) -> Spec:
@@ -411,10 +418,18 @@ def parse_spec(data: bytes, source: str) -> Spec:
         message = str(err)
         position = _TOML_POSITION.search(message)
         line = int(position.group(1)) if position else None
-        reason = _TOML_POSITION.sub("", message).strip()
+        if line is None and _TOML_AT_END in message:
+            # An unclosed array or string: the document's last line is where it ran out.
+            line = max(1, len(text.splitlines()))
+        reason = _TOML_POSITION.sub("", message).replace(_TOML_AT_END, "").strip()
         raise SpecError(f"not valid TOML: {reason}", file=source, line=line) from None
     except RecursionError:
         raise SpecError("not valid TOML: nested too deeply", file=source) from None
+    except ValueError as err:
+        # tomllib lets int()'s own refusal through: a number of more than 4300 digits.
+        reason = str(err).split(";")[0]  # not Python's advice on raising the limit
+        raise SpecError(f"not valid TOML: {reason}", file=source,
+                        hint="write long numbers as strings") from None
     return _Validator(source, text).spec(document)
 
 
