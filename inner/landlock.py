@@ -215,7 +215,10 @@ def _call(number: int, *args: ctypes._SimpleCData[int] | ctypes.c_void_p) -> tup
 
 
 def abi_version() -> int:
-    """The kernel's Landlock ABI, or 0 where it has none (ENOSYS) or it is off (EOPNOTSUPP)."""
+    """The kernel's Landlock ABI, or 0 where it has none (ENOSYS) or it is off (EOPNOTSUPP).
+
+    Any other answer (a filter's EPERM, say) is a LandlockError: not knowing is not "none".
+    """
     abi, err = _call(_SYS_CREATE_RULESET, ctypes.c_void_p(None), ctypes.c_size_t(0),
                      ctypes.c_ulong(_CREATE_RULESET_VERSION))
     if abi >= 0:
