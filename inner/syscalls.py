@@ -1,0 +1,214 @@
+"""System call numbers per architecture, and the one way this package calls one.
+
+Facts:
+- A number means a different call on every architecture: x86_64 has its own table,
+  aarch64 uses the generic one (asm-generic/unistd.h), and a call missing from a table
+  (x86's iopl or uselib on aarch64) simply has no number there. A filter built for one
+  table is wrong for any other, which is why the filter checks the architecture first.
+- Calls added since Linux 5.1 (io_uring, the new mount API, clone3 and later) have the
+  same number on every architecture.
+- vm86 and vm86old exist only in the i386 table; an x86_64 process reaches that table
+  through `int 0x80`, which the filter refuses whole by its architecture.
+- Some numbers stay reserved after the call was removed (_sysctl, nfsservctl,
+  create_module, lookup_dcookie since 6.10): the kernel answers ENOSYS, the filter its
+  own errno, so refusing them costs nothing and survives a kernel that brings one back.
+- seccomp_data.arch carries an AUDIT_ARCH_* value: x86_64 0xC000003E, aarch64 0xC00000B7,
+  i386 (an x86_64 process's `int 0x80`) 0x40000003.
+- ctypes passes a bare Python int to a variadic function as a C int, leaving the upper
+  half of a 64-bit register undefined; every argument goes as a C long instead.
+
+Numbers for x86_64 from arch/x86/entry/syscalls/syscall_64.tbl, for aarch64 from
+include/uapi/asm-generic/unistd.h, both checked against this machine's headers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+AUDIT_ARCH_AARCH64 = 0xC00000B7
+AUDIT_ARCH_I386 = 0x40000003
+
+# x86_64's x32 ABI marks its calls with this bit in nr, under the X86_64 arch value.
+X32_SYSCALL_BIT = 0x40000000
+
+# Calls present on every architecture this package supports, the same number on each.
+_COMMON = {
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "clone3": 435,
+    "process_madvise": 440,
+    "mount_setattr": 442,
+    "quotactl_fd": 443,
+    "open_tree_attr": 467,
+}
+
+_X86_64 = {
+    "ioctl": 16,
+    "socket": 41,
+    "clone": 56,
+    "execve": 59,
+    "syslog": 103,
+    "uselib": 134,
+    "personality": 135,
+    "ustat": 136,
+    "sysfs": 139,
+    "vhangup": 153,
+    "pivot_root": 155,
+    "_sysctl": 156,
+    "chroot": 161,
+    "acct": 163,
+    "settimeofday": 164,
+    "mount": 165,
+    "umount2": 166,
+    "swapon": 167,
+    "swapoff": 168,
+    "reboot": 169,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "iopl": 172,
+    "ioperm": 173,
+    "create_module": 174,
+    "init_module": 175,
+    "delete_module": 176,
+    "get_kernel_syms": 177,
+    "query_module": 178,
+    "quotactl": 179,
+    "nfsservctl": 180,
+    "lookup_dcookie": 212,
+    "clock_settime": 227,
+    "kexec_load": 246,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "migrate_pages": 256,
+    "unshare": 272,
+    "vmsplice": 278,
+    "move_pages": 279,
+    "perf_event_open": 298,
+    "fanotify_init": 300,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "setns": 308,
+    "kcmp": 312,
+    "finit_module": 313,
+    "seccomp": 317,
+    "memfd_create": 319,
+    "kexec_file_load": 320,
+    "bpf": 321,
+    "execveat": 322,
+    "userfaultfd": 323,
+    **_COMMON,
+}
+
+_AARCH64 = {
+    "lookup_dcookie": 18,
+    "ioctl": 29,
+    "umount2": 39,
+    "mount": 40,
+    "pivot_root": 41,
+    "nfsservctl": 42,
+    "chroot": 51,
+    "vhangup": 58,
+    "quotactl": 60,
+    "vmsplice": 75,
+    "acct": 89,
+    "personality": 92,
+    "unshare": 97,
+    "kexec_load": 104,
+    "init_module": 105,
+    "delete_module": 106,
+    "clock_settime": 112,
+    "syslog": 116,
+    "reboot": 142,
+    "sethostname": 161,
+    "setdomainname": 162,
+    "settimeofday": 170,
+    "socket": 198,
+    "add_key": 217,
+    "request_key": 218,
+    "keyctl": 219,
+    "clone": 220,
+    "execve": 221,
+    "swapon": 224,
+    "swapoff": 225,
+    "migrate_pages": 238,
+    "move_pages": 239,
+    "perf_event_open": 241,
+    "fanotify_init": 262,
+    "name_to_handle_at": 264,
+    "open_by_handle_at": 265,
+    "setns": 268,
+    "kcmp": 272,
+    "finit_module": 273,
+    "seccomp": 277,
+    "memfd_create": 279,
+    "bpf": 280,
+    "execveat": 281,
+    "userfaultfd": 282,
+    "kexec_file_load": 294,
+    **_COMMON,
+}
+
+TABLES: Mapping[str, Mapping[str, int]] = {"x86_64": _X86_64, "aarch64": _AARCH64}
+AUDIT_ARCH: Mapping[str, int] = {"x86_64": AUDIT_ARCH_X86_64, "aarch64": AUDIT_ARCH_AARCH64}
+
+# os.uname() names an arm64 kernel "aarch64"; "arm64" is what other systems say.
+_MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def native_arch() -> str:
+    """The table this process's own calls use; ValueError where no table is known.
+
+    The kernel's machine name is the right one even for a 64-bit interpreter on a 64-bit
+    kernel only: a 32-bit interpreter there would make compat calls no table here
+    describes, so it is refused too.
+    """
+    machine = _MACHINES.get(os.uname().machine)
+    if machine is None or ctypes.sizeof(ctypes.c_void_p) != 8:
+        raise ValueError(f"no system call table for {os.uname().machine} "
+                         f"({8 * ctypes.sizeof(ctypes.c_void_p)}-bit process)")
+    return machine
+
+
+def number(name: str, arch: str | None = None) -> int:
+    """The number of `name` on `arch` (the native one by default); KeyError if none."""
+    return TABLES[arch or native_arch()][name]
+
+
+_libc: ctypes.CDLL | None = None
+
+
+def libc() -> ctypes.CDLL:
+    """The C library, loaded on first use: importing this module does nothing."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+    return _libc
+
+
+def syscall(name: str, *args: object) -> int:
+    """Make the native call `name`; its result, or OSError with the kernel's errno.
+
+    An int argument goes as a C long; anything else (a pointer, `ctypes.byref(...)`)
+    goes as it is.
+    """
+    wrapped = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    result = int(libc().syscall(ctypes.c_long(number(name)), *wrapped))
+    if result == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{name}: {os.strerror(err)}")
+    return result
