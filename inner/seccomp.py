@@ -1,0 +1,465 @@
+"""The seccomp filter: refuse by name what a sandboxed program does not need.
+
+Facts (checked on Linux 6.18 x86_64 unless marked [H], read from the kernel's source):
+- A filter is classic BPF run on `struct seccomp_data {int nr; u32 arch; u64
+  instruction_pointer; u64 args[6]}` (64 bytes) before every system call. Only aligned
+  32-bit loads inside it are accepted, so an argument is two words: the low one at
+  16 + 8i, the high one at 20 + 8i (little-endian on both architectures here).
+- Jumps go forward only. A conditional jump's offsets (jt, jf) are u8; only JA takes a
+  32-bit offset. At most 4096 instructions (BPF_MAXINSNS).
+- The arch must be checked first: an x86_64 process can still make i386 calls with
+  `int 0x80`, where every number means another call (20 is getpid there, not writev).
+  x32 calls arrive with the X86_64 arch and nr | 0x40000000 and are refused by number.
+- The kernel reads an int argument as its low 32 bits: ioctl(fd, 0x1_0000_5412) still
+  performed TIOCSTI. So every argument check compares the low word only. clone takes
+  an unsigned long but keeps only `lower_32_bits(flags)` [H]; memfd_create's,
+  execveat's, socket's and personality's are ints.
+- ERRNO(e) skips the call and returns -e, so a program sees an ordinary failure and can
+  fall back: this filter never kills. ENOSYS makes libc fall back (glibc's posix_spawn
+  from clone3 to clone, util-linux from the new mount API to mount) and so goes where a
+  fallback is wanted; it must never answer execveat, whose ENOSYS sends glibc's fexecve
+  to execve("/proc/self/fd/N"), which runs the file anyway.
+- USER_NOTIF hands the call to whoever holds the listener fd; a filter with no listener,
+  or one whose listener was closed, answers ENOSYS (so memfd_create then fails closed).
+  Of stacked filters the strictest action wins: ERRNO beats USER_NOTIF beats ALLOW.
+- Since 5.11 the kernel runs a filter ahead once per number and skips it for numbers it
+  allows without reading an argument [H]. Rules read an argument only after matching a
+  number, so an ordinary call costs nothing; the argument rules go first, since the
+  calls they name (ioctl above all) run the filter every time.
+- The filter needs no_new_privs (or CAP_SYS_ADMIN) to install (EACCES), survives fork
+  and execve, and cannot be removed. One listener per filter chain: a second
+  NEW_LISTENER gives EBUSY. WAIT_KILLABLE_RECV (5.19) needs NEW_LISTENER (EINVAL
+  alone); with it only a fatal signal interrupts a call the listener has received.
+- Flags a kernel does not know give EINVAL before it reads the program: asked with a
+  NULL program, a kernel that knows them answers EFAULT and installs nothing.
+- Huge-page memory files (MFD_HUGETLB) take F_SEAL_EXEC but hugetlbfs does not enforce
+  it: fchmod makes the file executable again. memfd_secret's files live on a noexec
+  pseudo filesystem and never run (EACCES), so they need no rule.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import struct
+
+from . import syscalls
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # (argument index, "any" | "none" | "in" | "not in", bit mask or values)
+    Check = tuple[int, str, int | tuple[int, ...]]
+    # (call name, errno or NOTIFY, check or None for every call of that name)
+    Rule = tuple[str, int | str, Check | None]
+
+# seccomp(2) operations and SET_MODE_FILTER flags.
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_GET_ACTION_AVAIL = 2
+SECCOMP_GET_NOTIF_SIZES = 3
+SECCOMP_FILTER_FLAG_TSYNC = 1
+SECCOMP_FILTER_FLAG_LOG = 2
+SECCOMP_FILTER_FLAG_SPEC_ALLOW = 4
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 8
+SECCOMP_FILTER_FLAG_TSYNC_ESRCH = 16
+SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV = 32
+
+# Filter return values (the action in the high 16 bits, its data in the low 16).
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_KILL_THREAD = 0x00000000
+SECCOMP_RET_TRAP = 0x00030000
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_USER_NOTIF = 0x7FC00000
+SECCOMP_RET_TRACE = 0x7FF00000
+SECCOMP_RET_LOG = 0x7FFC0000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_DATA = 0x0000FFFF
+
+# The listener's ioctls and flags. RECV needs a zeroed buffer (else EINVAL) and
+# ignores O_NONBLOCK: poll the fd first. resp.error is a negative errno.
+SECCOMP_IOCTL_NOTIF_RECV = 0xC0502100
+SECCOMP_IOCTL_NOTIF_SEND = 0xC0182101
+SECCOMP_IOCTL_NOTIF_ID_VALID = 0x40082102
+SECCOMP_IOCTL_NOTIF_ADDFD = 0x40182103
+SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1
+SECCOMP_ADDFD_FLAG_SETFD = 1
+SECCOMP_ADDFD_FLAG_SEND = 2
+NOTIF_SIZE = 80  # struct seccomp_notif {u64 id; u32 pid; u32 flags; seccomp_data data}
+NOTIF_RESP_SIZE = 24  # struct seccomp_notif_resp {u64 id; s64 val; s32 error; u32 flags}
+NOTIF_ADDFD_SIZE = 24  # struct seccomp_notif_addfd {u64 id; u32 flags, srcfd, newfd, newfd_flags}
+
+# Classic BPF opcodes, the only ones the filter uses.
+BPF_LD_W_ABS = 0x20
+BPF_JMP_JA = 0x05
+BPF_JMP_JEQ_K = 0x15
+BPF_JMP_JGT_K = 0x25
+BPF_JMP_JGE_K = 0x35
+BPF_JMP_JSET_K = 0x45
+BPF_RET_K = 0x06
+BPF_MAXINSNS = 4096
+
+SECCOMP_DATA_NR = 0
+SECCOMP_DATA_ARCH = 4
+
+
+def arg_low(index: int) -> int:
+    """Offset of args[index]'s low word, the only part the rules compare."""
+    return 16 + 8 * index
+
+
+# The values the rules name.
+TIOCSTI = 0x5412  # pushes bytes into a terminal's input: typed as the person, outside
+TIOCLINUX = 0x541C  # the Linux console's own, which can paste its selection the same way
+AF_ALG = 38  # the kernel's crypto API: a large attack surface nothing here needs
+AF_VSOCK = 40  # sockets to the hypervisor or its other guests, around the network rules
+AT_EMPTY_PATH = 0x1000  # execveat(fd, "", ...): fexecve, running a file by descriptor
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_NEW_ANY = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER
+                 | CLONE_NEWPID | CLONE_NEWNET)  # 0x7E020000
+# Linux, PER_LINUX32, UNAME26 and both (what `setarch` and uname26 programs set), and
+# 0xffffffff, which only asks; any other (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) weakens
+# the process's own memory protections.
+PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
+MFD_CLOEXEC = 0x1
+MFD_ALLOW_SEALING = 0x2
+MFD_HUGETLB = 0x4
+MFD_NOEXEC_SEAL = 0x8
+MFD_EXEC = 0x10
+
+NOTIFY = "notify"  # a rule's action: hand the call to the listener (the exec watch)
+MEMFD_MODES = ("allow", "notify", "enosys")
+
+EPERM = errno.EPERM
+ENOSYS = errno.ENOSYS
+
+# Every call of a name no rule matches runs; for a name, the first rule that matches
+# decides. A name missing from an architecture's table is skipped there.
+POLICY: tuple[Rule, ...] = (
+    # Rules that read an argument first (see the facts above).
+    ("ioctl", EPERM, (1, "in", (TIOCSTI, TIOCLINUX))),
+    ("socket", errno.EAFNOSUPPORT, (0, "in", (AF_ALG, AF_VSOCK))),
+    ("clone", EPERM, (0, "any", CLONE_NEW_ANY)),
+    ("personality", EPERM, (0, "not in", PERSONALITIES)),
+    ("execveat", EPERM, (4, "any", AT_EMPTY_PATH)),
+    # ENOSYS, so that libc falls back: clone3's flags sit behind a pointer the filter
+    # cannot read, clone's are in a register; the new mount API falls back to mount,
+    # which is refused below.
+    ("clone3", ENOSYS, None),
+    ("open_tree", ENOSYS, None),
+    ("open_tree_attr", ENOSYS, None),
+    ("move_mount", ENOSYS, None),
+    ("fsopen", ENOSYS, None),
+    ("fsconfig", ENOSYS, None),
+    ("fsmount", ENOSYS, None),
+    ("fspick", ENOSYS, None),
+    ("mount_setattr", ENOSYS, None),
+    # The kernel itself: modules, kexec, BPF programs, the keyring, reboot.
+    ("kexec_load", EPERM, None),
+    ("kexec_file_load", EPERM, None),
+    ("init_module", EPERM, None),
+    ("finit_module", EPERM, None),
+    ("delete_module", EPERM, None),
+    ("create_module", EPERM, None),
+    ("get_kernel_syms", EPERM, None),
+    ("query_module", EPERM, None),
+    ("bpf", EPERM, None),
+    ("keyctl", EPERM, None),
+    ("add_key", EPERM, None),
+    ("request_key", EPERM, None),
+    ("reboot", EPERM, None),
+    ("syslog", EPERM, None),
+    ("perf_event_open", EPERM, None),
+    ("lookup_dcookie", EPERM, None),
+    ("uselib", EPERM, None),
+    ("ustat", EPERM, None),
+    ("sysfs", EPERM, None),
+    ("_sysctl", EPERM, None),
+    ("nfsservctl", EPERM, None),
+    # The mounts and namespaces bwrap built: a program keeps the view it was given.
+    ("mount", EPERM, None),
+    ("umount2", EPERM, None),
+    ("pivot_root", EPERM, None),
+    ("chroot", EPERM, None),
+    ("unshare", EPERM, None),
+    ("setns", EPERM, None),
+    ("swapon", EPERM, None),
+    ("swapoff", EPERM, None),
+    ("acct", EPERM, None),
+    ("quotactl", EPERM, None),
+    ("quotactl_fd", EPERM, None),
+    ("open_by_handle_at", EPERM, None),  # opens any file of a mount by handle, past binds
+    ("name_to_handle_at", EPERM, None),
+    ("fanotify_init", EPERM, None),
+    # The machine's identity and clock. adjtimex and clock_adjtime stay open: glibc's
+    # adjtimex() and ntp_gettime() read the clock through clock_adjtime with modes 0,
+    # the modes sit behind a pointer, and the kernel refuses a change without
+    # CAP_SYS_TIME, which no sandbox holds.
+    ("sethostname", EPERM, None),
+    ("setdomainname", EPERM, None),
+    ("settimeofday", EPERM, None),
+    ("clock_settime", EPERM, None),
+    ("vhangup", EPERM, None),
+    # Other processes' memory and the kernel's less-trodden paths.
+    ("userfaultfd", EPERM, None),
+    ("io_uring_setup", EPERM, None),
+    ("io_uring_enter", EPERM, None),
+    ("io_uring_register", EPERM, None),
+    ("kcmp", EPERM, None),
+    ("process_madvise", EPERM, None),
+    ("move_pages", EPERM, None),
+    ("migrate_pages", EPERM, None),
+    ("vmsplice", EPERM, None),
+    # x86 only: port I/O. vm86 and vm86old exist only in the i386 table, refused whole.
+    ("iopl", EPERM, None),
+    ("ioperm", EPERM, None),
+)
+
+
+def rules(*, memfd: str, exec_notify: bool) -> tuple[Rule, ...]:
+    """POLICY with the memory-file and exec rules a launch's mode adds.
+
+    memfd "allow" (no program list): memory files run as they are. "notify" (a list
+    and a listener that can seal): a call asking for MFD_NOEXEC_SEAL runs as it is,
+    any other goes to the exec watch, which makes the file sealed. "enosys" (a list,
+    but no listener or no seal): any other fails with ENOSYS, as on a kernel without
+    memfd_create. MFD_HUGETLB fails with EINVAL in every mode, checked first: its seal
+    is not enforced, and a kernel without huge pages answers the same.
+    """
+    if memfd not in MEMFD_MODES:
+        raise ValueError(f"memfd mode {memfd!r} is not one of {MEMFD_MODES}")
+    added: list[Rule] = [("memfd_create", errno.EINVAL, (1, "any", MFD_HUGETLB))]
+    if memfd != "allow":
+        unsealed: int | str = NOTIFY if memfd == "notify" else ENOSYS
+        added.append(("memfd_create", unsealed, (1, "none", MFD_NOEXEC_SEAL)))
+    if exec_notify:
+        added += [("execve", NOTIFY, None), ("execveat", NOTIFY, None)]
+    return POLICY + tuple(added)
+
+
+def return_value(action: int | str) -> int:
+    """The filter's return value for a rule's action."""
+    if action == NOTIFY:
+        return SECCOMP_RET_USER_NOTIF
+    if action == "allow":
+        return SECCOMP_RET_ALLOW
+    if not isinstance(action, int) or not 0 < action <= SECCOMP_RET_DATA:
+        raise ValueError(f"action {action!r} is neither an errno nor {NOTIFY!r}")
+    return SECCOMP_RET_ERRNO | action
+
+
+class _Assembler:
+    """Classic BPF with named forward jump targets, resolved once the program is laid out.
+
+    Names keep the layout free to change: a target too far for a u8 offset, or behind
+    the jump, is an error at build time rather than a wrong program.
+    """
+
+    def __init__(self) -> None:
+        # (code, jt, jf, k): jt/jf a target name or None (the next instruction); k a
+        # target name only for JA.
+        self.insns: list[tuple[int, str | None, str | None, int | str]] = []
+        self.labels: dict[str, int] = {}
+        self._fresh = 0
+
+    def fresh(self) -> str:
+        self._fresh += 1
+        return f".{self._fresh}"
+
+    def label(self, name: str) -> None:
+        if name in self.labels:
+            raise ValueError(f"target {name} placed twice")
+        self.labels[name] = len(self.insns)
+
+    def load(self, offset: int) -> None:
+        self.insns.append((BPF_LD_W_ABS, None, None, offset))
+
+    def jump(self, code: int, k: int, jt: str | None = None, jf: str | None = None) -> None:
+        self.insns.append((code, jt, jf, k))
+
+    def goto(self, target: str) -> None:
+        self.insns.append((BPF_JMP_JA, None, None, target))
+
+    def ret(self, value: int) -> None:
+        self.insns.append((BPF_RET_K, None, None, value))
+
+    def assemble(self) -> bytes:
+        if len(self.insns) > BPF_MAXINSNS:
+            raise ValueError(f"{len(self.insns)} instructions, the kernel takes {BPF_MAXINSNS}")
+        out = []
+        for here, (code, jt, jf, k) in enumerate(self.insns):
+            k_value = self._offset(here, k, 0xFFFFFFFF) if isinstance(k, str) else k
+            out.append(struct.pack("=HBBI", code, self._offset(here, jt, 0xFF),
+                                   self._offset(here, jf, 0xFF), k_value))
+        return b"".join(out)
+
+    def _offset(self, here: int, target: str | None, limit: int) -> int:
+        if target is None:
+            return 0
+        offset = self.labels[target] - here - 1
+        if not 0 <= offset <= limit:
+            raise ValueError(f"jump from {here} to {target} ({offset}) does not fit")
+        return offset
+
+
+def build_program(arch: str, *, memfd: str, exec_notify: bool) -> bytes:
+    """The filter for `arch` ("x86_64" or "aarch64"), as sock_filter bytes.
+
+    Layout: the arch check, the x32 check, one group per call name (a JEQ on the number,
+    then the rules' argument checks), the default RET ALLOW, then one RET per action the
+    rules jump to. A "notify" memfd mode or `exec_notify` needs a listener: without one
+    the kernel answers those calls ENOSYS.
+    """
+    table = syscalls.TABLES.get(arch)
+    if table is None:
+        raise ValueError(f"no system call table for {arch!r}")
+    groups: dict[str, list[tuple[int | str, Check | None]]] = {}
+    for name, action, check in rules(memfd=memfd, exec_notify=exec_notify):
+        if not any(name in t for t in syscalls.TABLES.values()):
+            raise ValueError(f"{name!r} is in no system call table")
+        groups.setdefault(name, []).append((action, check))
+
+    asm = _Assembler()
+    targets: dict[int | str, str] = {"allow": "allow"}
+
+    def target(action: int | str) -> str:
+        return targets.setdefault(action, f"ret {action}")
+
+    asm.load(SECCOMP_DATA_ARCH)
+    asm.jump(BPF_JMP_JEQ_K, syscalls.AUDIT_ARCH[arch], jf=target(ENOSYS))
+    asm.load(SECCOMP_DATA_NR)
+    if arch == "x86_64":
+        asm.jump(BPF_JMP_JGE_K, syscalls.X32_SYSCALL_BIT, jt=target(ENOSYS))
+
+    for name, group in groups.items():
+        if name not in table:
+            continue
+        first_action, first_check = group[0]
+        if first_check is None:
+            asm.jump(BPF_JMP_JEQ_K, table[name], jt=target(first_action))
+            continue
+        end = asm.fresh()
+        asm.jump(BPF_JMP_JEQ_K, table[name], jf=end)
+        _emit_group(asm, group, target)
+        asm.label(end)
+
+    asm.label("allow")
+    asm.ret(SECCOMP_RET_ALLOW)
+    for action, name in targets.items():
+        if name != "allow":
+            asm.label(name)
+            asm.ret(return_value(action))
+    return asm.assemble()
+
+
+def _emit_group(asm: _Assembler, group: list[tuple[int | str, Check | None]],
+                target: Callable[[int | str], str]) -> None:
+    """One call's rules in order; the accumulator holds nr on entry and is lost after.
+
+    Each rule jumps to its action when it matches and falls through to the next rule
+    when not; after the last, the call runs. Nothing falls out of the group: past its
+    first load the accumulator no longer holds the number the next group compares.
+    """
+    loaded = None
+    for action, check in group:
+        if check is None:
+            asm.goto(target(action))
+            return
+        index, op, value = check
+        if loaded != index:
+            asm.load(arg_low(index))
+            loaded = index
+        if op in ("any", "none"):
+            if not isinstance(value, int):
+                raise ValueError(f"{op!r} takes a bit mask, not {value!r}")
+            if op == "any":
+                asm.jump(BPF_JMP_JSET_K, value, jt=target(action))
+            else:
+                skip = asm.fresh()
+                asm.jump(BPF_JMP_JSET_K, value, jt=skip, jf=target(action))
+                asm.label(skip)
+        elif op in ("in", "not in"):
+            if isinstance(value, int) or not value:
+                raise ValueError(f"{op!r} takes a tuple of values, not {value!r}")
+            if op == "in":
+                for v in value:
+                    asm.jump(BPF_JMP_JEQ_K, v, jt=target(action))
+            else:
+                skip = asm.fresh()
+                for v in value[:-1]:
+                    asm.jump(BPF_JMP_JEQ_K, v, jt=skip)
+                asm.jump(BPF_JMP_JEQ_K, value[-1], jt=skip, jf=target(action))
+                asm.label(skip)
+        else:
+            raise ValueError(f"unknown argument check {op!r}")
+    asm.goto("allow")
+
+
+def install(program: bytes, *, listener: bool) -> int | None:
+    """Install `program` on this thread; the listener fd when `listener`, else None.
+
+    The inner is single-threaded when it installs, so the filter covers the whole
+    process without TSYNC (whose listener form needs TSYNC_ESRCH, 5.7+). With a
+    listener, WAIT_KILLABLE_RECV keeps a signal from aborting a call the exec watch
+    already holds (the target would see EINTR, or its restart a second notification).
+    Set no_new_privs first (prctl.set_no_new_privs): without it EACCES.
+    """
+    count, rest = divmod(len(program), 8)
+    if rest or not 0 < count <= BPF_MAXINSNS:
+        raise ValueError(f"a filter of {len(program)} bytes is not 1 to 4096 instructions")
+    flags = 0
+    if listener:
+        flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+    code = ctypes.create_string_buffer(program, len(program))
+    # struct sock_fprog {unsigned short len; struct sock_filter *filter;}, native layout.
+    fprog = ctypes.create_string_buffer(struct.pack("@HP", count, ctypes.addressof(code)))
+    result = syscalls.syscall("seccomp", SECCOMP_SET_MODE_FILTER, flags, fprog)
+    return result if listener else None
+
+
+def action_available(action: int) -> bool:
+    """Whether the kernel knows a return action (USER_NOTIF arrived in 5.0)."""
+    value = ctypes.c_uint32(action)
+    try:
+        syscalls.syscall("seccomp", SECCOMP_GET_ACTION_AVAIL, 0, ctypes.byref(value))
+    except OSError:
+        return False
+    return True
+
+
+def flags_supported(flags: int) -> bool:
+    """Whether SET_MODE_FILTER takes `flags`, asked without installing anything.
+
+    With no program (NULL) the kernel checks the flags, EINVAL if it does not know one,
+    and only then reads the program: EFAULT means every flag was known.
+    """
+    try:
+        syscalls.syscall("seccomp", SECCOMP_SET_MODE_FILTER, flags, ctypes.c_void_p(0))
+    except OSError as err:
+        return err.errno == errno.EFAULT
+    raise AssertionError("seccomp installed a filter from a NULL program")
+
+
+def listener_supported() -> bool:
+    """Whether install(listener=True) can work: USER_NOTIF and its two flags."""
+    return (action_available(SECCOMP_RET_USER_NOTIF)
+            and flags_supported(SECCOMP_FILTER_FLAG_NEW_LISTENER
+                                | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV))
+
+
+def notif_sizes() -> tuple[int, int, int]:
+    """The kernel's sizes of seccomp_notif, seccomp_notif_resp and seccomp_data.
+
+    A listener sizes its buffers from these, not from the headers it was built with:
+    a newer kernel may grow them.
+    """
+    sizes = ctypes.create_string_buffer(6)
+    syscalls.syscall("seccomp", SECCOMP_GET_NOTIF_SIZES, 0, sizes)
+    notif, resp, data = struct.unpack("=HHH", sizes.raw)
+    return notif, resp, data
