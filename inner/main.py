@@ -78,10 +78,61 @@ def _exec(argv: list[str], status: protocol.Channel) -> NoReturn:
         os._exit(127 if code in (2, 20) else 126)  # ENOENT, ENOTDIR: not found
 
 
+def _seccomp(settings: dict[str, Any], status: protocol.Channel) -> None:
+    """Steps 1 and 2: no_new_privs, the filter, and its listener handed out at once."""
+    from . import prctl, seccomp, syscalls
+
+    try:
+        prctl.set_no_new_privs()
+        program = seccomp.build_program(
+            syscalls.native_arch(),
+            memfd=settings["memfd"],
+            exec_notify=settings["exec_notify"],
+        )
+        listener = seccomp.install(program, listener=settings["listener"])
+    except OSError as err:
+        raise ConfinementFailure(f"the seccomp filter could not be installed: {err}") from None
+    if listener is not None:
+        status.send_listener(listener)
+        os.close(listener)
+
+
+def _landlock(settings: dict[str, Any], status: protocol.Channel) -> None:
+    """Step 4. The kernel's own answer decides, whatever a cached check said."""
+    from . import landlock
+
+    try:
+        abi = landlock.abi_version()
+    except OSError as err:
+        raise ConfinementFailure(f"Landlock could not be probed: {err}") from None
+    if abi == 0:
+        if settings["required"]:
+            raise ConfinementFailure(
+                "this kernel has no Landlock (its calls answer ENOSYS), which the spec "
+                "needs: its program list is enforced by Landlock alone"
+            )
+        status.send_notice(protocol.NO_LANDLOCK)
+        return
+    rules = [(path, rights) for path, rights in settings["rules"]]
+    try:
+        landlock.restrict(rules, abi=abi)
+    except OSError as err:
+        raise ConfinementFailure(f"Landlock could not be applied: {err}") from None
+
+
 def main(config_fd: int) -> NoReturn:
     config = _read_config(config_fd)
     status = protocol.Channel(config["status_fd"])
     try:
+        if "seccomp" in config:
+            _seccomp(config["seccomp"], status)
+        # Step 3: every import finished before Landlock may close the files they need.
+        import signal  # noqa: F401
+
+        from . import landlock  # noqa: F401
+
+        if "landlock" in config:
+            _landlock(config["landlock"], status)
         _restore_signals()
         _close_fds(status.fd)
         if not status.wait_for_go():

@@ -2,7 +2,9 @@
 
 A SOCK_SEQPACKET socketpair, so each message arrives whole. The inner sends:
 `L` with the seccomp listener fd (SCM_RIGHTS), `W` when it waits for the go,
-`E<errno> <program>` when execve failed, `C<text>` when a confinement step failed.
+`E<errno> <program>` when execve failed, `C<text>` when a confinement step failed,
+`N<name>` for a notice the supervisor says once (`no-landlock`: the launch goes on with
+bwrap and the seccomp filter alone).
 The supervisor answers `G` (go). The inner keeps its end close-on-exec: after a
 successful execve the target never holds it.
 """
@@ -17,6 +19,10 @@ WAITING = b"W"
 LISTENER = b"L"
 EXEC_FAILED = b"E"
 CONFINEMENT_FAILED = b"C"
+NOTICE = b"N"
+
+# Notices: what the inner found and the supervisor says once on stderr.
+NO_LANDLOCK = "no-landlock"
 
 
 class Channel:
@@ -40,6 +46,9 @@ class Channel:
 
     def send_exec_failure(self, errno: int, program: str) -> None:
         self._send(EXEC_FAILED + f"{errno} {program}".encode("utf-8", "surrogateescape"))
+
+    def send_notice(self, name: str) -> None:
+        self._send(NOTICE + name.encode())
 
     def send_confinement_failure(self, text: str) -> None:
         self._send(CONFINEMENT_FAILED + text.encode("utf-8", "replace"))

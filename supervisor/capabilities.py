@@ -73,3 +73,19 @@ def bwrap_info(cache: CheckCache) -> BwrapInfo:
     require_bind_fd(info)
     cache.record("bwrap", asdict(info))
     return info
+
+
+def landlock_abi(cache: CheckCache) -> int:
+    """The Landlock ABI this kernel offers; 0 when it has none (not cached)."""
+    cached = cache.get("landlock_abi")
+    if isinstance(cached, int) and cached > 0:
+        return cached
+    from inner import landlock
+
+    try:
+        abi = landlock.abi_version()
+    except OSError:
+        return 0
+    if abi > 0:
+        cache.record("landlock_abi", abi)
+    return abi

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -268,6 +267,8 @@ class _Resolver:
     def programs(self) -> tuple[Program, ...] | None:
         if self.policy.programs is None:
             return None
+        import shutil
+
         path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
         found = []
         for i, name in enumerate(self.policy.programs):

@@ -8,10 +8,10 @@ point at is the grant resolver's business (`grants.py`).
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .environment import is_loader_variable
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .hostnames import HostPattern
 
 DEFAULT_SPEC_NAME = "<default spec>"
-DEFAULT_SPEC_PATH = Path(__file__).with_name("default_spec.toml")
+DEFAULT_SPEC_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default_spec.toml")
 
 NetworkMode = Literal["none", "proxy", "host"]
 _NETWORK_MODES = ("none", "proxy", "host")
@@ -436,7 +436,8 @@ def parse_spec(data: bytes, source: str) -> Spec:
 def load_spec(path: str | None) -> Spec:
     """The spec at `path`, or the embedded default when None."""
     if path is None:
-        return parse_spec(DEFAULT_SPEC_PATH.read_bytes(), DEFAULT_SPEC_NAME)
+        with open(DEFAULT_SPEC_PATH, "rb") as handle:
+            return parse_spec(handle.read(), DEFAULT_SPEC_NAME)
     try:
         with open(path, "rb") as handle:
             data = handle.read((1 << 20) + 1)

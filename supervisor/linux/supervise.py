@@ -66,6 +66,7 @@ class Supervision:
         self.exec_failure: ExecFailure | None = None
         self.confinement_failure: str | None = None
         self.listeners: list[int] = []
+        self.notices: list[str] = []
         self.go_conditions: list[threading.Event] = []
         self.kill_deadline: float | None = None
         self.killed = False
@@ -101,6 +102,11 @@ class Supervision:
             elif kind == protocol.EXEC_FAILED:
                 code, _, program = body.decode("utf-8", "replace").partition(" ")
                 self.exec_failure = ExecFailure(int(code or 0), program)
+            elif kind == protocol.NOTICE:
+                self.notices.append(body.decode("ascii", "replace"))
+                if body == protocol.NO_LANDLOCK.encode():
+                    _say("this kernel has no Landlock: bubblewrap's mounts and the seccomp "
+                         "filter alone hold the files and the network")
             elif kind == protocol.CONFINEMENT_FAILED:
                 self.confinement_failure = body.decode("utf-8", "replace")
             elif kind == protocol.LISTENER:
@@ -207,6 +213,10 @@ class Supervision:
             "is above)",
             hint="run `lnk sandbox plan` to see the mounts it was asked for",
         ))
+
+
+def _say(text: str) -> None:
+    os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
 
 
 def _read_json_records(fd: int) -> list[dict[str, Any]]:

@@ -1,0 +1,120 @@
+"""The inner confiner's configuration, compiled from the plan and the snapshot (pure).
+
+Landlock holds the file grants again inside the mounts, a second wall that stays even
+were a mount wide, and carries `[commands]`: with a list, EXECUTE only on the listed
+files and the loaders they name; without one, EXECUTE wherever reading is allowed. The
+mounts stay the first wall: a read-only bind inside a write grant (the installation, dot
+files) cannot be narrowed by Landlock, whose rights add up beneath a folder.
+
+The seccomp switches follow the effective policy: memory files are left alone without a
+list (JITs need them); with a list they are sealed by the exec watch where it can, and
+refused with ENOSYS where it cannot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SpecError
+from ..grants import Snapshot, is_within
+from .plan import LaunchPlan
+
+READ = ("read_file", "read_dir")
+WRITE = (
+    "read_file", "read_dir", "write_file", "truncate", "remove_dir", "remove_file",
+    "make_char", "make_dir", "make_reg", "make_sock", "make_fifo", "make_block", "make_sym",
+    "refer",
+)
+RUN = ("execute", "read_file")
+PROC = ("read_file", "read_dir", "write_file")
+DEV = ("read_file", "read_dir", "write_file", "ioctl_dev")
+
+
+@dataclass(frozen=True)
+class Layers:
+    """What this launch applies: the Landlock ABI found (0: none) and the seccomp modes."""
+
+    landlock_abi: int
+    memfd: str = "allow"
+    exec_notify: bool = False
+    listener: bool = False
+
+
+def sees(plan: LaunchPlan, path: str) -> str | None:
+    """How the sandbox sees a host path: "read", "write", or None (hidden or absent).
+
+    The deepest mount holding the path decides, as it does in the kernel's mount tree.
+    """
+    best: tuple[int, str | None] | None = None
+    for op in plan.ops:
+        if op.kind not in ("ro-bind", "bind", "tmpfs", "hide-file") or not is_within(
+            path, op.dest
+        ):
+            continue
+        if op.kind == "ro-bind" and op.source != op.dest:
+            continue  # mounted elsewhere than its host path (the inner's package)
+        depth = 0 if op.dest == "/" else op.dest.count("/")
+        access = {"ro-bind": "read", "bind": "write"}.get(op.kind)
+        if op.kind == "tmpfs" and op.dest == "/tmp":
+            access = None  # a fresh /tmp: the host's files there are not seen
+        if best is None or depth >= best[0]:
+            best = (depth, access)
+    return best[1] if best else None
+
+
+def landlock_rules(
+    plan: LaunchPlan, snapshot: Snapshot, loaders: dict[str, str | None]
+) -> list[tuple[str, list[str]]]:
+    """(path inside, right names) for every mount, plus the program list's files.
+
+    `loaders` maps each listed program's file to the loader it names (None: static, or a
+    script), already resolved to the file's own path.
+    """
+    unrestricted = snapshot.programs is None
+    extra = ("execute",) if unrestricted else ()
+    rules: list[tuple[str, list[str]]] = []
+    for op in plan.ops:
+        if op.kind == "ro-bind":
+            rights = ("read_dir",) if op.dest == "/" else READ + extra
+        elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest == "/tmp"):
+            rights = WRITE + extra
+        elif op.kind == "proc":
+            rights = PROC
+        elif op.kind == "dev":
+            rights = DEV
+        else:
+            continue
+        rules.append((op.dest, list(rights)))
+    if not any(dest == "/" for dest, _ in rules):
+        rules.insert(0, ("/", ["read_dir"]))  # `ls /` lists the mount points, nothing more
+    for program in snapshot.programs or ():
+        if sees(plan, program.target) is None:
+            raise SpecError(
+                f"{program.name!r} ({program.target}) is in no folder the sandbox sees",
+                file=snapshot.source,
+                key="commands.programs",
+                hint="grant its folder (files.read), or list a program from a system folder",
+            )
+        rules.append((program.target, list(RUN)))
+        loader = loaders.get(program.target)
+        if loader and (loader, list(RUN)) not in rules:
+            rules.append((loader, list(RUN)))
+    return rules
+
+
+def inner_config(
+    plan: LaunchPlan, snapshot: Snapshot, layers: Layers, loaders: dict[str, str | None]
+) -> dict[str, object]:
+    """The JSON the inner reads: its seccomp switches and Landlock rules."""
+    return {
+        "seccomp": {
+            "memfd": layers.memfd,
+            "exec_notify": layers.exec_notify,
+            "listener": layers.listener,
+        },
+        "landlock": {
+            "abi": layers.landlock_abi,
+            "required": snapshot.programs is not None,
+            "rules": landlock_rules(plan, snapshot, loaders),
+        },
+    }
