@@ -97,7 +97,7 @@ def add_fd_and_send(listener: int, notification_id: int, fd: int, *, cloexec: bo
     request = bytearray(
         _ADDFD.pack(notification_id, ADDFD_FLAG_SEND, fd, 0, os.O_CLOEXEC if cloexec else 0)
     )
-    return fcntl.ioctl(listener, NOTIF_ADDFD, request, True)
+    return int(fcntl.ioctl(listener, NOTIF_ADDFD, request, True))
 
 
 def read_string(pid: int, address: int, limit: int = 4096) -> bytes | None:

@@ -153,11 +153,19 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     if _deepest(prefix, mounts) is None or _deepest(layout.interpreter, mounts) is None:
         extra.append(MountOp("ro-bind", prefix, prefix, "the inner confiner's interpreter"))
 
-    for grant in grants:
+    # A name through a link becomes that link, outer names first: a name below one made a
+    # link already leads to its target through it, and bwrap could not make a second link
+    # there (its parent would be the first link, pointing outside the new root).
+    linked: list[str] = []
+    named = [(expand_name(g.name, snapshot.home, snapshot.cwd, snapshot.lnk_home), g)
+             for g in grants]
+    for name, grant in sorted(named, key=lambda pair: _depth(pair[0])):
         assert grant.target is not None
-        name = expand_name(grant.name, snapshot.home, snapshot.cwd, snapshot.lnk_home)
-        if name != grant.target and _deepest(name, mounts) is None:
+        if name != grant.target and _deepest(name, mounts) is None and not any(
+            is_within(name, link) for link in linked
+        ):
             extra.append(MountOp("symlink", name, grant.target, f"{grant.name} is a link"))
+            linked.append(name)
 
     late.append(MountOp("remount-ro", "/", reason="nothing new at the root"))
     ordered = [op for _, _, op in sorted(layered, key=lambda t: (t[0], t[1]))]
