@@ -150,7 +150,8 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     extra: list[MountOp] = [MountOp("ro-bind", INNER_MOUNT, layout.inner_source,
                                     "the inner confiner")]
     prefix = layout.interpreter_prefix
-    if _deepest(prefix, mounts) is None or _deepest(layout.interpreter, mounts) is None:
+    # Mounted unless readable already: a hidden prefix would leave the inner unable to start.
+    if not {_deepest(prefix, mounts), _deepest(layout.interpreter, mounts)} <= {"read", "write"}:
         extra.append(MountOp("ro-bind", prefix, prefix, "the inner confiner's interpreter"))
 
     # A name through a link becomes that link, outer names first: a name below one made a
