@@ -11,8 +11,8 @@ successful execve the target never holds it.
 
 from __future__ import annotations
 
+import _socket
 import array
-import socket
 
 GO = b"G"
 WAITING = b"W"
@@ -30,11 +30,13 @@ class Channel:
 
     def __init__(self, fd: int):
         self.fd = fd
-        self._sock = socket.socket(fileno=fd)
+        # _socket, not socket: socket.py pulls in enum and selectors, which only slow the
+        # start of every sandbox.
+        self._sock = _socket.socket(fileno=fd)
 
     def send_listener(self, listener_fd: int) -> None:
         fds = array.array("i", [listener_fd])
-        self._sock.sendmsg([LISTENER], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        self._sock.sendmsg([LISTENER], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
 
     def wait_for_go(self) -> bool:
         """True once the supervisor says go; False if it is gone (EOF or error)."""

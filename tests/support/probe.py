@@ -6,7 +6,11 @@ tests assert EPERM, not "failed". Anything else exits 99 with a traceback.
 
 Actions: write PATH | read PATH | list PATH | mkdir PATH | stat PATH | rename A B |
 unlink PATH | exec PATH [ARG...] | connect HOST PORT | abstract NAME | env NAME |
-caps | syscall NR [ARG...] | sleep-handle SIG CODE
+caps | syscall NR [ARG...] | calls NR[,ARG...] ... | tiocsti | int80 | fexecve PATH |
+memfd-exec FLAGS PATH | sleep-handle SIG CODE
+
+`calls` makes each raw call in turn and prints `CALL <nr> <errno>` for each (0: it
+succeeded), then `RESULT ok`: the program went on after every refusal.
 """
 
 import os
@@ -59,6 +63,47 @@ def act(action: str, args: list) -> None:
         numbers = [ctypes.c_long(int(a, 0)) for a in args]
         if libc.syscall(*numbers) == -1:
             raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    elif action == "calls":
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        for spec in args:
+            numbers = [ctypes.c_long(int(a, 0)) for a in spec.split(",")]
+            ctypes.set_errno(0)
+            result = libc.syscall(*numbers)
+            code = ctypes.get_errno() if result == -1 else 0
+            sys.stdout.write(f"CALL {spec.split(',')[0]} {code}\n")
+        sys.stdout.flush()
+    elif action == "tiocsti":
+        import fcntl
+        import struct
+
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, 0x1_0000_5412, struct.pack("c", b"x"))  # high bits set
+    elif action == "int80":
+        import ctypes
+        import mmap
+
+        # mov eax, 20 (i386 getpid); int 0x80; ret  -- returns -errno in eax
+        code = bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3])
+        page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        page.write(code)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+        result = ctypes.CFUNCTYPE(ctypes.c_int)(address)()
+        if result < 0:
+            raise OSError(-result, os.strerror(-result))
+        sys.stdout.write(f"PID {result}\n")
+    elif action == "fexecve":
+        fd = os.open(args[0], os.O_RDONLY)
+        sys.stdout.flush()
+        os.execve(fd, [args[0]], dict(os.environ))
+    elif action == "memfd-exec":
+        fd = os.memfd_create("probe", int(args[0], 0))
+        with open(args[1], "rb") as handle:
+            os.write(fd, handle.read())
+        sys.stdout.flush()
+        os.execv(f"/proc/self/fd/{fd}", [args[1]])
     elif action == "sleep-handle":
         import signal
         import time
