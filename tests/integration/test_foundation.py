@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]

@@ -23,9 +23,9 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 import pytest
-from support import capabilities as caps
 
 from inner import landlock
+from support import capabilities as caps
 
 REPO = Path(__file__).resolve().parents[2]
 NO_LANDLOCK = REPO / "tests" / "support" / "no_landlock.py"

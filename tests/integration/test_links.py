@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from support.sandbox import PROBE_SOURCE, PYTHON_INSIDE, SUPPORT, ProbeResult, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]

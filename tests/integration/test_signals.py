@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from support.sandbox import LNK, PROBE_SOURCE, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]

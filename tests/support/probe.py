@@ -79,7 +79,7 @@ def act(action: str, args: list) -> None:
         import fcntl
         import struct
 
-        master, slave = os.openpty()
+        _master, slave = os.openpty()
         fcntl.ioctl(slave, 0x1_0000_5412, struct.pack("c", b"x"))  # high bits set
     elif action == "int80":
         import ctypes
