@@ -40,6 +40,9 @@ def _parser(prog: str) -> _Parser:
     run = commands.add_parser("run", help="run a command in a sandbox")
     run.add_argument("--spec", help="the spec (TOML); the embedded default without it")
     run.add_argument("command", nargs=argparse.REMAINDER)
+    check = commands.add_parser("check", help="what this machine enforces for a spec")
+    check.add_argument("--spec")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
     plan = commands.add_parser("plan", help="print the mount plan and bwrap's arguments")
     plan.add_argument("--spec")
     plan.add_argument("command", nargs=argparse.REMAINDER)
@@ -77,6 +80,17 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         command = _command(args.command)
         snapshot = snapshot_for(args.spec)
         return run_snapshot(snapshot, command)
+    if args.action == "check":
+        from .check import check, render
+
+        report = check(args.spec)
+        if args.json:
+            import json
+
+            sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        else:
+            sys.stdout.write(render(report))
+        return 0 if report.can_launch else 1
     if args.action == "plan":
         return _print_plan(args.spec, args.command[1:] if args.command[:1] == ["--"]
                            else args.command)

@@ -1,0 +1,161 @@
+"""`lnk sandbox check`: what this machine enforces for a spec, and the stated gaps.
+
+It probes afresh (a person asking wants today's answer) and keeps the passes for the
+boot, as a start does. The report is plain data; the command line prints it as text or
+JSON and exits 0 when the spec can launch here, 1 when not.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import SandboxError
+
+GAP_LOADER = (
+    "the dynamic loader runs any file it can read (`ld.so ./x`): Landlock's execute "
+    "right must allow the loader for any listed program to start"
+)
+GAP_PRELOAD = (
+    "a program can set LD_PRELOAD again for a child it runs: it is cleared only when "
+    "the sandbox starts"
+)
+GAP_SOCKETS = (
+    "a path socket under a read grant can be connected to (connect() needs no write "
+    "right); hide its folder if the sandbox must not reach it"
+)
+
+
+@dataclass
+class Machine:
+    """What the kernel and bwrap offer; each value probed for real."""
+
+    os: str
+    kernel: str
+    bwrap_path: str | None = None
+    bwrap_version: str | None = None
+    bind_fd: bool = False
+    user_namespaces: bool = False
+    seccomp_listener: bool = False
+    addfd_send: bool = False
+    memfd_noexec_seal: bool = False
+    landlock_abi: int = 0
+
+
+@dataclass
+class Report:
+    machine: Machine
+    spec: str
+    can_launch: bool
+    layers: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    gaps: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def probe_machine(lnk_home: str) -> Machine:
+    from .capabilities import CheckCache
+    from .linux import probes
+    from .linux.bwrap import find_bwrap, probe_bwrap
+
+    machine = Machine(os=platform.system(), kernel=f"{platform.release()} {platform.machine()}")
+    cache = CheckCache(lnk_home)
+    path = find_bwrap()
+    if path:
+        try:
+            info = probe_bwrap(path)
+        except SandboxError:
+            info = None
+        if info is not None:
+            machine.bwrap_path, machine.bwrap_version = info.path, info.version
+            machine.bind_fd = info.bind_fd
+            if info.bind_fd:
+                cache.record("bwrap", asdict(info))
+    machine.user_namespaces = probes.user_namespaces()
+    machine.seccomp_listener = probes.listener()
+    machine.addfd_send = probes.addfd_send()
+    machine.memfd_noexec_seal = probes.memfd_noexec_seal()
+    machine.landlock_abi = probes.landlock_abi()
+    if machine.landlock_abi:
+        cache.record("landlock_abi", machine.landlock_abi)
+    if machine.seccomp_listener and machine.addfd_send and machine.memfd_noexec_seal:
+        cache.record("sealed_memfd", True)
+    return machine
+
+
+def check(spec_path: str | None) -> Report:
+    """Probe the machine and judge the spec's effective policy against it."""
+    from .policy import Context
+    from .run import snapshot_for
+
+    context = Context.current()
+    machine = probe_machine(context.lnk_home)
+    report = Report(machine, spec_path or "<default spec>", can_launch=True)
+    if not machine.bwrap_path:
+        report.problems.append("bubblewrap is not installed (apt-get install bubblewrap)")
+    elif not machine.bind_fd:
+        report.problems.append(
+            f"bubblewrap {machine.bwrap_version} has no --bind-fd (install 0.10+, or "
+            "Debian's 0.8.0-2+deb12u1)")
+    if not machine.user_namespaces:
+        report.problems.append("this user cannot make a user namespace, which bwrap needs")
+    try:
+        snapshot = snapshot_for(spec_path, context)
+    except SandboxError as err:
+        report.problems.append(err.render())
+        report.can_launch = False
+        return report
+    report.layers.append("bubblewrap: only the granted folders are mounted; own pid, ipc, uts, "
+                         "user and network namespaces; every capability dropped")
+    report.layers.append("seccomp filter: the calls a sandboxed program does not need are "
+                         "refused with an errno; TIOCSTI and fexecve closed")
+    if machine.landlock_abi:
+        report.layers.append(f"Landlock ABI {machine.landlock_abi}: the file grants held again "
+                             "inside the mounts; abstract sockets and signals scoped"
+                             if machine.landlock_abi >= 6 else
+                             f"Landlock ABI {machine.landlock_abi}: the file grants held again")
+    else:
+        report.layers.append("no Landlock: the mounts alone hold the file grants")
+    if snapshot.programs is None:
+        report.layers.append("programs: any program may run; memory files are made as asked")
+    elif machine.landlock_abi:
+        names = ", ".join(p.name for p in snapshot.programs) or "none"
+        report.layers.append(f"programs: only {names} (and their loaders), by Landlock")
+        report.layers.append("memory files: refused with ENOSYS")
+    else:
+        report.problems.append(
+            "the spec lists programs, which only Landlock enforces, and this kernel has "
+            "no Landlock")
+    report.gaps.append(GAP_LOADER)
+    report.gaps.append(GAP_PRELOAD)
+    report.gaps.append(GAP_SOCKETS)
+    report.can_launch = not report.problems
+    return report
+
+
+def render(report: Report) -> str:
+    m = report.machine
+    yes = {True: "yes", False: "no"}
+    lines = [
+        f"machine: {m.os} {m.kernel}",
+        f"  bubblewrap          {m.bwrap_version or 'missing'}"
+        + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
+        f"  user namespaces     {yes[m.user_namespaces]}",
+        f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)",
+        f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",
+        f"  MFD_NOEXEC_SEAL     {yes[m.memfd_noexec_seal]}",
+        f"  Landlock            {'ABI ' + str(m.landlock_abi) if m.landlock_abi else 'none'}",
+        f"spec {report.spec}: " + ("can launch here" if report.can_launch else
+                                    "cannot launch here"),
+    ]
+    lines += [f"  layer: {layer}" for layer in report.layers]
+    lines += [f"  problem: {problem}" for problem in report.problems]
+    if report.gaps:
+        lines.append("open gaps (stated, not closed):")
+        lines += [f"  - {gap}" for gap in report.gaps]
+    return "\n".join(lines) + "\n"
+
+

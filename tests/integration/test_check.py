@@ -1,0 +1,74 @@
+"""`lnk sandbox check`: the machine's layers for a spec, the launch refused where a layer
+the spec needs is missing, the stated gaps, and the per-boot cache of passes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.sandbox import Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh"]\n'
+
+
+def test_check_reports_the_machine_and_the_gaps(sandbox: Sandbox) -> None:
+    done = sandbox.lnk("check", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    machine = report["machine"]
+    assert machine["bind_fd"] is True
+    assert machine["user_namespaces"] is True
+    assert report["can_launch"] is True
+    gaps = " ".join(report["gaps"])
+    assert "ld.so ./x" in gaps
+    assert "LD_PRELOAD" in gaps
+    text = sandbox.lnk("check")
+    assert "open gaps" in text.stdout and "ld.so ./x" in text.stdout
+
+
+@pytest.mark.requires_landlock(abi=1)
+def test_check_with_landlock_names_its_abi_and_the_program_list(sandbox: Sandbox) -> None:
+    done = sandbox.lnk("check", "--json", spec=LISTED)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0
+    assert report["machine"]["landlock_abi"] >= 1
+    assert any("programs: only sh" in layer for layer in report["layers"])
+
+
+def test_check_without_landlock_refuses_a_program_list(sandbox: Sandbox) -> None:
+    done = sandbox.lnk("check", "--json", spec=LISTED, landlock=False)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["machine"]["landlock_abi"] == 0
+    assert report["can_launch"] is False
+    assert any("no Landlock" in problem for problem in report["problems"])
+    unrestricted = sandbox.lnk("check", "--json", landlock=False)
+    assert unrestricted.returncode == 0
+    assert "no Landlock" in " ".join(json.loads(unrestricted.stdout)["layers"])
+
+
+def test_check_reports_a_bad_spec_without_a_traceback(sandbox: Sandbox) -> None:
+    done = sandbox.lnk("check", spec="[files]\nwrite = ['relative']\n")
+    assert done.returncode == 1
+    assert "files.write[0]" in done.stdout
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_start_checks_are_kept_for_the_boot_passes_only(sandbox: Sandbox) -> None:
+    assert sandbox.run("/bin/true").returncode == 0
+    cache = json.loads((sandbox.lnk_home / "cache" / "checks.json").read_text())
+    with open("/proc/sys/kernel/random/boot_id") as handle:
+        assert cache["boot_id"] == handle.read().strip()
+    assert cache["passed"]["bwrap"]["bind_fd"] is True
+    assert all(value not in (False, 0, None) for value in cache["passed"].values())
+    # A cache of another boot is not believed: it is probed again and replaced.
+    cache["boot_id"] = "another-boot"
+    cache["passed"]["bwrap"]["path"] = "/nonexistent/bwrap"
+    (sandbox.lnk_home / "cache" / "checks.json").write_text(json.dumps(cache))
+    assert sandbox.run("/bin/true").returncode == 0
+    fresh = json.loads((sandbox.lnk_home / "cache" / "checks.json").read_text())
+    assert fresh["boot_id"] != "another-boot"
+    assert fresh["passed"]["bwrap"]["path"] != "/nonexistent/bwrap"
