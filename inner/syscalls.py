@@ -14,6 +14,9 @@ Facts:
   own errno, so refusing them costs nothing and survives a kernel that brings one back.
 - seccomp_data.arch carries an AUDIT_ARCH_* value: x86_64 0xC000003E, aarch64 0xC00000B7,
   i386 (an x86_64 process's `int 0x80`) 0x40000003.
+- uname's machine follows the personality: under PER_LINUX32 (`linux32`) an x86_64
+  process is told "i686" and still makes x86_64 calls. The process's own ABI is its
+  executable's, read from the ELF header.
 - ctypes passes a bare Python int to a variadic function as a C int, leaving the upper
   half of a 64-bit register undefined; every argument goes as a C long instead.
 
@@ -165,17 +168,30 @@ _AARCH64 = {
 TABLES: Mapping[str, Mapping[str, int]] = {"x86_64": _X86_64, "aarch64": _AARCH64}
 AUDIT_ARCH: Mapping[str, int] = {"x86_64": AUDIT_ARCH_X86_64, "aarch64": AUDIT_ARCH_AARCH64}
 
-# os.uname() names an arm64 kernel "aarch64"; "arm64" is what other systems say.
+# ELF e_machine values, and os.uname()'s names for the same machines.
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
 _MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
 
 def native_arch() -> str:
     """The table this process's own calls use; ValueError where no table is known.
 
-    The kernel's machine name is the right one even for a 64-bit interpreter on a 64-bit
-    kernel only: a 32-bit interpreter there would make compat calls no table here
-    describes, so it is refused too.
+    Read from the running executable's ELF header (64-bit, little-endian, e_machine at
+    18), not from uname: uname's machine follows the personality, and under PER_LINUX32
+    (`linux32`, `setarch i686`, which the filter allows) a 64-bit x86_64 process is told
+    "i686" while it still makes x86_64 calls. uname serves only where /proc is missing.
     """
+    try:
+        with open("/proc/self/exe", "rb") as exe:
+            header = exe.read(20)
+    except OSError:
+        header = b""
+    if len(header) == 20 and header[:4] == b"\x7fELF":
+        machine = _ELF_MACHINES.get(int.from_bytes(header[18:20], "little"))
+        if header[4:6] != b"\x02\x01" or machine is None:  # ELFCLASS64, ELFDATA2LSB
+            raise ValueError(f"no system call table for this executable (ELF class "
+                             f"{header[4]}, data {header[5]}, machine {header[18]})")
+        return machine
     machine = _MACHINES.get(os.uname().machine)
     if machine is None or ctypes.sizeof(ctypes.c_void_p) != 8:
         raise ValueError(f"no system call table for {os.uname().machine} "
