@@ -15,13 +15,14 @@ Facts (checked on Linux 6.18 x86_64 unless marked [H], read from the kernel's so
   an unsigned long but keeps only `lower_32_bits(flags)` [H]; memfd_create's,
   execveat's, socket's and personality's are ints.
 - ERRNO(e) skips the call and returns -e, so a program sees an ordinary failure and can
-  fall back: this filter never kills. ENOSYS makes libc fall back (glibc's posix_spawn
-  from clone3 to clone, util-linux from the new mount API to mount) and so goes where a
-  fallback is wanted; it must never answer execveat, whose ENOSYS sends glibc's fexecve
-  to execve("/proc/self/fd/N"), which runs the file anyway.
+  fall back: this filter never kills. ENOSYS reads as "this kernel has no such call",
+  which makes libraries fall back (glibc's posix_spawn from clone3 to clone; mount
+  tools from the new mount API to mount(2)), so it goes where a fallback is wanted. It
+  must never answer execveat, whose ENOSYS sends glibc's fexecve to
+  execve("/proc/self/fd/N"), which runs the file anyway.
 - USER_NOTIF hands the call to whoever holds the listener fd; a filter with no listener,
   or one whose listener was closed, answers ENOSYS (so memfd_create then fails closed).
-  Of stacked filters the strictest action wins: ERRNO beats USER_NOTIF beats ALLOW.
+  Of stacked filters the strictest action wins: ERRNO beats USER_NOTIF beats ALLOW [H].
 - Since 5.11 the kernel runs a filter ahead once per number and skips it for numbers it
   allows without reading an argument [H]. Rules read an argument only after matching a
   number, so an ordinary call costs nothing; the argument rules go first, since the
@@ -109,7 +110,7 @@ def arg_low(index: int) -> int:
 
 
 # The values the rules name.
-TIOCSTI = 0x5412  # pushes bytes into a terminal's input: typed as the person, outside
+TIOCSTI = 0x5412  # pushes bytes into a terminal's input, read outside as if typed
 TIOCLINUX = 0x541C  # the Linux console's own, which can paste its selection the same way
 AF_ALG = 38  # the kernel's crypto API: a large attack surface nothing here needs
 AF_VSOCK = 40  # sockets to the hypervisor or its other guests, around the network rules
@@ -124,8 +125,8 @@ CLONE_NEWNET = 0x40000000
 CLONE_NEW_ANY = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER
                  | CLONE_NEWPID | CLONE_NEWNET)  # 0x7E020000
 # Linux, PER_LINUX32, UNAME26 and both (what `setarch` and uname26 programs set), and
-# 0xffffffff, which only asks; any other (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) weakens
-# the process's own memory protections.
+# 0xffffffff, which only asks; the others (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) turn
+# off memory protections for every program the process runs after.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
 MFD_CLOEXEC = 0x1
 MFD_ALLOW_SEALING = 0x2
