@@ -354,6 +354,7 @@ def test_memfd_create(mode: str) -> None:
         "HUGETLB|NOEXEC_SEAL": "EINVAL", "NOEXEC_SEAL": sealed, "NOEXEC_SEAL|CLOEXEC": sealed}
 
 
+@pytest.mark.requires_seccomp_notify
 def test_install_errors() -> None:
     with pytest.raises(ValueError):
         seccomp.install(b"\x06\x00", listener=False)
