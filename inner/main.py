@@ -90,7 +90,7 @@ def _seccomp(settings: dict[str, Any], status: protocol.Channel) -> None:
             exec_notify=settings["exec_notify"],
         )
         listener = seccomp.install(program, listener=settings["listener"])
-    except OSError as err:
+    except (OSError, ValueError) as err:
         raise ConfinementFailure(f"the seccomp filter could not be installed: {err}") from None
     if listener is not None:
         status.send_listener(listener)
