@@ -22,6 +22,7 @@ runs less confined than asked.
 
 from __future__ import annotations
 
+import errno
 import os
 
 from . import protocol
@@ -89,7 +90,19 @@ def _seccomp(settings: dict[str, Any], status: protocol.Channel) -> None:
             memfd=settings["memfd"],
             exec_notify=settings["exec_notify"],
         )
-        listener = seccomp.install(program, listener=settings["listener"])
+        try:
+            listener = seccomp.install(program, listener=settings["listener"])
+        except OSError as err:
+            # EBUSY: a filter above already has a listener (one per chain). Without the
+            # watch, memory files are refused and execs go unwatched; Landlock still
+            # holds the program list. learn cannot go on without it.
+            if err.errno != errno.EBUSY or settings.get("listener_required"):
+                raise
+            memfd = "allow" if settings["memfd"] == "allow" else "enosys"
+            program = seccomp.build_program(syscalls.native_arch(), memfd=memfd,
+                                            exec_notify=False)
+            listener = seccomp.install(program, listener=False)
+            status.send_notice(protocol.NO_LISTENER)
     except (OSError, ValueError) as err:
         raise ConfinementFailure(f"the seccomp filter could not be installed: {err}") from None
     if listener is not None:

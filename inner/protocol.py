@@ -23,6 +23,7 @@ NOTICE = b"N"
 
 # Notices: what the inner found and the supervisor says once on stderr.
 NO_LANDLOCK = "no-landlock"
+NO_LISTENER = "no-listener"
 
 
 class Channel:

@@ -89,3 +89,23 @@ def landlock_abi(cache: CheckCache) -> int:
     if abi > 0:
         cache.record("landlock_abi", abi)
     return abi
+
+
+def watch_support(cache: CheckCache) -> tuple[bool, bool]:
+    """(a seccomp listener with WAIT_KILLABLE_RECV, memory files the watch can seal).
+
+    Sealing needs MFD_NOEXEC_SEAL and ADDFD_FLAG_SEND as well as the listener.
+    """
+    listener = cache.get("seccomp_listener") is True
+    sealed = cache.get("sealed_memfd") is True
+    if listener and sealed:
+        return True, True
+    from .linux import probes
+
+    if not listener and probes.listener():
+        listener = True
+        cache.record("seccomp_listener", True)
+    if listener and not sealed and probes.memfd_noexec_seal() and probes.addfd_send():
+        sealed = True
+        cache.record("sealed_memfd", True)
+    return listener, sealed

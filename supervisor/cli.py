@@ -39,7 +39,13 @@ def _parser(prog: str) -> _Parser:
     commands = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
     run = commands.add_parser("run", help="run a command in a sandbox")
     run.add_argument("--spec", help="the spec (TOML); the embedded default without it")
+    run.add_argument("--report", metavar="FILE",
+                     help="write every refusal to FILE as JSON lines")
     run.add_argument("command", nargs=argparse.REMAINDER)
+    learn = commands.add_parser("learn", help="run once with every program open; print "
+                                "the [commands] lines for what ran")
+    learn.add_argument("--spec")
+    learn.add_argument("command", nargs=argparse.REMAINDER)
     check = commands.add_parser("check", help="what this machine enforces for a spec")
     check.add_argument("--spec")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -79,7 +85,15 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
 
         command = _command(args.command)
         snapshot = snapshot_for(args.spec)
-        return run_snapshot(snapshot, command)
+        return run_snapshot(snapshot, command, report=args.report)
+    if args.action == "learn":
+        from .run import learn_snapshot, snapshot_for
+
+        command = _command(args.command)
+        status, text = learn_snapshot(snapshot_for(args.spec), command)
+        sys.stdout.flush()
+        sys.stdout.write(text)
+        return status
     if args.action == "check":
         from .check import check, render
 

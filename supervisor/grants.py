@@ -144,6 +144,7 @@ class _Resolver:
         """Outer root resolved, suffix literal: any link in the suffix is refused."""
         suffix = expanded[len(outer):].strip("/").split("/") if expanded != outer else []
         path = outer_target
+        is_dir = os.path.isdir(outer_target)
         for part in suffix:
             path = os.path.join(path, part)
             try:
@@ -159,7 +160,8 @@ class _Resolver:
                     hint="name the link's target in the spec if that is what you mean "
                     "(the sandbox may have planted the link)",
                 )
-        return path, stat.S_ISDIR(os.stat(path).st_mode) if suffix else True
+            is_dir = stat.S_ISDIR(mode)  # no second stat: the path could change in between
+        return path, is_dir
 
     def missing(self, rule: PathRule, expanded: str, err: OSError) -> None:
         """A missing path: left out when it may be, else the SpecError naming it."""
@@ -199,7 +201,9 @@ class _Resolver:
     def resolve(self) -> Snapshot:
         rules = self.policy.rules
         expanded = [self.expand(rule.name) for rule in rules]
-        order = sorted(range(len(rules)), key=lambda i: (expanded[i].count("/"), i))
+        # Outer before inner, '/' first of all: it holds every other grant.
+        order = sorted(range(len(rules)),
+                       key=lambda i: (0 if expanded[i] == "/" else expanded[i].count("/"), i))
         roots: list[tuple[str, str]] = []  # (expanded, target) of resolved read/write grants
         grants: dict[int, Grant] = {}
         for i in order:
@@ -226,7 +230,7 @@ class _Resolver:
             lnk_home=self.context.lnk_home,
             uid=self.context.uid,
             grants=ordered,
-            programs=self.programs(),
+            programs=self.programs(ordered),
             network_mode=self.policy.network_mode,
             network_allow=self.policy.network_allow,
             env_keep=self.policy.env_keep,
@@ -264,17 +268,19 @@ class _Resolver:
             )
         return tuple(kept)
 
-    def programs(self) -> tuple[Program, ...] | None:
+    def programs(self, grants: tuple[Grant, ...]) -> tuple[Program, ...] | None:
+        """Each listed program's file; a bare name is looked up in PATH as the sandbox
+        will look it up: the first match in a folder the sandbox sees."""
         if self.policy.programs is None:
             return None
-        import shutil
-
         path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
         found = []
         for i, name in enumerate(self.policy.programs):
             written = self.expand(name) if name.startswith("~/") else name
-            located = written if "/" in written else shutil.which(written, path=path)
-            target = os.path.realpath(located) if located else None
+            if "/" in written:
+                target: str | None = os.path.realpath(written)
+            else:
+                target = self.lookup(written, path, grants)
             if target is None or not os.path.isfile(target):
                 raise SpecError(
                     f"{name!r} is not a program on this machine"
@@ -286,6 +292,33 @@ class _Resolver:
                 )
             found.append(Program(name, target))
         return tuple(found)
+
+
+    def lookup(self, name: str, path: str, grants: tuple[Grant, ...]) -> str | None:
+        first = None
+        for folder in path.split(os.pathsep):
+            candidate = os.path.join(folder, name)
+            if not folder.startswith("/") or not os.access(candidate, os.X_OK):
+                continue
+            target = os.path.realpath(candidate)
+            if not os.path.isfile(target):
+                continue
+            first = first or target
+            if _seen(target, grants, self.context.system_folders):
+                return target
+        return first
+
+
+def _seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:
+    """Whether the sandbox sees `path`: the deepest grant or system folder holding it
+    reads or writes it (a hide deeper than it closes it)."""
+    best: tuple[int, str] | None = None
+    holders = [(folder, "read") for folder in system]
+    holders += [(g.target, g.access) for g in grants if g.target and g.access != "protect"]
+    for folder, access in holders:
+        if is_within(path, folder) and (best is None or folder.count("/") > best[0]):
+            best = (folder.count("/"), access)
+    return best is not None and best[1] in ("read", "write")
 
 
 def resolve(policy: Policy, context: Context) -> Snapshot:

@@ -38,6 +38,12 @@ DEFAULT_HIDES = (
 
 LNK_HOME_NAME = "$LNK_HOME"
 
+# Folders every Linux sandbox reads (each left out when missing): what programs and
+# their libraries need, and nothing of a person's own.
+LINUX_SYSTEM_FOLDERS = (
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+)
+
 
 @dataclass(frozen=True)
 class Context:
@@ -53,6 +59,7 @@ class Context:
     uid: int
     runtime_dir: str | None
     installation: tuple[str, ...]
+    system_folders: tuple[str, ...] = LINUX_SYSTEM_FOLDERS
 
     @staticmethod
     def current() -> Context:

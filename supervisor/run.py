@@ -43,8 +43,25 @@ def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snaps
     return resolve(policy, context)
 
 
-def run_snapshot(snapshot: Snapshot, argv: list[str]) -> int:
-    """Launch `argv` confined by `snapshot` and supervise it; the exit status."""
+def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
+    """Launch `argv` confined by `snapshot` and supervise it; the exit status.
+
+    `report` names a file that gets every refusal as a JSON line.
+    """
     from .linux.run import run_linux
 
-    return run_linux(snapshot, argv)
+    return run_linux(snapshot, argv, report=report)
+
+
+def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
+    """Run once with every program open; the status and the `[commands]` lines to add."""
+    from .learn import render, summarize
+    from .linux.run import launch_and_supervise
+    from .linux.watch import Judge
+
+    judge = Judge(None, record=True)
+    outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+    if outcome.problem is not None:
+        raise outcome.problem
+    learned, left = summarize(judge.seen, snapshot)
+    return outcome.status, render(learned, left, argv)

@@ -290,7 +290,7 @@ class _Validator:
                 )
             if "/" not in program and not _PROGRAM_NAME.match(program):
                 raise self.error(key, f"{program!r} is not a program name")
-            if program.startswith("/"):
+            if program.startswith(("/", "~/")):
                 self.path_text(program, key)
         if len(set(programs)) != len(programs):
             raise self.error("commands.programs", "a program is listed twice")

@@ -38,6 +38,7 @@ class Layers:
     memfd: str = "allow"
     exec_notify: bool = False
     listener: bool = False
+    listener_required: bool = False
 
 
 def sees(plan: LaunchPlan, path: str) -> str | None:
@@ -111,6 +112,7 @@ def inner_config(
             "memfd": layers.memfd,
             "exec_notify": layers.exec_notify,
             "listener": layers.listener,
+            "listener_required": layers.listener_required,
         },
         "landlock": {
             "abi": layers.landlock_abi,

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..grants import Grant, Snapshot, expand_name, is_within
+from ..policy import LINUX_SYSTEM_FOLDERS
 
 OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
 
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+SYSTEM_FOLDERS = LINUX_SYSTEM_FOLDERS
 
 # Where the inner confiner's package is mounted inside, read-only; its parent goes on the
 # interpreter's sys.path (`-I -S` shows neither site-packages nor the working directory).

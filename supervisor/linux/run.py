@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
-from ..capabilities import CheckCache, bwrap_info, landlock_abi
+from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
+from ..events import EventLog
 from ..grants import Snapshot
 from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
@@ -14,6 +16,7 @@ from .elf import interpreter_of
 from .launch import spawn
 from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
+from .watch import ExecWatch, Judge
 
 
 def plan_for(snapshot: Snapshot) -> LaunchPlan:
@@ -26,8 +29,13 @@ def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
     return build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign)
 
 
-def decide_layers(snapshot: Snapshot, cache: CheckCache) -> Layers:
-    """What this launch applies; refuses what the machine cannot enforce (fail closed)."""
+def decide_layers(snapshot: Snapshot, cache: CheckCache, *, learn: bool = False) -> Layers:
+    """What this launch applies; refuses what the machine cannot enforce (fail closed).
+
+    The exec watch runs under a program list (to name refusals and seal memory files)
+    and for learn; without a listener a list still holds (Landlock) but its refusals go
+    unnamed and memory files are refused with ENOSYS.
+    """
     abi = landlock_abi(cache)
     if snapshot.programs is not None and abi == 0:
         raise ConfinementError(
@@ -36,8 +44,17 @@ def decide_layers(snapshot: Snapshot, cache: CheckCache) -> Layers:
             hint="run on a kernel with Landlock (Linux 5.13+, with landlock in the lsm= "
             "list), or remove [commands] programs so that any program may run",
         )
-    memfd = "allow" if snapshot.programs is None else "enosys"
-    return Layers(landlock_abi=abi, memfd=memfd)
+    watched = learn or snapshot.programs is not None
+    listener, sealed = watch_support(cache) if watched else (False, False)
+    if learn and not listener:
+        raise ConfinementError(
+            "learn needs a seccomp listener (Linux 5.19+), which this kernel lacks",
+            hint="`lnk sandbox check` says what this machine offers")
+    memfd = "allow"
+    if snapshot.programs is not None:
+        memfd = "notify" if listener and sealed else "enosys"
+    return Layers(landlock_abi=abi, memfd=memfd, exec_notify=watched and listener,
+                  listener=watched and listener, listener_required=learn)
 
 
 def program_loaders(snapshot: Snapshot) -> dict[str, str | None]:
@@ -49,19 +66,60 @@ def program_loaders(snapshot: Snapshot) -> dict[str, str | None]:
     return loaders
 
 
-def launch_and_supervise(snapshot: Snapshot, argv: list[str]) -> Outcome:
+def allowed_files(snapshot: Snapshot, loaders: dict[str, str | None]) -> frozenset[
+        tuple[int, int]] | None:
+    """The list Landlock enforces, as (device, inode): what the watch judges against."""
+    if snapshot.programs is None:
+        return None
+    files = {p.target for p in snapshot.programs} | {x for x in loaders.values() if x}
+    identities = set()
+    for path in files:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        identities.add((info.st_dev, info.st_ino))
+    return frozenset(identities)
+
+
+def launch_and_supervise(
+    snapshot: Snapshot,
+    argv: list[str],
+    *,
+    report: str | None = None,
+    learn: bool = False,
+    judge: Judge | None = None,
+) -> Outcome:
+    """Launch and supervise one run. `learn` opens every program and records in `judge`."""
     cache = CheckCache(snapshot.lnk_home)
     info = bwrap_info(cache)
-    layers = decide_layers(snapshot, cache)
+    if learn:
+        snapshot = replace(snapshot, programs=None)
+    layers = decide_layers(snapshot, cache, learn=learn)
     plan = plan_for(snapshot)
-    config = inner_config(plan, snapshot, layers, program_loaders(snapshot))
-    launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
-                     inner_config=config)
-    return supervise(launched)
+    loaders = program_loaders(snapshot)
+    config = inner_config(plan, snapshot, layers, loaders)
+    events = EventLog(report)
+    judge = judge or Judge(allowed_files(snapshot, loaders))
+    judge.record = learn
+
+    def watch_factory(listener: int) -> ExecWatch:
+        from inner.syscalls import number
+
+        numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
+        return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
+                         seal_memfd=layers.memfd == "notify")
+
+    try:
+        launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
+                         inner_config=config)
+        return supervise(launched, watch_factory=watch_factory if layers.listener else None)
+    finally:
+        events.close()
 
 
-def run_linux(snapshot: Snapshot, argv: list[str]) -> int:
-    outcome = launch_and_supervise(snapshot, argv)
+def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
+    outcome = launch_and_supervise(snapshot, argv, report=report)
     if outcome.problem is not None:
         raise outcome.problem
     if outcome.exec_failure is not None:

@@ -24,6 +24,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -32,6 +33,7 @@ from inner import protocol
 
 from ..errors import HelperError, LaunchError, SandboxError
 from .launch import Launched, give_terminal
+from .watch import ExecWatch
 
 KILL_GRACE = 10.0
 SYNC_WINDOW = 0.05
@@ -61,8 +63,11 @@ class Outcome:
 class Supervision:
     """One run's supervision state, shared by the control thread and the main thread."""
 
-    def __init__(self, launched: Launched):
+    def __init__(self, launched: Launched,
+                 watch_factory: Callable[[int], ExecWatch] | None = None):
         self.launched = launched
+        self.watch_factory = watch_factory
+        self.watch: ExecWatch | None = None
         self.exec_failure: ExecFailure | None = None
         self.confinement_failure: str | None = None
         self.listeners: list[int] = []
@@ -86,7 +91,8 @@ class Supervision:
         sock = self.launched.status
         while True:
             try:
-                message, ancillary, _, _ = sock.recvmsg(8192, socket.CMSG_SPACE(4 * 4))
+                message, ancillary, _, _ = sock.recvmsg(8192, socket.CMSG_SPACE(4 * 4),
+                                                        socket.MSG_CMSG_CLOEXEC)
             except OSError:
                 return
             if not message:
@@ -107,6 +113,9 @@ class Supervision:
                 if body == protocol.NO_LANDLOCK.encode():
                     _say("this kernel has no Landlock: bubblewrap's mounts and the seccomp "
                          "filter alone hold the files and the network")
+                elif body == protocol.NO_LISTENER.encode():
+                    _say("another seccomp listener holds this process, so there is no exec "
+                         "watch: refused programs go unnamed and memory files are refused")
             elif kind == protocol.CONFINEMENT_FAILED:
                 self.confinement_failure = body.decode("utf-8", "replace")
             elif kind == protocol.LISTENER:
@@ -115,6 +124,11 @@ class Supervision:
                         fds = array.array("i")
                         fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
                         self.listeners.extend(fds)
+                if self.listeners and self.watch_factory is not None and self.watch is None:
+                    # Started before the go: the target's first execve waits on it.
+                    self.watch = self.watch_factory(self.listeners[0])
+                    self.watch.on_failure = self.kill
+                    self.watch.start()
 
     # -- signals -------------------------------------------------------------------------
 
@@ -190,10 +204,17 @@ class Supervision:
         give_terminal(self.launched.terminal_fd, os.getpgrp())
         records = _read_json_records(self.launched.json_status)
         self.launched.close()
+        watch_failure = None
+        if self.watch is not None:
+            self.watch.join(timeout=5)
+            watch_failure = self.watch.failure
         for fd in self.listeners:
             os.close(fd)
         codes = [r["exit-code"] for r in records if isinstance(r.get("exit-code"), int)]
         exit_code: int | None = codes[0] if codes else None
+        if watch_failure is not None:
+            return Outcome(125, problem=HelperError(
+                f"the exec watch failed mid-run, so the sandbox was ended: {watch_failure}"))
         if self.confinement_failure is not None:
             return Outcome(125, problem=SandboxError(
                 f"the sandbox could not be confined: {self.confinement_failure}"))
@@ -246,9 +267,14 @@ def _read_json_records(fd: int) -> list[dict[str, Any]]:
     return records
 
 
-def supervise(launched: Launched, *, needs_loop: bool = False) -> Outcome:
+def supervise(
+    launched: Launched,
+    *,
+    needs_loop: bool = False,
+    watch_factory: Callable[[int], ExecWatch] | None = None,
+) -> Outcome:
     """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it)."""
-    supervision = Supervision(launched)
+    supervision = Supervision(launched, watch_factory)
     supervision.start()
     try:
         if needs_loop or not supervision.wait_briefly():

@@ -125,6 +125,7 @@ class Sandbox:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         landlock: bool = True,
+        other_listener: bool = False,
         timeout: float = 60,
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
@@ -135,6 +136,8 @@ class Sandbox:
         command += list(args[1:])
         if not landlock:
             command = [sys.executable, str(SUPPORT / "no_landlock.py"), *command]
+        if other_listener:
+            command = [sys.executable, str(SUPPORT / "other_listener.py"), *command]
         return subprocess.run(
             [*self.who.prefix, *command],
             cwd=cwd or self.project,

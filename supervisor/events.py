@@ -1,0 +1,76 @@
+"""Refusals as structured events: one type, a bounded store, said once, written as JSON.
+
+Events come from the exec watch (a program the list refused) and the proxy (a name not
+allowed); they are known from the mechanism that saw them, never guessed from output.
+Each refused thing is said once per run on stderr; every event goes to the report file
+a harness asked for (`--report FILE`, JSON lines), up to a bound that keeps a program
+refusing in a loop from filling the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+MAX_EVENTS = 10_000
+
+
+@dataclass(frozen=True)
+class Event:
+    """One refusal.
+
+    kind: "program" or "network"; `subject` what was asked (the path given to execve,
+    the host:port), `resolved` what it was judged as (the file, the address), `rule` the
+    spec's key that decided, `pid` the caller as the supervisor sees it (0: unknown).
+    """
+
+    kind: str
+    subject: str
+    resolved: str
+    rule: str
+    pid: int
+    time: float
+
+    def message(self) -> str:
+        if self.kind == "program":
+            extra = f" (as {self.subject})" if self.subject not in (self.resolved, "") else ""
+            return f"refused {self.resolved}{extra} (not in [commands])"
+        return f"refused {self.subject} (not in [network] allow)"
+
+
+class EventLog:
+    """Events of one run; thread-safe, since the watch's receivers add to it."""
+
+    def __init__(self, report_path: str | None = None, *, quiet: bool = False):
+        self._lock = threading.Lock()
+        self._said: set[tuple[str, str]] = set()
+        self.events: list[Event] = []
+        self.dropped = 0
+        self._quiet = quiet
+        self._report = None
+        if report_path is not None:
+            self._report = os.open(report_path,
+                                   os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+
+    def add(self, kind: str, subject: str, resolved: str, rule: str, pid: int) -> None:
+        event = Event(kind, subject, resolved, rule, pid, time.time())
+        with self._lock:
+            if len(self.events) >= MAX_EVENTS:
+                self.dropped += 1
+                return
+            self.events.append(event)
+            first = (kind, resolved) not in self._said
+            self._said.add((kind, resolved))
+            if self._report is not None:
+                os.write(self._report, (json.dumps(asdict(event)) + "\n").encode())
+        if first and not self._quiet:
+            os.write(2, f"lnk-sandbox: {event.message()}\n".encode("utf-8", "replace"))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._report is not None:
+                os.close(self._report)
+                self._report = None

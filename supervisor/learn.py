@@ -1,0 +1,98 @@
+"""`lnk sandbox learn`: the programs a command ran, as `[commands]` lines to add.
+
+learn runs the command once under the spec's other grants with every program open, and
+writes nothing: the person adds the lines, so what a spec runs is still what they wrote.
+It never offers a program the sandbox could have replaced (in a folder it writes, or a
+temp folder), and marks interpreters, which run any code they are given.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .grants import Snapshot, is_within
+from .linux.watch import Executed
+
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/user")
+
+_INTERPRETERS = re.compile(
+    r"^(?:(?:ba|da|z|k|mk|c|tc|fi|yash|po)?sh|busybox|python[0-9.]*|pypy[0-9.]*|node(?:js)?"
+    r"|deno|bun|perl[0-9.]*|ruby[0-9.]*|php[0-9.]*|lua(?:jit)?[0-9.]*|tclsh[0-9.]*|wish"
+    r"|[gmn]?awk|Rscript|R|julia|guile[0-9.]*|osascript|java|jshell|scala|groovy|erl|escript"
+    r"|elixir|ghci|runghc|swift|dotnet|pwsh|expect)$"
+)
+
+
+@dataclass(frozen=True)
+class Learned:
+    """One program to list: the entry to write, the file, and why it is marked."""
+
+    entry: str
+    path: str
+    interpreter: bool
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    path: str
+    reason: str
+
+
+def _writable(path: str, snapshot: Snapshot) -> str | None:
+    for grant in snapshot.grants:
+        if grant.access == "write" and grant.target and is_within(path, grant.target):
+            return (f"in a folder the sandbox writes ({grant.name}): the sandbox could "
+                    "replace it")
+    for folder in TEMP_FOLDERS:
+        if is_within(path, folder):
+            return f"in a temp folder ({folder}): anything could have put it there"
+    return None
+
+
+def _entry(item: Executed) -> str:
+    """The program's name when PATH finds this same file by it, else its path."""
+    assert item.path is not None
+    name = os.path.basename(item.asked)
+    found = shutil.which(name) if name else None
+    if found and os.path.realpath(found) == os.path.realpath(item.path):
+        return name
+    return item.path
+
+
+def summarize(seen: Iterable[Executed], snapshot: Snapshot) -> tuple[list[Learned],
+                                                                       list[LeftOut]]:
+    learned: dict[str, Learned] = {}
+    left: dict[str, LeftOut] = {}
+    interpreters = {item.path for item in seen if item.interpreter_of and item.path}
+    for item in seen:
+        if item.path is None or item.path in learned or item.path in left:
+            continue
+        reason = _writable(item.path, snapshot)
+        if reason is not None:
+            left[item.path] = LeftOut(item.path, reason)
+            continue
+        entry = _entry(item)
+        marked = (item.path in interpreters
+                  or bool(_INTERPRETERS.match(os.path.basename(item.path)))
+                  or bool(_INTERPRETERS.match(os.path.basename(item.asked))))
+        learned[item.path] = Learned(entry, item.path, marked)
+    return sorted(learned.values(), key=lambda x: x.entry), sorted(left.values(),
+                                                                   key=lambda x: x.path)
+
+
+def render(learned: list[Learned], left: list[LeftOut], command: list[str]) -> str:
+    lines = [f"# lnk sandbox learn: the programs `{' '.join(command)}` ran; add to the spec:",
+             "[commands]", "programs = ["]
+    width = max((len(item.entry) for item in learned), default=0) + 3
+    for item in learned:
+        text = f'    "{item.entry}",'
+        if item.interpreter:
+            text = text.ljust(width + 6) + "  # an interpreter: it runs any code it is given"
+        lines.append(text)
+    lines.append("]")
+    lines += [f"# left out {out.path}: {out.reason}" for out in left]
+    return "\n".join(lines) + "\n"
