@@ -272,6 +272,25 @@ def test_a_file_grant_is_not_a_folder(tree: Tree) -> None:
                                                                       False)
 
 
+def test_a_file_below_a_grant_and_a_second_name_of_it_are_not_folders(tree: Tree) -> None:
+    (tree.home / "file").write_text("x")
+    snapshot = tree.snapshot('[files]\nread = ["~", "~/file", "~/proj"]\n')
+    assert [(g.name, g.is_dir) for g in snapshot.grants[:3]] == [
+        ("~", True), ("~/file", False), ("~/proj", True)]
+    snapshot = tree.snapshot(f'[files]\nread = ["~/file", "{tree.home}/file"]\n')
+    assert [(g.target, g.is_dir) for g in snapshot.grants[:2]] == [
+        (str(tree.home / "file"), False)] * 2
+
+
+def test_the_root_grant_is_the_outer_grant_whatever_the_order(tree: Tree) -> None:
+    if not os.path.islink("/bin"):
+        pytest.skip("this machine's /bin is not a link (no merged /usr)")
+    for text in ('[files]\nread = ["/bin", "/"]\n', '[files]\nread = ["/", "/bin"]\n'):
+        error = tree.refused(text)
+        assert error.message.startswith(
+            f"'/bin': /bin is a link (to {os.readlink('/bin')}) inside the grant '/'")
+
+
 def test_a_grant_below_a_linked_grant_resolves_only_the_outer_root(tree: Tree) -> None:
     snapshot = tree.snapshot('[files]\nread = ["~/link"]\nwrite = ["~/link/sub"]\n')
     assert by_name(snapshot, "~/link").target == str(tree.data / "d")

@@ -253,6 +253,8 @@ def test_spec_data_is_frozen() -> None:
          "'./tool' is a relative path"),
         ('[commands]\nprograms = ["/usr/../bin/sh"]\n', "commands.programs[0]", 2,
          "'/usr/../bin/sh' contains '..'"),
+        ('[commands]\nprograms = ["~/../bin/sh"]\n', "commands.programs[0]", 2,
+         "'~/../bin/sh' contains '..'"),
         ('[commands]\nprograms = ["git", "git"]\n', "commands.programs", 2,
          "a program is listed twice"),
         ('[env]\nkeep = ["PATH", "1X"]\n', "env.keep[1]", 2, "'1X' is not a variable name"),
