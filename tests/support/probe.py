@@ -7,7 +7,11 @@ tests assert EPERM, not "failed". Anything else exits 99 with a traceback.
 Actions: write PATH | read PATH | list PATH | mkdir PATH | stat PATH | rename A B |
 unlink PATH | exec PATH [ARG...] | connect HOST PORT | abstract NAME | env NAME |
 caps | syscall NR [ARG...] | calls NR[,ARG...] ... | tiocsti | int80 | fexecve PATH |
-memfd-exec FLAGS PATH | sleep-handle SIG CODE
+memfd-exec FLAGS PATH | memfd FLAGS | sleep-handle SIG CODE
+
+`memfd FLAGS` makes a memory file, writes /usr/bin/true into it, and reports each step:
+`MEMFD seals=0xN chmod=E seal=E mmap=E proc_exec=E fexecve=E cloexec=0|1` (E: errno, 0
+when the step worked; the execs run in a child).
 
 `calls` makes each raw call in turn and prints `CALL <nr> <errno>` for each (0: it
 succeeded), then `RESULT ok`: the program went on after every refusal.
@@ -104,6 +108,47 @@ def act(action: str, args: list) -> None:
             os.write(fd, handle.read())
         sys.stdout.flush()
         os.execv(f"/proc/self/fd/{fd}", [args[1]])
+    elif action == "memfd":
+        import fcntl
+        import mmap
+
+        fd = os.memfd_create("probe", int(args[0], 0))
+        with open("/usr/bin/true", "rb") as handle:
+            os.write(fd, handle.read())
+
+        def step(work) -> int:
+            try:
+                work()
+            except OSError as err:
+                return err.errno or -1
+            return 0
+
+        def in_child(work) -> int:
+            pid = os.fork()
+            if pid == 0:
+                os._exit(step(work) or 99)  # an exec that worked never returns: 0 below
+            _, status = os.waitpid(pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+            return 0 if code == 0 else code
+
+        def run_proc() -> None:
+            os.execv(f"/proc/self/fd/{fd}", ["true"])
+
+        def run_fd() -> None:
+            os.execve(fd, ["true"], {})
+
+        report = {
+            "chmod": step(lambda: os.fchmod(fd, 0o755)),
+            "seal": step(lambda: fcntl.fcntl(fd, 1033, 0x0001)),  # F_ADD_SEALS, F_SEAL_SEAL
+            "mmap": step(lambda: mmap.mmap(fd, 4096, flags=mmap.MAP_SHARED,
+                                           prot=mmap.PROT_READ | mmap.PROT_EXEC).close()),
+            "proc_exec": in_child(run_proc),
+            "fexecve": in_child(run_fd),
+        }
+        seals = fcntl.fcntl(fd, 1034)
+        cloexec = fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+        fields = " ".join(f"{k}={v}" for k, v in report.items())
+        sys.stdout.write(f"MEMFD seals={seals:#x} {fields} cloexec={cloexec}\n")
     elif action == "sleep-handle":
         import signal
         import time

@@ -1,0 +1,172 @@
+"""The exec watch: refused programs named once, memory files sealed under a program list,
+`learn` listing what ran, and nothing running unwatched once the supervisor is gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns,
+              pytest.mark.requires_landlock(abi=1), pytest.mark.requires_seccomp_notify]
+
+LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "cat", "python3"]\n'
+
+
+def test_a_refused_program_is_named_once_and_a_listed_one_not(sandbox: Sandbox) -> None:
+    report = sandbox.base / "report.jsonl"
+    done = sandbox.lnk(
+        "run", "--report", str(report), "--", "/bin/sh", "-c",
+        "echo STARTED; ls; echo LS=$?; ls /; echo LS=$?; cat /etc/hostname >/dev/null; "
+        "echo CAT=$?",
+        spec=LISTED,
+    )
+    assert done.stdout.splitlines()[0] == "STARTED"
+    assert done.stdout.count("LS=126") == 2  # EACCES from Landlock, as sh reports it
+    assert "CAT=0" in done.stdout
+    named = [line for line in done.stderr.splitlines() if line.startswith("lnk-sandbox: ")]
+    assert named == ["lnk-sandbox: refused /usr/bin/ls (not in [commands])"]
+    events = [json.loads(line) for line in report.read_text().splitlines()]
+    assert events, "the report lists the refusals"
+    assert {e["resolved"] for e in events} == {"/usr/bin/ls"}
+    for event in events:
+        assert set(event) == {"kind", "subject", "resolved", "rule", "pid", "time"}
+        assert event["kind"] == "program"
+        assert event["rule"] == "commands.programs"
+        assert event["pid"] > 0
+
+
+def test_a_scripts_interpreter_is_judged_too(sandbox: Sandbox) -> None:
+    script = sandbox.project / "tool.pl"
+    script.write_text("#!/usr/bin/perl\nprint 1;\n")
+    script.chmod(0o755)
+    sandbox.chown()
+    spec = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "' + str(script) + '"]\n'
+    done = sandbox.run("/bin/sh", "-c", f"echo STARTED; {script}; echo RAN=$?", spec=spec)
+    assert done.stdout.splitlines()[0] == "STARTED"
+    assert "RAN=126" in done.stdout
+    assert "refused /usr/bin/perl" in done.stderr
+
+
+@pytest.mark.parametrize("flags", ["0x0", "0x10", "0x2", "0x1", "0x3"])
+def test_memory_files_under_a_list_never_run(sandbox: Sandbox, flags: str) -> None:
+    result = sandbox.probe("memfd", flags, spec=LISTED).expect(0)
+    line = next(x for x in result.stdout.splitlines() if x.startswith("MEMFD "))
+    fields = dict(item.split("=") for item in line.split()[1:])
+    assert int(fields["seals"], 16) & 0x20  # F_SEAL_EXEC: never executable again
+    assert fields["chmod"] == "1"  # EPERM
+    assert fields["seal"] == "0"  # it can be sealed
+    assert fields["mmap"] == "0"  # and mapped executable (JITs)
+    assert fields["proc_exec"] == "13"  # EACCES through /proc/self/fd
+    assert fields["fexecve"] == "1"  # EPERM from the filter
+    assert fields["cloexec"] == ("1" if int(flags, 16) & 1 else "0")
+
+
+def test_memory_files_asking_for_the_seal_and_huge_pages(sandbox: Sandbox) -> None:
+    result = sandbox.probe("memfd", "0x8", spec=LISTED).expect(0)
+    assert "proc_exec=13" in result.stdout and "chmod=1" in result.stdout
+    huge = sandbox.probe("memfd", "0x4", spec=LISTED)
+    huge.expect(22)  # EINVAL, as on a kernel without huge pages
+
+
+def test_a_jit_keeps_executable_memory_under_a_list(sandbox: Sandbox) -> None:
+    code = (
+        "import ctypes, mmap, os\n"
+        "fd = os.memfd_create('jit', 0)\n"
+        "os.write(fd, bytes([0xB8, 42, 0, 0, 0, 0xC3]).ljust(4096, b'\\0'))  # mov eax,42; ret\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.mmap.restype = ctypes.c_void_p\n"
+        "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,"
+        " ctypes.c_int, ctypes.c_long]\n"
+        "address = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_EXEC, mmap.MAP_SHARED,"
+        " fd, 0)\n"
+        "print('STARTED')\n"
+        "print('RESULT', ctypes.CFUNCTYPE(ctypes.c_int)(address)())\n"
+    )
+    if os.uname().machine != "x86_64":
+        pytest.skip("the machine code here is x86_64")
+    done = sandbox.run(PYTHON_INSIDE, "-c", code, spec=LISTED)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["STARTED", "RESULT 42"]
+
+
+def test_without_a_list_memory_files_run_as_asked(sandbox: Sandbox) -> None:
+    result = sandbox.probe("memfd", "0x10").expect(0)
+    assert "proc_exec=0" in result.stdout and "chmod=0" in result.stdout
+
+
+def test_learn_lists_what_ran_and_leaves_out_what_the_sandbox_wrote(sandbox: Sandbox) -> None:
+    subprocess.run(["git", "init", "-q", str(sandbox.project)], check=True)
+    script = sandbox.project / "build.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "git status --short >/dev/null\n"
+        "echo hello | sed s/h/H/\n"
+        "printf '#!/bin/sh\\necho helper ran\\n' > ./helper.sh\n"
+        "chmod +x ./helper.sh\n"
+        "./helper.sh\n"
+    )
+    script.chmod(0o755)
+    sandbox.chown()
+    done = sandbox.lnk("learn", "--", "/bin/sh", str(script))
+    assert done.returncode == 0, done.stderr
+    assert "Hello" in done.stdout and "helper ran" in done.stdout
+    lines = done.stdout.splitlines()
+    start = lines.index("[commands]")
+    entries = {line.split('"')[1]: line for line in lines[start:] if line.startswith('    "')}
+    assert {"git", "sed", "sh", "chmod"} <= set(entries)
+    assert "interpreter" in entries["sh"]
+    assert "interpreter" not in entries["git"]
+    assert all("helper" not in name for name in entries)
+    assert any(line.startswith(f"# left out {sandbox.project}/helper.sh: in a folder the "
+                               "sandbox writes") for line in lines)
+    assert list(entries) == sorted(entries)
+
+
+def test_learn_writes_nothing(sandbox: Sandbox) -> None:
+    spec_text = '[files]\nwrite = ["."]\n'
+    spec = sandbox.write_spec(spec_text)
+    done = sandbox.lnk("learn", "--spec", str(spec), "--", "/bin/true")
+    assert done.returncode == 0
+    assert spec.read_text() == spec_text
+    assert "[commands]" in done.stdout
+
+
+def test_nothing_runs_unwatched_once_the_supervisor_is_gone(sandbox: Sandbox) -> None:
+    loop = ("echo STARTED; echo READY; "
+            "while :; do cat /dev/null; echo ran >> execs.log; done")
+    process = subprocess.Popen(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec",
+         str(sandbox.write_spec(LISTED)), "--", "/bin/sh", "-c", loop],
+        cwd=sandbox.project, env=sandbox.env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "STARTED\n"
+    assert process.stdout.readline() == "READY\n"
+    time.sleep(0.3)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    time.sleep(0.5)
+    log = sandbox.project / "execs.log"
+    count = log.read_text().count("ran")
+    time.sleep(0.5)
+    assert log.read_text().count("ran") == count  # the loop (and its execs) ended
+
+
+def test_node_keeps_working_under_a_list(sandbox: Sandbox) -> None:
+    """A real JIT: V8 maps memory executable (and may make memory files for it)."""
+    node = "/usr/bin/node"
+    if not os.access(node, os.X_OK):
+        pytest.skip("node is not installed in /usr/bin")  # an optional program, not a capability
+    spec = '[files]\nwrite = ["."]\n[commands]\nprograms = ["/usr/bin/node"]\n'
+    done = sandbox.run(node, "-e", "console.log('STARTED', [1, 2, 3].map(x => x * 2).join())",
+                       spec=spec)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "STARTED 2,4,6\n"
