@@ -36,8 +36,7 @@ class Event:
 
     def message(self) -> str:
         if self.kind == "program":
-            extra = f" (as {self.subject})" if self.subject not in (self.resolved, "") else ""
-            return f"refused {self.resolved}{extra} (not in [commands])"
+            return f"refused {self.resolved} (not in [commands])"
         return f"refused {self.subject} (not in [network] allow)"
 
 

@@ -100,49 +100,50 @@ def add_fd_and_send(listener: int, notification_id: int, fd: int, *, cloexec: bo
     return int(fcntl.ioctl(listener, NOTIF_ADDFD, request, True))
 
 
-def read_string(pid: int, address: int, limit: int = 4096) -> bytes | None:
-    """A NUL-terminated string from another process, read in page-sized chunks.
+class MemoryReader:
+    """Reads NUL-terminated strings from other processes with process_vm_readv.
 
     process_vm_readv honours page protections, unlike /proc/PID/mem, which reads even a
-    PROT_NONE page the kernel itself would refuse; None when nothing could be read.
+    PROT_NONE page the kernel itself would refuse. Reads go page by page, so a string
+    ending just before an unmapped page is still read whole. The buffer and the iovecs
+    are made once: this sits on every exec's path.
     """
-    out = bytearray()
-    page = 4096
-    while len(out) < limit:
-        chunk = page - (address % page)
-        data = _vm_read(pid, address, chunk)
-        if data is None:
-            return None if not out else bytes(out)
-        end = data.find(b"\0")
-        if end >= 0:
-            out += data[:end]
-            return bytes(out)
-        out += data
-        address += len(data)
-        if len(data) < chunk:
-            return bytes(out)
-    return bytes(out[:limit])
+
+    PAGE = 4096
+
+    def __init__(self) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._call = self._libc.process_vm_readv
+        self._call.restype = ctypes.c_ssize_t
+        self._call.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p,
+                               ctypes.c_ulong, ctypes.c_ulong)
+        self._buffer = ctypes.create_string_buffer(self.PAGE)
+        self._local = _Iovec(ctypes.cast(self._buffer, ctypes.c_void_p), 0)
+        self._remote = _Iovec(None, 0)
+        self._local_ref = ctypes.addressof(self._local)
+        self._remote_ref = ctypes.addressof(self._remote)
+
+    def read_string(self, pid: int, address: int, limit: int = 4096) -> bytes | None:
+        """The string at `address` in `pid` (at most `limit` bytes), None if unreadable."""
+        out = b""
+        while len(out) < limit:
+            size = self.PAGE - (address % self.PAGE)
+            self._local.len = size
+            self._remote.base = address
+            self._remote.len = size
+            count = self._call(pid, self._local_ref, 1, self._remote_ref, 1, 0)
+            if count <= 0:
+                return out or None
+            data = self._buffer.raw[:count]
+            end = data.find(b"\0")
+            if end >= 0:
+                return (out + data[:end])[:limit]
+            out += data
+            address += count
+            if count < size:
+                return out[:limit]
+        return out[:limit]
 
 
 class _Iovec(ctypes.Structure):
     _fields_ = (("base", ctypes.c_void_p), ("len", ctypes.c_size_t))
-
-
-_libc: ctypes.CDLL | None = None
-
-
-def _vm_read(pid: int, address: int, size: int) -> bytes | None:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.process_vm_readv.restype = ctypes.c_ssize_t
-    buffer = ctypes.create_string_buffer(size)
-    local = _Iovec(ctypes.cast(buffer, ctypes.c_void_p), size)
-    remote = _Iovec(ctypes.c_void_p(address), size)
-    count = _libc.process_vm_readv(
-        ctypes.c_int(pid), ctypes.byref(local), ctypes.c_ulong(1), ctypes.byref(remote),
-        ctypes.c_ulong(1), ctypes.c_ulong(0),
-    )
-    if count <= 0:
-        return None
-    return buffer.raw[:count]

@@ -12,12 +12,16 @@ the file itself with the flags asked plus MFD_NOEXEC_SEAL (MFD_EXEC dropped) and
 in the program as the call's answer (ADDFD_FLAG_SEND). The program gets a memory file it
 can write, seal and map executable, but never run.
 
-Facts that shape the loop (see notify.py): RECV ignores O_NONBLOCK and a RECV blocked when
-the sandbox ends is never woken, so one receiver thread polls first and then receives: a
-poll that says readable leaves a RECV that cannot block. Hang-up (no task left using the
-filter) ends the thread; it never spins. The receiver is a thread, not an event-loop
-task, because the target's first execve waits on it and must not wait for the
-supervisor's imports.
+Facts that shape the loop (see notify.py): RECV ignores O_NONBLOCK, and a RECV blocked
+when the sandbox ends is never woken (the kernel wakes only pollers at hang-up). So a
+receiver polls first, and receives only after the poll said readable, holding a lock
+while it does: no two receivers race for one notification, and none is left blocked in
+RECV at the end. Hang-up (no task left using the filter) ends the receivers; they never
+spin. There are several (leader and followers): SEND wakes the exec'ing task, which
+often preempts the receiver that answered it for the length of an exec, and another
+receiver takes the next notification meanwhile. They are threads, not event-loop tasks,
+because the target's first execve waits on them and must not wait for the supervisor's
+imports.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from . import notify
 from .openat2 import RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2
 
 AT_FDCWD = -100
+RECEIVERS = 4  # see benchmarks/exec_watch.py: measured against 1 and 2
 MFD_CLOEXEC = 0x1
 MFD_EXEC = 0x10
 MFD_NOEXEC_SEAL = 0x8
@@ -83,6 +88,7 @@ class ExecWatch:
         judge: Judge,
         events: EventLog,
         seal_memfd: bool,
+        receivers: int = RECEIVERS,
     ):
         self.listener = listener
         self.judge = judge
@@ -91,10 +97,18 @@ class ExecWatch:
         self._execve = numbers["execve"]
         self._execveat = numbers["execveat"]
         self._memfd = numbers["memfd_create"]
+        self.reader = notify.MemoryReader()
+        self.root: int | None = None
+        self._root_lock = threading.Lock()
         self.failure: BaseException | None = None
         self.on_failure: Callable[[], None] | None = None
         self.handled = 0
-        self._thread = threading.Thread(target=self._run, name="lnk-exec-watch", daemon=True)
+        self._leader = threading.Lock()
+        self._done = False
+        self._threads = [
+            threading.Thread(target=self._run, name=f"lnk-exec-watch-{i}", daemon=True)
+            for i in range(receivers)
+        ]
         self._handlers: dict[int, Callable[[notify.Notification], None]] = {
             self._execve: self._on_exec,
             self._execveat: self._on_exec,
@@ -102,34 +116,47 @@ class ExecWatch:
         }
 
     def start(self) -> None:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
+        for thread in self._threads:
+            thread.join(timeout)
+        if self.root is not None:
+            os.close(self.root)
+            self.root = None
 
-    def _run(self) -> None:
-        poller = select.poll()
-        poller.register(self.listener, _READABLE)
-        try:
-            while True:
+    def _next(self, poller: select.poll) -> notify.Notification | None:
+        """The next notification, or None once the sandbox is gone (as the leader)."""
+        with self._leader:
+            while not self._done:
                 ready = poller.poll()
                 if not ready:
                     continue
                 mask = ready[0][1]
                 if not mask & _READABLE:
-                    return  # hang-up: the sandbox is gone
+                    self._done = True  # hang-up: the sandbox is gone
+                    break
                 try:
-                    notification = notify.receive(self.listener)
+                    return notify.receive(self.listener)
                 except OSError as err:
-                    if err.errno == errno.ENOENT:
-                        if mask & _GONE:
-                            return
-                        continue  # the caller died between the poll and the receive
-                    raise
+                    if err.errno != errno.ENOENT:
+                        raise
+                    if mask & _GONE:
+                        self._done = True
+                    # else the caller died between the poll and the receive
+            return None
+
+    def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self.listener, _READABLE)
+        try:
+            while (notification := self._next(poller)) is not None:
                 self.handled += 1
                 handler = self._handlers.get(notification.nr, self._unexpected)
                 handler(notification)
         except BaseException as err:  # the run must end with a clear error, not hang
+            self._done = True
             self.failure = err
             if self.on_failure is not None:
                 self.on_failure()  # a call left waiting on an unread listener would hang
@@ -140,83 +167,67 @@ class ExecWatch:
     # -- exec --------------------------------------------------------------------------
 
     def _on_exec(self, notification: notify.Notification) -> None:
+        """Read the path and what resolving it needs, let the call go on, then judge.
+
+        Only the path and (for a relative one) the caller's working directory are read
+        before the call goes on: the exec waits for nothing else. Every process of the
+        sandbox has the same root (chroot, pivot_root and new mount namespaces are
+        refused by the filter), so it is opened once and kept for the run.
+        """
         pid = notification.pid
         if notification.nr == self._execve:
             dirfd, pointer = AT_FDCWD, notification.args[0]
         else:
             dirfd, pointer = _signed(notification.args[0]), notification.args[1]
-        raw = notify.read_string(pid, pointer)
-        item = None
-        if raw is not None and notify.id_valid(self.listener, notification.id):
-            item = self._resolve(pid, dirfd, os.fsdecode(raw))
-        notify.send_continue(self.listener, notification.id)
-        if item is not None:
-            self._judge(pid, item)
-
-    def _judge(self, pid: int, item: Executed) -> None:
-        if self.judge.record:
-            self.judge.seen.append(item)
-        elif not self.judge.allows(item):
-            self.events.add("program", item.asked, item.path or item.asked,
-                            "commands.programs", pid)
-
-    def _resolve(self, pid: int, dirfd: int, asked: str) -> Executed | None:
-        """Resolve `asked` as the kernel will for process `pid`; its interpreter too."""
-        path = asked
-        try:
-            if not path.startswith("/"):
-                base = os.readlink(f"/proc/{pid}/cwd" if dirfd == AT_FDCWD
-                                   else f"/proc/{pid}/fd/{dirfd}")
-                path = f"{base.rstrip('/')}/{path}"
-            root = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            return None
-        try:
-            return self._open_and_stat(root, asked, path, pid)
-        finally:
-            os.close(root)
-
-    def _open_and_stat(self, root: int, asked: str, path: str, pid: int) -> Executed | None:
-        try:
-            fd = openat2(root, path, os.O_RDONLY, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
-        except OSError:
+        raw = self.reader.read_string(pid, pointer)
+        path = None
+        if raw:
+            asked = os.fsdecode(raw)
+            path = asked
             try:
-                fd = openat2(root, path, os.O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+                if not asked.startswith("/"):
+                    base = os.readlink(f"/proc/{pid}/cwd" if dirfd == AT_FDCWD
+                                       else f"/proc/{pid}/fd/{dirfd}")
+                    path = f"{base.rstrip('/')}/{asked}"
+                if self.root is None:
+                    with self._root_lock:
+                        if self.root is None:
+                            self.root = os.open(f"/proc/{pid}/root",
+                                                os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             except OSError:
-                return None
+                path = None
+            if path is not None and not notify.id_valid(self.listener, notification.id):
+                path = None  # the caller died, and the pid may be another's now
+        notify.send_continue(self.listener, notification.id)
+        if path is not None and self.root is not None:
+            self._judge_file(pid, asked, path, None)
+
+    def _judge_file(self, pid: int, asked: str, path: str, script: str | None) -> None:
+        assert self.root is not None
+        try:
+            fd = openat2(self.root, path, os.O_RDONLY, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+        except OSError:
+            return  # gone, or unreadable: the kernel's answer stands, unnamed
         try:
             info = os.fstat(fd)
-            resolved = _inside_path(fd)
-            head = b""
-            if stat.S_ISREG(info.st_mode):
-                try:
-                    head = os.pread(fd, 256, 0)
-                except OSError:
-                    head = b""
+            identity = (info.st_dev, info.st_ino)
+            head = os.pread(fd, 256, 0) if script is None and stat.S_ISREG(info.st_mode) else b""
+            wanted = self.judge.record or (
+                self.judge.allowed is not None and identity not in self.judge.allowed)
+            resolved = _inside_path(fd) if wanted else None
         finally:
             os.close(fd)
-        item = Executed(asked, resolved, info.st_dev, info.st_ino)
+        if wanted:
+            item = Executed(asked, resolved, info.st_dev, info.st_ino, interpreter_of=script)
+            if self.judge.record:
+                self.judge.seen.append(item)
+            else:
+                self.events.add("program", asked, resolved or asked, "commands.programs", pid)
         if head.startswith(b"#!"):
             words = head[2:].split(b"\n", 1)[0].split()
             if words:
-                interpreter = self._open_script_interpreter(root, os.fsdecode(words[0]), item)
-                if interpreter is not None:
-                    self._judge(pid, interpreter)
-        return item
-
-    def _open_script_interpreter(self, root: int, name: str, script: Executed
-                                 ) -> Executed | None:
-        try:
-            fd = openat2(root, name, os.O_PATH, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
-        except OSError:
-            return None
-        try:
-            info = os.fstat(fd)
-            resolved = _inside_path(fd)
-        finally:
-            os.close(fd)
-        return Executed(name, resolved, info.st_dev, info.st_ino,
-                        interpreter_of=script.path or script.asked)
+                self._judge_file(pid, os.fsdecode(words[0]), os.fsdecode(words[0]),
+                                 script=path)
 
     # -- memory files --------------------------------------------------------------------
 
@@ -225,7 +236,7 @@ class ExecWatch:
         if not self.seal_memfd:
             notify.send_error(self.listener, notification.id, errno.ENOSYS)
             return
-        raw = notify.read_string(notification.pid, notification.args[0], limit=250)
+        raw = self.reader.read_string(notification.pid, notification.args[0], limit=250)
         if raw is None:
             notify.send_error(self.listener, notification.id, errno.EFAULT)
             return
