@@ -47,13 +47,20 @@ class Notification:
 
     __slots__ = ("arch", "args", "id", "nr", "pid")
 
-    def __init__(self, buffer: bytes):
+    def __init__(self, buffer: bytes = bytes(NOTIF_SIZE)):
         fields = _NOTIF.unpack(buffer)
         self.id: int = fields[0]
         self.pid: int = fields[1]
         self.nr: int = fields[3]
         self.arch: int = fields[4]
         self.args: tuple[int, ...] = fields[6:12]
+
+    @staticmethod
+    def of(notification_id: int, pid: int, nr: int, args: tuple[int, ...]) -> Notification:
+        """One the compiled receiver already read (see _watch_build.py)."""
+        made = Notification()
+        made.id, made.pid, made.nr, made.args = notification_id, pid, nr, args
+        return made
 
 
 def receive(listener: int) -> Notification:

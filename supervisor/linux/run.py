@@ -16,7 +16,7 @@ from .elf import interpreter_of
 from .launch import spawn
 from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
-from .watch import ExecWatch, Judge
+from .watch import RECEIVERS, ExecWatch, Judge
 
 
 def plan_for(snapshot: Snapshot) -> LaunchPlan:
@@ -82,6 +82,13 @@ def allowed_files(snapshot: Snapshot, loaders: dict[str, str | None]) -> frozens
     return frozenset(identities)
 
 
+def watch_receivers() -> int:
+    """How many receiver threads the exec watch runs (LNK_EXEC_WATCH_RECEIVERS, for
+    benchmarks/exec_watch.py; the default is what measured best there)."""
+    text = os.environ.get("LNK_EXEC_WATCH_RECEIVERS", "")
+    return int(text) if text.isdigit() and 0 < int(text) <= 64 else RECEIVERS
+
+
 def launch_and_supervise(
     snapshot: Snapshot,
     argv: list[str],
@@ -108,7 +115,7 @@ def launch_and_supervise(
 
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
         return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
-                         seal_memfd=layers.memfd == "notify")
+                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers())
 
     try:
         launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),

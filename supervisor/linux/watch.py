@@ -27,16 +27,24 @@ imports.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import select
 import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..events import EventLog
 from . import notify
 from .openat2 import RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2
+
+try:  # the compiled hot path (setup.py builds it where a C compiler is)
+    _watchc: Any = importlib.import_module("supervisor.linux._watchc")
+except ImportError:
+    _watchc = None
+COMPILED = _watchc is not None
 
 AT_FDCWD = -100
 RECEIVERS = 4  # see benchmarks/exec_watch.py: measured against 1 and 2
@@ -89,6 +97,7 @@ class ExecWatch:
         events: EventLog,
         seal_memfd: bool,
         receivers: int = RECEIVERS,
+        compiled: bool = COMPILED,
     ):
         self.listener = listener
         self.judge = judge
@@ -105,8 +114,13 @@ class ExecWatch:
         self.handled = 0
         self._leader = threading.Lock()
         self._done = False
+        self.compiled = compiled and _watchc is not None
+        self._native: Any = None
+        if self.compiled:
+            self._native = self._native_watch()
+        target = self._run_compiled if self.compiled else self._run
         self._threads = [
-            threading.Thread(target=self._run, name=f"lnk-exec-watch-{i}", daemon=True)
+            threading.Thread(target=target, name=f"lnk-exec-watch-{i}", daemon=True)
             for i in range(receivers)
         ]
         self._handlers: dict[int, Callable[[notify.Notification], None]] = {
@@ -125,6 +139,61 @@ class ExecWatch:
         if self.root is not None:
             os.close(self.root)
             self.root = None
+        if self._native is not None and not any(t.is_alive() for t in self._threads):
+            _watchc.lib.lnk_watch_free(self._native)
+            self._native = None
+
+    # -- the compiled receivers ------------------------------------------------------------
+
+    def _native_watch(self) -> Any:
+        ffi, lib = _watchc.ffi, _watchc.lib
+        allowed = sorted(self.judge.allowed or ())
+        flat = ffi.new("unsigned long long[]", [n for pair in allowed for n in pair] or [0])
+        native = lib.lnk_watch_new(self.listener, self._execve, self._execveat,
+                                   int(self.judge.record), int(self.judge.allowed is not None),
+                                   flat, len(allowed))
+        if native == ffi.NULL:
+            raise MemoryError("the exec watch could not be made")
+        return native
+
+    def _run_compiled(self) -> None:
+        ffi, lib = _watchc.ffi, _watchc.lib
+        event = ffi.new("struct lnk_event *")
+        try:
+            while True:
+                lib.lnk_watch_next(self._native, event)  # the GIL is released meanwhile
+                if event.kind == lib.LNK_DONE:
+                    return
+                if event.kind == lib.LNK_ERROR:
+                    raise OSError(event.err, os.strerror(event.err), "the exec watch")
+                if event.kind == lib.LNK_EXEC:
+                    self._compiled_exec(ffi, event)
+                    continue
+                notification = notify.Notification.of(event.id, event.pid, event.nr,
+                                                       tuple(event.args))
+                self._handlers.get(event.nr, self._unexpected)(notification)
+        except BaseException as err:  # the run must end with a clear error, not hang
+            self.failure = err
+            if self.on_failure is not None:
+                self.on_failure()
+
+    def _compiled_exec(self, ffi: Any, event: Any) -> None:
+        asked = os.fsdecode(ffi.string(event.asked))
+        resolved = os.fsdecode(ffi.string(event.resolved)) or None
+        if event.wanted:
+            self._report(event.pid, Executed(asked, resolved, event.dev, event.ino))
+        if event.interp_wanted:
+            name = os.fsdecode(ffi.string(event.interp_asked))
+            self._report(event.pid, Executed(
+                name, os.fsdecode(ffi.string(event.interp_resolved)) or None,
+                event.interp_dev, event.interp_ino, interpreter_of=resolved or asked))
+
+    def _report(self, pid: int, item: Executed) -> None:
+        if self.judge.record:
+            self.judge.seen.append(item)
+        else:
+            self.events.add("program", item.asked, item.path or item.asked,
+                            "commands.programs", pid)
 
     def _next(self, poller: select.poll) -> notify.Notification | None:
         """The next notification, or None once the sandbox is gone (as the leader)."""
@@ -218,11 +287,8 @@ class ExecWatch:
         finally:
             os.close(fd)
         if wanted:
-            item = Executed(asked, resolved, info.st_dev, info.st_ino, interpreter_of=script)
-            if self.judge.record:
-                self.judge.seen.append(item)
-            else:
-                self.events.add("program", asked, resolved or asked, "commands.programs", pid)
+            self._report(pid, Executed(asked, resolved, info.st_dev, info.st_ino,
+                                       interpreter_of=script))
         if head.startswith(b"#!"):
             words = head[2:].split(b"\n", 1)[0].split()
             if words:
