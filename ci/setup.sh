@@ -14,6 +14,10 @@ need=""
 command -v bwrap >/dev/null 2>&1 || need="$need bubblewrap"
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
 command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
+# A C compiler and Python's headers build the exec watch's compiled hot path (setup.py);
+# without them the pure-Python watch is used.
+command -v gcc >/dev/null 2>&1 || need="$need gcc"
+[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] || need="$need python3-dev"
 if [ -n "$need" ]; then
     echo "ci/setup.sh: installing$need" >&2
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -26,4 +30,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
 # Compile the inner confiner now: inside the sandbox its folder is read-only.
-.venv/bin/python -m compileall -q inner >/dev/null
+.venv/bin/python -m compileall -q inner supervisor netns_helper >/dev/null

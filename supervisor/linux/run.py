@@ -84,7 +84,9 @@ def allowed_files(snapshot: Snapshot, loaders: dict[str, str | None]) -> frozens
 
 def watch_receivers() -> int:
     """How many receiver threads the exec watch runs (LNK_EXEC_WATCH_RECEIVERS, for
-    benchmarks/exec_watch.py; the default is what measured best there)."""
+    benchmarks/exec_watch.py; the default is what measured best there). The tests also
+    run the pure-Python watch, the fallback where nothing compiled it, with
+    LNK_EXEC_WATCH=python."""
     text = os.environ.get("LNK_EXEC_WATCH_RECEIVERS", "")
     return int(text) if text.isdigit() and 0 < int(text) <= 64 else RECEIVERS
 
@@ -115,7 +117,8 @@ def launch_and_supervise(
 
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
         return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
-                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers())
+                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
+                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
 
     try:
         launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),

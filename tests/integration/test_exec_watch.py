@@ -19,13 +19,28 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns,
 LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "cat", "python3"]\n'
 
 
-def test_a_refused_program_is_named_once_and_a_listed_one_not(sandbox: Sandbox) -> None:
+@pytest.fixture(params=["compiled", "python"])
+def watch_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The compiled hot path, and the pure-Python watch it falls back to."""
+    if request.param == "compiled":
+        from supervisor.linux.watch import COMPILED
+
+        if not COMPILED:
+            pytest.fail("the compiled exec watch was not built (setup.py needs gcc and "
+                        "Python's headers)")
+        return {}
+    return {"LNK_EXEC_WATCH": "python"}
+
+
+def test_a_refused_program_is_named_once_and_a_listed_one_not(
+    sandbox: Sandbox, watch_env: dict[str, str]
+) -> None:
     report = sandbox.base / "report.jsonl"
     done = sandbox.lnk(
         "run", "--report", str(report), "--", "/bin/sh", "-c",
         "echo STARTED; ls; echo LS=$?; ls /; echo LS=$?; cat /etc/hostname >/dev/null; "
         "echo CAT=$?",
-        spec=LISTED,
+        spec=LISTED, env=watch_env,
     )
     assert done.stdout.splitlines()[0] == "STARTED"
     assert done.stdout.count("LS=126") == 2  # EACCES from Landlock, as sh reports it
@@ -42,21 +57,24 @@ def test_a_refused_program_is_named_once_and_a_listed_one_not(sandbox: Sandbox) 
         assert event["pid"] > 0
 
 
-def test_a_scripts_interpreter_is_judged_too(sandbox: Sandbox) -> None:
+def test_a_scripts_interpreter_is_judged_too(sandbox: Sandbox, watch_env: dict[str, str]
+                                            ) -> None:
     script = sandbox.project / "tool.pl"
     script.write_text("#!/usr/bin/perl\nprint 1;\n")
     script.chmod(0o755)
     sandbox.chown()
     spec = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "' + str(script) + '"]\n'
-    done = sandbox.run("/bin/sh", "-c", f"echo STARTED; {script}; echo RAN=$?", spec=spec)
+    done = sandbox.run("/bin/sh", "-c", f"echo STARTED; {script}; echo RAN=$?", spec=spec,
+                       env=watch_env)
     assert done.stdout.splitlines()[0] == "STARTED"
     assert "RAN=126" in done.stdout
     assert "refused /usr/bin/perl" in done.stderr
 
 
 @pytest.mark.parametrize("flags", ["0x0", "0x10", "0x2", "0x1", "0x3"])
-def test_memory_files_under_a_list_never_run(sandbox: Sandbox, flags: str) -> None:
-    result = sandbox.probe("memfd", flags, spec=LISTED).expect(0)
+def test_memory_files_under_a_list_never_run(sandbox: Sandbox, flags: str,
+                                            watch_env: dict[str, str]) -> None:
+    result = sandbox.probe("memfd", flags, spec=LISTED, env=watch_env).expect(0)
     line = next(x for x in result.stdout.splitlines() if x.startswith("MEMFD "))
     fields = dict(item.split("=") for item in line.split()[1:])
     assert int(fields["seals"], 16) & 0x20  # F_SEAL_EXEC: never executable again
@@ -101,7 +119,9 @@ def test_without_a_list_memory_files_run_as_asked(sandbox: Sandbox) -> None:
     assert "proc_exec=0" in result.stdout and "chmod=0" in result.stdout
 
 
-def test_learn_lists_what_ran_and_leaves_out_what_the_sandbox_wrote(sandbox: Sandbox) -> None:
+def test_learn_lists_what_ran_and_leaves_out_what_the_sandbox_wrote(
+    sandbox: Sandbox, watch_env: dict[str, str]
+) -> None:
     subprocess.run(["git", "init", "-q", str(sandbox.project)], check=True)
     script = sandbox.project / "build.sh"
     script.write_text(
@@ -114,7 +134,7 @@ def test_learn_lists_what_ran_and_leaves_out_what_the_sandbox_wrote(sandbox: San
     )
     script.chmod(0o755)
     sandbox.chown()
-    done = sandbox.lnk("learn", "--", "/bin/sh", str(script))
+    done = sandbox.lnk("learn", "--", "/bin/sh", str(script), env=watch_env)
     assert done.returncode == 0, done.stderr
     assert "Hello" in done.stdout and "helper ran" in done.stdout
     lines = done.stdout.splitlines()
