@@ -37,21 +37,37 @@ def _command(argv: list[str]) -> list[str]:
 def _parser(prog: str) -> _Parser:
     parser = _Parser(prog=prog, description="Run a command confined by a spec.")
     commands = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    run = commands.add_parser("run", help="run a command in a sandbox")
-    run.add_argument("--spec", help="the spec (TOML); the embedded default without it")
+
+    def command(name: str, text: str, *, spec: bool = True, yes: bool = False,
+                rest: bool = True) -> _Parser:
+        sub: _Parser = commands.add_parser(name, help=text)
+        if spec:
+            sub.add_argument("--spec", metavar="FILE",
+                             help="the spec (TOML); the embedded default without it")
+        if yes:
+            sub.add_argument("--yes", action="store_true",
+                             help="allow a spec not allowed before without asking")
+        if rest:
+            sub.add_argument("command", nargs=argparse.REMAINDER)
+        return sub
+
+    run = command("run", "run a command in a sandbox", yes=True)
     run.add_argument("--report", metavar="FILE",
                      help="write every refusal to FILE as JSON lines")
-    run.add_argument("command", nargs=argparse.REMAINDER)
-    learn = commands.add_parser("learn", help="run once with every program open; print "
-                                "the [commands] lines for what ran")
-    learn.add_argument("--spec")
-    learn.add_argument("command", nargs=argparse.REMAINDER)
-    check = commands.add_parser("check", help="what this machine enforces for a spec")
-    check.add_argument("--spec")
+    command("learn", "run once with every program open; print the [commands] lines for "
+            "what ran", yes=True)
+    check = command("check", "what this machine enforces for a spec", rest=False)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
-    plan = commands.add_parser("plan", help="print the mount plan and bwrap's arguments")
-    plan.add_argument("--spec")
-    plan.add_argument("command", nargs=argparse.REMAINDER)
+    command("plan", "print the mount plan and bwrap's arguments")
+    describe = command("describe", "what a person is asked to allow", rest=False)
+    describe.add_argument("--json", action="store_true", help="print it as JSON")
+    command("wrap", "check now, and print a command line that runs it later", yes=True)
+    saved = command("exec", "run a command wrapped before (what wrap prints)", spec=False,
+                    rest=False)
+    saved.add_argument("snapshot_id", metavar="ID")
+    saved.add_argument("--report", metavar="FILE",
+                       help="write every refusal to FILE as JSON lines")
+    saved.add_argument("command", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -80,22 +96,42 @@ def _print_plan(spec: str | None, command: list[str]) -> int:
 
 def dispatch(prog: str, argv: Sequence[str]) -> int:
     args = _parser(prog).parse_args(list(argv))
-    if args.action == "run":
-        from .run import run_snapshot, snapshot_for
+    from . import api
 
-        command = _command(args.command)
-        snapshot = snapshot_for(args.spec)
-        return run_snapshot(snapshot, command, report=args.report)
+    if args.action == "run":
+        return api.run(_command(args.command), spec=args.spec, yes=args.yes,
+                       report=args.report)
+    if args.action == "exec":
+        return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report)
     if args.action == "learn":
         from .run import learn_snapshot, snapshot_for
 
         command = _command(args.command)
-        status, text = learn_snapshot(snapshot_for(args.spec), command)
+        snapshot = snapshot_for(args.spec)
+        api.ensure_allowed(snapshot, yes=args.yes)
+        status, text = learn_snapshot(snapshot, command)
         sys.stdout.flush()
         sys.stdout.write(text)
         return status
+    if args.action == "wrap":
+        wrapped = api.wrap(_command(args.command), spec=args.spec, yes=args.yes)
+        sys.stdout.write(wrapped.command_line + "\n")
+        return 0
+    if args.action == "describe":
+        from .describe import describe, render
+        from .run import snapshot_for
+
+        description = describe(snapshot_for(args.spec))
+        if args.json:
+            import json
+
+            sys.stdout.write(json.dumps(description.to_dict(), indent=2) + "\n")
+        else:
+            sys.stdout.write(render(description))
+        return 0
     if args.action == "check":
-        from .check import check, render
+        from .check import check
+        from .check import render as render_check
 
         report = check(args.spec)
         if args.json:
@@ -103,7 +139,7 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
 
             sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
         else:
-            sys.stdout.write(render(report))
+            sys.stdout.write(render_check(report))
         return 0 if report.can_launch else 1
     if args.action == "plan":
         return _print_plan(args.spec, args.command[1:] if args.command[:1] == ["--"]

@@ -65,3 +65,11 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
         raise outcome.problem
     learned, left = summarize(judge.seen, snapshot)
     return outcome.status, render(learned, left, argv)
+
+
+def preflight(snapshot: Snapshot) -> None:
+    """Check now what a launch of `snapshot` would check (SandboxError if it could not),
+    without starting anything: for a command saved to run later."""
+    from .linux.run import preflight_linux
+
+    preflight_linux(snapshot)

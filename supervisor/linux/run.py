@@ -82,6 +82,15 @@ def allowed_files(snapshot: Snapshot, loaders: dict[str, str | None]) -> frozens
     return frozenset(identities)
 
 
+def preflight_linux(snapshot: Snapshot) -> None:
+    """Everything a launch checks before starting bwrap, without starting it."""
+    cache = CheckCache(snapshot.lnk_home)
+    bwrap_info(cache)
+    layers = decide_layers(snapshot, cache)
+    plan = plan_for(snapshot)
+    inner_config(plan, snapshot, layers, program_loaders(snapshot))
+
+
 def watch_receivers() -> int:
     """How many receiver threads the exec watch runs (LNK_EXEC_WATCH_RECEIVERS, for
     benchmarks/exec_watch.py; the default is what measured best there). The tests also

@@ -152,7 +152,7 @@ def test_learn_lists_what_ran_and_leaves_out_what_the_sandbox_wrote(
 def test_learn_writes_nothing(sandbox: Sandbox) -> None:
     spec_text = '[files]\nwrite = ["."]\n'
     spec = sandbox.write_spec(spec_text)
-    done = sandbox.lnk("learn", "--spec", str(spec), "--", "/bin/true")
+    done = sandbox.lnk("learn", "--spec", str(spec), "--yes", "--", "/bin/true")
     assert done.returncode == 0
     assert spec.read_text() == spec_text
     assert "[commands]" in done.stdout
@@ -163,7 +163,7 @@ def test_nothing_runs_unwatched_once_the_supervisor_is_gone(sandbox: Sandbox) ->
             "while :; do cat /dev/null; echo ran >> execs.log; done")
     process = subprocess.Popen(
         [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec",
-         str(sandbox.write_spec(LISTED)), "--", "/bin/sh", "-c", loop],
+         str(sandbox.write_spec(LISTED)), "--yes", "--", "/bin/sh", "-c", loop],
         cwd=sandbox.project, env=sandbox.env(), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )

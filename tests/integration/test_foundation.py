@@ -46,17 +46,17 @@ def test_tmp_inside_is_fresh_and_never_the_hosts(sandbox: Sandbox) -> None:
 
 def test_home_files_and_lnk_home_are_not_visible(sandbox: Sandbox) -> None:
     sandbox.lnk_home.mkdir(mode=0o700)
-    (sandbox.lnk_home / "permissions").write_text("secret")
+    (sandbox.lnk_home / "secret-state").write_text("secret")
     (sandbox.home / "diary").write_text("secret")
     sandbox.chown()
     sandbox.probe("list", str(sandbox.home)).expect(errno.ENOENT)
-    sandbox.probe("read", str(sandbox.lnk_home / "permissions")).expect(errno.ENOENT)
+    sandbox.probe("read", str(sandbox.lnk_home / "secret-state")).expect(errno.ENOENT)
     spec = 'files.read = ["~"]\nfiles.write = ["."]\n'
     sandbox.probe("read", str(sandbox.home / "diary"), spec=spec).expect(0)
     result = sandbox.probe("list", str(sandbox.lnk_home), spec=spec).expect(0)
     assert "LIST \n" in result.stdout or result.stdout.count("LIST") == 1
-    assert "permissions" not in result.stdout
-    sandbox.probe("read", str(sandbox.lnk_home / "permissions"), spec=spec).expect(errno.ENOENT)
+    assert "secret-state" not in result.stdout
+    sandbox.probe("read", str(sandbox.lnk_home / "secret-state"), spec=spec).expect(errno.ENOENT)
 
 
 def test_hidden_folder_is_closed_but_for_grants_inside(sandbox: Sandbox) -> None:

@@ -126,13 +126,17 @@ class Sandbox:
         env: dict[str, str] | None = None,
         landlock: bool = True,
         other_listener: bool = False,
+        yes: bool = True,
         timeout: float = 60,
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run `lnk sandbox ARGS...` as the test's user; `spec` is TOML text."""
+        """Run `lnk sandbox ARGS...` as the test's user; `spec` is TOML text, allowed
+        with --yes unless `yes` is False."""
         command = [LNK, "sandbox", args[0]]
         if spec is not None:
             command += ["--spec", str(self.write_spec(spec))]
+            if yes and args[0] in ("run", "learn", "wrap"):
+                command.append("--yes")  # asking is tested on its own (test_consent.py)
         command += list(args[1:])
         if not landlock:
             command = [sys.executable, str(SUPPORT / "no_landlock.py"), *command]

@@ -1,0 +1,129 @@
+"""The Python API for harnesses: run, wrap, describe, check, returning plain data.
+
+The command line is a thin layer over these. Each raises SandboxError (with `.render()`
+for a person and `.exit_status` 125) for anything lnk-sandbox itself refuses.
+
+Asking: a spec whose snapshot was not allowed before is shown and asked about on a
+terminal, or needs `yes=True`; without either it is refused. The embedded default spec
+(the working directory writable, system folders readable, no network) is lnk-sandbox's
+own documented baseline and is not asked about.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SandboxError
+from .grants import Snapshot
+from .spec import DEFAULT_SPEC_NAME
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """A saved wrapped command: its snapshot's ID and the line to run it later."""
+
+    snapshot_id: str
+    command_line: str
+
+
+def _ask(text: str) -> bool:
+    """Show `text` and ask on the terminal; False when there is no terminal to ask on."""
+    try:
+        tty = open("/dev/tty", "r+")  # noqa: SIM115 - closed below
+    except OSError:
+        return False
+    with tty:
+        tty.write("lnk-sandbox: this spec was not allowed before. It would allow:\n")
+        tty.write("".join(f"  {line}\n" for line in text.splitlines()))
+        tty.write("Allow it (remembered for this exact set of grants)? [y/N] ")
+        tty.flush()
+        answer = tty.readline().strip().lower()
+    return answer in ("y", "yes")
+
+
+def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
+    """Remembered, or asked now, or `yes`: else SandboxError saying how to allow it."""
+    from .describe import describe, render
+    from .permissions import remember, remembered
+
+    if snapshot.source == DEFAULT_SPEC_NAME or remembered(snapshot):
+        return
+    text = render(describe(snapshot))
+    interactive = sys.stdin.isatty() and os.path.exists("/dev/tty")
+    if yes or (interactive and _ask(text)):
+        remember(snapshot, text)
+        return
+    if interactive:
+        raise SandboxError("not allowed: the sandbox was not started")
+    raise SandboxError(
+        f"the spec {snapshot.source} was not allowed before, and there is no terminal "
+        "to ask on",
+        hint="run it once at a terminal to be asked, read `lnk sandbox describe --spec "
+        "FILE`, or pass --yes to allow it",
+    )
+
+
+def run(command: list[str], *, spec: str | None = None, yes: bool = False,
+        report: str | None = None) -> int:
+    """Run `command` in a sandbox; its exit status (the design's: 125, 126, 127...)."""
+    from .run import run_snapshot, snapshot_for
+
+    snapshot = snapshot_for(spec)
+    ensure_allowed(snapshot, yes=yes)
+    return run_snapshot(snapshot, command, report=report)
+
+
+def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
+         program: str | None = None) -> Wrapped:
+    """Resolve and check now, ask if needed, save the snapshot; the line to run later."""
+    from .permissions import save_snapshot
+    from .run import preflight, snapshot_for
+
+    snapshot = snapshot_for(spec)
+    preflight(snapshot)
+    if snapshot.source == DEFAULT_SPEC_NAME:
+        from .describe import describe, render
+        from .permissions import remember
+
+        remember(snapshot, render(describe(snapshot)))  # saved, so it is checked later
+    else:
+        ensure_allowed(snapshot, yes=yes)
+    key = save_snapshot(snapshot)
+    launcher = program or _launcher()
+    return Wrapped(key, shlex.join([launcher, "exec", key, "--", *command]))
+
+
+def _launcher() -> str:
+    """The installed `lnk-sandbox` beside this interpreter (a venv's bin folder)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "lnk-sandbox")
+    return path if os.access(path, os.X_OK) else "lnk-sandbox"
+
+
+def exec_saved(snapshot_id: str, command: list[str], *, report: str | None = None) -> int:
+    """Run `command` confined by a saved snapshot; never resolves a name again."""
+    from .permissions import load_snapshot
+    from .policy import Context
+    from .run import run_snapshot
+
+    snapshot = load_snapshot(Context.current().lnk_home, snapshot_id)
+    return run_snapshot(snapshot, command, report=report)
+
+
+def describe(spec: str | None = None) -> dict[str, Any]:
+    from .describe import describe as describe_snapshot
+    from .run import snapshot_for
+
+    return describe_snapshot(snapshot_for(spec)).to_dict()
+
+
+def check(spec: str | None = None) -> dict[str, Any]:
+    from .check import check as check_spec
+
+    return check_spec(spec).to_dict()
+
+
+__all__ = ["SandboxError", "Wrapped", "check", "describe", "exec_saved", "run", "wrap"]

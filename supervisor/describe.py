@@ -1,0 +1,138 @@
+"""What a person is asked to allow: a snapshot described, as plain data, text or JSON.
+
+Every grant appears by its name as written and the target it resolved to, so a person
+sees where a link leads before allowing it; then hidden folders, protected dot files and
+placeholders, the program list (or "any program"), the network and the environment
+passed. The JSON form follows docs/describe.schema.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .grants import Snapshot, is_within
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Described:
+    name: str
+    target: str | None
+    why: str
+
+
+@dataclass(frozen=True)
+class Description:
+    """The description of one snapshot; `digest` identifies what is remembered."""
+
+    version: int
+    spec: str
+    digest: str
+    working_directory: str
+    read: list[Described]
+    write: list[Described]
+    hidden: list[Described]
+    protected: list[Described]
+    placeholders: list[Described]
+    programs: list[Described] | None
+    network_mode: str
+    network_allow: list[str]
+    env_keep: list[str]
+    env_set: dict[str, str]
+    agent: str | None
+    session: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def describe(snapshot: Snapshot) -> Description:
+    from .permissions import digest
+
+    def listed(access: str) -> list[Described]:
+        return [Described(g.name, g.target, g.key or g.reason)
+                for g in snapshot.grants if g.access == access and g.target]
+
+    protected, placeholders = _dot_files(snapshot)
+    written = [g.target for g in snapshot.grants if g.access == "write" and g.target]
+    installation = [Described(g.name, g.target, g.reason) for g in snapshot.grants
+                    if g.access == "protect" and g.target
+                    and any(is_within(g.target, w) for w in written)]
+    return Description(
+        version=SCHEMA_VERSION,
+        spec=snapshot.source,
+        digest=digest(snapshot),
+        working_directory=snapshot.cwd,
+        read=listed("read"),
+        write=listed("write"),
+        hidden=listed("hide"),
+        protected=protected + installation,
+        placeholders=placeholders,
+        programs=None if snapshot.programs is None else [
+            Described(p.name, p.target, "commands.programs") for p in snapshot.programs],
+        network_mode=snapshot.network_mode,
+        network_allow=list(snapshot.network_allow),
+        env_keep=list(snapshot.env_keep),
+        env_set=dict(snapshot.env_assign),
+        agent=snapshot.agent,
+        session=snapshot.session,
+    )
+
+
+def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described]]:
+    """Protected dot files and the placeholders a launch would make, where the dot-file
+    analysis is available."""
+    import importlib
+
+    try:
+        dotfiles = importlib.import_module("supervisor.dotfiles")
+    except ImportError:
+        return [], []
+    analyze = getattr(dotfiles, "describe_protections", None)
+    if analyze is None:
+        return [], []
+    protected: list[Described] = []
+    placeholders: list[Described] = []
+    for path, exists, why in analyze(snapshot):
+        (protected if exists else placeholders).append(Described(path, path, why))
+    return protected, placeholders
+
+
+def render(description: Description) -> str:
+    """The text form, as shown before asking."""
+    d = description
+    lines = [f"spec: {d.spec}", f"working directory: {d.working_directory}"]
+
+    def section(title: str, items: list[Described], empty: str) -> None:
+        lines.append(f"{title}:")
+        if not items:
+            lines.append(f"  {empty}")
+        for item in items:
+            shown = item.name if item.target in (None, item.name) else \
+                f"{item.name} -> {item.target}"
+            lines.append(f"  {shown}    ({item.why})")
+
+    section("reads", d.read, "nothing but the system folders")
+    section("writes", d.write, "nothing")
+    section("hidden", d.hidden, "nothing")
+    section("read-only inside written folders", d.protected, "nothing")
+    if d.placeholders:
+        section("kept from being made (placeholders)", d.placeholders, "")
+    if d.programs is None:
+        lines.append("programs: any program (an allowed interpreter runs any code)")
+    else:
+        section("programs", d.programs, "none at all")
+    network = {"none": "none (loopback only)", "host": "the host's network, all of it",
+               "proxy": "only through the proxy, to: " + (", ".join(d.network_allow)
+                                                          or "no name")}
+    lines.append(f"network: {network.get(d.network_mode, d.network_mode)}")
+    lines.append("environment kept: " + (", ".join(d.env_keep) or "none"))
+    for name, value in sorted(d.env_set.items()):
+        lines.append(f"environment set: {name}={value}")
+    if d.agent:
+        lines.append(f"agent: {d.agent} (its own folder writable; other agents' hidden)")
+    if d.session:
+        lines.append(f"session: {d.session}")
+    return "\n".join(lines) + "\n"

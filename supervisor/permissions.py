@@ -1,0 +1,106 @@
+"""Remembered permissions and saved snapshots, in `$LNK_HOME`.
+
+A snapshot a person allowed is remembered by its content: the digest of what it grants
+(targets, access, programs, network, environment), not of the spec's text, so changing
+where a `~/link` grant points asks again, and two specs granting the same ask once.
+`$LNK_HOME` is hidden from every sandbox, so no sandbox can allow itself anything.
+
+A wrapped command saves its snapshot as `snapshots/ID.json`, ID being its digest: a
+launch from it checks that the file still hashes to its name and that its permission is
+remembered, and refuses with a clear message when either fails (removed, tampered with).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict
+
+from .errors import LaunchError
+from .grants import Snapshot
+from .state import write_atomically
+
+# What a digest covers: what the sandbox may do. Where the spec wrote it (file, key,
+# line, the reason a rule exists) does not change what is allowed, nor does whether a
+# folder that is hidden exists yet ($LNK_HOME appears after the first run): hides and
+# lnk-sandbox's own read-only protections count by name, grants by name and target.
+_GRANT_FIELDS = ("name", "target", "access", "dot_files_writable", "is_dir")
+_CLOSING_FIELDS = ("name", "access")
+
+
+def _allowed_content(snapshot: Snapshot) -> dict[str, object]:
+    data = asdict(snapshot)
+    data.pop("source", None)
+    data["grants"] = [
+        {k: g[k] for k in (_GRANT_FIELDS if g["access"] in ("read", "write")
+                           else _CLOSING_FIELDS)}
+        for g in data["grants"]
+    ]
+    return data
+
+
+def digest(snapshot: Snapshot) -> str:
+    text = json.dumps(_allowed_content(snapshot), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _permission_path(lnk_home: str, key: str) -> str:
+    return os.path.join(lnk_home, "permissions", key)
+
+
+def remembered(snapshot: Snapshot) -> bool:
+    return os.path.isfile(_permission_path(snapshot.lnk_home, digest(snapshot)))
+
+
+def remember(snapshot: Snapshot, description_text: str) -> None:
+    """Keep the person's yes, with what they were shown."""
+    try:
+        write_atomically(_permission_path(snapshot.lnk_home, digest(snapshot)),
+                         description_text.encode())
+    except OSError as err:
+        raise LaunchError(
+            f"cannot remember the permission in {snapshot.lnk_home}: {err.strerror}",
+            hint="free some space, or make $LNK_HOME writable", errno=err.errno) from None
+
+
+def save_snapshot(snapshot: Snapshot) -> str:
+    """Save a wrapped command's snapshot; its ID (the digest of the file's content)."""
+    text = snapshot.to_json()
+    key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    try:
+        write_atomically(os.path.join(snapshot.lnk_home, "snapshots", f"{key}.json"),
+                         text.encode())
+    except OSError as err:
+        raise LaunchError(f"cannot save the snapshot in {snapshot.lnk_home}: {err.strerror}",
+                          errno=err.errno) from None
+    return key
+
+
+def load_snapshot(lnk_home: str, key: str) -> Snapshot:
+    """A saved snapshot, checked whole; LaunchError names what is wrong."""
+    if not key or len(key) != 32 or any(c not in "0123456789abcdef" for c in key):
+        raise LaunchError(f"{key!r} is not a snapshot ID (32 hex digits, as wrap prints)")
+    path = os.path.join(lnk_home, "snapshots", f"{key}.json")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(1 << 22)
+    except FileNotFoundError:
+        raise LaunchError(f"no saved snapshot {key} in {lnk_home}/snapshots",
+                          hint="wrap the command again (lnk sandbox wrap)") from None
+    except OSError as err:
+        raise LaunchError(f"cannot read {path}: {err.strerror}", errno=err.errno) from None
+    if hashlib.sha256(data).hexdigest()[:32] != key:
+        raise LaunchError(f"{path} was changed since it was saved, so it is not used",
+                          hint="wrap the command again (lnk sandbox wrap)")
+    try:
+        snapshot = Snapshot.from_json(data.decode())
+    except (ValueError, KeyError, TypeError) as err:
+        raise LaunchError(f"{path} is not a snapshot lnk-sandbox can read: {err}",
+                          hint="wrap the command again (lnk sandbox wrap)") from None
+    if os.path.realpath(snapshot.lnk_home) != os.path.realpath(lnk_home):
+        raise LaunchError(f"{path} belongs to another $LNK_HOME ({snapshot.lnk_home})")
+    if not remembered(snapshot):
+        raise LaunchError(f"the snapshot {key} was never allowed, or its permission was "
+                          "removed", hint="wrap the command again and allow it")
+    return snapshot
