@@ -1,0 +1,428 @@
+"""A project's dot files: what at the top of a written folder runs as you outside it.
+
+Pure analysis of one write grant's top, the same for every OS: which paths a sandbox
+writing that folder must not change, and why. It reads files and never runs anything:
+git's settings are parsed here (no `git config`, no hooks, no filters), hook stubs are
+read as text. The mechanism (read-only binds and placeholders on Linux, deny rules on
+macOS) is each backend's business; this module returns plain data.
+
+What is protected (the decision record, "A project's dot files"):
+- `.git` whole (a commit needs `write_dot_files`): settings and hooks run on any git
+  command, and `commondir` in it points git at settings anywhere. Where `.git` is a file
+  (`gitdir: PATH`), the git directory it names and that directory's `commondir` target
+  are protected too, wherever they are;
+- `.envrc` (direnv), `.vscode` (VS Code's tasks and settings), `.idea` (JetBrains'
+  startup tasks), `.husky` whole (husky's stubs in `.husky/_` run the scripts beside);
+- what git's own settings name: `core.hooksPath` (relative to the worktree's top, where
+  hooks run) and `include.path` / `includeIf.*.path` files (relative to the including
+  file), followed as git follows them;
+- the settings of a hook manager whose stub is in a hooks folder: pre-commit's config
+  (the `--config=` its stub names) and lefthook's config files and script folders.
+
+Not protected: a project's build files (Makefile, package.json's scripts) and a dev
+container's settings, which run only when you build or open the project that way.
+
+Facts the parser follows (git's config.c, git-config(1)):
+- section and key names are case-insensitive, a `[section "sub"]` subsection is not; the
+  deprecated `[section.sub]` form lowercases the subsection;
+- a value runs to the end of the line or a `#`/`;` outside quotes; `\\` `\\"` `\\n`
+  `\\t` `\\b` are escapes, a backslash at the end of a line continues it; a key with no
+  `=` is boolean true; an include that is missing is silently ignored by git (so a
+  sandbox could make it: it is held like a missing dot folder); includes nest at most
+  10 deep;
+- a `.git` file must start with the exact 8 bytes `gitdir: `; a relative path is
+  relative to the file's folder; `commondir` is relative to the git directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["file", "folder"]
+
+# Folder-type dot files: a missing one is held by an empty folder on Linux for the run.
+TOP_FOLDERS: tuple[tuple[str, str], ...] = (
+    (".vscode", "VS Code runs its tasks and the programs its settings name when it opens "
+                "the folder"),
+    (".idea", "JetBrains IDEs run its startup tasks and run configurations when they open "
+              "the project"),
+    (".husky", "husky's stubs in .husky/_ run the hook scripts beside them"),
+)
+GIT_REASON = "git runs its settings and hooks on any git command"
+ENVRC_REASON = "direnv runs it when you cd into the folder, once allowed"
+
+MAX_INCLUDE_DEPTH = 10  # git's own limit
+_STUB_READ_LIMIT = 64 * 1024
+_GITFILE_PREFIX = b"gitdir: "
+
+# lefthook's loader: the first existing name wins, extension by extension (loader.go).
+LEFTHOOK_EXTENSIONS = (".yml", ".yaml", ".json", ".jsonc", ".toml")
+LEFTHOOK_MAIN = ("lefthook", ".lefthook", ".config/lefthook")
+LEFTHOOK_LOCAL = ("lefthook-local", ".lefthook-local", ".config/lefthook-local")
+LEFTHOOK_FOLDERS = (".lefthook", ".lefthook-local")
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+
+
+@dataclass(frozen=True)
+class Protected:
+    """One path a sandbox writing the folder must not change.
+
+    `path` is the host path git (or the tool) reads, links resolved; `name` is how the
+    tool names it, for messages. `kind` is what is there, or what would be when missing.
+    `placeholder`: for a missing path that a program could make to be run later, the
+    first missing component, which Linux holds with an empty folder or file for the run;
+    None when missing is harmless (`.envrc`, which direnv runs only once allowed) or when
+    it exists. `link`: a component of the name that is a link (from the folder's top,
+    or from `/` for an absolute name), which a program could point elsewhere; the
+    backend refuses it where the sandbox can write it.
+    """
+
+    path: str
+    name: str
+    kind: Kind
+    exists: bool
+    reason: str
+    placeholder: str | None = None
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class DotFiles:
+    """The protections of one write grant's top, in a stable order (the top's own dot
+    files first, then what git's settings and the hook managers name)."""
+
+    top: str
+    protected: tuple[Protected, ...]
+
+
+# --- git's config files -------------------------------------------------------------------
+
+
+_SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"((?:[^"\\\n]|\\.)*)")?\s*\]')
+_KEY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*(=?)")
+_UNESCAPE = re.compile(r"\\(.)")
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
+
+
+def parse_git_config(text: str) -> list[tuple[str, str | None]]:
+    """Every `section[.subsection].key` and value in a git config file, in order.
+
+    Names are as git reports them (section and key lowercased, subsection kept); a
+    value of None is a key without `=`. A line git would refuse is skipped, and the
+    rest still read: finding more than git does only ever protects more.
+    """
+    entries: list[tuple[str, str | None]] = []
+    section = ""
+    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        header = _SECTION.match(line)
+        if header:
+            name, sub = header.group(1), header.group(2)
+            if sub is not None:
+                section = name.lower() + "." + _UNESCAPE.sub(r"\1", sub)
+            elif "." in name:
+                head, _, tail = name.partition(".")
+                section = f"{head.lower()}.{tail.lower()}"
+            else:
+                section = name.lower()
+            line = line[header.end():]
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#;":
+            continue
+        key = _KEY.match(line)
+        if not key or not section:
+            continue
+        rest = line[key.end():]
+        if not key.group(2):
+            if rest.strip() and rest.strip()[0] not in "#;":
+                continue  # `key junk`: git refuses the line
+            entries.append((f"{section}.{key.group(1).lower()}", None))
+            continue
+        value, index = _value(rest, lines, index)
+        entries.append((f"{section}.{key.group(1).lower()}", value))
+    return entries
+
+
+def _value(rest: str, lines: list[str], index: int) -> tuple[str, int]:
+    """A value from `rest` on, following continuation lines; (value, next line index)."""
+    out: list[str] = []
+    spaces = ""
+    quoted = False
+    text = rest.lstrip(" \t")
+    position = 0
+    while True:
+        if position >= len(text):
+            break
+        char = text[position]
+        position += 1
+        if char == "\\":
+            if position >= len(text):  # a backslash at the end: the value goes on
+                if index >= len(lines):
+                    break
+                text, position = lines[index], 0
+                index += 1
+                continue
+            escaped = text[position]
+            position += 1
+            out.append(spaces + _ESCAPES.get(escaped, escaped))
+            spaces = ""
+            continue
+        if char == '"':
+            quoted = not quoted
+            out.append(spaces)
+            spaces = ""
+            continue
+        if not quoted and char in "#;":
+            break
+        if not quoted and char in " \t\v\f\r":
+            if any(out):
+                spaces += " "  # each blank after the value began is one space to git
+            continue
+        out.append(spaces + char)
+        spaces = ""
+    return "".join(out), index
+
+
+# --- paths --------------------------------------------------------------------------------
+
+
+def _lstat_kind(path: str) -> Literal["file", "folder", "link", "missing", "other"]:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _walk(path: str, start: str) -> tuple[str | None, str | None]:
+    """From `start` (a folder with no link in it) down to `path`: the first component
+    that is a link, and the first that is missing (None, None: all there, no link)."""
+    rest = path[len(start):].strip("/") if start != "/" else path.strip("/")
+    current = start
+    for part in rest.split("/") if rest else []:
+        current = os.path.join(current, part)
+        kind = _lstat_kind(current)
+        if kind == "link":
+            return current, None
+        if kind == "missing":
+            return None, current
+    return None, None
+
+
+def _within(path: str, folder: str) -> bool:
+    return folder in (path, "/") or path.startswith(folder + "/")
+
+
+def _expand(value: str, relative_to: str, home: str) -> str | None:
+    """A path value as git expands it (`~/`, `:(optional)`), absolute and normalized."""
+    value = value.removeprefix(":(optional)")
+    if not value or value.startswith("%(prefix)/"):
+        return None  # the git installation's own prefix: not a project's file
+    if value == "~" or value.startswith("~/"):
+        value = home + value[1:]
+    elif value.startswith("~"):
+        return None  # ~user: another user's home, which a sandbox of yours cannot write
+    return os.path.normpath(os.path.join(relative_to, value))
+
+
+class _Analysis:
+    def __init__(self, top: str, home: str):
+        self.top = top
+        self.home = home
+        self.found: dict[str, Protected] = {}
+
+    def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True) -> Protected:
+        """Protect `name` (absolute, as the tool names it) once, the first reason kept."""
+        start = self.top if _within(name, self.top) else "/"
+        link, missing = _walk(name, start)
+        path = os.path.realpath(name) if link else name
+        exists = missing is None and _lstat_kind(path) != "missing"
+        if link is None and exists:
+            kind = "folder" if _lstat_kind(path) == "folder" else "file"
+        placeholder = missing if hold and not exists and link is None else None
+        entry = Protected(path, name, kind, exists, reason, placeholder, link)
+        return self.found.setdefault(name, entry)
+
+    def run(self) -> DotFiles:
+        self.git()
+        self.add(os.path.join(self.top, ".envrc"), "file", ENVRC_REASON, hold=False)
+        for name, reason in TOP_FOLDERS:
+            self.add(os.path.join(self.top, name), "folder", reason)
+        hooks = self.git_settings()
+        self.hook_managers(hooks)
+        return DotFiles(self.top, tuple(self.found.values()))
+
+    # -- .git and the git directories it names --------------------------------------------
+
+    def git(self) -> None:
+        dot_git = os.path.join(self.top, ".git")
+        kind = _lstat_kind(dot_git)
+        self.git_dir: str | None = None
+        self.common_dir: str | None = None
+        if kind == "file":
+            self.add(dot_git, "file", f".git (a gitdir: file): {GIT_REASON}")
+            target = _read_gitfile(dot_git)
+            if target is None:
+                return
+            git_dir = os.path.normpath(os.path.join(self.top, target))
+            self.add(git_dir, "folder", f"the git directory .git names (gitdir: {target}): "
+                     f"{GIT_REASON}")
+        else:
+            self.add(dot_git, "folder", f".git: {GIT_REASON}")
+            if kind != "folder":
+                return
+            git_dir = dot_git
+        self.git_dir = os.path.realpath(git_dir)
+        self.common_dir = self.git_dir
+        common = _read_small(os.path.join(self.git_dir, "commondir"))
+        if common is not None and common.strip():
+            text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
+            named = os.path.normpath(os.path.join(self.git_dir, text))
+            self.common_dir = os.path.realpath(named)
+            if not _within(self.common_dir, self.git_dir):
+                self.add(named, "folder", f"the commondir of {self.git_dir} ({text}): git "
+                         "reads its settings and hooks there")
+
+    def git_settings(self) -> list[str]:
+        """Follow the repository's settings: protect what they name; the hooks folders."""
+        if self.git_dir is None or self.common_dir is None:
+            return []
+        hooks_paths: list[str] = []
+        files = [os.path.join(self.common_dir, "config"),
+                 os.path.join(self.git_dir, "config.worktree")]
+        seen: set[str] = set()
+        pending = [(path, 0) for path in files]
+        while pending:
+            config, depth = pending.pop(0)
+            real = os.path.realpath(config)
+            if real in seen or depth > MAX_INCLUDE_DEPTH:
+                continue
+            seen.add(real)
+            data = _read_small(config, limit=1 << 20)
+            if data is None:
+                continue
+            shown = os.path.basename(config) if depth == 0 else config
+            for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
+                if value is None:
+                    continue
+                if key == "core.hookspath":
+                    path = _expand(value, self.top, self.home)
+                    if path is None or path == "/dev/null":
+                        continue
+                    self.add(path, "folder", f"core.hooksPath = {value} in {shown}: git runs "
+                             "the hooks there")
+                    hooks_paths.append(path)
+                elif key == "include.path" or (key.startswith("includeif.")
+                                               and key.endswith(".path")):
+                    path = _expand(value, os.path.dirname(config), self.home)
+                    if path is None:
+                        continue
+                    label = "include.path" if key == "include.path" else key[:-5] + ".path"
+                    self.add(path, "file", f"{label} = {value} in {shown}: git reads "
+                             "settings from it")
+                    pending.append((path, depth + 1))
+        return [os.path.join(self.common_dir, "hooks"), *hooks_paths]
+
+    # -- hook managers run from the hooks folders ------------------------------------------
+
+    def hook_managers(self, hooks: list[str]) -> None:
+        pre_commit: list[tuple[str, str]] = []
+        lefthook: list[tuple[str, str]] = []
+        for folder in hooks:
+            try:
+                names = sorted(os.listdir(folder))
+            except OSError:
+                continue
+            for name in names:
+                if name.endswith(".sample"):
+                    continue
+                data = _read_small(os.path.join(folder, name), limit=_STUB_READ_LIMIT)
+                if data is None:
+                    continue
+                if b"File generated by pre-commit" in data:
+                    config = re.search(rb"--config=([^\s)\"']+)", data)
+                    named = config.group(1).decode("utf-8", "surrogateescape") if config \
+                        else PRE_COMMIT_CONFIG
+                    pre_commit.append((named, os.path.join(folder, name)))
+                elif b"call_lefthook" in data:
+                    lefthook.append((name, os.path.join(folder, name)))
+                    rc = re.search(rb"\[ -f (\S+) \] && \. \S+", data)
+                    if rc:
+                        value = rc.group(1).decode("utf-8", "surrogateescape")
+                        path = _expand(value, self.top, self.home)
+                        if path is not None:
+                            self.add(path, "file", f"the rc file lefthook's stub "
+                                     f"{os.path.join(folder, name)} sources")
+        for named, stub in pre_commit:
+            path = _expand(named, self.top, self.home)
+            if path is not None:
+                self.add(path, "file", f"pre-commit's settings: its stub {stub} runs the "
+                         "hooks they list")
+        if lefthook:
+            stub = lefthook[0][1]
+            for group in (LEFTHOOK_MAIN, LEFTHOOK_LOCAL):
+                self.lefthook_configs(group, stub)
+            for name in LEFTHOOK_FOLDERS:
+                self.add(os.path.join(self.top, name), "folder",
+                         f"lefthook's scripts folder: its stub {stub} runs them")
+
+    def lefthook_configs(self, names: tuple[str, ...], stub: str) -> None:
+        """Every existing config of the group, and the missing ones that would come first.
+
+        lefthook loads the first name found, extension by extension: a file made ahead
+        of the one there would replace it, so each name before it is held.
+        """
+        reason = f"lefthook's settings: its stub {stub} runs the hooks they list"
+        order = [os.path.join(self.top, name + ext)
+                 for ext in LEFTHOOK_EXTENSIONS for name in names]
+        first = next((i for i, path in enumerate(order) if _lstat_kind(path) != "missing"),
+                     None)
+        for i, path in enumerate(order):
+            if first is None and i > 0:
+                break  # none there: the first name, held, comes before every other
+            if first is None or i <= first or _lstat_kind(path) != "missing":
+                self.add(path, "file", reason)
+
+
+def _read_small(path: str, limit: int = 4096) -> bytes | None:
+    """A regular file's first `limit` bytes, or None (missing, a folder, unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_gitfile(path: str) -> str | None:
+    data = _read_small(path)
+    if data is None or not data.startswith(_GITFILE_PREFIX):
+        return None
+    text = data[len(_GITFILE_PREFIX):].split(b"\n", 1)[0].rstrip(b"\r")
+    return text.decode("utf-8", "surrogateescape") or None
+
+
+def analyze(top: str, *, home: str) -> DotFiles:
+    """The dot files at the top of the write grant `top` (resolved, no links in it).
+
+    `home` expands `~/` in git's settings. Reads files only; never raises for what it
+    finds (a file it cannot read protects what its name alone says).
+    """
+    return _Analysis(os.path.normpath(top), home).run()

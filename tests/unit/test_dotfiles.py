@@ -1,0 +1,278 @@
+"""The dot-file analysis: which paths at the top of a written folder are protected, why,
+and what git's settings and the hook managers' stubs name, on real trees (no privileges,
+nothing run but `git` itself to make repositories and to check the config parser)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from supervisor.dotfiles import (
+    ENVRC_REASON,
+    GIT_REASON,
+    DotFiles,
+    Protected,
+    analyze,
+    parse_git_config,
+)
+
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
+             "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C"}
+
+VSCODE = ("VS Code runs its tasks and the programs its settings name when it opens the "
+          "folder")
+IDEA = "JetBrains IDEs run its startup tasks and run configurations when they open the project"
+HUSKY = "husky's stubs in .husky/_ run the hook scripts beside them"
+
+
+def git(*args: str, cwd: Path) -> str:
+    done = subprocess.run([GIT or "git", *args], cwd=cwd, env=CLEAN_ENV, capture_output=True,
+                          text=True, check=True)
+    return done.stdout
+
+
+def by_name(dots: DotFiles) -> dict[str, Protected]:
+    return {p.name: p for p in dots.protected}
+
+
+def project(tmp_path: Path) -> Path:
+    top = tmp_path.resolve() / "proj"
+    top.mkdir()
+    return top
+
+
+# --- git's config syntax ---------------------------------------------------------------------
+
+CONFIGS = [
+    "[core]\n\thooksPath = hooks\n",
+    "[Core]\nHooksPath=  spaced   value  \n",
+    '[core]\n\thookspath = "quoted  # not a comment" ; a comment\n',
+    "[core]\nhooksPath = a\\\n  continued\n",
+    '[core]\nhooksPath = "tab\\there" and\\\\back\\"slash\n',
+    '[includeIf "gitdir:~/work/"]\n\tpath = work.inc\n[include]\npath = one\npath = two\n',
+    '[includeIf "gitdir/i:C:\\\\X\\"Y"]\npath = odd\n',
+    "[section.Sub]\nkey = deprecated form\n",
+    "[core] hooksPath = same line\n",
+    "\ufeff[core]\r\nhooksPath = crlf\r\n",
+    "[core]\nbare\nempty =\n",
+    "# comment\n; comment\n[core]\n  # indented comment\n  hooksPath = x # trailing\n",
+    '[core]\nhooksPath = "" spaced\n',
+    "[a]\nk = v\n[b \"c d\"]\nk = w\n[a]\nk = again\n",
+]
+
+
+@needs_git
+@pytest.mark.parametrize("text", CONFIGS)
+def test_the_config_parser_agrees_with_git(text: str, tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_bytes(text.encode())
+    listed = git("config", "--file", str(config), "--no-includes", "--list", "-z",
+                 cwd=tmp_path)
+    expected: list[tuple[str, str | None]] = []
+    for record in listed.split("\0")[:-1]:
+        key, newline, value = record.partition("\n")
+        expected.append((key, value if newline else None))
+    assert parse_git_config(text) == expected
+
+
+def test_the_config_parser_reads_on_past_a_line_git_refuses() -> None:
+    # git refuses the whole file; finding more than git only ever protects more.
+    assert parse_git_config("[core]\nthis is junk\nhooksPath = h\n") == [
+        ("core.hookspath", "h")]
+    assert parse_git_config("hooksPath = outside any section\n") == []
+    assert parse_git_config("[core]\nbare ; git refuses a comment here\n") == [
+        ("core.bare", None)]
+
+
+# --- the top's own dot files -----------------------------------------------------------------
+
+
+def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
+        tmp_path: Path) -> None:
+    top = project(tmp_path)
+    (top / "Makefile").write_text("all:\n")
+    (top / "package.json").write_text("{}")
+    (top / ".devcontainer").mkdir()
+    dots = analyze(str(top), home="/home/u")
+    assert dots.top == str(top)
+    assert list(dots.protected) == [
+        Protected(f"{top}/.git", f"{top}/.git", "folder", False, f".git: {GIT_REASON}",
+                  placeholder=f"{top}/.git"),
+        # A missing .envrc is never held: direnv runs only what you allowed.
+        Protected(f"{top}/.envrc", f"{top}/.envrc", "file", False, ENVRC_REASON),
+        Protected(f"{top}/.vscode", f"{top}/.vscode", "folder", False, VSCODE,
+                  placeholder=f"{top}/.vscode"),
+        Protected(f"{top}/.idea", f"{top}/.idea", "folder", False, IDEA,
+                  placeholder=f"{top}/.idea"),
+        Protected(f"{top}/.husky", f"{top}/.husky", "folder", False, HUSKY,
+                  placeholder=f"{top}/.husky"),
+    ]
+
+
+def test_existing_dot_files_are_protected_as_they_are(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    for name in (".vscode", ".idea", ".husky"):
+        (top / name).mkdir()
+    (top / ".envrc").write_text("export X=1\n")
+    found = by_name(analyze(str(top), home="/home/u"))
+    for name in (".vscode", ".idea", ".husky"):
+        assert found[f"{top}/{name}"].exists
+        assert found[f"{top}/{name}"].kind == "folder"
+        assert found[f"{top}/{name}"].placeholder is None
+    assert found[f"{top}/.envrc"] == Protected(f"{top}/.envrc", f"{top}/.envrc", "file",
+                                               True, ENVRC_REASON)
+    names = {os.path.basename(p.path) for p in found.values()}
+    assert not names & {"Makefile", "package.json", ".devcontainer"}
+
+
+def test_a_link_at_the_top_is_reported_with_its_target(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (top / ".vscode").symlink_to(tmp_path / "elsewhere")
+    found = by_name(analyze(str(top), home="/home/u"))[f"{top}/.vscode"]
+    assert found.link == f"{top}/.vscode"
+    assert found.path == str(tmp_path.resolve() / "elsewhere")
+    assert found.placeholder is None
+
+
+# --- git ---------------------------------------------------------------------------------------
+
+
+@needs_git
+def test_a_repository_protects_git_whole_and_what_its_settings_name(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    (top / "scripts" / "hooks").mkdir(parents=True)
+    (top / "shared.gitconfig").write_text("[include]\n\tpath = nested/deeper.cfg\n")
+    git("config", "core.hooksPath", "scripts/hooks", cwd=top)
+    git("config", "include.path", "../../proj/shared.gitconfig", cwd=top)
+    git("config", "includeIf.gitdir:~/w/.path", "~/.gitconfig-work", cwd=top)
+    found = by_name(analyze(str(top), home="/home/u"))
+    assert found[f"{top}/.git"].exists and found[f"{top}/.git"].kind == "folder"
+    assert found[f"{top}/scripts/hooks"] == Protected(
+        f"{top}/scripts/hooks", f"{top}/scripts/hooks", "folder", True,
+        "core.hooksPath = scripts/hooks in config: git runs the hooks there")
+    # include.path is relative to the including file (.git/config here)...
+    assert found[f"{top}/shared.gitconfig"].reason == (
+        "include.path = ../../proj/shared.gitconfig in config: git reads settings from it")
+    # ...and followed: what it includes is relative to it, and missing, so held.
+    nested = found[f"{top}/nested/deeper.cfg"]
+    assert (nested.exists, nested.kind, nested.placeholder) == (False, "file", f"{top}/nested")
+    assert nested.reason == (f"include.path = nested/deeper.cfg in {top}/shared.gitconfig: "
+                             "git reads settings from it")
+    work = found["/home/u/.gitconfig-work"]
+    assert work.reason == ("includeif.gitdir:~/w/.path = ~/.gitconfig-work in config: git "
+                           "reads settings from it")
+
+
+@needs_git
+def test_a_hooks_path_of_dev_null_or_absent_names_nothing(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    before = {p.name for p in analyze(str(top), home="/h").protected}
+    git("config", "core.hooksPath", "/dev/null", cwd=top)
+    assert {p.name for p in analyze(str(top), home="/h").protected} == before
+
+
+@needs_git
+def test_a_linked_worktree_protects_the_main_git_directory(tmp_path: Path) -> None:
+    main = project(tmp_path)
+    git("init", "-q", "-b", "main", cwd=main)
+    (main / "f").write_text("x")
+    git("add", "f", cwd=main)
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "one", cwd=main)
+    wt = tmp_path.resolve() / "wt"
+    git("worktree", "add", "-q", str(wt), "-b", "side", cwd=main)
+    found = by_name(analyze(str(wt), home="/h"))
+    assert found[f"{wt}/.git"].kind == "file"
+    assert found[f"{wt}/.git"].reason == f".git (a gitdir: file): {GIT_REASON}"
+    gitdir = found[f"{main}/.git/worktrees/wt"]
+    assert gitdir.exists and gitdir.kind == "folder"
+    assert gitdir.reason.startswith(f"the git directory .git names (gitdir: {main}/.git/")
+    common = found[f"{main}/.git"]
+    assert common.reason == (f"the commondir of {main}/.git/worktrees/wt (../..): git reads "
+                             "its settings and hooks there")
+
+
+def test_a_gitdir_file_naming_a_missing_folder_holds_it(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    (top / ".git").write_text("gitdir: ../gone/repo\r\n")
+    found = by_name(analyze(str(top), home="/h"))
+    target = found[str(tmp_path.resolve() / "gone" / "repo")]
+    assert (target.exists, target.placeholder) == (False, str(tmp_path.resolve() / "gone"))
+    # Not a gitdir: file at all: only .git itself.
+    (top / ".git").write_text("gitdir:no-space\n")
+    assert [p.name for p in analyze(str(top), home="/h").protected
+            if "gone" in p.name] == []
+
+
+@needs_git
+def test_pre_commit_and_lefthook_stubs_name_their_settings(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    hooks = top / ".git" / "hooks"
+    (hooks / "pre-commit").write_text(
+        "#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\n"
+        "INSTALL_PYTHON=/usr/bin/python3\n"
+        "ARGS=(hook-impl --config=ci/pre-commit.yaml --hook-type=pre-commit)\n")
+    (hooks / "pre-push").write_text(
+        "#!/bin/sh\nset -a\n[ -f .lefthookrc ] && . .lefthookrc\n"
+        "call_lefthook()\n{\n  :\n}\ncall_lefthook \"run pre-push $@\"\n")
+    (top / ".lefthook.yaml").write_text("pre-push: {}\n")
+    found = by_name(analyze(str(top), home="/h"))
+    stub = f"{top}/.git/hooks/pre-push"
+    lefthook = f"lefthook's settings: its stub {stub} runs the hooks they list"
+    assert found[f"{top}/ci/pre-commit.yaml"].reason == (
+        f"pre-commit's settings: its stub {top}/.git/hooks/pre-commit runs the hooks they list")
+    assert found[f"{top}/ci/pre-commit.yaml"].placeholder == f"{top}/ci"
+    assert found[f"{top}/.lefthookrc"].reason == (
+        f"the rc file lefthook's stub {stub} sources")
+    # .lefthook.yaml is the 5th name lefthook tries: each before it is held, so none
+    # made now could take its place; the local config, absent, is held by its first name.
+    held = [p.name.removeprefix(f"{top}/") for p in found.values() if p.reason == lefthook]
+    assert held == ["lefthook.yml", ".lefthook.yml", ".config/lefthook.yml",
+                    "lefthook.yaml", ".lefthook.yaml", "lefthook-local.yml"]
+    assert found[f"{top}/.config/lefthook.yml"].placeholder == f"{top}/.config"
+    assert found[f"{top}/.lefthook.yaml"].exists
+    for name in (".lefthook", ".lefthook-local"):
+        assert found[f"{top}/{name}"].placeholder == f"{top}/{name}"
+
+
+@needs_git
+def test_no_stub_means_no_hook_manager_settings(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    (top / ".pre-commit-config.yaml").write_text("repos: []\n")
+    (top / "lefthook.yml").write_text("{}\n")
+    names = {p.name for p in analyze(str(top), home="/h").protected}
+    assert f"{top}/.pre-commit-config.yaml" not in names
+    assert f"{top}/lefthook.yml" not in names
+
+
+@needs_git
+def test_a_hooks_path_through_a_link_inside_the_folder_is_reported(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    (top / "real-hooks").mkdir()
+    (top / "scripts").symlink_to("real-hooks")
+    git("config", "core.hooksPath", "scripts", cwd=top)
+    found = by_name(analyze(str(top), home="/h"))[f"{top}/scripts"]
+    assert found.link == f"{top}/scripts"
+    assert found.path == f"{top}/real-hooks"
+
+
+@needs_git
+def test_includes_that_loop_or_nest_too_deep_end(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    (top / "a.cfg").write_text("[include]\npath = b.cfg\n")
+    (top / "b.cfg").write_text("[include]\npath = a.cfg\n")
+    git("config", "include.path", "../a.cfg", cwd=top)
+    names = [p.name for p in analyze(str(top), home="/h").protected]
+    assert names.count(f"{top}/a.cfg") == 1 and names.count(f"{top}/b.cfg") == 1
