@@ -44,6 +44,14 @@ LINUX_SYSTEM_FOLDERS = (
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 )
 
+# The same on macOS, resolved (/etc is a link to /private/etc there, and Seatbelt matches
+# resolved paths): the system, its libraries and frameworks, installed applications and
+# Homebrew's /opt, the time zones /etc/localtime names, and the shell /bin/sh selects.
+MACOS_SYSTEM_FOLDERS = (
+    "/System", "/usr", "/bin", "/sbin", "/Library", "/Applications", "/opt",
+    "/private/etc", "/private/var/db/timezone", "/private/var/select",
+)
+
 
 @dataclass(frozen=True)
 class Context:
@@ -73,6 +81,8 @@ class Context:
             uid=os.geteuid(),
             runtime_dir=os.path.normpath(runtime) if runtime and runtime.startswith("/") else None,
             installation=installation_paths(),
+            system_folders=(MACOS_SYSTEM_FOLDERS if sys.platform == "darwin"
+                            else LINUX_SYSTEM_FOLDERS),
         )
 
 
