@@ -1,0 +1,412 @@
+"""Placeholders: empty folders (or files) made for a run where a dot file is missing.
+
+A mount covers only what is there, and a write grant otherwise lets the program make a
+`.git` that was not: so the launch makes an empty one on the host, the plan binds it
+read-only, and it is removed after the run, unless a run still alive holds it, since
+removing one another sandbox has mounted over undoes that mount there.
+
+Facts this relies on:
+- rmdir or unlink of a path that is a mount point in *another* mount namespace succeeds
+  (Linux 3.18+) and detaches those mounts: the host side can undo a live sandbox's
+  read-only bind, so a placeholder goes only while no live run holds it;
+- flock(2) locks belong to the open file description: a killed holder's lock is gone
+  with its last descriptor, and `LOCK_EX` waiters are not served first come, first
+  served (measured in benchmarks/placeholder_lock.py);
+- /proc/PID/stat field 22 is the process's start time in clock ticks since boot: with
+  the pid it names one process for the boot, so a reused pid is not taken for a holder.
+
+The state (`$LNK_HOME/placeholders`) lists each placeholder with its device, inode and
+the runs holding it (pid, start time and a number per run in that process), one line
+each, read and rewritten whole under one lock (`$LNK_HOME/placeholders.lock`) and
+written atomically (temp file, fsync, rename). A line format, not JSON: loading it is on
+every start. The lock covers the whole read-decide-write, and is not narrowed: the
+record weighed the cost (about 1 ms a start) against the states narrowing would add.
+
+A placeholder goes only while it is the same inode, still empty, and held by no live
+run. Same inode means the same device and inode number: a folder removed and made again
+meanwhile may get the number back, and an empty one is then removed as ours. One that is not empty any more is the person's now and forgotten, but for one
+holding only other placeholders, which goes with them. Runs that died without
+releasing (a supervisor killed with SIGKILL) are pruned at the next start. Runs with
+different `$LNK_HOME`s do not see each other's placeholders: each would take the other's
+for the person's own folder, and leave it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import itertools
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .errors import LaunchError
+from .state import ensure_private_dir, write_atomically
+
+STATE_NAME = "placeholders"
+LOCK_NAME = "placeholders.lock"
+_HEADER = b"lnk-placeholders 1"
+_WALK = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+_runs = itertools.count(1)
+
+Kind = Literal["file", "folder"]
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """A path the plan binds read-only that may need a placeholder: made when missing,
+    joined when it is a registered placeholder, left alone when it is the person's."""
+
+    path: str
+    kind: Kind
+
+
+@dataclass
+class _Entry:
+    path: str
+    kind: Kind
+    device: int
+    inode: int
+    holders: list[str] = field(default_factory=list)
+
+
+def _process_start(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat, or None for a process gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()  # field 3 is fields[0]: field 22 is fields[19]
+
+
+def _escape(path: str) -> bytes:
+    return os.fsencode(path).replace(b"\\", b"\\\\").replace(b"\n", b"\\n")
+
+
+def _unescape(data: bytes) -> str:
+    out = bytearray()
+    chars = iter(data)
+    for byte in chars:
+        if byte == 0x5C:  # a backslash: the next byte is \\ or n
+            following = next(chars, 0x5C)
+            out.append(0x0A if following == 0x6E else following)
+        else:
+            out.append(byte)
+    return os.fsdecode(bytes(out))
+
+
+def _parse(data: bytes) -> dict[str, _Entry]:
+    """The state's entries; lines that do not parse are forgotten (left on disk)."""
+    lines = data.split(b"\n")
+    entries: dict[str, _Entry] = {}
+    if lines[0] != _HEADER:
+        return entries
+    for line in lines[1:]:
+        parts = line.split(b" ", 4)
+        if len(parts) != 5 or parts[0] not in (b"d", b"f"):
+            continue
+        try:
+            device, inode = int(parts[1]), int(parts[2])
+        except ValueError:
+            continue
+        holders = [] if parts[3] == b"-" else parts[3].decode("ascii", "replace").split(",")
+        path = _unescape(parts[4])
+        entries[path] = _Entry(path, "folder" if parts[0] == b"d" else "file", device, inode,
+                               holders)
+    return entries
+
+
+def _render(entries: dict[str, _Entry]) -> bytes:
+    lines = [_HEADER]
+    for entry in entries.values():
+        holders = ",".join(entry.holders).encode() or b"-"
+        lines.append(b"%s %d %d %s %s" % (b"d" if entry.kind == "folder" else b"f",
+                                          entry.device, entry.inode, holders,
+                                          _escape(entry.path)))
+    return b"\n".join(lines) + b"\n"
+
+
+class _Parents:
+    """Folders opened one component at a time from `/`, no link followed, kept open for
+    one locked section: a placeholder is made and removed through its folder's fd."""
+
+    def __init__(self) -> None:
+        self.fds: dict[str, int] = {}
+
+    def open(self, folder: str) -> int:
+        if folder in self.fds:
+            return self.fds[folder]
+        fd = os.open("/", _WALK)
+        walked = ""
+        try:
+            for part in [p for p in folder.split("/") if p]:
+                walked += "/" + part
+                try:
+                    next_fd = os.open(part, _WALK, dir_fd=fd)
+                except OSError as err:
+                    if err.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(walked):
+                        raise _link(walked) from None
+                    raise
+                os.close(fd)
+                fd = next_fd
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fds[folder] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+def _link(path: str) -> LaunchError:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return LaunchError(
+        f"{path} is a link (to {target}) where a dot file is held read-only for the run; "
+        "the program could point it elsewhere, so the launch is refused",
+        hint="remove the link, or list its folder in files.write_dot_files",
+    )
+
+
+class Placeholders:
+    """The placeholder state of one `$LNK_HOME`; `last_wait` is the last lock wait (s)."""
+
+    def __init__(self, lnk_home: str):
+        self.lnk_home = lnk_home
+        self.state_path = os.path.join(lnk_home, STATE_NAME)
+        self.lock_path = os.path.join(lnk_home, LOCK_NAME)
+        self.last_wait = 0.0
+
+    # -- the locked section -----------------------------------------------------------------
+
+    def _locked(self) -> int:
+        ensure_private_dir(self.lnk_home)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                     0o600)
+        started = time.perf_counter()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.last_wait = time.perf_counter() - started
+        return fd
+
+    def _load(self) -> dict[str, _Entry]:
+        try:
+            with open(self.state_path, "rb") as handle:
+                return _parse(handle.read())
+        except FileNotFoundError:
+            return {}
+
+    def _save(self, entries: dict[str, _Entry], before: bytes) -> None:
+        data = _render(entries)
+        if data == before:
+            return
+        if not entries:
+            try:
+                os.unlink(self.state_path)
+            except FileNotFoundError:
+                pass
+            return
+        write_atomically(self.state_path, data)
+
+    def _prune(self, entries: dict[str, _Entry], parents: _Parents,
+               alive: dict[str, bool]) -> None:
+        """Drop dead holders; remove each placeholder nobody holds (deepest first)."""
+        for entry in entries.values():
+            entry.holders = [h for h in entry.holders if _holder_alive(h, alive)]
+        for path in sorted(entries, key=lambda p: p.count("/"), reverse=True):
+            entry = entries[path]
+            if entry.holders:
+                continue
+            if _remove(entry, entries, parents):
+                del entries[path]
+
+    # -- holding and releasing ----------------------------------------------------------------
+
+    def hold(self, wanted: list[Wanted]) -> Held:
+        """Make or join the placeholders of `wanted`, and prune dead runs' ones.
+
+        LaunchError for a link where a placeholder goes; the rest as OSError. A start
+        with nothing wanted and no state skips the lock: there is nothing to prune.
+        """
+        held = Held(self, f"{_this_process()}:{next(_runs)}")
+        if not wanted and not os.path.exists(self.state_path):
+            return held
+        fd = self._locked()
+        parents = _Parents()
+        try:
+            try:
+                with open(self.state_path, "rb") as handle:
+                    before = handle.read()
+            except FileNotFoundError:
+                before = b""
+            entries = _parse(before)
+            self._prune(entries, parents, {})
+            try:
+                for item in wanted:
+                    entry = _join_or_make(item, entries, parents, held.token)
+                    if entry is not None:
+                        held.paths.append(entry.path)
+            except BaseException:
+                # Refused half-way: what this start made goes again, nothing is held.
+                for entry in entries.values():
+                    entry.holders = [h for h in entry.holders if h != held.token]
+                self._prune(entries, parents, {})
+                self._save(entries, before)
+                raise
+            self._save(entries, before)
+        except OSError as err:
+            raise LaunchError(f"cannot hold the missing dot files for the run: {err}",
+                              errno=err.errno) from None
+        finally:
+            parents.close()
+            os.close(fd)
+        return held
+
+    def release(self, token: str) -> None:
+        """Drop `token`'s holds and remove what nobody holds any more."""
+        fd = self._locked()
+        parents = _Parents()
+        try:
+            try:
+                with open(self.state_path, "rb") as handle:
+                    before = handle.read()
+            except FileNotFoundError:
+                return
+            entries = _parse(before)
+            for entry in entries.values():
+                entry.holders = [h for h in entry.holders if h != token]
+            self._prune(entries, parents, {})
+            self._save(entries, before)
+        finally:
+            parents.close()
+            os.close(fd)
+
+    def entries(self) -> dict[str, tuple[Kind, int, int, tuple[str, ...]]]:
+        """The state as it is (for tests and `check`): path -> kind, dev, ino, holders."""
+        return {p: (e.kind, e.device, e.inode, tuple(e.holders))
+                for p, e in self._load().items()}
+
+
+@dataclass
+class Held:
+    """One run's holds; `release()` once, after the sandbox has ended."""
+
+    placeholders: Placeholders
+    token: str
+    paths: list[str] = field(default_factory=list)
+    released: bool = False
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        if self.paths or os.path.exists(self.placeholders.state_path):
+            self.placeholders.release(self.token)
+
+
+_this: tuple[int, str] | None = None
+
+
+def _this_process() -> str:
+    """`pid:start` of this process, read once per process (a fork reads it again)."""
+    global _this
+    pid = os.getpid()
+    if _this is None or _this[0] != pid:
+        _this = (pid, f"{pid}:{_process_start(pid)}")
+    return _this[1]
+
+
+def _holder_alive(token: str, alive: dict[str, bool]) -> bool:
+    pid_text, _, rest = token.partition(":")
+    key = f"{pid_text}:{rest.partition(':')[0]}"
+    if key not in alive:
+        try:
+            pid = int(pid_text)
+        except ValueError:
+            alive[key] = False
+        else:
+            alive[key] = _process_start(pid) == rest.partition(":")[0]
+    return alive[key]
+
+
+def _lstat(parent: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _join_or_make(item: Wanted, entries: dict[str, _Entry], parents: _Parents,
+                  token: str) -> _Entry | None:
+    folder, name = os.path.split(item.path)
+    try:
+        parent = parents.open(folder)
+    except FileNotFoundError:
+        raise LaunchError(f"{folder} no longer exists, so {item.path} cannot be held "
+                          "read-only for the run", hint="run the command again") from None
+    info = _lstat(parent, name)
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        raise _link(item.path)
+    entry = entries.get(item.path)
+    if info is not None:
+        if entry is None:
+            return None  # the person's own: the bind covers it, nothing to remove
+        if (info.st_dev, info.st_ino) != (entry.device, entry.inode):
+            del entries[item.path]  # replaced since: not ours any more
+            return None
+        entry.holders.append(token)
+        return entry
+    try:
+        if item.kind == "folder":
+            os.mkdir(name, 0o755, dir_fd=parent)
+        else:
+            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o644, dir_fd=parent))
+    except FileExistsError:
+        return _join_or_make(item, entries, parents, token)  # made meanwhile: look again
+    made = _lstat(parent, name)
+    assert made is not None
+    entry = _Entry(item.path, item.kind, made.st_dev, made.st_ino, [token])
+    entries[item.path] = entry
+    return entry
+
+
+def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> bool:
+    """Remove a placeholder nobody holds; True when it may be forgotten."""
+    folder, name = os.path.split(entry.path)
+    try:
+        parent = parents.open(folder)
+    except (OSError, LaunchError):
+        return True  # its folder is gone or became a link: nothing of ours to remove
+    info = _lstat(parent, name)
+    if info is None or (info.st_dev, info.st_ino) != (entry.device, entry.inode):
+        return True
+    try:
+        if entry.kind == "folder":
+            os.rmdir(name, dir_fd=parent)
+        elif info.st_size == 0 and stat.S_ISREG(info.st_mode):
+            os.unlink(name, dir_fd=parent)
+        else:
+            return True  # written to: the person's now
+    except OSError as err:
+        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        # Not empty: kept while what is in it is only other placeholders (they go first).
+        prefix = entry.path + "/"
+        nested = [p for p in entries if p.startswith(prefix)]
+        return not nested
+    return True

@@ -1,0 +1,234 @@
+"""The placeholder state on real folders: made, joined, released, pruned after a killed
+holder, never removed from under a live one, with 16 holders at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from supervisor.errors import LaunchError
+from supervisor.placeholders import (
+    LOCK_NAME,
+    STATE_NAME,
+    Placeholders,
+    Wanted,
+    _parse,
+    _process_start,
+    _render,
+)
+
+
+@pytest.fixture
+def lnk_home(tmp_path: Path) -> Path:
+    return tmp_path.resolve() / "lnk"
+
+
+@pytest.fixture
+def top(tmp_path: Path) -> Path:
+    folder = tmp_path.resolve() / "proj"
+    folder.mkdir()
+    return folder
+
+
+def state(lnk_home: Path) -> dict[str, tuple[str, int, int, tuple[str, ...]]]:
+    return Placeholders(str(lnk_home)).entries()
+
+
+def test_a_missing_folder_is_made_listed_and_removed_after(lnk_home: Path, top: Path) -> None:
+    places = Placeholders(str(lnk_home))
+    held = places.hold([Wanted(str(top / ".git"), "folder")])
+    info = os.lstat(top / ".git")
+    assert os.listdir(top / ".git") == []
+    assert held.paths == [str(top / ".git")]
+    pid, start = os.getpid(), _process_start(os.getpid())
+    assert state(lnk_home) == {
+        str(top / ".git"): ("folder", info.st_dev, info.st_ino, (held.token,))}
+    assert held.token.startswith(f"{pid}:{start}:")
+    assert (lnk_home / LOCK_NAME).exists()
+    assert os.stat(lnk_home).st_mode & 0o777 == 0o700
+    held.release()
+    assert not (top / ".git").exists()
+    assert not (lnk_home / STATE_NAME).exists()  # nothing left to list
+    held.release()  # a second release does nothing
+
+
+def test_a_second_run_joins_and_the_last_one_out_removes(lnk_home: Path, top: Path) -> None:
+    first = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".vscode"), "folder")])
+    second = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".vscode"), "folder")])
+    assert second.paths == [str(top / ".vscode")]
+    holders = state(lnk_home)[str(top / ".vscode")][3]
+    assert holders == (first.token, second.token)
+    first.release()
+    assert (top / ".vscode").is_dir()  # the second run still holds it
+    second.release()
+    assert not (top / ".vscode").exists()
+
+
+def test_the_persons_own_folder_is_bound_but_never_listed(lnk_home: Path, top: Path) -> None:
+    (top / ".idea").mkdir()
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".idea"), "folder")])
+    assert held.paths == []
+    assert state(lnk_home) == {}
+    held.release()
+    assert (top / ".idea").is_dir()
+
+
+def test_a_placeholder_written_to_or_replaced_is_left_and_forgotten(
+        lnk_home: Path, top: Path) -> None:
+    places = Placeholders(str(lnk_home))
+    held = places.hold([Wanted(str(top / ".git"), "folder"),
+                        Wanted(str(top / ".husky"), "folder"),
+                        Wanted(str(top / "extra.cfg"), "file")])
+    (top / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # outside, meanwhile
+    os.rename(top / ".husky", top / "old")
+    (top / ".husky").mkdir()  # another inode (the old one still there, so not reused)
+    os.rmdir(top / "old")
+    (top / "extra.cfg").write_text("[core]\n")
+    held.release()
+    assert (top / ".git" / "HEAD").exists()
+    assert (top / ".husky").is_dir()
+    assert (top / "extra.cfg").read_text() == "[core]\n"
+    assert state(lnk_home) == {}
+
+
+def test_an_empty_file_placeholder_is_removed(lnk_home: Path, top: Path) -> None:
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(top / "lefthook-local.yml"), "file")])
+    assert (top / "lefthook-local.yml").read_bytes() == b""
+    held.release()
+    assert not (top / "lefthook-local.yml").exists()
+
+
+def test_a_link_where_a_placeholder_goes_refuses_and_undoes_the_rest(
+        lnk_home: Path, top: Path, tmp_path: Path) -> None:
+    (top / ".idea").symlink_to(tmp_path)
+    places = Placeholders(str(lnk_home))
+    with pytest.raises(LaunchError) as caught:
+        places.hold([Wanted(str(top / ".git"), "folder"), Wanted(str(top / ".idea"), "folder")])
+    assert caught.value.message.startswith(f"{top}/.idea is a link (to {tmp_path}) where a "
+                                           "dot file is held read-only for the run")
+    assert caught.value.hint == "remove the link, or list its folder in files.write_dot_files"
+    assert not (top / ".git").exists()  # made, then removed again
+    assert state(lnk_home) == {}
+
+
+def test_a_link_in_the_folders_above_refuses(lnk_home: Path, top: Path) -> None:
+    (top / "real").mkdir()
+    (top / "scripts").symlink_to("real")
+    with pytest.raises(LaunchError, match=f"{top}/scripts is a link"):
+        Placeholders(str(lnk_home)).hold([Wanted(str(top / "scripts" / "hooks"), "folder")])
+    assert os.listdir(top / "real") == []
+
+
+def test_a_killed_holder_is_pruned_at_the_next_start(lnk_home: Path, top: Path,
+                                                     tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the "supervisor" that is killed
+        try:
+            os.close(read_end)
+            Placeholders(str(lnk_home)).hold([Wanted(str(top / ".git"), "folder")])
+            os.write(write_end, b"held")
+            time.sleep(60)
+        finally:
+            os._exit(1)
+    os.close(write_end)
+    assert os.read(read_end, 4) == b"held"
+    os.close(read_end)
+    assert (top / ".git").is_dir()
+    os.kill(pid, signal.SIGKILL)
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped: a zombie holds
+    # nothing either
+    other = tmp_path / "other"
+    other.mkdir()
+    held = Placeholders(str(lnk_home)).hold([])  # a start elsewhere, wanting nothing
+    assert not (top / ".git").exists()
+    assert state(lnk_home) == {}
+    held.release()
+    os.waitpid(pid, 0)
+
+
+def test_a_reused_pid_is_no_holder(lnk_home: Path, top: Path) -> None:
+    (top / ".git").mkdir()
+    info = os.lstat(top / ".git")
+    stale = f"{os.getpid()}:1:1"  # this pid, but a start time that is not this process's
+    (lnk_home).mkdir(mode=0o700)
+    (lnk_home / STATE_NAME).write_bytes(
+        b"lnk-placeholders 1\nd %d %d %s %s\n" % (info.st_dev, info.st_ino, stale.encode(),
+                                                  str(top / ".git").encode()))
+    Placeholders(str(lnk_home)).hold([]).release()
+    assert not (top / ".git").exists()
+
+
+def test_nested_placeholders_go_with_the_last_holder(lnk_home: Path, top: Path) -> None:
+    places = Placeholders(str(lnk_home))
+    outer = places.hold([Wanted(str(top / "scripts"), "folder")])
+    inner = places.hold([Wanted(str(top / "scripts" / "hooks"), "folder")])
+    outer.release()
+    assert (top / "scripts" / "hooks").is_dir()  # holding only a held placeholder: kept
+    assert list(state(lnk_home)) == [str(top / "scripts"), str(top / "scripts" / "hooks")]
+    inner.release()
+    assert not (top / "scripts").exists()
+    assert state(lnk_home) == {}
+
+
+def test_the_state_format_keeps_any_path() -> None:
+    data = (b"lnk-placeholders 1\n"
+            b"d 1 2 10:20:1,11:21:3 /p/with space\\nnew\\\\line\n"
+            b"f 3 4 - /q\n"
+            b"x bad line\n"
+            b"d notanumber 2 - /r\n")
+    entries = _parse(data)
+    assert list(entries) == ["/p/with space\nnew\\line", "/q"]
+    assert entries["/p/with space\nnew\\line"].holders == ["10:20:1", "11:21:3"]
+    assert entries["/q"].kind == "file" and entries["/q"].holders == []
+    assert _parse(_render(entries)) == entries
+    assert _parse(b"something else\nd 1 2 - /x\n") == {}
+
+
+def test_a_start_with_nothing_to_hold_and_no_state_takes_no_lock(lnk_home: Path) -> None:
+    held = Placeholders(str(lnk_home)).hold([])
+    held.release()
+    assert not lnk_home.exists()
+
+
+_CHILD_CHECKS = 40
+
+
+def test_sixteen_runs_at_once_none_loses_its_placeholder(lnk_home: Path, top: Path) -> None:
+    """16 holders of one .git, each for a different time: each sees the same inode for
+    its whole hold, and after all end nothing is left."""
+    go_read, go_write = os.pipe()
+    children = []
+    for number in range(16):
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                os.close(go_write)
+                os.read(go_read, 1)  # all start at once
+                held = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".git"), "folder")])
+                first = os.lstat(top / ".git")
+                for _ in range(_CHILD_CHECKS):
+                    time.sleep(0.001 * (number + 1) / 4)
+                    now = os.lstat(top / ".git")
+                    if (now.st_dev, now.st_ino) != (first.st_dev, first.st_ino):
+                        os._exit(2)
+                holders = Placeholders(str(lnk_home)).entries()[str(top / ".git")][3]
+                if held.token not in holders:
+                    os._exit(4)
+                held.release()
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    os.close(go_read)
+    os.write(go_write, b"x" * 16)
+    os.close(go_write)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+    assert codes == [0] * 16
+    assert not (top / ".git").exists()
+    assert state(lnk_home) == {}
