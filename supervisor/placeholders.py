@@ -24,11 +24,12 @@ record weighed the cost (about 1 ms a start) against the states narrowing would 
 
 A placeholder goes only while it is the same inode, still empty, and held by no live
 run. Same inode means the same device and inode number: a folder removed and made again
-meanwhile may get the number back, and an empty one is then removed as ours. One that is not empty any more is the person's now and forgotten, but for one
-holding only other placeholders, which goes with them. Runs that died without
-releasing (a supervisor killed with SIGKILL) are pruned at the next start. Runs with
-different `$LNK_HOME`s do not see each other's placeholders: each would take the other's
-for the person's own folder, and leave it.
+meanwhile may get the number back, and an empty one is then removed as ours. One that
+is not empty any more is the person's now and forgotten, but for one holding only other
+placeholders, which goes with them. Runs that died without releasing (a supervisor
+killed with SIGKILL) are pruned at the next start. Runs with different `$LNK_HOME`s do
+not see each other's placeholders: each would take the other's for the person's own
+folder, and leave it.
 """
 
 from __future__ import annotations
