@@ -312,11 +312,18 @@ class Held:
     released: bool = False
 
     def release(self) -> None:
+        """Never raises for the state: the run's own outcome matters more, and the next
+        start prunes what this one could not (its process will be gone)."""
         if self.released:
             return
         self.released = True
-        if self.paths or os.path.exists(self.placeholders.state_path):
+        if not self.paths and not os.path.exists(self.placeholders.state_path):
+            return
+        try:
             self.placeholders.release(self.token)
+        except OSError as err:
+            os.write(2, f"lnk-sandbox: could not remove the placeholders of this run "
+                        f"({err}); the next start will\n".encode("utf-8", "replace"))
 
 
 _this: tuple[int, str] | None = None

@@ -10,7 +10,10 @@ a mount hides whatever an earlier mount put beneath it, so the order is the poli
 2. grants and hides, outer to inner (by depth): the folders holding a hidden one are
    mounted before it is hidden (tmpfs, or an empty file), the grants inside it after;
    read-only protections (the installation, dot files) after the write grant holding
-   them;
+   them. A dot file below the top of its write grant (a hooks folder, an included
+   settings file) has each folder between the two bound onto itself first: a mount
+   point cannot be renamed (EBUSY), so the folder holding it cannot be moved away and
+   made again, and stays writable otherwise;
 3. the inner confiner's package and, when outside the system folders, its interpreter;
 4. hidden folders' tmpfs and the root made read-only, last, since bwrap needs them
    writable to make the mount points of everything inside.
@@ -20,10 +23,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..dotfiles import DotFiles, Protected, analyze
+from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
+from ..placeholders import Wanted
 from ..policy import LINUX_SYSTEM_FOLDERS
 
 OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
@@ -52,15 +59,20 @@ class HostLayout:
     """The facts of this machine the plan needs, gathered by `HostLayout.probe()`.
 
     `system` maps each existing system folder to None (a folder) or its link text.
+    `dot_files` maps the target of each write grant whose dot files are protected to
+    what is at its top (`dotfiles.analyze`); a grant missing from it gets none, which
+    only a layout made by hand (a test) leaves out.
     """
 
     system: dict[str, str | None]
     inner_source: str
     interpreter: str
     interpreter_prefix: str
+    dot_files: dict[str, DotFiles] = field(default_factory=dict)
 
     @staticmethod
-    def probe(inner_source: str, interpreter: str, interpreter_prefix: str) -> HostLayout:
+    def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
+              snapshot: Snapshot | None = None) -> HostLayout:
         system: dict[str, str | None] = {}
         for folder in SYSTEM_FOLDERS:
             try:
@@ -71,7 +83,12 @@ class HostLayout:
                 system[folder] = os.readlink(folder)
             elif stat.S_ISDIR(mode):
                 system[folder] = None
-        return HostLayout(system, inner_source, interpreter, interpreter_prefix)
+        dot_files = {}
+        for grant in snapshot.visible() if snapshot is not None else ():
+            if grant.access == "write" and not grant.dot_files_writable and grant.is_dir:
+                assert grant.target is not None and snapshot is not None
+                dot_files[grant.target] = analyze(grant.target, home=snapshot.home)
+        return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files)
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,7 @@ class LaunchPlan:
     share_net: bool
     interpreter: str
     notes: tuple[str, ...] = field(default=())
+    holds: tuple[Wanted, ...] = field(default=())
 
 
 def _depth(path: str) -> int:
@@ -147,6 +165,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
                 add(1, MountOp("hide-file", grant.target, reason=_why(grant)), "hide")
         elif grant.access == "protect" and holder == "write":
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
+    holds = _dot_files(grants, layout, mounts, add)
 
     extra: list[MountOp] = [MountOp("ro-bind", INNER_MOUNT, layout.inner_source,
                                     "the inner confiner")]
@@ -178,7 +197,70 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         root_mode=root_mode,
         share_net=snapshot.network_mode == "host",
         interpreter=layout.interpreter,
+        holds=tuple(holds),
     )
+
+
+def _dot_files(
+    grants: tuple[Grant, ...],
+    layout: HostLayout,
+    mounts: list[tuple[str, str]],
+    add: Callable[[int, MountOp, str], None],
+) -> list[Wanted]:
+    """Read-only binds over each write grant's dot files, and what the launch holds.
+
+    Only what lies where the sandbox writes needs a mount (a gitdir elsewhere may be
+    read-only or hidden already). Every path bound here is offered to the placeholder
+    state at launch: a missing one is made then, and an existing one may be another
+    run's placeholder, which this run must hold too so it is not removed under it.
+    """
+    written = {g.target for g in grants if g.access == "write"}
+    found: list[tuple[Grant, Protected]] = []
+    for grant in grants:
+        if grant.access == "write" and not grant.dot_files_writable and grant.target:
+            dots = layout.dot_files.get(grant.target)
+            found.extend((grant, p) for p in (dots.protected if dots else ()))
+    for grant, protected in found:
+        if protected.link and _deepest(protected.link, mounts) == "write":
+            raise LaunchError(
+                f"{protected.link} is a link in the path of {protected.name} ({protected.reason}"
+                f"), in {grant.target}, which the sandbox writes: it could point the link "
+                "elsewhere, so the launch is refused",
+                hint=f"replace the link with what it points to, or list {grant.name!r} in "
+                "files.write_dot_files if the sandbox may change its dot files",
+            )
+    holds: list[Wanted] = []
+    bound: list[str] = []
+    anchored: set[str] = set()
+    for grant, protected in sorted(found, key=lambda pair: _depth(_dest(pair[1]) or "/")):
+        dest = _dest(protected)
+        if dest is None or dest in written or any(is_within(dest, b) for b in bound):
+            continue
+        if _deepest(dest, mounts) != "write":
+            continue
+        owner = f"dot file of {grant.name} ({grant.key or grant.reason})"
+        top = max((d for d, a in mounts if a == "write" and is_within(dest, d)), key=_depth)
+        folder = top
+        for part in dest[len(top):].strip("/").split("/")[:-1]:
+            folder = os.path.join(folder, part)
+            if folder not in anchored and not any(d == folder for d, _ in mounts):
+                anchored.add(folder)
+                add(2, MountOp("bind", folder, folder, f"{owner}: a mount point, so it cannot "
+                               f"be renamed, since it holds {dest}"), "write")
+        reason = f"{owner}: {protected.reason}"
+        kind = protected.kind
+        if not protected.exists:
+            kind = kind if dest == protected.path else "folder"
+            reason += f"; missing, so an empty {kind} is held there for the run"
+        add(2, MountOp("ro-bind", dest, dest, reason), "read")
+        bound.append(dest)
+        holds.append(Wanted(dest, kind))
+    return holds
+
+
+def _dest(protected: Protected) -> str | None:
+    """Where a protection is bound: the path, or for a missing one its placeholder."""
+    return protected.path if protected.exists else protected.placeholder
 
 
 def _why(grant: Grant) -> str:

@@ -10,6 +10,7 @@ from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog
 from ..grants import Snapshot
+from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
 from .elf import interpreter_of
@@ -21,7 +22,7 @@ from .watch import RECEIVERS, ExecWatch, Judge
 
 def plan_for(snapshot: Snapshot) -> LaunchPlan:
     python, prefix = interpreter()
-    layout = HostLayout.probe(inner_source(), python, prefix)
+    layout = HostLayout.probe(inner_source(), python, prefix, snapshot)
     return build_plan(snapshot, layout, root_mode=os.geteuid() == 0)
 
 
@@ -130,9 +131,17 @@ def launch_and_supervise(
                          compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
 
     try:
-        launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
-                         inner_config=config)
-        return supervise(launched, watch_factory=watch_factory if layers.listener else None)
+        # Missing dot files are made before the sources are pinned, and released on every
+        # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
+        # next start, which prunes runs no longer alive.
+        held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
+        try:
+            launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
+                             inner_config=config)
+            return supervise(launched,
+                             watch_factory=watch_factory if layers.listener else None)
+        finally:
+            held.release()
     finally:
         events.close()
 

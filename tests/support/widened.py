@@ -17,6 +17,7 @@ from supervisor.linux.launch import spawn
 from supervisor.linux.plan import LaunchPlan, MountOp
 from supervisor.linux.run import decide_layers, plan_for, program_loaders, sandbox_environment
 from supervisor.linux.supervise import supervise
+from supervisor.placeholders import Placeholders
 from supervisor.run import snapshot_for
 
 
@@ -32,9 +33,13 @@ def main() -> int:
         ops.insert(len(ops) - 1, MountOp("bind", extra, extra, "widened by the test"))
         wide = LaunchPlan(tuple(ops), plan.chdir, plan.root_mode, plan.share_net,
                           plan.interpreter)
-        launched = spawn(wide, bwrap_info(cache), argv=command,
-                         env=sandbox_environment(snapshot), inner_config=config)
-        outcome = supervise(launched)
+        held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
+        try:
+            launched = spawn(wide, bwrap_info(cache), argv=command,
+                             env=sandbox_environment(snapshot), inner_config=config)
+            outcome = supervise(launched)
+        finally:
+            held.release()
     except SandboxError as err:
         sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
         return 125
