@@ -1,6 +1,7 @@
 """The dot-file analysis: which paths at the top of a written folder are protected, why,
 and what git's settings and the hook managers' stubs name, on real trees (no privileges,
-nothing run but `git` itself to make repositories and to check the config parser)."""
+nothing run but `git` itself to make repositories and to check the config parser); and
+the Linux plan's read-only binds, mount points and placeholders compiled from it, exactly."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from supervisor.dotfiles import (
     analyze,
     parse_git_config,
 )
+from supervisor.errors import LaunchError
+from supervisor.grants import Grant, Snapshot
+from supervisor.linux.plan import HostLayout, MountOp, build_plan
+from supervisor.placeholders import Wanted
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
@@ -276,3 +281,135 @@ def test_includes_that_loop_or_nest_too_deep_end(tmp_path: Path) -> None:
     git("config", "include.path", "../a.cfg", cwd=top)
     names = [p.name for p in analyze(str(top), home="/h").protected]
     assert names.count(f"{top}/a.cfg") == 1 and names.count(f"{top}/b.cfg") == 1
+
+
+# --- the Linux plan's dot-file ops (pure: the analysis given by hand) ------------------------
+
+CWD = "/home/u/proj"
+OWNER = "dot file of . (files.write[0])"
+MISSING = "; missing, so an empty folder is held there for the run"
+
+
+def write(name: str, target: str, key: str = "files.write[0]", **extra: bool) -> Grant:
+    return Grant(name, target, "write", key, key, 3, **extra)
+
+
+def snap(*grants: Grant) -> Snapshot:
+    return Snapshot(version=1, source="spec.toml", home="/home/u", cwd=CWD,
+                    lnk_home="/home/u/.lnk", uid=1000, grants=grants, programs=None,
+                    network_mode="none", network_allow=(), env_keep=(), env_assign=(),
+                    agent=None, session=None)
+
+
+def layout(**dots: tuple[Protected, ...]) -> HostLayout:
+    return HostLayout(system={"/usr": None}, inner_source="/i",
+                      interpreter="/usr/bin/python3", interpreter_prefix="/usr",
+                      dot_files={top: DotFiles(top, found) for top, found in
+                                 ((k.replace("__", "/"), v) for k, v in dots.items())})
+
+
+def dots_of(*found: Protected) -> HostLayout:
+    return layout(**{CWD.replace("/", "__"): found})
+
+
+def middle(plan_ops: tuple[MountOp, ...]) -> list[MountOp]:
+    """The layered part: after /tmp, before the inner confiner."""
+    ops = list(plan_ops)
+    inner = next(i for i, op in enumerate(ops) if op.reason == "the inner confiner")
+    return ops[ops.index(MountOp("tmpfs", "/tmp", reason="a fresh /tmp")) + 1:inner]
+
+
+DOT_GIT = Protected(f"{CWD}/.git", f"{CWD}/.git", "folder", True, ".git: runs")
+VSCODE_MISSING = Protected(f"{CWD}/.vscode", f"{CWD}/.vscode", "folder", False, "vs",
+                           placeholder=f"{CWD}/.vscode")
+ENVRC_MISSING = Protected(f"{CWD}/.envrc", f"{CWD}/.envrc", "file", False, "direnv")
+HOOKS = Protected(f"{CWD}/tools/git/hooks", f"{CWD}/tools/git/hooks", "folder", True,
+                  "core.hooksPath")
+INCLUDE_MISSING = Protected(f"{CWD}/conf/x/extra.cfg", f"{CWD}/conf/x/extra.cfg", "file",
+                            False, "include.path", placeholder=f"{CWD}/conf/x")
+
+
+def test_the_plan_binds_dot_files_after_their_folder_and_holds_the_missing() -> None:
+    plan = build_plan(snap(write(".", CWD)),
+                      dots_of(DOT_GIT, VSCODE_MISSING, ENVRC_MISSING, HOOKS, INCLUDE_MISSING),
+                      root_mode=False)
+    assert middle(plan.ops) == [
+        MountOp("bind", CWD, CWD, "files.write[0]: ."),
+        MountOp("ro-bind", f"{CWD}/.git", f"{CWD}/.git", f"{OWNER}: .git: runs"),
+        MountOp("ro-bind", f"{CWD}/.vscode", f"{CWD}/.vscode", f"{OWNER}: vs{MISSING}"),
+        # Each folder between the top and a deeper protection is a mount point: not
+        # renamed, still writable; outer to inner.
+        MountOp("bind", f"{CWD}/conf", f"{CWD}/conf",
+                f"{OWNER}: a mount point, so it cannot be renamed, since it holds "
+                f"{CWD}/conf/x"),
+        MountOp("bind", f"{CWD}/tools", f"{CWD}/tools",
+                f"{OWNER}: a mount point, so it cannot be renamed, since it holds "
+                f"{CWD}/tools/git/hooks"),
+        MountOp("ro-bind", f"{CWD}/conf/x", f"{CWD}/conf/x", f"{OWNER}: include.path{MISSING}"),
+        MountOp("bind", f"{CWD}/tools/git", f"{CWD}/tools/git",
+                f"{OWNER}: a mount point, so it cannot be renamed, since it holds "
+                f"{CWD}/tools/git/hooks"),
+        MountOp("ro-bind", f"{CWD}/tools/git/hooks", f"{CWD}/tools/git/hooks",
+                f"{OWNER}: core.hooksPath"),
+    ]
+    # Every bound dot file is offered to the placeholder state: made when missing,
+    # joined when another run's placeholder; a missing .envrc is never held.
+    assert plan.holds == (Wanted(f"{CWD}/.git", "folder"), Wanted(f"{CWD}/.vscode", "folder"),
+                          Wanted(f"{CWD}/conf/x", "folder"),
+                          Wanted(f"{CWD}/tools/git/hooks", "folder"))
+
+
+def test_write_dot_files_turns_the_protections_off_for_that_folder() -> None:
+    plan = build_plan(snap(write(".", CWD, dot_files_writable=True)), dots_of(DOT_GIT, HOOKS),
+                      root_mode=False)
+    assert middle(plan.ops) == [MountOp("bind", CWD, CWD, "files.write[0]: .")]
+    assert plan.holds == ()
+
+
+def test_only_what_lies_where_the_sandbox_writes_is_bound() -> None:
+    elsewhere = Protected("/srv/main/.git", "/srv/main/.git", "folder", True, "commondir")
+    inside_git = Protected(f"{CWD}/.git/worktrees/w", f"{CWD}/.git/worktrees/w", "folder",
+                           True, "gitdir")
+    hidden = Protected(f"{CWD}/secret/.x", f"{CWD}/secret/.x", "folder", True, "x")
+    named = Protected(f"{CWD}/out", f"{CWD}/out", "folder", True, "hooks named out")
+    grants = (write(".", CWD), write("./out", f"{CWD}/out", "files.write[1]"),
+              Grant("./secret", f"{CWD}/secret", "hide", "files.hide[0]", "files.hide[0]", 4))
+    plan = build_plan(snap(*grants), dots_of(DOT_GIT, inside_git, elsewhere, hidden, named),
+                      root_mode=False)
+    assert middle(plan.ops) == [
+        MountOp("bind", CWD, CWD, "files.write[0]: ."),
+        # The spec names ./out itself: its own grant decides (and its own dot files).
+        MountOp("bind", f"{CWD}/out", f"{CWD}/out", "files.write[1]: ./out"),
+        MountOp("tmpfs", f"{CWD}/secret", reason="files.hide[0]: ./secret"),
+        # Inside .git, already bound read-only; elsewhere, not where the sandbox writes.
+        MountOp("ro-bind", f"{CWD}/.git", f"{CWD}/.git", f"{OWNER}: .git: runs"),
+    ]
+    assert plan.holds == (Wanted(f"{CWD}/.git", "folder"),)
+
+
+def test_a_link_where_the_sandbox_writes_refuses_the_plan() -> None:
+    linked = Protected("/data/vscode", f"{CWD}/.vscode", "folder", True, "vs",
+                       link=f"{CWD}/.vscode")
+    with pytest.raises(LaunchError) as caught:
+        build_plan(snap(write(".", CWD)), dots_of(DOT_GIT, linked), root_mode=False)
+    assert caught.value.message == (
+        f"{CWD}/.vscode is a link in the path of {CWD}/.vscode (vs), in {CWD}, which the "
+        "sandbox writes: it could point the link elsewhere, so the launch is refused")
+    assert caught.value.hint == ("replace the link with what it points to, or list '.' in "
+                                 "files.write_dot_files if the sandbox may change its dot "
+                                 "files")
+    # A link outside every write grant (a system folder's) is no one's to repoint.
+    system = Protected("/usr/share/x", "/lib/x", "file", True, "inc", link="/lib")
+    assert build_plan(snap(write(".", CWD)), dots_of(system), root_mode=False).holds == ()
+
+
+def test_the_analysis_reaches_the_plan_through_the_layout_probe(tmp_path: Path) -> None:
+    top = project(tmp_path)
+    (top / ".idea").mkdir()
+    snapshot = snap(write(".", str(top)), write("./w", str(top / "w"), "files.write[1]",
+                                                dot_files_writable=True))
+    (top / "w").mkdir()
+    probed = HostLayout.probe("/i", "/usr/bin/python3", "/usr", snapshot)
+    assert list(probed.dot_files) == [str(top)]
+    assert probed.dot_files[str(top)] == analyze(str(top), home="/home/u")
+    assert HostLayout.probe("/i", "/usr/bin/python3", "/usr").dot_files == {}
