@@ -15,6 +15,7 @@ from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
+from .network import NetworkRun, proxy_environment, supervise_options
 from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
 from .watch import RECEIVERS, ExecWatch, Judge
@@ -23,11 +24,18 @@ from .watch import RECEIVERS, ExecWatch, Judge
 def plan_for(snapshot: Snapshot) -> LaunchPlan:
     python, prefix = interpreter()
     layout = HostLayout.probe(inner_source(), python, prefix, snapshot)
-    return build_plan(snapshot, layout, root_mode=os.geteuid() == 0)
+    plan = build_plan(snapshot, layout, root_mode=os.geteuid() == 0)
+    if snapshot.network_mode == "proxy":
+        from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
+
+        plan = with_resolv_conf(plan, PLAN_SOURCE, ResolvConfHost.probe())
+    return plan
 
 
 def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
-    return build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign)
+    extra = proxy_environment() if snapshot.network_mode == "proxy" else None
+    return build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign,
+                             extra=extra)
 
 
 def decide_layers(snapshot: Snapshot, cache: CheckCache, *, learn: bool = False) -> Layers:
@@ -119,6 +127,11 @@ def launch_and_supervise(
     loaders = program_loaders(snapshot)
     config = inner_config(plan, snapshot, layers, loaders)
     events = EventLog(report)
+    # Proxy mode: the proxy's folder and sockets exist before bwrap, the helper after it.
+    network = NetworkRun.open(snapshot.lnk_home, snapshot.network_allow, events) \
+        if snapshot.network_mode == "proxy" else None
+    if network is not None:
+        plan = network.plan(plan)
     judge = judge or Judge(allowed_files(snapshot, loaders))
     judge.record = learn
 
@@ -139,10 +152,13 @@ def launch_and_supervise(
             launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
                              inner_config=config)
             return supervise(launched,
-                             watch_factory=watch_factory if layers.listener else None)
+                             watch_factory=watch_factory if layers.listener else None,
+                             **supervise_options(network))
         finally:
             held.release()
     finally:
+        if network is not None:
+            network.close()
         events.close()
 
 

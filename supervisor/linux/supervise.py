@@ -24,7 +24,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -37,6 +37,10 @@ from .watch import ExecWatch
 
 KILL_GRACE = 10.0
 SYNC_WINDOW = 0.05
+
+# A task run in the loop beside the wait for bwrap (the network proxy and its helper);
+# cancelled when bwrap ends.
+Service = Callable[["Supervision"], Coroutine[Any, Any, None]]
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,12 @@ class Supervision:
     """One run's supervision state, shared by the control thread and the main thread."""
 
     def __init__(self, launched: Launched,
-                 watch_factory: Callable[[int], ExecWatch] | None = None):
+                 watch_factory: Callable[[int], ExecWatch] | None = None,
+                 services: Sequence[Service] = ()):
         self.launched = launched
         self.watch_factory = watch_factory
+        self.services = tuple(services)
+        self.problem: SandboxError | None = None
         self.watch: ExecWatch | None = None
         self.exec_failure: ExecFailure | None = None
         self.confinement_failure: str | None = None
@@ -101,6 +108,8 @@ class Supervision:
             if kind == protocol.WAITING:
                 for condition in self.go_conditions:
                     condition.wait()
+                if self.killed:
+                    return  # a failed condition (the network helper): no go, ever
                 try:
                     sock.send(protocol.GO)
                 except OSError:
@@ -159,6 +168,14 @@ class Supervision:
         except OSError:
             pass
 
+    def fail(self, problem: SandboxError) -> None:
+        """End the run for `problem` (status 125), releasing a go that waits."""
+        if self.problem is None:
+            self.problem = problem
+        self.kill()
+        for condition in self.go_conditions:
+            condition.set()
+
     def overdue(self) -> bool:
         if self.kill_deadline is not None and time.monotonic() >= self.kill_deadline:
             self.kill()
@@ -187,11 +204,15 @@ class Supervision:
     async def wait_async(self) -> None:
         import anyio
 
-        while True:
-            self.overdue()
-            with anyio.move_on_after(self.time_left() or 3600):
-                await anyio.wait_readable(self.launched.pidfd)
-                return
+        async with anyio.create_task_group() as group:
+            for service in self.services:
+                group.start_soon(service, self)
+            while True:
+                self.overdue()
+                with anyio.move_on_after(self.time_left() or 3600):
+                    await anyio.wait_readable(self.launched.pidfd)
+                    break
+            group.cancel_scope.cancel()
 
     # -- the end -------------------------------------------------------------------------
 
@@ -212,6 +233,8 @@ class Supervision:
             os.close(fd)
         codes = [r["exit-code"] for r in records if isinstance(r.get("exit-code"), int)]
         exit_code: int | None = codes[0] if codes else None
+        if self.problem is not None:
+            return Outcome(125, problem=self.problem)
         if watch_failure is not None:
             return Outcome(125, problem=HelperError(
                 f"the exec watch failed mid-run, so the sandbox was ended: {watch_failure}"))
@@ -272,9 +295,16 @@ def supervise(
     *,
     needs_loop: bool = False,
     watch_factory: Callable[[int], ExecWatch] | None = None,
+    services: Sequence[Service] = (),
+    go_conditions: Sequence[threading.Event] = (),
 ) -> Outcome:
-    """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it)."""
-    supervision = Supervision(launched, watch_factory)
+    """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it).
+
+    `services` run in the loop beside the wait (so they need `needs_loop`); the go waits
+    for every event of `go_conditions`, added before the status socket is read.
+    """
+    supervision = Supervision(launched, watch_factory, services)
+    supervision.go_conditions.extend(go_conditions)
     supervision.start()
     try:
         if needs_loop or not supervision.wait_briefly():

@@ -1,0 +1,5 @@
+"""`python -I -m netns_helper CTL_FD SUPERVISOR_PID`: see `main.py`."""
+
+from .main import main
+
+main()

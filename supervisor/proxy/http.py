@@ -1,0 +1,194 @@
+"""The HTTP proxy: CONNECT tunnels and absolute-URI requests, parsed with h11.
+
+One request per connection, and the proxy says so (`Connection: close`): the sandbox's
+clients open a connection per request, which keeps each decision tied to the one name it
+was made for. CONNECT is answered 200 and becomes a byte relay; an absolute-URI request
+(`GET http://host/path`) goes upstream in origin form with `Connection: close`, the
+hop-by-hop headers dropped and `Host` set from the URL, and its response comes back the
+same way. A name not allowed gets 403 before anything is looked up; an allowed name that
+does not resolve or answer gets 502 (504 on a timeout).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import h11
+
+from .upstream import CHUNK, Gate, Refused, Unreachable, relay
+
+MAX_HEAD = 65536
+HEAD_TIMEOUT = 60.0
+
+# Hop-by-hop headers (RFC 9110 7.6.1) and the proxy's own: never passed on.
+_HOP_BY_HOP = frozenset({
+    b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization",
+    b"proxy-authenticate", b"te", b"trailer", b"upgrade",
+})
+
+_REASONS = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 504: "Gateway Timeout"}
+
+
+class BadRequest(Exception):
+    """A request the proxy cannot serve; the text goes back in a 400."""
+
+
+async def handle(stream: anyio.abc.ByteStream, gate: Gate) -> None:
+    """Serve one connection from the sandbox."""
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+    try:
+        with anyio.fail_after(HEAD_TIMEOUT):
+            event = await _next_event(conn, stream)
+    except h11.RemoteProtocolError as err:
+        await _respond(stream, err.error_status_hint, f"bad request: {err}")
+        return
+    except TimeoutError:
+        return
+    if not isinstance(event, h11.Request):
+        return
+    try:
+        if event.method == b"CONNECT":
+            await _tunnel(stream, conn, event, gate)
+        else:
+            await _forward(stream, conn, event, gate)
+    except BadRequest as err:
+        await _respond(stream, 400, str(err))
+    except Refused as err:
+        await _respond(stream, 403, f"{err.decision.subject} is not in [network] allow")
+    except Unreachable as err:
+        await _respond(stream, 504 if err.kind == "timeout" else 502, f"cannot reach {err}")
+
+
+async def _tunnel(stream: anyio.abc.ByteStream, conn: h11.Connection, request: h11.Request,
+                  gate: Gate) -> None:
+    host, port = split_authority(request.target.decode("ascii", "replace"), default=None)
+    upstream = await gate.open(host, port)
+    async with upstream:
+        leftover = conn.trailing_data[0]
+        await stream.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        if leftover:
+            await upstream.send(bytes(leftover))
+        await relay(stream, upstream)
+
+
+async def _forward(stream: anyio.abc.ByteStream, conn: h11.Connection,
+                   request: h11.Request, gate: Gate) -> None:
+    target = request.target.decode("ascii", "replace")
+    if target.startswith("/"):
+        raise BadRequest("this is a proxy: ask for an absolute URL (http://host/path)")
+    parts = urlsplit(target)
+    if parts.scheme != "http":
+        raise BadRequest(f"{parts.scheme or 'no'} scheme: only http:// URLs are forwarded; "
+                         "https goes through CONNECT")
+    host, port = split_authority(parts.netloc.rpartition("@")[2], default=80)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    headers = _end_to_end(request.headers)
+    authority = f"[{host}]" if ":" in host else host
+    headers = [(b"host", (authority if port == 80 else f"{authority}:{port}").encode()),
+               *((k, v) for k, v in headers if k != b"host"), (b"connection", b"close")]
+    upstream = await gate.open(host, port)
+    async with upstream:
+        out = h11.Connection(h11.CLIENT)
+        await upstream.send(out.send(h11.Request(method=request.method, target=path,
+                                                 headers=headers)))
+        while True:  # the request's body, re-framed by h11
+            event = await _next_event(conn, stream)
+            if isinstance(event, h11.Data):
+                await upstream.send(out.send(event))
+            elif isinstance(event, h11.EndOfMessage):
+                await upstream.send(out.send(h11.EndOfMessage()))
+                break
+            else:
+                return
+        await _answer(stream, conn, upstream, out)
+
+
+async def _answer(stream: anyio.abc.ByteStream, conn: h11.Connection,
+                  upstream: anyio.abc.ByteStream, out: h11.Connection) -> None:
+    """Pass the upstream's response back, closing after it."""
+    started = False
+    try:
+        while True:
+            event = await _next_event(out, upstream)
+            if isinstance(event, h11.InformationalResponse):
+                if event.status_code != 101:
+                    await stream.send(conn.send(event) or b"")
+            elif isinstance(event, h11.Response):
+                headers = [*_end_to_end(event.headers), (b"connection", b"close")]
+                started = True
+                await stream.send(conn.send(h11.Response(
+                    status_code=event.status_code, headers=headers, reason=event.reason,
+                    http_version=b"1.1")) or b"")
+            elif isinstance(event, h11.Data):
+                await stream.send(conn.send(event) or b"")
+            elif isinstance(event, h11.EndOfMessage):
+                await stream.send(conn.send(h11.EndOfMessage()) or b"")
+                return
+            else:
+                return
+    except h11.RemoteProtocolError as err:
+        if not started:
+            await _respond(stream, 502, f"the server's answer is not HTTP: {err}")
+
+
+def _end_to_end(headers: list[tuple[bytes, bytes]] | h11._headers.Headers) -> list[
+        tuple[bytes, bytes]]:
+    named: set[bytes] = set()
+    for name, value in headers:
+        if name == b"connection":
+            named |= {token.strip().lower() for token in value.split(b",")}
+    return [(name, value) for name, value in headers
+            if name not in _HOP_BY_HOP and name not in named]
+
+
+def split_authority(text: str, *, default: int | None) -> tuple[str, int]:
+    """`host:port` or `[v6]:port` into its parts; BadRequest when malformed."""
+    host, port_text = text, ""
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0:
+            raise BadRequest(f"{text!r}: an IPv6 address lacks its ']'")
+        host, rest = text[1:close], text[close + 1:]
+        if rest and not rest.startswith(":"):
+            raise BadRequest(f"{text!r} is not host:port")
+        port_text = rest[1:]
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    elif ":" in text:
+        raise BadRequest(f"{text!r}: put an IPv6 address in brackets")
+    if not host:
+        raise BadRequest("no host given")
+    if not port_text:
+        if default is None:
+            raise BadRequest(f"{text!r} names no port")
+        return host, default
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise BadRequest(f"port {port_text!r} is not a number from 1 to 65535")
+    return host, int(port_text)
+
+
+async def _next_event(conn: h11.Connection, stream: anyio.abc.ByteStream) -> object:
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        try:
+            data = await stream.receive(CHUNK)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            data = b""
+        conn.receive_data(data)
+
+
+async def _respond(stream: anyio.abc.ByteStream, status: int, text: str) -> None:
+    body = f"lnk-sandbox: {text}\n".encode("utf-8", "replace")
+    head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    try:
+        await stream.send(head.encode() + body)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass

@@ -1,0 +1,77 @@
+"""Host-side name lookups for the proxy and the sandbox's DNS, and their test seam.
+
+Only names the allow list let through reach `Resolver.lookup`; a test proves that by
+reading what the resolver was asked. The seam is a file named by the supervisor's own
+environment (`LNK_SANDBOX_TEST_RESOLVER_LOG`, set only by tests; the sandbox never sees
+the supervisor's environment): each name is appended to it before it is looked up.
+Names resolve as the host resolves them (its /etc/hosts, its DNS), so an allowed
+`localhost` is the host's.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+
+LOG_VARIABLE = "LNK_SANDBOX_TEST_RESOLVER_LOG"
+
+Lookup = Callable[[str, int], Awaitable[list[str]]]
+
+
+class LookupFailed(Exception):
+    """The name did not resolve. `rcode` is what DNS would answer (NXDOMAIN, SERVFAIL)."""
+
+    def __init__(self, name: str, rcode: str, reason: str):
+        super().__init__(f"{name}: {reason}")
+        self.rcode = rcode
+        self.reason = reason
+
+
+@dataclass
+class Resolver:
+    """Resolves allowed names; `log_path` (tests) records each name asked, in order."""
+
+    log_path: str | None = None
+    lookup: Lookup | None = None
+
+    @staticmethod
+    def from_environment() -> Resolver:
+        return Resolver(log_path=os.environ.get(LOG_VARIABLE) or None)
+
+    async def resolve(self, name: str, *, family: int = socket.AF_UNSPEC) -> list[str]:
+        """The addresses of `name`, IPv4 first; LookupFailed when it has none."""
+        if self.log_path is not None:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         0o644)
+            try:
+                os.write(fd, f"{name}\n".encode("utf-8", "replace"))
+            finally:
+                os.close(fd)
+        lookup = self.lookup or _getaddrinfo
+        addresses = await lookup(name, family)
+        if not addresses:
+            raise LookupFailed(name, "NXDOMAIN", "no address")
+        return addresses
+
+
+async def _getaddrinfo(name: str, family: int) -> list[str]:
+    try:
+        found = await anyio.getaddrinfo(name, None, family=family, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        rcode = "NXDOMAIN" if err.errno in (socket.EAI_NONAME, socket.EAI_NODATA) else \
+            "SERVFAIL"
+        raise LookupFailed(name, rcode, err.strerror or str(err)) from None
+    except UnicodeError:
+        raise LookupFailed(name, "NXDOMAIN", "not a host name") from None
+    addresses: list[str] = []
+    for _family, _type, _proto, _name, sockaddr in found:
+        text = str(ipaddress.ip_address(sockaddr[0]))
+        if text not in addresses:
+            addresses.append(text)
+    addresses.sort(key=lambda a: ipaddress.ip_address(a).version)
+    return addresses
