@@ -1,0 +1,504 @@
+"""The macOS profile: a snapshot compiled to Seatbelt's SBPL and its parameters (pure).
+
+Facts (from the project's Seatbelt reference; nothing here was run on a Mac, and [U]
+marks what its sources left unconfirmed):
+- The last matching rule wins (Bazel, sandbox-runtime, measured by microsoft/mxc: allow
+  then deny of a path is EPERM, deny then a deeper allow is OK). One caveat: a deny of a
+  specific operation (file-write-unlink) is not undone by a later wildcard allow
+  (file-write*). So every deny here is of the same wildcard operations the allows use,
+  but for the renames refused at the end, which no allow follows.
+- A path reaches the profile only as a parameter (`-D NAME=path`, read by
+  `(param "NAME")`): nothing from a spec or the machine is spliced into the text, so no
+  path needs SBPL quoting. Comments carry rule keys, printable ASCII only.
+- Seatbelt matches resolved paths (/private/tmp, not /tmp): snapshot targets are
+  resolved already; a name through a link gets its metadata allowed so it resolves.
+- `(subpath P)` alone leaves the first creation of P itself open (Codex), so a protected
+  dot file is closed as `(literal P)` and `(subpath P)` both: a missing `.git` cannot be
+  made, nor an `.envrc`.
+- sandbox-exec refuses a string longer than 1025 bytes and compiles thousands of path
+  filters in seconds but a few dozen regexes in milliseconds (sandbox-runtime): a rule
+  with more than FOLD_AT filters has them folded into regexes of at most REGEX_LIMIT
+  bytes, each a parameter too [U: `(regex (param ...))`, seen as `(regex "...")`].
+- Renaming a folder moves what a path rule closed inside it to a path no rule names;
+  Seatbelt checks a rename as file-write-unlink of the source (sandbox-runtime's
+  "move-blocking") [U], so the folders holding a closed path inside a write grant, the
+  grant's own root included, cannot be unlinked.
+
+The order, each layer after what it narrows (DESIGN, "macOS mechanism"):
+1. `(deny default)`; the process's own needs; `[commands]`; system folders; network.
+2. Files, in levels. Level 0: the grants (read, then write); then what is closed inside
+   them: hidden folders (every agent's folder with `$LNK_HOME`), and, inside write
+   grants, protected dot files (their first creation too), the installation and read
+   grants below a write grant. Level 1: the spec's own folders inside a closed one (an
+   agent's own folder, a grant inside a hide), allowed again; then what is closed inside
+   those; and so on. A rule is emitted after every rule whose path holds it and does the
+   opposite, so the deepest rule decides, as the deepest mount does on Linux; an allow
+   follows a deny only where it brings a spec's own folder back.
+3. Renames refused; last, what nothing reopens: the Keychain and POSIX named IPC.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..dotfiles import Protected
+from ..errors import LaunchError
+from ..grants import Grant, Snapshot, expand_name, is_within
+from . import system
+
+SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+FOLD_AT = 16
+REGEX_LIMIT = 900
+
+READ_OPS = ("file-read*", "file-test-existence", "file-map-executable", "network-outbound")
+WRITE_OPS = (*READ_OPS, "file-write*", "network-bind")
+HIDE_OPS = WRITE_OPS
+KEEP_OPS = ("file-write*", "network-bind")
+EXEC_OP = "process-exec*"
+METADATA_OPS = ("file-read-metadata", "file-test-existence")
+
+Effect = Literal["read", "write", "hide", "keep"]
+_RANK: dict[str, int] = {"write": 0, "read": 1, "hide": 2}
+TEMP = "the run's own temp folder (TMPDIR)"
+
+
+@dataclass(frozen=True)
+class MacHost:
+    """The facts of this launch a profile needs besides the snapshot.
+
+    `home`: the person's home, resolved (their keychains are below it); `temp`: the run's
+    own temp folder (TMPDIR), writable, or None; `proxy_ports`: where the supervisor's
+    proxy listens on localhost (proxy mode; none: no network).
+    """
+
+    home: str
+    temp: str | None = None
+    proxy_ports: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An SBPL profile and the parameters it reads; `notes` say what was left out."""
+
+    text: str
+    parameters: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...] = ()
+    origins: tuple[tuple[str, str], ...] = ()  # (parameter, the rule it comes from)
+
+    def arguments(self) -> list[str]:
+        """sandbox-exec's arguments before the command's `--`."""
+        return ["-p", self.text, *(f"-D{name}={value}" for name, value in self.parameters)]
+
+    def listing(self) -> str:
+        """The profile, then each parameter with the rule it comes from, then the notes:
+        what `plan --os macos` prints and the golden files hold."""
+        origins = dict(self.origins)
+        lines = [";; ---- parameters (-D NAME=value), each read as (param \"NAME\") ----"]
+        for name, value in self.parameters:
+            shown = value if value.isprintable() else repr(value)
+            lines.append(f"; {name}={shown}    <- {_comment(origins.get(name, ''))}")
+        lines += [f";; note: {_comment(note)}" for note in self.notes]
+        return self.text + "\n" + "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One path rule. `label` goes into the profile's comments (keys and fixed words,
+    never a path); `why` names the rule fully, for the parameters' origins."""
+
+    path: str
+    effect: Effect
+    folder: bool
+    label: str
+    why: str
+    creation: bool = False  # closed as literal and subpath: its first creation too
+    below_write: bool = False  # a read grant's own protection, below a write grant
+
+    @property
+    def allows(self) -> bool:
+        return self.effect in ("read", "write")
+
+
+@dataclass
+class _Params:
+    """Parameter names in order of first use; one name per path."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+    by_path: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def _new(self, prefix: str, value: str, why: str) -> str:
+        number = self.counts.get(prefix, 0)
+        self.counts[prefix] = number + 1
+        name = f"{prefix}_{number}"
+        self.values[name] = value
+        self.origins[name] = why
+        return name
+
+    def path(self, path: str, prefix: str, why: str) -> str:
+        if path not in self.by_path:
+            self.by_path[path] = self._new(prefix, path, why)
+        return self.by_path[path]
+
+    def regex(self, prefix: str, value: str, why: str) -> str:
+        return self._new(f"{prefix}_RE", value, why)
+
+
+@dataclass(frozen=True)
+class _Filter:
+    kind: str  # "subpath" or "literal"
+    path: str
+    label: str
+    why: str
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
+
+
+def _comment(text: str) -> str:
+    """Printable ASCII only: nothing from a spec ends a comment and starts a rule."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text)
+
+
+def _label(grant: Grant) -> str:
+    return grant.key or grant.reason
+
+
+def _why(grant: Grant) -> str:
+    return f"{_label(grant)}: {grant.name}"
+
+
+def _ancestors(path: str) -> list[str]:
+    """Every folder above `path`, outermost first, "/" left out."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def regex_escape(path: str) -> str:
+    """A path as a POSIX extended regex matching itself."""
+    return re.sub(r"([\\.\[\]()*+?{}|^$])", r"\\\1", path)
+
+
+def fold(paths: Sequence[str], *, subpath: bool, limit: int = REGEX_LIMIT) -> tuple[
+        list[str], list[str]]:
+    """Paths as anchored regexes of at most `limit` bytes; (regexes, paths too long to fold).
+
+    A subpath regex matches the path and everything below it: `^(a|b)(/.*)?$`."""
+    tail = "(/.*)?$" if subpath else "$"
+    regexes: list[str] = []
+    alone: list[str] = []
+    chunk: list[str] = []
+
+    def render(items: list[str]) -> str:
+        return "^(" + "|".join(items) + ")" + tail
+
+    for path in paths:
+        escaped = regex_escape(path)
+        if path == "/" or len(render([escaped]).encode()) > limit:
+            alone.append(path)
+            continue
+        if chunk and len(render([*chunk, escaped]).encode()) > limit:
+            regexes.append(render(chunk))
+            chunk = []
+        chunk.append(escaped)
+    if chunk:
+        regexes.append(render(chunk))
+    return regexes, alone
+
+
+class _Compiler:
+    def __init__(self, snapshot: Snapshot, protected: Iterable[Protected], host: MacHost,
+                 learn: bool):
+        self.snapshot = snapshot
+        self.host = host
+        self.learn = learn
+        self.open_exec = learn or snapshot.programs is None
+        self.params = _Params()
+        self.notes: list[str] = []
+        self.rules = self._rules(protected)
+
+    # -- the path rules --------------------------------------------------------------
+
+    def _rules(self, protected: Iterable[Protected]) -> list[_Rule]:
+        rules: list[_Rule] = []
+        for grant in self.snapshot.grants:
+            if grant.target is None:
+                continue
+            effect: Effect = "keep" if grant.access == "protect" else grant.access
+            rules.append(_Rule(grant.target, effect, grant.is_dir, _label(grant),
+                               _why(grant)))
+        if self.host.temp is not None:
+            rules.append(_Rule(self.host.temp, "write", True, TEMP, TEMP))
+        protected = list(protected)
+        for item in protected:
+            rules.append(_Rule(item.path, "keep", True, f"a dot file ({item.kind})",
+                               f"{item.name}: {item.reason}", creation=True))
+        # A read grant below a write grant is read-only, as a deeper read-only mount is.
+        for rule in list(rules):
+            if rule.effect == "read" and self.holder(rule.path, rules, strict=True) == "write":
+                rules.append(_Rule(rule.path, "keep", rule.folder, f"{rule.label}, below a "
+                                   "write grant", f"{rule.why} (read-only below a write "
+                                   "grant)", below_write=True))
+        for item in protected:
+            if item.link and self.holder(item.link, rules, strict=False) == "write":
+                raise LaunchError(
+                    f"{item.link} is a link in the path of {item.name} ({item.reason}), "
+                    "where the sandbox writes: it could point the link elsewhere, so the "
+                    "launch is refused",
+                    hint="replace the link with what it points to, or list the folder in "
+                    "files.write_dot_files if the sandbox may change its dot files",
+                )
+        kept = []
+        seen: set[tuple[str, str]] = set()
+        for rule in rules:
+            if (rule.path, rule.effect) in seen:
+                continue
+            # As on Linux, a hide matters only where the sandbox would otherwise see, and a
+            # protection only where it would otherwise write.
+            if rule.effect == "hide" and self.holder(rule.path, rules, strict=True) not in (
+                    "read", "write"):
+                continue
+            if rule.effect == "keep" and not rule.below_write and self.holder(
+                    rule.path, rules, strict=False) != "write":
+                continue
+            seen.add((rule.path, rule.effect))
+            kept.append(rule)
+        return kept
+
+    @staticmethod
+    def holder(path: str, rules: Sequence[_Rule], *, strict: bool) -> str | None:
+        """What the deepest grant, hide or system folder holding `path` does to it."""
+        best: tuple[int, int, str] | None = None
+        candidates = [(f, "read") for f in system.SYSTEM_FOLDERS]
+        candidates += [(r.path, r.effect) for r in rules if r.effect != "keep"]
+        for folder, effect in candidates:
+            if (strict and folder == path) or not is_within(path, folder):
+                continue
+            key = (_depth(folder), _RANK[effect], effect)
+            if best is None or key[:2] > best[:2]:
+                best = key
+        return best[2] if best else None
+
+    def visible(self, path: str) -> bool:
+        return self.holder(path, self.rules, strict=False) in ("read", "write")
+
+    def levels(self) -> dict[_Rule, int]:
+        """Level of each rule: an allow comes after every closer holding it, a closer
+        after every allow holding it (see the module docstring)."""
+        level: dict[_Rule, int] = {}
+        for rule in sorted(self.rules, key=lambda r: (_depth(r.path), not r.allows)):
+            if rule.allows:
+                level[rule] = max((level[c] + 1 for c in level if not c.allows
+                                   and c.path != rule.path and is_within(rule.path, c.path)),
+                                  default=0)
+            else:
+                level[rule] = max((level[a] for a in level
+                                   if a.allows and is_within(rule.path, a.path)), default=0)
+        return level
+
+    def name_level(self, path: str, level: dict[_Rule, int]) -> int:
+        """The level at which a path's metadata may be allowed: after the hides holding it."""
+        return max((level[c] + 1 for c in level if c.effect == "hide"
+                    and is_within(path, c.path)), default=0)
+
+    # -- rendering ---------------------------------------------------------------------
+
+    def filters(self, rule: _Rule) -> list[_Filter]:
+        kinds = ["literal", "subpath"] if rule.creation else [
+            "subpath" if rule.folder else "literal"]
+        return [_Filter(kind, rule.path, rule.label, rule.why) for kind in kinds]
+
+    def render(self, verb: str, ops: Sequence[str], filters: Sequence[_Filter], prefix: str,
+               modifier: str | None = None) -> list[str]:
+        """One rule; more than FOLD_AT filters are folded into regexes."""
+        head = f"({verb} {' '.join(ops)}"
+        tail = f" {modifier})" if modifier else ")"
+        lines: list[str] = []
+        items: list[tuple[str, str]] = []  # (filter text, comment)
+        if len(filters) > FOLD_AT:
+            subpaths: dict[str, bool] = {}
+            labels: dict[str, None] = {}
+            for item in filters:
+                subpaths[item.path] = subpaths.get(item.path, False) or item.kind == "subpath"
+                labels[item.label] = None
+            lines.append(f"; {len(subpaths)} paths folded into regexes, of: "
+                         + _comment(", ".join(labels)))
+            whys = {f.path: f.why for f in filters}
+            for subpath in (True, False):
+                paths = [p for p, s in subpaths.items() if s == subpath]
+                regexes, alone = fold(paths, subpath=subpath)
+                for regex in regexes:
+                    name = self.params.regex(prefix, regex, "folded: " + ", ".join(
+                        whys[p] for p in paths))
+                    items.append((f'(regex (param "{name}"))', f"{len(regex.encode())} bytes"))
+                for path in alone:
+                    kind = "subpath" if subpath else "literal"
+                    name = self.params.path(path, prefix, whys[path])
+                    items.append((f'({kind} (param "{name}"))', ""))
+        else:
+            for item in filters:
+                name = self.params.path(item.path, prefix, item.why)
+                items.append((f'({item.kind} (param "{name}"))', item.label))
+        lines.append(head)
+        for i, (text, why) in enumerate(items):
+            end = tail if i == len(items) - 1 else ""
+            note = f"  ; {_comment(why)}" if why else ""
+            lines.append(f"    {text}{end}{note}")
+        return lines
+
+    def commands(self) -> list[str]:
+        if self.learn:
+            return [";; [commands], learn: any program the sandbox sees runs, and each is "
+                    "reported", ";; to the log (allowed with each folder below)."]
+        if self.snapshot.programs is None:
+            return [";; [commands] absent: any program the sandbox sees may run (allowed "
+                    "with each", ";; folder below; a hidden one cannot)."]
+        if not self.snapshot.programs:
+            return [";; [commands] programs = []: no program at all, the command included."]
+        filters: list[_Filter] = []
+        for i, program in enumerate(self.snapshot.programs):
+            if not self.visible(program.target):
+                self.notes.append(f"{program.name} ({program.target}) is hidden from the "
+                                  "sandbox, so it cannot run there")
+                continue
+            filters.append(_Filter("literal", program.target, f"commands.programs[{i}]",
+                                   f"commands.programs[{i}]: {program.name}"))
+        lines = [";; [commands]: only the listed files may run (Seatbelt checks the file "
+                 "executed;", ";; an allowed interpreter runs any code)."]
+        if filters:
+            lines += self.render("allow", [EXEC_OP], filters, "PROGRAM")
+        return lines
+
+    def files(self) -> tuple[list[str], dict[_Rule, int]]:
+        level = self.levels()
+        names = self.names_to_resolve()
+        lines: list[str] = []
+        top = max([*level.values(), *(self.name_level(p, level) for p in names)], default=0)
+        hide_ops = (*HIDE_OPS, EXEC_OP) if self.open_exec else HIDE_OPS
+        for number in range(top + 1):
+            here = sorted((r for r in level if level[r] == number),
+                          key=lambda r: (_depth(r.path), r.path))
+            reads = [f for r in here if r.effect == "read" for f in self.filters(r)]
+            writes = [f for r in here if r.effect == "write" for f in self.filters(r)]
+            paths = [f for p, f in names.items() if self.name_level(p, level) == number]
+            if reads or writes or paths:
+                if number == 0:
+                    lines.append(";; Files, level 0: the grants.")
+                else:
+                    lines.append(f";; Files, level {number}: the spec's own folders inside "
+                                 f"what level {number - 1} closed, allowed again.")
+            if reads:
+                lines += self.render("allow", READ_OPS, reads, "READ")
+            if writes:
+                lines += self.render("allow", WRITE_OPS, writes, "WRITE")
+            if self.open_exec and (reads or writes):
+                modifier = "(with report)" if self.learn else None
+                lines += self.render("allow", [EXEC_OP], [*reads, *writes], "READ", modifier)
+            if paths:
+                lines.append("; the folders above them and the links naming them, so that "
+                             "paths resolve")
+                lines += self.render("allow", METADATA_OPS, paths, "PATH")
+            hides = [f for r in here if r.effect == "hide" for f in self.filters(r)]
+            keeps = [f for r in here if r.effect == "keep" for f in self.filters(r)]
+            if hides or keeps:
+                lines.append(f";; Closed inside level {number}.")
+            if hides:
+                lines.append("; hidden: closed whatever else is open")
+                lines += self.render("deny", hide_ops, hides, "HIDE")
+            if keeps:
+                lines.append("; read-only inside a write grant")
+                lines += self.render("deny", KEEP_OPS, keeps, "KEEP")
+        return lines, level
+
+    def names_to_resolve(self) -> dict[str, _Filter]:
+        """Folders above each grant and the links naming one, which the sandbox must be
+        able to stat (realpath, getcwd) but not read: path -> its filter."""
+        names: dict[str, _Filter] = {}
+        grants = [g for g in self.snapshot.grants if g.target and g.access in ("read", "write")]
+        wanted: list[tuple[str, str, str]] = []
+        for grant in grants:
+            assert grant.target is not None
+            above = (f"above {_label(grant)}", f"above {_why(grant)}")
+            wanted += [(a, *above) for a in _ancestors(grant.target)]
+            name = expand_name(grant.name, self.snapshot.home, self.snapshot.cwd,
+                               self.snapshot.lnk_home)
+            if name != grant.target:
+                wanted += [(a, *above) for a in _ancestors(name)]
+                wanted.append((name, f"{_label(grant)}, a link", f"{_why(grant)}, a link"))
+        if self.host.temp is not None:
+            wanted += [(a, f"above {TEMP}", f"above {TEMP}") for a in _ancestors(self.host.temp)]
+        for path, label, why in wanted:
+            if path not in names and not self.visible(path):
+                names[path] = _Filter("literal", path, label, why)
+        return names
+
+    def renames(self, level: dict[_Rule, int], keychains: str) -> list[str]:
+        closed = [(r.path, r.label, r.why) for r in level if not r.allows]
+        closed.append((keychains, "the Keychain", "the person's keychains"))
+        filters: list[_Filter] = []
+        seen: set[str] = set()
+        for path, label, why in closed:
+            holders = [r for r in self.rules if r.effect != "keep" and r.path != path
+                       and is_within(path, r.path)]
+            if not holders:
+                continue
+            deepest = max(holders, key=lambda r: (_depth(r.path), _RANK[r.effect]))
+            if deepest.effect != "write":
+                continue
+            for folder in [deepest.path, *_ancestors(path)]:
+                if is_within(folder, deepest.path) and folder not in seen:
+                    seen.add(folder)
+                    filters.append(_Filter("literal", folder, f"holds {label}",
+                                           f"holds {why}"))
+        if not filters:
+            return []
+        return [";; Renames refused: a folder holding a closed path inside a write grant "
+                "cannot be", ";; moved, which would carry what it holds to a path no rule "
+                "closes.", *self.render("deny", ["file-write-unlink"], filters, "PATH")]
+
+    def compile(self) -> Profile:
+        keychains = self.host.home.rstrip("/") + "/" + system.KEYCHAINS
+        keychains_param = self.params.path(keychains, "KEYCHAINS", "the person's keychains")
+        lines = [
+            "(version 1)",
+            ";; lnk-sandbox's profile. Every path is a parameter; the last matching rule "
+            "wins.",
+            "(deny default)",
+            *system.fixed_rules(),
+            *self.commands(),
+            *system.system_file_rules(run=self.open_exec, report=self.learn),
+            *system.network_rules(self.snapshot.network_mode, self.host.proxy_ports),
+        ]
+        if self.snapshot.network_mode == "proxy" and not self.host.proxy_ports:
+            self.notes.append("proxy mode, but no proxy runs for this launch: no network")
+        files, level = self.files()
+        lines += files
+        lines += self.renames(level, keychains)
+        lines += system.always_closed(keychains_param, exec_ops=self.open_exec)
+        spaced: list[str] = []
+        for i, line in enumerate(lines):
+            if i > 2 and line.startswith(";;") and not lines[i - 1].startswith(";;"):
+                spaced.append("")  # a blank line before each section
+            spaced.append(line)
+        return Profile("\n".join(spaced) + "\n", tuple(self.params.values.items()),
+                       tuple(self.notes), tuple(self.params.origins.items()))
+
+
+def compile_profile(snapshot: Snapshot, protected: Iterable[Protected], host: MacHost, *,
+                    learn: bool = False) -> Profile:
+    """The SBPL profile for a snapshot. `protected`: the paths kept read-only inside write
+    grants (`dotfiles.analyze` of each write grant whose dot files are protected);
+    `learn`: every program allowed and reported, whatever `[commands]` says. Raises
+    LaunchError for a link in a protected path where the sandbox writes."""
+    return _Compiler(snapshot, protected, host, learn).compile()
+
+
+def sandbox_exec_argv(profile: Profile, command: Sequence[str], *,
+                      sandbox_exec: str = SANDBOX_EXEC) -> list[str]:
+    """The whole command line: sandbox-exec, the profile, its parameters, the command."""
+    return [sandbox_exec, *profile.arguments(), "--", *command]

@@ -1,0 +1,358 @@
+"""The macOS profile: snapshots compiled to SBPL, compared with golden files read line by
+line, and its parts checked exactly (no Mac, no privileges: text only).
+
+Goldens live in tests/golden/macos/; `LNK_UPDATE_GOLDEN=1` rewrites them, and the diff
+is then reviewed like code. Each was reviewed for rule order: an allow follows a deny
+only where it brings the spec's own folder back (a grant inside a hidden folder, an
+agent's own folder in `$LNK_HOME`, and the metadata of the folders above them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from supervisor.dotfiles import Protected
+from supervisor.errors import LaunchError
+from supervisor.grants import Grant, Program, Snapshot
+from supervisor.macos import system
+from supervisor.macos.profile import (
+    FOLD_AT,
+    REGEX_LIMIT,
+    SANDBOX_EXEC,
+    MacHost,
+    compile_profile,
+    fold,
+    regex_escape,
+    sandbox_exec_argv,
+)
+from supervisor.policy import DEFAULT_HIDES
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "macos"
+HOME = "/Users/me"
+CWD = "/Users/me/proj"
+LNK = "/Users/me/.lnk"
+TEMP = "/private/var/folders/zz/abc/T/lnk-sandbox-1"
+HOST = MacHost(home=HOME, temp=TEMP)
+CREDENTIALS = "default hide: credentials"
+SETTINGS = "lnk-sandbox's settings ($LNK_HOME)"
+INSTALLATION = "the installation running lnk-sandbox"
+PRESENT = {"~/.ssh": True, "~/.aws": True, "~/.netrc": False}  # name -> is a folder
+
+
+def spec_grant(name: str, target: str | None, access: str, key: str, **extra: bool) -> Grant:
+    return Grant(name, target, access, key, key, 3, **extra)  # type: ignore[arg-type]
+
+
+def defaults(*, lnk: str | None = LNK) -> list[Grant]:
+    """What effective_policy adds on a Mac: the default hides (three present), $LNK_HOME
+    and the installation (a venv in home, and Homebrew's Python)."""
+    found = []
+    for name in DEFAULT_HIDES:
+        target = HOME + name[1:] if name in PRESENT else None
+        found.append(Grant(name, target, "hide", CREDENTIALS, None, None,
+                           is_dir=PRESENT.get(name, True)))
+    found.append(Grant("$LNK_HOME", lnk, "hide", SETTINGS, None, None))
+    found.append(Grant("/Users/me/.local/lnk", "/Users/me/.local/lnk", "protect",
+                       INSTALLATION, None, None))
+    found.append(Grant("/opt/homebrew/opt/python@3.12", "/opt/homebrew/Cellar/python@3.12",
+                       "protect", INSTALLATION, None, None))
+    return found
+
+
+def snapshot(*grants: Grant, programs: tuple[Program, ...] | None = None,
+             network: str = "none", agent: str | None = None) -> Snapshot:
+    return Snapshot(
+        version=1, source="spec.toml", home=HOME, cwd=CWD, lnk_home=LNK, uid=501,
+        grants=(*grants, *defaults()), programs=programs, network_mode=network,
+        network_allow=(), env_keep=("PATH",), env_assign=(), agent=agent, session=None,
+    )
+
+
+def dot_files(top: str, *, git: bool = True) -> list[Protected]:
+    """What dotfiles.analyze finds at the top of a plain repository (or a folder)."""
+    reason = "runs as you"
+    found = [Protected(f"{top}/.git", f"{top}/.git", "folder", git, f".git: {reason}"),
+             Protected(f"{top}/.envrc", f"{top}/.envrc", "file", False, f"direnv: {reason}")]
+    for name in (".vscode", ".idea", ".husky"):
+        found.append(Protected(f"{top}/{name}", f"{top}/{name}", "folder", name == ".vscode",
+                               f"{name}: {reason}", placeholder=f"{top}/{name}"))
+    return found
+
+
+WRITE_CWD = spec_grant(".", CWD, "write", "files.write[0]")
+
+SPECS = {
+    # [files] write = ["."]: the embedded default.
+    "default": (snapshot(WRITE_CWD), dot_files(CWD), HOST, False),
+    # read = ["~"], write = ["."], hide = ["~/.config"], read = ["~/.config/nvim"],
+    # agent = "reviewer": every agent's folder hidden with $LNK_HOME, this one's reopened.
+    "home-hides-agent": (
+        snapshot(
+            spec_grant("~", HOME, "read", "files.read[0]"),
+            spec_grant("~/.config/nvim", HOME + "/.config/nvim", "read", "files.read[1]"),
+            WRITE_CWD,
+            spec_grant("~/.config", HOME + "/.config", "hide", "files.hide[0]"),
+            Grant("$LNK_HOME/agents/reviewer", LNK + "/agents/reviewer", "write",
+                  "the agent 'reviewer''s own folder", None, None, True),
+            agent="reviewer",
+        ),
+        dot_files(CWD), HOST, False),
+    # programs = ["git", "/usr/bin/make", "python3", "~/bin/tool"]: the last one hidden.
+    "programs": (
+        snapshot(WRITE_CWD, programs=(
+            Program("git", "/usr/bin/git"),
+            Program("/usr/bin/make", "/usr/bin/make"),
+            Program("python3", "/opt/homebrew/Cellar/python@3.12/3.12.4/bin/python3.12"),
+            Program("~/bin/tool", HOME + "/bin/tool"),
+        )),
+        dot_files(CWD), HOST, False),
+    "no-programs": (snapshot(WRITE_CWD, programs=()), dot_files(CWD), HOST, False),
+    "network-proxy": (snapshot(WRITE_CWD, network="proxy"), dot_files(CWD),
+                      replace(HOST, proxy_ports=(3128, 1080)), False),
+    "network-proxy-unavailable": (snapshot(WRITE_CWD, network="proxy"), dot_files(CWD),
+                                  HOST, False),
+    "network-host": (snapshot(WRITE_CWD, network="host"), dot_files(CWD), HOST, False),
+    # write = [".", "~/notes"], write_dot_files = ["."]; ~/notes is a link to a volume.
+    "write-dot-files": (
+        snapshot(
+            spec_grant(".", CWD, "write", "files.write[0]", dot_files_writable=True),
+            spec_grant("~/notes", "/Volumes/Data/notes", "write", "files.write[1]"),
+        ),
+        dot_files("/Volumes/Data/notes", git=False), HOST, False),
+    "learn": (snapshot(WRITE_CWD), dot_files(CWD), HOST, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_profile_matches_its_golden_file(name: str) -> None:
+    snap, protected, host, learn = SPECS[name]
+    listing = compile_profile(snap, protected, host, learn=learn).listing()
+    path = GOLDEN / f"{name}.sb"
+    if os.environ.get("LNK_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(listing)
+    assert listing == path.read_text(), f"{path} differs (LNK_UPDATE_GOLDEN=1 rewrites it)"
+
+
+def test_the_goldens_are_all_used() -> None:
+    assert sorted(p.stem for p in GOLDEN.glob("*.sb")) == sorted(SPECS)
+
+
+# -- the text, read as rules -------------------------------------------------------------
+
+
+def rules(text: str) -> list[str]:
+    """Each rule of a profile on one line, comments dropped."""
+    joined: list[str] = []
+    depth = 0
+    for line in text.splitlines():
+        code = line.split(";", 1)[0].strip() if not line.lstrip().startswith(";") else ""
+        if not code:
+            continue
+        if depth:
+            joined[-1] += " " + code
+        else:
+            joined.append(code)
+        depth += code.count("(") - code.count(")")
+    return joined
+
+
+def test_no_path_of_the_snapshot_is_in_the_text() -> None:
+    """Every string of the rules is a parameter's name or a constant of system.py; no
+    path of the snapshot or the machine is anywhere in the text, comments included."""
+    for name, (snap, protected, host, learn) in SPECS.items():
+        profile = compile_profile(snap, protected, host, learn=learn)
+        strings = {s for rule in rules(profile.text) for s in re.findall(r'"([^"]*)"', rule)}
+        names = {param for param, _ in profile.parameters}
+        for string in strings - names:
+            assert not string.startswith(("/Users", "/Volumes", "/private/var/folders")), name
+        for param, value in profile.parameters:
+            assert f'"{value}"' not in profile.text and value not in strings, (name, param)
+        for prefix in (HOME, "/Volumes", TEMP):
+            assert prefix not in profile.text, (name, prefix)
+        assert all(" " <= c <= "~" for line in profile.text.splitlines() for c in line)
+
+
+def test_every_parameter_is_read_and_every_read_is_a_parameter() -> None:
+    for snap, protected, host, learn in SPECS.values():
+        profile = compile_profile(snap, protected, host, learn=learn)
+        read = set(re.findall(r'\(param "([A-Z0-9_]+)"\)', profile.text))
+        assert read == {name for name, _ in profile.parameters}
+
+
+def test_sandbox_exec_gets_the_profile_and_parameters_then_the_command() -> None:
+    snap, protected, host, _ = SPECS["default"]
+    profile = compile_profile(snap, protected, host)
+    argv = sandbox_exec_argv(profile, ["make", "-j", "--", "x"])
+    assert argv[:3] == [SANDBOX_EXEC, "-p", profile.text]
+    assert argv[3:-5] == [f"-D{n}={v}" for n, v in profile.parameters]
+    assert argv[-5:] == ["--", "make", "-j", "--", "x"]
+    assert SANDBOX_EXEC == "/usr/bin/sandbox-exec"
+
+
+def test_a_path_with_a_newline_stays_a_parameter() -> None:
+    odd = CWD + '/x\n(allow default)"'
+    snap = snapshot(spec_grant("./x", odd, "write", "files.write[0]"))
+    profile = compile_profile(snap, [], HOST)
+    assert "(allow default)" not in profile.text
+    assert ("WRITE_0", odd) in profile.parameters
+    assert f"-DWRITE_0={odd}" in profile.arguments()
+
+
+# -- the Keychain, named IPC, the order of what is always closed -------------------------
+
+
+def test_the_keychain_and_named_ipc_are_closed_last() -> None:
+    for snap, protected, host, learn in SPECS.values():
+        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        assert text[-2:] == ["(deny ipc-posix-shm)", "(deny ipc-posix-sem)"]
+        keychain = [i for i, r in enumerate(text) if 'KEYCHAINS_0' in r]
+        assert len(keychain) == 1 and keychain[0] == len(text) - 3
+        assert text[keychain[0]].startswith("(deny file-read* ")
+        assert text[-4].startswith("(deny mach-lookup")
+        for service in system.KEYCHAIN_SERVICES:
+            assert f'(global-name "{service}")' in text[-4]
+        allowed = " ".join(r for r in text if r.startswith("(allow"))
+        for service in system.KEYCHAIN_SERVICES:
+            assert f'"{service}"' not in allowed
+        assert "ipc-posix" not in allowed
+
+
+def test_the_keychains_parameter_is_below_the_resolved_home() -> None:
+    snap, protected, _, _ = SPECS["default"]
+    profile = compile_profile(snap, protected, MacHost(home="/System/Volumes/Data/Users/me"))
+    assert ("KEYCHAINS_0", "/System/Volumes/Data/Users/me/Library/Keychains") in \
+        profile.parameters
+
+
+# -- [commands] ----------------------------------------------------------------------------
+
+
+def exec_rules(text: str) -> list[str]:
+    return [r for r in rules(text) if "process-exec" in r]
+
+
+def test_absent_programs_run_where_files_are_seen_and_not_where_hidden() -> None:
+    snap, protected, host, _ = SPECS["home-hides-agent"]
+    text = rules(compile_profile(snap, protected, host).text)
+    allows = [r for r in text if r.startswith("(allow process-exec*")]
+    assert allows[0].startswith('(allow process-exec* (subpath "/System")')
+    assert not any(r == "(allow process-exec*)" for r in text)  # never anywhere at all
+    hides = [i for i, r in enumerate(text) if r.startswith("(deny") and "HIDE_" in r]
+    assert hides and all("process-exec*" in text[i] for i in hides)
+    reopened = [i for i, r in enumerate(allows) if "WRITE_2" in r or "READ_1" in r]
+    assert reopened, "the agent's own folder and ~/.config/nvim run programs again"
+
+
+def test_a_program_list_allows_those_files_and_no_other_exec() -> None:
+    snap, protected, host, _ = SPECS["programs"]
+    profile = compile_profile(snap, protected, host)
+    text = exec_rules(profile.text)
+    assert len(text) == 1
+    params = dict(profile.parameters)
+    listed = re.findall(r'\(literal \(param "(PROGRAM_\d+)"\)\)', text[0])
+    assert [params[p] for p in listed] == [
+        "/usr/bin/git", "/usr/bin/make",
+        "/opt/homebrew/Cellar/python@3.12/3.12.4/bin/python3.12"]
+    assert profile.notes == (f"~/bin/tool ({HOME}/bin/tool) is hidden from the sandbox, so "
+                             "it cannot run there",)
+
+
+def test_an_empty_program_list_allows_no_exec_at_all() -> None:
+    snap, protected, host, _ = SPECS["no-programs"]
+    assert exec_rules(compile_profile(snap, protected, host).text) == []
+
+
+def test_learn_reports_every_exec_it_allows() -> None:
+    snap, protected, host, _ = SPECS["programs"]
+    text = exec_rules(compile_profile(snap, protected, host, learn=True).text)
+    allows = [r for r in text if r.startswith("(allow")]
+    assert allows and all(r.endswith("(with report))") for r in allows)
+    assert not any("PROGRAM_" in r for r in text)
+
+
+# -- network ---------------------------------------------------------------------------
+
+
+def network_rules(name: str) -> list[str]:
+    snap, protected, host, learn = SPECS[name]
+    text = rules(compile_profile(snap, protected, host, learn=learn).text)
+    return [r for r in text if re.match(r"\((allow|deny) (network\S*|system-socket)[ )]", r)]
+
+
+def test_network_none_and_an_unavailable_proxy_allow_no_address() -> None:
+    for name in ("default", "network-proxy-unavailable"):
+        assert network_rules(name) == ["(allow system-socket (socket-domain AF_UNIX))"]
+
+
+def test_network_proxy_allows_only_the_proxy_ports_on_localhost() -> None:
+    assert network_rules("network-proxy") == [
+        "(allow system-socket (socket-domain AF_UNIX))",
+        "(allow system-socket (socket-domain AF_INET) (socket-domain AF_INET6))",
+        '(allow network-outbound (remote ip "localhost:3128") (remote ip "localhost:1080"))',
+    ]
+
+
+def test_network_host_opens_addresses_but_not_every_path_socket() -> None:
+    found = network_rules("network-host")
+    assert '(allow network-outbound (remote ip "*:*"))' in found
+    assert f'(allow network-outbound (literal "{system.MDNSRESPONDER}"))' in found
+    assert "(allow network*)" not in found and "(allow network-outbound)" not in found
+
+
+# -- folding -----------------------------------------------------------------------------
+
+
+def test_fold_keeps_each_regex_within_the_limit_and_matches_exactly() -> None:
+    paths = [f"/Users/me/p{i:03d}/.git (x)+[y]" for i in range(60)]
+    regexes, alone = fold(paths, subpath=True)
+    assert alone == [] and len(regexes) > 1
+    assert all(len(r.encode()) <= REGEX_LIMIT for r in regexes)
+    for path in paths:
+        assert sum(bool(re.fullmatch(r, path)) for r in regexes) == 1
+        assert any(re.fullmatch(r, path + "/hooks/pre-commit") for r in regexes)
+        assert not any(re.fullmatch(r, path + "x") for r in regexes)
+    literal, _ = fold(paths, subpath=False)
+    assert not any(re.fullmatch(r, paths[0] + "/a") for r in literal)
+
+
+def test_fold_leaves_out_what_cannot_fit_and_the_root() -> None:
+    long = "/" + "a" * (REGEX_LIMIT + 10)
+    regexes, alone = fold(["/", long, "/b"], subpath=True)
+    assert alone == ["/", long] and regexes == ["^(/b)(/.*)?$"]
+
+
+def test_regex_escape_quotes_every_metacharacter() -> None:
+    path = r"/a.b[c](d)*e+f?g{h}|i^j$k\l"
+    assert re.fullmatch(regex_escape(path), path)
+    assert not re.fullmatch(regex_escape("/a.b"), "/axb")
+
+
+def test_a_long_program_list_is_folded_into_regex_parameters() -> None:
+    programs = tuple(Program(f"tool{i}", f"/usr/local/bin/tool{i:02d}") for i in range(40))
+    profile = compile_profile(snapshot(WRITE_CWD, programs=programs), [], HOST)
+    (rule,) = exec_rules(profile.text)
+    names = re.findall(r'\(regex \(param "(PROGRAM_RE_\d+)"\)\)', rule)
+    assert names and "(literal" not in rule and len(programs) > FOLD_AT
+    params = dict(profile.parameters)
+    for program in programs:
+        assert sum(bool(re.fullmatch(params[n], program.target)) for n in names) == 1
+    assert not any(re.fullmatch(params[n], "/usr/local/bin/tool00x") for n in names)
+
+
+# -- links in protected paths ------------------------------------------------------------
+
+
+def test_a_link_in_a_protected_path_where_the_sandbox_writes_refuses_the_launch() -> None:
+    linked = Protected(f"{CWD}/hooks", f"{CWD}/scripts/hooks", "folder", True,
+                       "core.hooksPath", link=f"{CWD}/scripts")
+    with pytest.raises(LaunchError, match="scripts is a link"):
+        compile_profile(snapshot(WRITE_CWD), [linked], HOST)
+    elsewhere = Protected("/srv/hooks", "/srv/hooks", "folder", True, "core.hooksPath",
+                          link="/srv/link")
+    compile_profile(snapshot(WRITE_CWD), [elsewhere], HOST)  # read-only there: no refusal
