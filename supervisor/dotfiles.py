@@ -39,8 +39,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Kind = Literal["file", "folder"]
 
@@ -67,8 +66,11 @@ LEFTHOOK_FOLDERS = (".lefthook", ".lefthook-local")
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 
 
-@dataclass(frozen=True)
-class Protected:
+# NamedTuples, not dataclasses: the analysis runs on every start, and making a dataclass
+# costs about 0.4 ms to import here.
+
+
+class Protected(NamedTuple):
     """One path a sandbox writing the folder must not change.
 
     `path` is the host path git (or the tool) reads, links resolved; `name` is how the
@@ -90,8 +92,7 @@ class Protected:
     link: str | None = None
 
 
-@dataclass(frozen=True)
-class DotFiles:
+class DotFiles(NamedTuple):
     """The protections of one write grant's top, in a stable order (the top's own dot
     files first, then what git's settings and the hook managers name)."""
 
@@ -102,9 +103,9 @@ class DotFiles:
 # --- git's config files -------------------------------------------------------------------
 
 
-_SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"((?:[^"\\\n]|\\.)*)")?\s*\]')
-_KEY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*(=?)")
-_UNESCAPE = re.compile(r"\\(.)")
+_SECTION = r'\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"((?:[^"\\\n]|\\.)*)")?\s*\]'
+_KEY = r"\s*([A-Za-z][A-Za-z0-9-]*)\s*(=?)"
+_UNESCAPE = r"\\(.)"
 _ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
 
 
@@ -115,6 +116,9 @@ def parse_git_config(text: str) -> list[tuple[str, str | None]]:
     value of None is a key without `=`. A line git would refuse is skipped, and the
     rest still read: finding more than git does only ever protects more.
     """
+    # Compiled here, not at import: only a start in a repository pays for it (re caches).
+    section_re, key_re, unescape_re = (re.compile(_SECTION), re.compile(_KEY),
+                                       re.compile(_UNESCAPE))
     entries: list[tuple[str, str | None]] = []
     section = ""
     lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
@@ -122,11 +126,11 @@ def parse_git_config(text: str) -> list[tuple[str, str | None]]:
     while index < len(lines):
         line = lines[index]
         index += 1
-        header = _SECTION.match(line)
+        header = section_re.match(line)
         if header:
             name, sub = header.group(1), header.group(2)
             if sub is not None:
-                section = name.lower() + "." + _UNESCAPE.sub(r"\1", sub)
+                section = name.lower() + "." + unescape_re.sub(r"\1", sub)
             elif "." in name:
                 head, _, tail = name.partition(".")
                 section = f"{head.lower()}.{tail.lower()}"
@@ -136,7 +140,7 @@ def parse_git_config(text: str) -> list[tuple[str, str | None]]:
         stripped = line.strip()
         if not stripped or stripped[0] in "#;":
             continue
-        key = _KEY.match(line)
+        key = key_re.match(line)
         if not key or not section:
             continue
         rest = line[key.end():]
