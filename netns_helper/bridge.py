@@ -146,6 +146,11 @@ class NameService:
         return str(reply.get("rcode", "SERVFAIL")), [str(a) for a in addresses or []] \
             if isinstance(addresses, list) else []
 
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
             while line := await reader.readline():
@@ -243,6 +248,7 @@ async def serve(
     try:
         await stop.wait()
     finally:
+        service.close()
         udp.close()
         for server in servers:
             server.close()

@@ -1,0 +1,169 @@
+"""Proxy mode's plan, environment and helper, checked without privileges.
+
+The plan gets a read-only /etc/resolv.conf naming 127.0.0.1, mounted where a link
+leads when it is one; the environment names the helper's listeners; the helper imports
+nothing that starts a thread; the allow list decides on names before any lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netns_helper.protocol import Job
+from supervisor.environment import build_environment
+from supervisor.errors import LaunchError
+from supervisor.linux.network import (
+    PLAN_SOURCE,
+    ResolvConfHost,
+    proxy_environment,
+    supervise_options,
+    with_resolv_conf,
+)
+from supervisor.linux.plan import LaunchPlan, MountOp
+from supervisor.proxy.rules import Allowlist
+from supervisor.proxy.server import remove_stale
+
+ETC = MountOp("ro-bind", "/etc", "/etc", "system folder")
+TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
+PROJECT = MountOp("bind", "/home/u/proj", "/home/u/proj", "files.write: .")
+INNER = MountOp("ro-bind", "/run/lnk-sandbox/inner", "/src/inner", "the inner confiner")
+HIDDEN_RO = MountOp("remount-ro", "/home/u/.lnk", reason="hidden folder")
+ROOT_RO = MountOp("remount-ro", "/", reason="nothing new at the root")
+REASON = "proxy mode: names are asked of the helper on 127.0.0.1"
+
+
+def _plan(*ops: MountOp) -> LaunchPlan:
+    return LaunchPlan(ops=ops, chdir="/home/u/proj", root_mode=False, share_net=False,
+                      interpreter="/usr/bin/python3")
+
+
+def test_resolv_conf_is_mounted_before_the_closing_remounts() -> None:
+    plan = with_resolv_conf(_plan(ETC, TMP, PROJECT, INNER, HIDDEN_RO, ROOT_RO), "/r/resolv",
+                            ResolvConfHost("/etc/resolv.conf", True))
+    assert plan.ops == (ETC, TMP, PROJECT, INNER,
+                        MountOp("ro-bind", "/etc/resolv.conf", "/r/resolv", REASON),
+                        HIDDEN_RO, ROOT_RO)
+
+
+def test_a_linked_resolv_conf_is_mounted_where_the_link_leads() -> None:
+    target = "/run/systemd/resolve/stub-resolv.conf"
+    plan = with_resolv_conf(_plan(ETC, ROOT_RO), "/r/resolv", ResolvConfHost(target, False))
+    assert plan.ops == (ETC, MountOp("ro-bind", target, "/r/resolv",
+                                     f"{REASON} (/etc/resolv.conf leads here)"), ROOT_RO)
+
+
+def test_a_link_to_nothing_inside_a_mount_refuses_the_launch() -> None:
+    with pytest.raises(LaunchError) as caught:
+        with_resolv_conf(_plan(ETC, ROOT_RO), "/r/resolv",
+                         ResolvConfHost("/etc/resolvconf/run/resolv.conf", False))
+    assert "does not exist" in caught.value.message
+    assert caught.value.hint is not None and "network mode" in caught.value.hint
+
+
+def test_no_resolv_conf_on_the_host_leaves_the_resolvers_default() -> None:
+    plan = _plan(ETC, ROOT_RO)
+    changed = with_resolv_conf(plan, "/r/resolv", ResolvConfHost(None, False))
+    assert changed.ops == plan.ops
+    assert len(changed.notes) == 1 and "127.0.0.1" in changed.notes[0]
+
+
+def test_resolv_conf_host_probe(tmp_path: Path) -> None:
+    assert ResolvConfHost.probe(str(tmp_path / "missing")) == ResolvConfHost(None, False)
+    real = tmp_path / "real.conf"
+    real.write_text("nameserver 192.0.2.1\n")
+    assert ResolvConfHost.probe(str(real)) == ResolvConfHost(str(real), True)
+    link = tmp_path / "resolv.conf"
+    link.symlink_to("stub/resolv.conf")
+    assert ResolvConfHost.probe(str(link)) == ResolvConfHost(
+        str(tmp_path / "stub" / "resolv.conf"), False)
+
+
+def test_the_plan_placeholder_is_the_one_a_launch_replaces() -> None:
+    assert PLAN_SOURCE.endswith("resolv.conf") and not PLAN_SOURCE.startswith("/")
+
+
+def test_proxy_environment() -> None:
+    http, socks = "http://127.0.0.1:3128", "socks5h://127.0.0.1:1080"
+    loopback = "localhost,127.0.0.1,::1"
+    assert proxy_environment() == {
+        "HTTP_PROXY": http, "HTTPS_PROXY": http, "ALL_PROXY": socks, "NO_PROXY": loopback,
+        "http_proxy": http, "https_proxy": http, "all_proxy": socks, "no_proxy": loopback,
+    }
+    # The caller's own proxy is replaced; a value the spec sets wins.
+    env = build_environment({"PATH": "/bin", "HTTP_PROXY": "http://corp:8080"},
+                            keep=("PATH", "HTTP_PROXY"), assign=(("NO_PROXY", "x"),),
+                            extra=proxy_environment())
+    assert env["HTTP_PROXY"] == http and env["NO_PROXY"] == "x"
+
+
+def test_supervise_options() -> None:
+    assert supervise_options(None) == {}
+
+
+def test_the_job_round_trips() -> None:
+    job = Job(pid=42, net_inode=4026531840, run_dir="/home/u/.lnk/run/net-1-x")
+    assert Job.decode(job.encode()) == job
+
+
+def test_importing_the_helper_starts_no_thread() -> None:
+    """A second thread would make joining the user namespace fail (EINVAL)."""
+    code = ("import os, netns_helper.main, netns_helper.bridge, netns_helper.dns; "
+            "print(len(os.listdir('/proc/self/task')))")
+    done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout == "1\n"
+
+
+def test_the_helper_refuses_a_bad_command_line() -> None:
+    done = subprocess.run([sys.executable, "-I", "-m", "netns_helper", "x"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "usage: python -m netns_helper CTL_FD SUPERVISOR_PID" in done.stderr
+
+
+def test_stale_run_folders_are_removed(tmp_path: Path) -> None:
+    gone_pid = _a_dead_pid()
+    (tmp_path / f"net-{gone_pid}-abc").mkdir()
+    (tmp_path / f"net-{os.getpid()}-def").mkdir()
+    (tmp_path / "other").mkdir()
+    remove_stale(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"net-{os.getpid()}-def", "other"]
+
+
+def _a_dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+@pytest.mark.parametrize(("host", "port", "allowed"), [
+    ("pypi.org", 443, True),
+    ("PyPI.org.", 443, True),
+    ("files.pypi.org", 443, False),
+    ("raw.githubusercontent.com", 443, True),
+    ("githubusercontent.com", 443, False),
+    ("internal.example", 8443, True),
+    ("internal.example", 443, False),
+    ("127.0.0.1", 80, False),
+    ("10.0.0.1", 80, True),
+    ("[::1]", 80, True),
+    ("0:0:0:0:0:0:0:1", 80, True),
+])
+def test_the_allow_list(host: str, port: int, allowed: bool) -> None:
+    allow = Allowlist.from_texts(["pypi.org", "*.githubusercontent.com", "internal.example:8443",
+                                  "10.0.0.1", "[::1]"])
+    decision = allow.decide(host, port)
+    assert decision.allowed is allowed
+    assert decision.subject.endswith(f":{port}")
+
+
+def test_names_for_dns_ignore_the_port_and_never_match_an_address() -> None:
+    allow = Allowlist.from_texts(["internal.example:8443", "10.0.0.1"])
+    assert allow.decide_name("internal.example").allowed
+    assert not allow.decide_name("10.0.0.1").allowed
+    assert allow.decide_name("Internal.Example.").subject == "internal.example"
