@@ -24,14 +24,14 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ..dotfiles import DotFiles, Protected, analyze
 from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
 from ..placeholders import Wanted
-from ..policy import LINUX_SYSTEM_FOLDERS
+from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 
 OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
 
@@ -61,7 +61,9 @@ class HostLayout:
     `system` maps each existing system folder to None (a folder) or its link text.
     `dot_files` maps the target of each write grant whose dot files are protected to
     what is at its top (`dotfiles.analyze`); a grant missing from it gets none, which
-    only a layout made by hand (a test) leaves out.
+    only a layout made by hand (a test) leaves out. `lnk_home` is `$LNK_HOME` resolved
+    when it exists now but did not when the snapshot was made (a first start makes it,
+    for its check cache and placeholders, after resolving): hidden all the same.
     """
 
     system: dict[str, str | None]
@@ -69,6 +71,7 @@ class HostLayout:
     interpreter: str
     interpreter_prefix: str
     dot_files: dict[str, DotFiles] = field(default_factory=dict)
+    lnk_home: str | None = None
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -84,11 +87,17 @@ class HostLayout:
             elif stat.S_ISDIR(mode):
                 system[folder] = None
         dot_files = {}
-        for grant in snapshot.visible() if snapshot is not None else ():
-            if grant.access == "write" and not grant.dot_files_writable and grant.is_dir:
-                assert grant.target is not None and snapshot is not None
+        lnk_home = None
+        for grant in snapshot.grants if snapshot is not None else ():
+            assert snapshot is not None
+            if (grant.access == "write" and grant.target and not grant.dot_files_writable
+                    and grant.is_dir):
                 dot_files[grant.target] = analyze(grant.target, home=snapshot.home)
-        return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files)
+            elif grant.name == LNK_HOME_NAME and grant.target is None \
+                    and os.path.isdir(snapshot.lnk_home):
+                lnk_home = os.path.realpath(snapshot.lnk_home)
+        return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
+                          lnk_home)
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,9 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             continue
         kind: OpKind = "bind" if grant.access == "write" else "ro-bind"
         add(0, MountOp(kind, grant.target, grant.target, _why(grant)), grant.access)
-    for grant in sorted(snapshot.grants, key=lambda g: _depth(g.target or "/")):
+    hidden = [replace(g, target=layout.lnk_home) if g.name == LNK_HOME_NAME
+              and g.access == "hide" and g.target is None else g for g in snapshot.grants]
+    for grant in sorted(hidden, key=lambda g: _depth(g.target or "/")):
         if grant.target is None or grant.access not in ("hide", "protect"):
             continue
         holder = _deepest(grant.target, mounts)

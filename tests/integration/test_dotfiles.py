@@ -442,3 +442,16 @@ def test_plan_shows_each_protected_path_and_why(sandbox: Sandbox) -> None:
         assert line in lines
     assert not any(".envrc" in line for line in lines)  # missing, and never held
     assert sorted(os.listdir(project)) == [".git", "README", "tools"]  # plan makes nothing
+
+
+def test_a_first_start_cannot_reach_the_placeholder_lock(sandbox: Sandbox) -> None:
+    """$LNK_HOME does not exist when a first start resolves its spec, and is made before
+    bwrap starts (check cache, placeholders): it is hidden all the same, so no sandbox
+    can read the state or hold the lock that every start takes."""
+    assert not sandbox.lnk_home.exists()
+    spec = 'files.read = ["~"]\nfiles.write = ["."]\n'
+    result = sandbox.probe("list", str(sandbox.lnk_home), spec=spec).expect(0)
+    assert "LIST \n" in result.stdout
+    assert (sandbox.lnk_home / "placeholders.lock").exists()
+    sandbox.probe("read", str(sandbox.lnk_home / "placeholders.lock"), spec=spec).expect(
+        ENOENT)

@@ -5,6 +5,7 @@ the Linux plan's read-only binds, mount points and placeholders compiled from it
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -413,3 +414,24 @@ def test_the_analysis_reaches_the_plan_through_the_layout_probe(tmp_path: Path) 
     assert list(probed.dot_files) == [str(top)]
     assert probed.dot_files[str(top)] == analyze(str(top), home="/home/u")
     assert HostLayout.probe("/i", "/usr/bin/python3", "/usr").dot_files == {}
+
+
+def test_lnk_home_made_after_the_snapshot_is_hidden_all_the_same(tmp_path: Path) -> None:
+    """A first start resolves before $LNK_HOME exists, then makes it (check cache,
+    placeholder lock): the plan hides what the layout finds there at launch."""
+    read_home = Grant("~", "/home/u", "read", "files.read[0]", "files.read[0]", 2)
+    settings = Grant("$LNK_HOME", None, "hide", "lnk-sandbox's settings ($LNK_HOME)", None,
+                     None)
+    found = HostLayout(system={"/usr": None}, inner_source="/i",
+                       interpreter="/usr/bin/python3", interpreter_prefix="/usr",
+                       lnk_home="/home/u/.lnk")
+    ops = build_plan(snap(read_home, settings), found, root_mode=False).ops
+    assert MountOp("tmpfs", "/home/u/.lnk",
+                   reason="lnk-sandbox's settings ($LNK_HOME): $LNK_HOME") in ops
+    assert ops[-2] == MountOp("remount-ro", "/home/u/.lnk", reason="hidden folder")
+    # The probe reports it only when the snapshot had no target for it and it exists now.
+    lnk = tmp_path.resolve() / ".lnk"
+    fresh = dataclasses.replace(snap(settings), lnk_home=str(lnk))
+    assert HostLayout.probe("/i", "/usr/bin/python3", "/usr", fresh).lnk_home is None
+    lnk.mkdir()
+    assert HostLayout.probe("/i", "/usr/bin/python3", "/usr", fresh).lnk_home == str(lnk)
