@@ -149,6 +149,14 @@ POLICY: tuple[Rule, ...] = (
     ("clone", EPERM, (0, "any", CLONE_NEW_ANY)),
     ("personality", EPERM, (0, "not in", PERSONALITIES)),
     ("execveat", EPERM, (4, "any", AT_EMPTY_PATH)),
+    # bwrap's pid 1 runs inside the sandbox without this filter (or Landlock): a process
+    # that attached to it, read or wrote its memory, or took its fds would act
+    # unfiltered. Other processes inside are all under the filter; the supervisor and
+    # bwrap's outer process are in no namespace the sandbox sees. (/proc/1 is masked.)
+    ("ptrace", EPERM, (1, "in", (1,))),
+    ("process_vm_readv", EPERM, (0, "in", (1,))),
+    ("process_vm_writev", EPERM, (0, "in", (1,))),
+    ("pidfd_open", EPERM, (0, "in", (1,))),
     # ENOSYS, so that libc falls back: clone3's flags sit behind a pointer the filter
     # cannot read, clone's are in a register; the new mount API falls back to mount,
     # which is refused below.

@@ -59,7 +59,9 @@ X86_ONLY = {"create_module", "get_kernel_syms", "query_module", "iopl", "ioperm"
             "ustat", "sysfs", "_sysctl"}
 # Calls whose rules read an argument; with all-zero arguments each runs (or notifies).
 ARGUMENT_RULES = {"ioctl", "socket", "clone", "personality", "execveat", "memfd_create",
-                  "execve"}
+                  "execve", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open"}
+# Calls refused only against pid 1 (bwrap's unfiltered init), and the argument holding it.
+PID_ONE_RULES = {"ptrace": 1, "process_vm_readv": 0, "process_vm_writev": 0, "pidfd_open": 0}
 
 
 # ---- a classic BPF interpreter, as strict as the kernel's checker --------------------
@@ -451,3 +453,16 @@ def test_importing_does_nothing_and_pulls_in_nothing_slow() -> None:
     done = subprocess.run([sys.executable, "-I", "-S", "-c", script, str(ROOT)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["[]", "None"]
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("name", sorted(PID_ONE_RULES))
+def test_calls_against_pid_one_are_refused_and_others_run(arch: str, name: str) -> None:
+    index = PID_ONE_RULES[name]
+    for mode in MODES:
+        program = build(arch, mode)
+        for pid, expected in ((1, err(errno.EPERM)), (2, ALLOW), (0, ALLOW),
+                              (1 | (1 << 32), err(errno.EPERM))):
+            args = [0] * 6
+            args[index] = pid
+            assert call(program, arch, name, *args) == expected, (name, pid, mode)
