@@ -21,6 +21,9 @@ from typing import cast
 from . import dns as wire
 from .protocol import DNS_SOCKET
 
+# Bytes a side may hold for a slow peer before the other side stops reading from it.
+WRITE_BUFFER = 1 << 22
+
 
 class _Half(asyncio.Protocol):
     """One side of a bridged connection; `peer` is the other side, once connected."""
@@ -34,8 +37,8 @@ class _Half(asyncio.Protocol):
         self._on_lost = on_lost
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
+        self.transport.set_write_buffer_limits(high=WRITE_BUFFER)
 
     def data_received(self, data: bytes) -> None:
         if self.peer is not None and self.peer.transport is not None:

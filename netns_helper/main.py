@@ -28,6 +28,11 @@ import time
 # nothing may be imported after the join that would need the host's view.
 from pyroute2 import IPRoute  # type: ignore[import-untyped]
 
+try:  # the faster loop where installed; it starts no thread either
+    import uvloop
+except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+    uvloop = None  # type: ignore[assignment]
+
 from . import bridge
 from .namespaces import JoinError, Namespaces, die_with_parent, join, open_namespaces
 from .protocol import (
@@ -130,7 +135,11 @@ def run(ctl: socket.socket, parent: int) -> int:
         _send(ctl, failure("helper", f"{type(err).__name__}: {err}"))
         return EXIT_FAILED
     _send(ctl, ready())
-    asyncio.run(_serve(ctl, namespaces, run_dir, listeners))
+    serving = _serve(ctl, namespaces, run_dir, listeners)
+    if uvloop is not None:
+        uvloop.run(serving)
+    else:
+        asyncio.run(serving)
     return EXIT_DONE
 
 

@@ -19,7 +19,7 @@ from .resolver import LookupFailed, Resolver
 from .rules import Allowlist, Decision
 
 CONNECT_TIMEOUT = 10.0
-CHUNK = 65536
+CHUNK = 262144
 
 
 class Refused(Exception):

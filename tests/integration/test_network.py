@@ -403,6 +403,7 @@ def test_the_helper_killed_mid_run_ends_the_run_with_125(sandbox: Sandbox) -> No
     process, helper = _start(sandbox)
     tree = _descendants(process.pid)
     os.kill(helper, signal.SIGKILL)
+    process.wait(timeout=30)  # stdin stays open: the target ends only if it is ended
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 125, stderr
     assert "the network helper died mid-run (killed by signal 9)" in stderr
