@@ -14,6 +14,8 @@ need=""
 command -v bwrap >/dev/null 2>&1 || need="$need bubblewrap"
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
 command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
+# The network tests run curl inside the sandbox, through the proxy.
+command -v curl >/dev/null 2>&1 || need="$need curl"
 # A C compiler and Python's headers build the exec watch's compiled hot path (setup.py);
 # without them the pure-Python watch is used.
 command -v gcc >/dev/null 2>&1 || need="$need gcc"

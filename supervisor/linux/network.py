@@ -177,10 +177,6 @@ class NetworkRun:
         except BaseExceptionGroup as group_error:
             problems = group_error.subgroup(HelperError)
             if problems is None:
-                if os.environ.get("LNK_SANDBOX_DEBUG"):
-                    import traceback
-
-                    traceback.print_exception(group_error)
                 first = group_error.exceptions[0]
                 supervision.fail(HelperError(
                     f"the network proxy failed: {type(first).__name__}: {first}"))

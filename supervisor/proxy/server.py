@@ -90,10 +90,7 @@ class ProxyServer:
                 try:
                     await handler(stream, self.gate)
                 except Exception:
-                    if os.environ.get("LNK_SANDBOX_DEBUG"):
-                        import traceback
-
-                        traceback.print_exc()
+                    pass
 
         return serve_one
 
