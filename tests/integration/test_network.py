@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import http.server
+import json
 import os
 import signal
 import socket
@@ -409,3 +410,20 @@ def test_the_helper_killed_mid_run_ends_the_run_with_125(sandbox: Sandbox) -> No
     assert "the network helper died mid-run (killed by signal 9)" in stderr
     assert "Traceback" not in stderr
     assert _gone(tree)
+
+
+def test_proxy_refusals_go_to_the_report(sandbox: Sandbox, resolver_log: Path) -> None:
+    report = sandbox.base / "report.jsonl"
+    done = sandbox.lnk(
+        "run", "--report", str(report), "--", "/bin/sh", "-c",
+        f'echo STARTED; curl -s --noproxy "" -o /dev/null -w "%{{http_code}}\\n" '
+        f"http://{REFUSED_NAME}:81/; getent hosts {REFUSED_NAME}; echo getent=$?",
+        spec=PROXY_SPEC, env={LOG_VARIABLE: str(resolver_log)})
+    assert done.stdout.splitlines() == ["STARTED", "403", "getent=2"], done.stderr
+    events = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [(e["kind"], e["subject"], e["resolved"], e["rule"]) for e in events][:2] == [
+        ("network", f"{REFUSED_NAME}:81", REFUSED_NAME, "network.allow"),
+        ("network", REFUSED_NAME, REFUSED_NAME, "network.allow"),
+    ]
+    assert done.stderr.count("lnk-sandbox: refused") == 1, done.stderr
+    assert _asked(resolver_log) == []
