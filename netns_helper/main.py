@@ -89,6 +89,7 @@ async def _serve(ctl: socket.socket, namespaces: Namespaces, run_dir: str,
                  listeners: tuple[list[tuple[socket.socket, str]], socket.socket,
                                   socket.socket]) -> None:
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_said_once)
     stop = asyncio.Event()
 
     def on_ctl() -> None:
@@ -107,6 +108,18 @@ async def _serve(ctl: socket.socket, namespaces: Namespaces, run_dir: str,
     forwards, dns_tcp, dns_udp = listeners
     forwards = [(sock, os.path.join(run_dir, name)) for sock, name in forwards]
     await bridge.serve(forwards, dns_tcp, dns_udp, run_dir, stop)
+
+
+_said: set[str] = set()
+
+
+def _said_once(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+    """An error in one connection's callback: one line on stderr, never a traceback."""
+    error = context.get("exception")
+    text = f"{type(error).__name__}: {error}" if error else str(context.get("message"))
+    if text not in _said and len(_said) < 16:
+        _said.add(text)
+        sys.stderr.write(f"lnk-sandbox: network helper: {text}\n")
 
 
 def run(ctl: socket.socket, parent: int) -> int:

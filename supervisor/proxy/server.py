@@ -33,6 +33,10 @@ HANDLERS: dict[str, Handler] = {
     DNS_SOCKET: names.handle,
 }
 RESOLV_CONF = "resolv.conf"
+# Connections served at once, per run: beyond it a new one is closed at once, so a
+# sandbox opening connections in a loop cannot take every descriptor the supervisor has
+# (its exec watch needs some too).
+MAX_CONNECTIONS = 512
 RESOLV_CONF_TEXT = "# lnk-sandbox, proxy mode: names are answered by the proxy\n" \
     "nameserver 127.0.0.1\n"
 
@@ -46,6 +50,7 @@ class ProxyServer:
         self._dirfd = dirfd
         self._listeners = listeners
         self.gate = gate
+        self.connections = 0
 
     @staticmethod
     def open(lnk_home: str, gate: Gate) -> ProxyServer:
@@ -87,10 +92,15 @@ class ProxyServer:
     def _one(self, handler: Handler) -> Callable[[anyio.abc.SocketStream], Awaitable[None]]:
         async def serve_one(stream: anyio.abc.SocketStream) -> None:
             async with stream:
+                if self.connections >= MAX_CONNECTIONS:
+                    return
+                self.connections += 1
                 try:
                     await handler(stream, self.gate)
                 except Exception:
                     pass
+                finally:
+                    self.connections -= 1
 
         return serve_one
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.proxy.http import BadRequest, split_authority
+from supervisor.proxy.server import MAX_CONNECTIONS
 from tests.unit.proxy_support import Running, read_all, serve_proxy
 
 HTTP = "http.sock"
@@ -150,3 +151,19 @@ def test_split_authority(text: str, default: int | None, expected: tuple[str, in
 def test_split_authority_refuses(text: str) -> None:
     with pytest.raises(BadRequest):
         split_authority(text, default=None)
+
+
+def test_connections_beyond_the_limit_are_closed_at_once(tmp_path: Path) -> None:
+    async def test(running: Running) -> None:
+        running.server.connections = MAX_CONNECTIONS
+        reply = await _ask(running, f"GET http://localhost:{running.upstream_port}/ "
+                           "HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert reply == b""
+        assert running.names.asked == []
+        running.server.connections = 0
+        reply = await _ask(running, f"GET http://localhost:{running.upstream_port}/ "
+                           "HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.1 200 OK")
+        assert running.server.connections == 0
+
+    serve_proxy(tmp_path, ["localhost"], test)
