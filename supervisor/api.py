@@ -33,16 +33,23 @@ class Wrapped:
 def _ask(text: str) -> bool:
     """Show `text` and ask on the terminal; False when there is no terminal to ask on."""
     try:
-        tty = open("/dev/tty", "r+")  # noqa: SIM115 - closed below
+        tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return False
-    with tty:
-        tty.write("lnk-sandbox: this spec was not allowed before. It would allow:\n")
-        tty.write("".join(f"  {line}\n" for line in text.splitlines()))
-        tty.write("Allow it (remembered for this exact set of grants)? [y/N] ")
-        tty.flush()
-        answer = tty.readline().strip().lower()
-    return answer in ("y", "yes")
+    try:
+        shown = "".join(f"  {line}\n" for line in text.splitlines())
+        os.write(tty, ("lnk-sandbox: this spec was not allowed before. It would allow:\n"
+                       f"{shown}Allow it (remembered for this exact set of grants)? [y/N] "
+                       ).encode("utf-8", "replace"))
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < 64:
+            chunk = os.read(tty, 64)
+            if not chunk:
+                break
+            answer += chunk
+    finally:
+        os.close(tty)
+    return answer.strip().lower() in (b"y", b"yes")
 
 
 def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:

@@ -108,6 +108,8 @@ def present_ops(plan: LaunchPlan) -> LaunchPlan:
         optional = (op.kind in ("tmpfs", "hide-file") and op.dest != "/tmp") or (
             op.kind == "remount-ro" and op.dest != "/"
         )
+        if op.dest.startswith("/proc/"):
+            optional = False  # the sandbox's own fresh /proc, not a host path
         if optional and not os.path.lexists(op.dest):
             continue
         kept.append(op)

@@ -141,6 +141,9 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         else:
             root.append(MountOp("symlink", folder, link, "system folder (a link)"))
     root.append(MountOp("proc", "/proc", reason="a fresh /proc"))
+    # bwrap's pid 1 runs without the inner's filter and Landlock: its /proc entry (memory,
+    # fds, root) is masked, and the filter refuses ptrace and friends against pid 1.
+    root.append(MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"))
     root.append(MountOp("dev", "/dev", reason="a minimal /dev"))
     if "/tmp" not in targets:
         root.append(MountOp("tmpfs", "/tmp", reason="a fresh /tmp"))
@@ -199,6 +202,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             extra.append(MountOp("symlink", name, grant.target, f"{grant.name} is a link"))
             linked.append(name)
 
+    late.append(MountOp("remount-ro", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"))
     late.append(MountOp("remount-ro", "/", reason="nothing new at the root"))
     ordered = [op for _, _, op in sorted(layered, key=lambda t: (t[0], t[1]))]
     cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") else "/"

@@ -47,12 +47,14 @@ SYSTEM = [
 ]
 PROC_DEV = [
     MountOp("proc", "/proc", reason="a fresh /proc"),
+    MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"),
     MountOp("dev", "/dev", reason="a minimal /dev"),
 ]
 FRESH_TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
 ROOT = [*SYSTEM, *PROC_DEV, FRESH_TMP]
 INNER = MountOp("ro-bind", INNER_MOUNT, "/src/lnk/inner", "the inner confiner")
-ROOT_RO = MountOp("remount-ro", "/", reason="nothing new at the root")
+LATE = [MountOp("remount-ro", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"),
+        MountOp("remount-ro", "/", reason="nothing new at the root")]
 
 
 def spec_grant(name: str, target: str | None, access: str, key: str, line: int = 2,
@@ -103,7 +105,7 @@ def test_the_default_spec() -> None:
             *ROOT,
             MountOp("bind", CWD, CWD, "files.write[0]: ."),
             INNER,
-            ROOT_RO,
+            *LATE,
         ),
         chdir=CWD,
         root_mode=False,
@@ -135,7 +137,7 @@ def test_read_home_with_a_hidden_folder_and_a_write_grant_inside_it() -> None:
         # Hidden folders and the root read-only last: bwrap made mount points in them.
         MountOp("remount-ro", f"{HOME}/.ssh", reason="hidden folder"),
         MountOp("remount-ro", LNK, reason="hidden folder"),
-        ROOT_RO,
+        *LATE,
     ]
 
 
@@ -147,7 +149,7 @@ def test_hides_outside_every_grant_need_no_mount() -> None:
         Grant("/run/user/1000", "/run/user/1000", "hide", "agent sockets", None, None),
     )
     assert ops(snap) == [*ROOT, MountOp("ro-bind", "/srv", "/srv", "files.read[0]: /srv"),
-                         INNER, ROOT_RO]
+                         INNER, *LATE]
 
 
 def test_a_hide_inside_a_hidden_folder_is_covered_by_it() -> None:
@@ -170,7 +172,7 @@ def test_a_hide_inside_a_hidden_folder_is_covered_by_it() -> None:
                 reason="files.hide[2]: ~/.config/gh/token"),
         INNER,
         MountOp("remount-ro", f"{HOME}/.config", reason="hidden folder"),
-        ROOT_RO,
+        *LATE,
     ]
     assert build_plan(snap, LAYOUT, root_mode=False).chdir == CWD
 
@@ -180,14 +182,14 @@ def test_tmp_granted_is_bound_instead_of_a_fresh_tmpfs() -> None:
     plan = build_plan(snap, LAYOUT, root_mode=False)
     assert list(plan.ops) == [*SYSTEM, *PROC_DEV,
                               MountOp("bind", "/tmp", "/tmp", "files.write[0]: /tmp"),
-                              INNER, ROOT_RO]
+                              INNER, *LATE]
     assert plan.chdir == "/tmp"
 
 
 def test_a_grant_inside_tmp_is_bound_over_the_fresh_tmpfs() -> None:
     snap = snapshot(spec_grant("/tmp/w", "/tmp/w", "write", "files.write[0]"), cwd="/tmp/w")
     assert ops(snap) == [*ROOT, MountOp("bind", "/tmp/w", "/tmp/w", "files.write[0]: /tmp/w"),
-                         INNER, ROOT_RO]
+                         INNER, *LATE]
 
 
 def test_the_root_granted_replaces_the_system_folders() -> None:
@@ -204,7 +206,7 @@ def test_the_root_granted_replaces_the_system_folders() -> None:
         MountOp("tmpfs", f"{HOME}/.ssh", reason=f"{CREDENTIALS}: ~/.ssh"),
         INNER,
         MountOp("remount-ro", f"{HOME}/.ssh", reason="hidden folder"),
-        ROOT_RO,
+        *LATE,
     ]
 
 
@@ -216,7 +218,7 @@ def test_a_granted_system_folder_is_mounted_once_by_its_grant() -> None:
         *PROC_DEV, FRESH_TMP,
         MountOp("bind", "/etc", "/etc", "files.write[0]: /etc"),
         MountOp("bind", "/usr/share/x", "/usr/share/x", "files.write[1]: /usr/share/x"),
-        INNER, ROOT_RO,
+        INNER, *LATE,
     ]
 
 
@@ -230,7 +232,7 @@ def test_system_folders_keep_the_layouts_order_and_links() -> None:
         MountOp("ro-bind", "/opt", "/opt", "system folder"),
         *PROC_DEV, FRESH_TMP,
         MountOp("ro-bind", INNER_MOUNT, "/i", "the inner confiner"),
-        ROOT_RO,
+        *LATE,
     ]
     assert build_plan(snapshot(), layout, root_mode=False).chdir == "/"
 
@@ -258,14 +260,14 @@ def test_the_installation_is_protected_only_inside_a_write_grant() -> None:
                 f"{INSTALLATION}: {CWD}/supervisor"),
         INNER,
         MountOp("remount-ro", LNK, reason="hidden folder"),
-        ROOT_RO,
+        *LATE,
     ]
 
 
 def test_an_installation_that_is_the_write_grant_itself_is_read_only() -> None:
     snap = snapshot(spec_grant("~/venv", f"{HOME}/venv", "write", "files.write[0]"),
                     Grant(f"{HOME}/venv", f"{HOME}/venv", "protect", INSTALLATION, None, None))
-    assert ops(snap)[len(ROOT):-2] == [
+    assert ops(snap)[len(ROOT):-3] == [
         MountOp("bind", f"{HOME}/venv", f"{HOME}/venv", "files.write[0]: ~/venv"),
         MountOp("ro-bind", f"{HOME}/venv", f"{HOME}/venv", f"{INSTALLATION}: {HOME}/venv"),
     ]
@@ -277,13 +279,13 @@ PREFIX = MountOp("ro-bind", "/opt/py", "/opt/py", "the inner confiner's interpre
 
 
 def test_the_interpreter_prefix_is_mounted_when_not_visible() -> None:
-    assert ops(snapshot(), OPT_PYTHON) == [*ROOT, INNER, PREFIX, ROOT_RO]
+    assert ops(snapshot(), OPT_PYTHON) == [*ROOT, INNER, PREFIX, *LATE]
 
 
 def test_the_interpreter_prefix_is_not_mounted_when_visible() -> None:
     snap = snapshot(spec_grant("/opt", "/opt", "read", "files.read[0]"))
     assert ops(snap, OPT_PYTHON) == [
-        *ROOT, MountOp("ro-bind", "/opt", "/opt", "files.read[0]: /opt"), INNER, ROOT_RO]
+        *ROOT, MountOp("ro-bind", "/opt", "/opt", "files.read[0]: /opt"), INNER, *LATE]
     # The system /usr holds the default layout's interpreter: nothing to add there.
     assert PREFIX not in ops(snapshot()) and INNER in ops(snapshot())
 
@@ -298,14 +300,14 @@ def test_the_interpreter_prefix_is_mounted_when_hidden() -> None:
         INNER,
         PREFIX,
         MountOp("remount-ro", "/opt/py", reason="hidden folder"),
-        ROOT_RO,
+        *LATE,
     ]
 
 
 def test_the_interpreter_outside_a_visible_prefix_still_gets_the_prefix() -> None:
     layout = HostLayout(system=LAYOUT.system, inner_source="/src/lnk/inner",
                         interpreter="/opt/bin/python3", interpreter_prefix="/usr")
-    assert ops(snapshot(), layout)[-2] == MountOp("ro-bind", "/usr", "/usr",
+    assert ops(snapshot(), layout)[-3] == MountOp("ro-bind", "/usr", "/usr",
                                                   "the inner confiner's interpreter")
 
 
@@ -322,7 +324,7 @@ def test_a_name_through_a_link_becomes_that_link() -> None:
         # ~/link/sub is reached through ~/link: one link, not a second one below it.
         MountOp("symlink", f"{HOME}/link", "/data/d", "~/link is a link"),
         MountOp("symlink", f"{HOME}/w", "/data/w", "~/w is a link"),
-        ROOT_RO,
+        *LATE,
     ]
 
 
@@ -337,14 +339,14 @@ def test_a_link_name_inside_a_visible_grant_needs_no_symlink() -> None:
         MountOp("ro-bind", "/srv/data", "/srv/data", "files.read[2]: ~/data"),
         MountOp("ro-bind", "/usr/lib/x", "/usr/lib/x", "files.read[1]: /lib/x"),
         INNER,
-        ROOT_RO,
+        *LATE,
     ]
 
 
 def test_missing_optional_grants_are_left_out() -> None:
     snap = snapshot(spec_grant("~/nope", None, "read", "files.read[0]"),
                     spec_grant(".", CWD, "write", "files.write[0]"))
-    assert ops(snap) == [*ROOT, MountOp("bind", CWD, CWD, "files.write[0]: ."), INNER, ROOT_RO]
+    assert ops(snap) == [*ROOT, MountOp("bind", CWD, CWD, "files.write[0]: ."), INNER, *LATE]
 
 
 @pytest.mark.parametrize(
@@ -399,7 +401,7 @@ def test_a_resolved_spec_on_a_real_tree(tmp_path: Path) -> None:
                 f"{INSTALLATION}: {home}/proj/.venv"),
         INNER,
         MountOp("symlink", str(home / "link"), str(data), "~/link is a link"),
-        ROOT_RO,
+        *LATE,
     ]
 
 
@@ -411,7 +413,7 @@ def test_the_default_spec_through_the_resolver(tmp_path: Path) -> None:
                       uid=0, runtime_dir=None, installation=())
     snap = resolve(effective_policy(load_spec(None), context), context)
     assert ops(snap) == [*ROOT, MountOp("bind", str(proj), str(proj), "files.write[0]: ."),
-                         INNER, ROOT_RO]
+                         INNER, *LATE]
 
 
 def test_probe_reads_the_machines_system_folders() -> None:
@@ -459,6 +461,7 @@ def test_bwrap_arguments_exactly() -> None:
         "--symlink", "usr/lib64", "/lib64",
         "--ro-bind-fd", "</etc>", "/etc",
         "--proc", "/proc",
+        "--tmpfs", "/proc/1",
         "--dev", "/dev",
         "--tmpfs", "/tmp",
         "--ro-bind-fd", f"<{HOME}>", HOME,
@@ -467,6 +470,7 @@ def test_bwrap_arguments_exactly() -> None:
         "--ro-bind-data", f"<{HOME}/.netrc>", f"{HOME}/.netrc",
         "--ro-bind-fd", f"<{INNER_MOUNT}>", INNER_MOUNT,
         "--remount-ro", f"{HOME}/.ssh",
+        "--remount-ro", "/proc/1",
         "--remount-ro", "/",
         "--chdir", CWD,
         "--json-status-fd", "7",
