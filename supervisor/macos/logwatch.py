@@ -1,0 +1,296 @@
+"""Seatbelt's reports read while the sandbox runs: `log stream` beside sandbox-exec.
+
+Nothing on a Mac sees an exec without privileges a person's lnk lacks, but Seatbelt
+writes a line to the system log for each program it refuses (and, under a `(with
+report)` rule, each it allows). So the supervisor starts `log stream` before
+sandbox-exec, waits until it is attached, reads its lines while the program runs and a
+little after, and turns the reports naming this run's processes into events. Naming is
+advice: Seatbelt alone decided what ran.
+
+Facts (the project's Seatbelt reference; not run on a Mac here):
+- `log` refuses to run inside a sandbox ("Cannot run while sandboxed", exit 64): it runs
+  outside, as the supervisor's child, in a process group of its own so that a Ctrl-C
+  meant for the sandboxed program does not end it.
+- The stream sees only what is logged after it attached: without waiting for its
+  `Filtering the log data using ...` line, a start lost about 75% of reports. Reports
+  also arrive a little after the event, so reading goes on until the stream has been
+  quiet for a while after the program ended.
+- A report names a process (`comm(pid)`), not a sandbox. One whose process is still
+  there and not of this run is left out; one that is gone cannot be told apart, so
+  another sandbox's refusal at the same moment may be named too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import struct
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import anyio
+
+from ..events import EventLog
+from ..linux.watch import Executed
+from .logparse import Report, is_ready, parse_line
+
+LOG = "/usr/bin/log"
+# The kernel's Sandbox reports (and the reporting subsystem some versions use), of
+# execs only: every other deny of the profile is Seatbelt's business alone.
+PREDICATE = (
+    '(((processID == 0) AND (senderImagePath CONTAINS "/Sandbox")) '
+    'OR (subsystem == "com.apple.sandbox.reporting")) '
+    'AND (eventMessage CONTAINS "process-exec")'
+)
+MAX_LINE = 64 * 1024
+_LINEAGE_DEPTH = 128
+
+
+def log_stream_argv(log: str = LOG) -> list[str]:
+    return [log, "stream", "--style", "ndjson", "--level", "debug", "--predicate", PREDICATE]
+
+
+# -- which processes are this run's ---------------------------------------------------------
+
+
+def process_facts(pid: int) -> tuple[int, int] | None:
+    """(parent pid, process group) of a process that is there, or None when it is gone."""
+    if sys.platform == "darwin":
+        return _darwin_facts(pid)
+    return _proc_facts(pid)
+
+
+def _proc_facts(pid: int) -> tuple[int, int] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    fields = data.rpartition(b")")[2].split()  # after the name, which may hold anything
+    try:
+        return int(fields[1]), int(fields[2])
+    except (IndexError, ValueError):
+        return None
+
+
+# libproc's PROC_PIDTBSDINFO: struct proc_bsdinfo (sys/proc_info.h), 136 bytes: twelve
+# 32-bit fields (pbi_ppid at 16), pbi_comm[16], pbi_name[32], then pbi_nfiles and pbi_pgid
+# (at 100) [U: the layout read from the header, not run here].
+_PROC_PIDTBSDINFO = 3
+_BSDINFO_SIZE = 136
+_libc: ctypes.CDLL | None = None
+
+
+def _darwin_facts(pid: int) -> tuple[int, int] | None:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    buffer = ctypes.create_string_buffer(_BSDINFO_SIZE)
+    size = _libc.proc_pidinfo(ctypes.c_int(pid), ctypes.c_int(_PROC_PIDTBSDINFO),
+                              ctypes.c_uint64(0), buffer, ctypes.c_int(_BSDINFO_SIZE))
+    if size != _BSDINFO_SIZE:
+        return None
+    (ppid,) = struct.unpack_from("=I", buffer, 16)
+    (pgid,) = struct.unpack_from("=I", buffer, 100)
+    return ppid, pgid
+
+
+class Lineage:
+    """Whether a process named by a report is of this run: sandbox-exec's pid (the
+    command, after its exec), its process group, or a descendant."""
+
+    def __init__(self, root: int,
+                 facts: Callable[[int], tuple[int, int] | None] = process_facts):
+        self.root = root
+        self.facts = facts
+        self.ours: set[int] = {root}
+
+    def foreign(self, pid: int) -> bool:
+        """True only for a process that is there and not of this run."""
+        if pid in self.ours:
+            return False
+        current = pid
+        for _ in range(_LINEAGE_DEPTH):
+            facts = self.facts(current)
+            if facts is None:
+                # The reported process is gone (it cannot be told apart: kept), or an
+                # ancestor went while walking up: the process is there, but not ours.
+                return current != pid
+            parent, group = facts
+            if self.root in (group, parent):
+                self.ours.add(pid)
+                return False
+            if parent <= 1 or parent == current:
+                return True
+            current = parent
+        return True
+
+
+class Namer:
+    """Reports to events (a run) or to programs run (learn), for this run's processes."""
+
+    def __init__(self, events: EventLog | None, *, learn: bool):
+        self.events = events
+        self.learn = learn
+        self.lineage: Lineage | None = None
+        self.seen: list[Executed] = []
+        self.root_refused = False
+
+    def __call__(self, report: Report) -> None:
+        program = report.program
+        if program is None or self.lineage is None:
+            return  # not an exec, or before this run's sandbox existed: not ours
+        if report.verdict != ("allow" if self.learn else "deny"):
+            return
+        if self.lineage.foreign(report.pid):
+            return
+        if self.learn:
+            self.seen.append(Executed(program, program))
+            return
+        if report.pid == self.lineage.root and report.comm == "sandbox-exec":
+            # Before its exec the command's process is still sandbox-exec: the command
+            # itself was refused. (After it, the same pid is the command's, refused a
+            # program it tried to run in its own process, as `sh -c` does last.)
+            self.root_refused = True
+        if self.events is not None:
+            self.events.add("program", program, program, "commands.programs", report.pid)
+
+
+# -- the stream ------------------------------------------------------------------------------
+
+
+class LogStream:
+    """`log stream` as the supervisor's child, its output read line by line.
+
+    `start` spawns it (OSError when it cannot); `read` runs as a task until the stream
+    ends; `stop` ends and reaps it, and may be called any number of times.
+    """
+
+    def __init__(self, argv: Sequence[str], on_report: Callable[[Report], None]):
+        self.argv = list(argv)
+        self.on_report = on_report
+        self.pid: int | None = None
+        self.fd: int | None = None
+        self.attached = False
+        self.ended = False
+        self.last_line = 0.0
+        self._skipping = False
+        self._changed: anyio.Event | None = None
+
+    def start(self) -> None:
+        read_end, write_end = os.pipe()
+        try:
+            self.pid = os.posix_spawn(
+                self.argv[0], self.argv, dict(os.environ),
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, write_end, 1),
+                ],
+                setpgroup=0,
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        os.set_blocking(read_end, False)
+        self.fd = read_end
+
+    async def read(self) -> None:
+        """Read until the stream ends; the attached line noted, every other parsed."""
+        assert self.fd is not None
+        self._changed = anyio.Event()
+        buffer = b""
+        try:
+            while True:
+                await anyio.wait_readable(self.fd)
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                self.last_line = time.monotonic()
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for raw in lines:
+                    if self._skipping:  # the rest of a line too long to be a report
+                        self._skipping = False
+                        continue
+                    self._line(raw.decode("utf-8", "replace"))
+                if len(buffer) > MAX_LINE:
+                    buffer = b""
+                    self._skipping = True
+        finally:
+            self.ended = True
+            self._notify()
+
+    def _line(self, text: str) -> None:
+        if not self.attached and is_ready(text):
+            self.attached = True
+            self._notify()
+            return
+        report = parse_line(text)
+        if report is not None:
+            self.on_report(report)
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def wait_attached(self, timeout: float) -> bool:
+        """Wait until the stream says it is attached; False after `timeout` or its end."""
+        with anyio.move_on_after(timeout):
+            while not self.attached and not self.ended:
+                if self._changed is None:
+                    await anyio.sleep(0.001)  # `read` has not started yet
+                else:
+                    await self._changed.wait()
+        return self.attached
+
+    async def settle(self, *, quiet: float, limit: float) -> None:
+        """After the program ended: read on until no line came for `quiet` seconds, at
+        most `limit` seconds, since reports reach the stream a little late."""
+        start = time.monotonic()
+        while not self.ended:
+            now = time.monotonic()
+            if now - start >= limit or now - max(self.last_line, start) >= quiet:
+                return
+            await anyio.sleep(min(quiet / 4, 0.05))
+
+    def stop(self, grace: float = 1.0) -> None:
+        """End `log stream` (SIGTERM, then SIGKILL after `grace`) and reap it."""
+        if self.pid is not None:
+            pid, self.pid = self.pid, None
+            _end(pid, grace)
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
+
+
+def _end(pid: int, grace: float) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        if time.monotonic() >= deadline:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            return
+        time.sleep(0.005)

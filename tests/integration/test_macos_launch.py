@@ -1,0 +1,273 @@
+"""The macOS launch path end to end on Linux, against stand-in `sandbox-exec` and `log`
+programs (tests/support/macos_standins/): they record how they were called and replay
+Seatbelt's report lines, so the process tree, the `log stream` task, naming and cleanup
+all run here. Nothing here applies a Seatbelt profile: that needs a Mac.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from supervisor.errors import LaunchError
+from supervisor.grants import Grant, Program, Snapshot
+from supervisor.macos.logwatch import PREDICATE
+from supervisor.macos.run import MacLauncher
+
+STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"
+SH = os.path.realpath(shutil.which("sh") or "/bin/sh")
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The stand-ins' shared folder; `log` finds it in the supervisor's environment, the
+    stand-in sandbox-exec in the sandbox's (the spec's `[env] set`)."""
+    shared = tmp_path / "standin"
+    shared.mkdir()
+    monkeypatch.setenv("LNK_STANDIN_DIR", str(shared))
+    monkeypatch.setenv("DYLD_INSERT_LIBRARIES", "/tmp/evil.dylib")
+    return shared
+
+
+def snapshot(folder: Path, *, programs: tuple[Program, ...] | None) -> Snapshot:
+    project = folder.parent / "proj"
+    project.mkdir(exist_ok=True)
+    return Snapshot(
+        version=1, source="spec.toml", home=str(folder.parent), cwd=str(project),
+        lnk_home=str(folder.parent / ".lnk"), uid=os.geteuid(),
+        grants=(Grant(".", str(project), "write", "files.write[0]", "files.write[0]", 2),),
+        programs=programs, network_mode="none", network_allow=(),
+        env_keep=("PATH", "DYLD_INSERT_LIBRARIES"),
+        env_assign=(("LNK_STANDIN_DIR", str(folder)),), agent=None, session=None,
+    )
+
+
+def launcher(**changes: float) -> MacLauncher:
+    options = {"attach_timeout": 10.0, "quiet": 0.3, "settle_limit": 3.0, **changes}
+    return MacLauncher(sandbox_exec=str(STANDINS / "sandbox-exec"), log=str(STANDINS / "log"),
+                       **options)
+
+
+def record(folder: Path, name: str) -> dict[str, object]:
+    data: dict[str, object] = json.loads((folder / f"{name}.json").read_text())
+    return data
+
+
+def gone(pid: int) -> bool:
+    """Ended: no such process, or a zombie no one of ours has to reap."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    except OSError:
+        return True
+    return state == b"Z"
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def report_line(comm: str, pid: object, verdict: str, target: str, *, dups: int = 0) -> str:
+    verdict = "deny(1)" if verdict == "deny" else verdict
+    prefix = f"{dups} duplicate reports for " if dups else ""
+    return json.dumps({"processID": 0, "eventMessage": f"{prefix}Sandbox: {comm}({pid}) "
+                       f"{verdict} process-exec* {target}"})
+
+
+LISTED = (Program("sh", SH),)
+
+
+def test_refusals_are_named_once_for_this_runs_processes(
+        folder: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    gone_pid = dead_pid()
+    (folder / "fixture").write_text("\n".join([
+        "not a report at all",
+        report_line("sh", "{pid}", "deny", "/usr/bin/curl"),
+        report_line("sh", "{pid}", "deny", "/usr/bin/curl", dups=3),
+        report_line("sh", "{child}", "deny", "/usr/bin/wget"),
+        report_line("python3", os.getpid(), "deny", "/usr/bin/foreign-alive"),
+        report_line("init", 1, "deny", "/usr/bin/foreign-init"),
+        report_line("sh", gone_pid, "deny", "/usr/bin/gone-unknown"),
+        json.dumps({"processID": 0, "eventMessage": "Sandbox: sh(1) deny(1) file-read-data /x"}),
+        '{"processID":0,"eventMessage":"Sandbox: sh(',
+        "",
+    ]) + "\n")
+    report = folder.parent / "report.jsonl"
+    command = ["sh", "-c", f'sh -c "echo \\$\\$ > {folder}/child.pid; sleep 0.6"; exit 3']
+
+    status = launcher().run(snapshot(folder, programs=LISTED), command, report=str(report))
+
+    assert status == 3
+    events = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [e["resolved"] for e in events] == [
+        "/usr/bin/curl", "/usr/bin/curl", "/usr/bin/wget", "/usr/bin/gone-unknown"]
+    assert {e["rule"] for e in events} == {"commands.programs"}
+    err = capfd.readouterr().err
+    assert err.count("lnk-sandbox: refused /usr/bin/curl (not in [commands])") == 1
+    assert "refused /usr/bin/wget (not in [commands])" in err
+    assert "foreign" not in err
+
+    # The process tree: sandbox-exec, the supervisor's child by its absolute path, in a
+    # process group of its own, became the command (same pid).
+    sandbox = record(folder, "sandbox-exec")
+    assert sandbox["ppid"] == os.getpid() and sandbox["pgid"] == sandbox["pid"]
+    argv = sandbox["argv"]
+    assert isinstance(argv, list) and argv[0] == str(STANDINS / "sandbox-exec")
+    assert argv[1] == "-p" and argv[argv.index("--") + 1:] == command
+    params = sandbox["params"]
+    assert isinstance(params, dict) and params["PROGRAM_0"] == SH
+    env = sandbox["env"]
+    assert isinstance(env, dict) and "DYLD_INSERT_LIBRARIES" not in env
+    assert set(env) == {"PATH", "LNK_STANDIN_DIR", "TMPDIR"}
+    temp = str(env["TMPDIR"]).rstrip("/")
+    assert temp in params.values() and os.path.basename(temp).startswith("lnk-sandbox-")
+    log = record(folder, "log")
+    assert log["argv"] == [str(STANDINS / "log"), "stream", "--style", "ndjson", "--level",
+                           "debug", "--predicate", PREDICATE]
+    assert log["pgid"] == log["pid"]
+
+    # Cleanup: no process left, the temp folder removed.
+    assert isinstance(log["pid"], int) and gone(log["pid"])
+    assert isinstance(sandbox["pid"], int) and gone(sandbox["pid"])
+    assert not os.path.exists(temp)
+
+
+def test_a_refused_command_exits_126(folder: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    status = launcher().run(snapshot(folder, programs=LISTED), ["env", "true"])
+    assert status == 126
+    err = capfd.readouterr().err
+    assert "lnk-sandbox: refused /usr/bin/env (not in [commands])" in err
+    assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+
+
+def test_an_empty_list_refuses_even_the_command(folder: Path,
+                                                capfd: pytest.CaptureFixture[str]) -> None:
+    assert launcher().run(snapshot(folder, programs=()), ["sh", "-c", "exit 0"]) == 126
+    assert f"refused {SH} (not in [commands])" in capfd.readouterr().err
+
+
+def test_what_the_command_leaves_running_ends_with_it(folder: Path) -> None:
+    command = ["sh", "-c", f"sleep 30 & echo $! > {folder}/bg.pid; exit 0"]
+    assert launcher().run(snapshot(folder, programs=LISTED), command) == 0
+    assert gone(int((folder / "bg.pid").read_text()))
+    command = ["sh", "-c", f"sleep 30 & echo $! > {folder}/bg2.pid; exit 4"]
+    assert launcher().run(snapshot(folder, programs=None), command) == 4
+    assert gone(int((folder / "bg2.pid").read_text()))
+
+
+def test_without_a_list_no_log_is_read(folder: Path) -> None:
+    assert launcher().run(snapshot(folder, programs=None), ["sh", "-c", "exit 7"]) == 7
+    assert not (folder / "log.json").exists()
+    assert (folder / "sandbox-exec.json").exists()
+
+
+def test_a_signal_ending_the_command_is_128_plus_n(folder: Path) -> None:
+    assert launcher().run(snapshot(folder, programs=None), ["sh", "-c", "kill -9 $$"]) == 137
+
+
+def test_a_command_not_found_is_127_and_starts_nothing(
+        folder: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    assert launcher().run(snapshot(folder, programs=LISTED), ["no-such-program-x"]) == 127
+    assert "cannot run no-such-program-x: not found" in capfd.readouterr().err
+    assert not (folder / "sandbox-exec.json").exists() and not (folder / "log.json").exists()
+
+
+def test_learn_collects_what_this_run_ran(folder: Path) -> None:
+    (folder / "fixture").write_text("\n".join([
+        report_line("sandbox-exec", "{pid}", "allow", SH),
+        report_line("sh", "{pid}", "allow", "/usr/bin/env"),
+        report_line("sh", "{pid}", "allow", "/usr/bin/perl"),
+        report_line("sh", "{pid}", "allow", "{tmpdir}tool"),
+        report_line("sh", "{pid}", "deny", "/usr/bin/denied-not-run"),
+        report_line("python3", os.getpid(), "allow", "/usr/bin/git"),
+    ]) + "\n")
+    status, text = launcher().learn(snapshot(folder, programs=LISTED),
+                                    ["sh", "-c", "sleep 0.3; exit 5"])
+    assert status == 5
+    lines = text.splitlines()
+    assert lines[1:3] == ["[commands]", "programs = ["]
+    entries = [line.split('"')[1] for line in lines if line.startswith('    "')]
+    assert entries == sorted(["env", "perl", os.path.basename(SH)])  # the file Seatbelt saw
+    assert "an interpreter" in next(line for line in lines if '"perl"' in line)
+    assert any(line.startswith("# left out ") and "tool" in line and "TMPDIR" in line
+               for line in lines)
+    assert "git" not in text and "denied-not-run" not in text
+    profile = record(folder, "sandbox-exec")["profile"]
+    assert isinstance(profile, str) and "(with report)" in profile and "PROGRAM_" not in profile
+
+
+def test_learn_needs_the_log(folder: Path) -> None:
+    (folder / "log-mode").write_text("exit")
+    with pytest.raises(LaunchError, match="reads Seatbelt's reports from the system log"):
+        launcher().learn(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
+    missing = MacLauncher(sandbox_exec=str(STANDINS / "sandbox-exec"),
+                          log=str(folder / "no-log"))
+    with pytest.raises(LaunchError, match="cannot start"):
+        missing.learn(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
+
+
+@pytest.mark.parametrize("mode", ["exit", "silent", "missing"])
+def test_a_run_goes_on_unnamed_when_the_log_cannot_be_read(
+        folder: Path, capfd: pytest.CaptureFixture[str], mode: str) -> None:
+    if mode != "missing":
+        (folder / "log-mode").write_text(mode)
+    run = launcher(attach_timeout=0.5)
+    if mode == "missing":
+        run = MacLauncher(sandbox_exec=str(STANDINS / "sandbox-exec"), log=str(folder / "nx"))
+    assert run.run(snapshot(folder, programs=LISTED), ["sh", "-c", "exit 9"]) == 9
+    err = capfd.readouterr().err
+    assert "the program list still holds, but refused programs go unnamed" in err
+    if mode != "missing":
+        assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+
+
+def test_a_missing_sandbox_exec_is_a_launch_error(folder: Path) -> None:
+    broken = MacLauncher(sandbox_exec=str(folder / "no-sandbox-exec"), log=str(STANDINS / "log"))
+    with pytest.raises(LaunchError, match="cannot start"):
+        broken.run(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
+
+
+SUPERVISOR = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {tests!r})
+    from integration.test_macos_launch import launcher, snapshot, LISTED
+    from pathlib import Path
+    folder = Path({folder!r})
+    sys.exit(launcher().run(snapshot(folder, programs=LISTED if {listed} else None),
+                            {command!r}))
+""")
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_sigterm_to_the_supervisor_reaches_the_commands_handler(folder: Path,
+                                                                listed: bool) -> None:
+    ready = folder / "ready"
+    command = ["sh", "-c", f"trap 'exit 42' TERM; touch {ready}; "
+               "while :; do sleep 0.05; done"]
+    script = SUPERVISOR.format(tests=str(REPO / "tests"), folder=str(folder), listed=listed,
+                               command=command)
+    supervisor = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 20
+        while not ready.exists():
+            assert time.monotonic() < deadline and supervisor.poll() is None
+            time.sleep(0.02)
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=20) == 42
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    assert gone(int(record(folder, "sandbox-exec")["pid"]))  # type: ignore[arg-type]
+    if listed:
+        assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]

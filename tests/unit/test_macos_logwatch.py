@@ -1,0 +1,188 @@
+"""Reading `log stream` beside the sandbox: which reports are this run's, what becomes an
+event or a learned program, and the stream reader's lines (whole lines only, an
+overlong one dropped, the stream's end seen)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import anyio
+
+from supervisor.events import EventLog
+from supervisor.macos.logparse import Report
+from supervisor.macos.logwatch import (
+    MAX_LINE,
+    PREDICATE,
+    Lineage,
+    LogStream,
+    Namer,
+    log_stream_argv,
+    process_facts,
+)
+
+ROOT = 500
+# pid -> (parent, group): 501 and 502 are the run's (by group, by parent); 600 is
+# another session's child of 601; 700's parent is gone.
+TABLE = {500: (1, 500), 501: (500, 500), 502: (501, 502), 503: (502, 503),
+         600: (601, 600), 601: (1, 601), 700: (799, 700)}
+
+
+def lineage() -> Lineage:
+    return Lineage(ROOT, facts=TABLE.get)
+
+
+def test_a_process_of_the_run_is_not_foreign() -> None:
+    tree = lineage()
+    assert not tree.foreign(ROOT)
+    assert not tree.foreign(501)  # in the run's group
+    assert not tree.foreign(502)  # the group left, the parent is the run's
+    assert not tree.foreign(503)  # a grandchild
+
+
+def test_a_live_process_of_another_tree_is_foreign_and_a_gone_one_kept() -> None:
+    tree = lineage()
+    assert tree.foreign(600)
+    assert tree.foreign(700)  # its parent went while looking: not shown to be ours
+    assert not tree.foreign(12345)  # gone: cannot be told apart, so it is named
+
+
+def test_a_loop_in_the_table_ends() -> None:
+    assert Lineage(1000, facts=lambda pid: (pid + 1, pid)).foreign(5)
+    assert Lineage(1000, facts=lambda pid: (pid, pid)).foreign(5)
+
+
+def test_process_facts_read_this_machine() -> None:
+    assert process_facts(os.getpid()) == (os.getppid(), os.getpgid(0))
+    child = subprocess.Popen(["true"])
+    child.wait()
+    assert process_facts(child.pid) is None
+
+
+def report(pid: int, verdict: str = "deny", op: str = "process-exec*",
+           target: str = "/usr/bin/curl", comm: str = "sh") -> Report:
+    return Report(comm, pid, verdict, op, target)  # type: ignore[arg-type]
+
+
+def test_a_run_names_denied_execs_of_its_own_processes(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "report.jsonl")
+    events = EventLog(path, quiet=True)
+    namer = Namer(events, learn=False)
+    namer(report(501))  # before the run's sandbox existed: not ours
+    namer.lineage = lineage()
+    for item in (report(501), report(600), report(12345, target="/bin/gone"),
+                 report(501, op="file-read-data"), report(501, verdict="allow"),
+                 report(501, target="")):
+        namer(item)
+    events.close()
+    with open(path) as handle:
+        named = [json.loads(line) for line in handle]
+    assert [(e["resolved"], e["pid"]) for e in named] == [("/usr/bin/curl", 501),
+                                                          ("/bin/gone", 12345)]
+    assert not namer.root_refused and namer.seen == []
+
+
+def test_only_sandbox_exec_refused_under_the_roots_pid_is_the_command() -> None:
+    namer = Namer(None, learn=False)
+    namer.lineage = lineage()
+    namer(report(ROOT, comm="sh"))  # the command, after its exec, refused a program
+    assert not namer.root_refused
+    namer(report(ROOT, comm="sandbox-exec"))
+    assert namer.root_refused
+
+
+def test_learn_collects_allowed_execs_of_its_own_processes() -> None:
+    namer = Namer(None, learn=True)
+    namer.lineage = lineage()
+    for item in (report(501, "allow", target="/usr/bin/git"), report(600, "allow"),
+                 report(501, "deny", target="/usr/bin/denied")):
+        namer(item)
+    assert [(x.asked, x.path) for x in namer.seen] == [("/usr/bin/git", "/usr/bin/git")]
+
+
+def test_the_log_command_line() -> None:
+    assert log_stream_argv() == ["/usr/bin/log", "stream", "--style", "ndjson", "--level",
+                                 "debug", "--predicate", PREDICATE]
+    assert "processID == 0" in PREDICATE and "process-exec" in PREDICATE
+
+
+EMITTER = textwrap.dedent("""
+    import json, sys, time
+    out = sys.stdout.buffer
+    line = lambda m: json.dumps({"processID": 0, "eventMessage": m}).encode() + b"\\n"
+    out.write(line("Sandbox: sh(1) deny(1) process-exec* /early")); out.flush()
+    out.write(b'Filtering the log data using "x"\\n'); out.flush()
+    time.sleep(0.05)
+    out.write(line("Sandbox: sh(2) deny(1) process-exec* /one")[:20]); out.flush()
+    time.sleep(0.05)
+    out.write(line("Sandbox: sh(2) deny(1) process-exec* /one")[20:]); out.flush()
+    out.write(b"x" * (MAX + 100) + line("Sandbox: sh(3) deny(1) process-exec* /overlong"))
+    out.write(b"\\xff\\xfe garbage\\n" + line("Sandbox: sh(4) deny(1) process-exec* /two"))
+    out.write(line("Sandbox: sh(5) deny(1) process-exec* /cut")[:-1])
+    out.flush()
+""")
+
+
+def test_the_stream_reads_whole_lines_and_drops_an_overlong_one() -> None:
+    found: list[Report] = []
+    script = EMITTER.replace("MAX", str(MAX_LINE))
+    stream = LogStream([sys.executable, "-c", script], found.append)
+
+    async def main() -> bool:
+        async with anyio.create_task_group() as group:
+            group.start_soon(stream.read)
+            attached = await stream.wait_attached(10)
+            with anyio.fail_after(10):
+                while not stream.ended:
+                    await anyio.sleep(0.01)
+            await stream.settle(quiet=0.05, limit=1)  # returns at once: the stream ended
+        return attached
+
+    stream.start()
+    try:
+        assert anyio.run(main)
+    finally:
+        stream.stop()
+    assert [r.target for r in found] == ["/early", "/one", "/two"]
+    assert stream.pid is None and stream.fd is None
+    stream.stop()  # again: nothing left to do
+
+
+def test_wait_attached_gives_up_when_the_stream_ends_silent() -> None:
+    stream = LogStream([sys.executable, "-c", "print('no ready line')"], lambda r: None)
+
+    async def main() -> bool:
+        async with anyio.create_task_group() as group:
+            group.start_soon(stream.read)
+            attached = await stream.wait_attached(10)
+            group.cancel_scope.cancel()
+        return attached
+
+    stream.start()
+    try:
+        assert anyio.run(main) is False and stream.ended
+    finally:
+        stream.stop()
+
+
+def test_stop_kills_a_stream_that_ignores_sigterm() -> None:
+    script = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+             "print('Filtering the log data using x', flush=True); time.sleep(60)"
+    stream = LogStream([sys.executable, "-c", script], lambda r: None)
+    stream.start()
+    pid = stream.pid
+    assert pid is not None
+
+    async def main() -> bool:
+        async with anyio.create_task_group() as group:
+            group.start_soon(stream.read)
+            attached = await stream.wait_attached(10)
+            group.cancel_scope.cancel()
+        return attached
+
+    assert anyio.run(main)
+    stream.stop(grace=0.2)
+    assert process_facts(pid) is None
