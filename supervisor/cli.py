@@ -58,7 +58,10 @@ def _parser(prog: str) -> _Parser:
             "what ran", yes=True)
     check = command("check", "what this machine enforces for a spec", rest=False)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
-    command("plan", "print the mount plan and bwrap's arguments")
+    plan = command("plan", "print the mount plan and bwrap's arguments, or the macOS profile")
+    plan.add_argument("--os", choices=("linux", "macos"), dest="target_os",
+                      default="macos" if sys.platform == "darwin" else "linux",
+                      help="whose plan to print; either works on any OS")
     describe = command("describe", "what a person is asked to allow", rest=False)
     describe.add_argument("--json", action="store_true", help="print it as JSON")
     command("wrap", "check now, and print a command line that runs it later", yes=True)
@@ -142,8 +145,13 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
             sys.stdout.write(render_check(report))
         return 0 if report.can_launch else 1
     if args.action == "plan":
-        return _print_plan(args.spec, args.command[1:] if args.command[:1] == ["--"]
-                           else args.command)
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if args.target_os == "macos":
+            from .macos.run import print_plan
+            from .run import snapshot_for
+
+            return print_plan(snapshot_for(args.spec), command, sys.stdout)
+        return _print_plan(args.spec, command)
     raise AssertionError(args.action)
 
 

@@ -48,6 +48,10 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
 
     `report` names a file that gets every refusal as a JSON line.
     """
+    if sys.platform == "darwin":
+        from .macos.run import run_macos
+
+        return run_macos(snapshot, argv, report=report)
     from .linux.run import run_linux
 
     return run_linux(snapshot, argv, report=report)
@@ -55,6 +59,10 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
 
 def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     """Run once with every program open; the status and the `[commands]` lines to add."""
+    if sys.platform == "darwin":
+        from .macos.run import learn_macos
+
+        return learn_macos(snapshot, argv)
     from .learn import render, summarize
     from .linux.run import launch_and_supervise
     from .linux.watch import Judge
@@ -70,6 +78,11 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
 def preflight(snapshot: Snapshot) -> None:
     """Check now what a launch of `snapshot` would check (SandboxError if it could not),
     without starting anything: for a command saved to run later."""
+    if sys.platform == "darwin":
+        from .macos.run import preflight_macos
+
+        preflight_macos(snapshot)
+        return
     from .linux.run import preflight_linux
 
     preflight_linux(snapshot)

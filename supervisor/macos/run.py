@@ -359,6 +359,13 @@ def _run_loop(main: Callable[[], Awaitable[int]]) -> int:
     return anyio.run(main, backend="asyncio", backend_options=options)
 
 
+def preflight_macos(snapshot: Snapshot, *, sandbox_exec: str = SANDBOX_EXEC) -> None:
+    """What a launch checks before starting sandbox-exec, without starting it."""
+    if not os.access(sandbox_exec, os.X_OK):
+        raise LaunchError(f"{sandbox_exec} is missing", hint="sandbox-exec ships with macOS")
+    profile_for(snapshot, temp=None)
+
+
 def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
     return MacLauncher().run(snapshot, argv, report=report)
 
@@ -367,4 +374,5 @@ def learn_macos(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     return MacLauncher().learn(snapshot, argv)
 
 
-__all__ = ["MacLauncher", "learn_macos", "print_plan", "profile_for", "run_macos"]
+__all__ = ["MacLauncher", "learn_macos", "preflight_macos", "print_plan", "profile_for",
+           "run_macos"]
