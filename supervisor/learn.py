@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from .grants import Snapshot, is_within
 from .linux.watch import Executed
 
-TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/user")
+# macOS's, resolved as Seatbelt reports them: /tmp and /var are links into /private, and
+# each user's temp folders are below /private/var/folders.
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/user", "/private/tmp", "/private/var/tmp",
+                "/private/var/folders")
 
 _INTERPRETERS = re.compile(
     r"^(?:(?:ba|da|z|k|mk|c|tc|fi|yash|po)?sh|busybox|python[0-9.]*|pypy[0-9.]*|node(?:js)?"

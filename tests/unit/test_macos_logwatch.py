@@ -186,3 +186,17 @@ def test_stop_kills_a_stream_that_ignores_sigterm() -> None:
     assert anyio.run(main)
     stream.stop(grace=0.2)
     assert process_facts(pid) is None
+
+
+def test_learn_never_offers_a_program_from_a_macos_temp_folder() -> None:
+    from supervisor.grants import Snapshot
+    from supervisor.learn import summarize
+    from supervisor.linux.watch import Executed
+
+    snapshot = Snapshot(1, "spec.toml", "/Users/me", "/Users/me/p", "/Users/me/.lnk", 501, (),
+                        None, "none", (), (), (), None, None)
+    seen = [Executed(p, p) for p in ("/private/tmp/x", "/private/var/folders/ab/T/y",
+                                     "/private/var/tmp/z")]
+    learned, left = summarize(seen, snapshot)
+    assert learned == [] and [item.path for item in left] == [s.path for s in seen]
+    assert all("temp folder" in item.reason for item in left)
