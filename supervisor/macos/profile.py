@@ -19,6 +19,10 @@ marks what its sources left unconfirmed):
   filters in seconds but a few dozen regexes in milliseconds (sandbox-runtime): a rule
   with more than FOLD_AT filters has them folded into regexes of at most REGEX_LIMIT
   bytes, each a parameter too [U: `(regex (param ...))`, seen as `(regex "...")`].
+- A path socket is reached by `network-outbound` of its path and made by `network-bind`
+  there, so those go with the file rules of a folder, as a mount carries its sockets on
+  Linux [U: a path filter given to them directly, as Codex gives `(literal ...)`, rather
+  than inside `(remote unix-socket ...)`].
 - Renaming a folder moves what a path rule closed inside it to a path no rule names;
   Seatbelt checks a rename as file-write-unlink of the source (sandbox-runtime's
   "move-blocking") [U], so the folders holding a closed path inside a write grant, the
