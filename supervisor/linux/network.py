@@ -197,7 +197,10 @@ class NetworkRun:
         if not isinstance(pid, int) or not isinstance(net, int):
             raise HelperError(f"bubblewrap reported no sandbox pid and network namespace "
                               f"({status})")
-        self._reaper_pidfd = os.pidfd_open(pid)
+        try:
+            self._reaper_pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return  # the sandbox is gone already: finish() says why
         ctl = self._spawn_helper()
         ctl.send(Job(pid=pid, net_inode=net, run_dir=self.server.folder).encode())
         with anyio.move_on_after(READY_TIMEOUT):
@@ -212,6 +215,8 @@ class NetworkRun:
                               f"({self._helper_status()})")
         reply: dict[str, Any] = json.loads(message)
         if not reply.get("ready"):
+            if _readable(self._reaper_pidfd):
+                return  # the sandbox ended first (its own failure): finish() says why
             raise _startup_error(reply)
         self.go.set()
         assert self._helper_pidfd is not None

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from netns_helper.protocol import Job
@@ -20,6 +21,8 @@ from supervisor.errors import LaunchError
 from supervisor.linux.network import (
     PLAN_SOURCE,
     ResolvConfHost,
+    _read_status_line,
+    _startup_error,
     proxy_environment,
     supervise_options,
     with_resolv_conf,
@@ -167,3 +170,32 @@ def test_names_for_dns_ignore_the_port_and_never_match_an_address() -> None:
     assert allow.decide_name("internal.example").allowed
     assert not allow.decide_name("10.0.0.1").allowed
     assert allow.decide_name("Internal.Example.").subject == "internal.example"
+
+
+def test_a_helper_that_cannot_join_says_why_and_what_to_do() -> None:
+    error = _startup_error({"ready": False, "step": "setns user", "errno": 1,
+                            "error": "joining the sandbox's user namespace: Operation not "
+                            "permitted"})
+    assert error.message == ("the network helper could not set up the sandbox's network: "
+                             "joining the sandbox's user namespace: Operation not permitted "
+                             "(step: setns user)")
+    assert error.hint is not None and error.hint.startswith("the supervisor must own")
+    assert error.errno == 1
+    assert error.exit_status == 125
+
+
+def test_only_bwraps_first_status_record_is_read() -> None:
+    """The exit-code record stays in the pipe for the supervision's finish."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, b'{"child-pid": 7, "net-namespace": 9}\n{"exit-code": 3}\n')
+    try:
+        first = anyio.run(_read_status_line, read_end)
+        assert first == {"child-pid": 7, "net-namespace": 9}
+        assert os.read(read_end, 100) == b'{"exit-code": 3}\n'
+        os.close(write_end)
+        write_end = -1
+        assert anyio.run(_read_status_line, read_end) is None
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
