@@ -12,7 +12,9 @@ command line's start stays lean:
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the command line's start several ms
+    from typing import Any
 
 __all__ = ["check", "describe", "exec_saved", "run", "wrap"]
 

@@ -54,10 +54,12 @@ def _ask(text: str) -> bool:
 
 def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
     """Remembered, or asked now, or `yes`: else SandboxError saying how to allow it."""
+    if snapshot.source == DEFAULT_SPEC_NAME:
+        return
     from .describe import describe, render
     from .permissions import remember, remembered
 
-    if snapshot.source == DEFAULT_SPEC_NAME or remembered(snapshot):
+    if remembered(snapshot):
         return
     text = render(describe(snapshot))
     interactive = sys.stdin.isatty() and os.path.exists("/dev/tty")

@@ -27,13 +27,15 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inner import protocol
 
 from ..errors import HelperError, LaunchError, SandboxError
 from .launch import Launched, give_terminal
-from .watch import ExecWatch
+
+if TYPE_CHECKING:
+    from .watch import ExecWatch
 
 KILL_GRACE = 10.0
 SYNC_WINDOW = 0.05

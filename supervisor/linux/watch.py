@@ -40,11 +40,19 @@ from ..events import EventLog
 from . import notify
 from .openat2 import RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2
 
-try:  # the compiled hot path (setup.py builds it where a C compiler is)
-    _watchc: Any = importlib.import_module("supervisor.linux._watchc")
-except ImportError:
-    _watchc = None
-COMPILED = _watchc is not None
+_watchc: Any = None
+
+
+def compiled_available() -> bool:
+    """Whether the compiled hot path was built (setup.py, where a C compiler is); loaded
+    on first use, since cffi's backend costs a start that runs no watch."""
+    global _watchc
+    if _watchc is None:
+        try:
+            _watchc = importlib.import_module("supervisor.linux._watchc")
+        except ImportError:
+            _watchc = False
+    return bool(_watchc)
 
 AT_FDCWD = -100
 RECEIVERS = 4  # see benchmarks/exec_watch.py: measured against 1 and 2
@@ -97,7 +105,7 @@ class ExecWatch:
         events: EventLog,
         seal_memfd: bool,
         receivers: int = RECEIVERS,
-        compiled: bool = COMPILED,
+        compiled: bool = True,
     ):
         self.listener = listener
         self.judge = judge
@@ -114,7 +122,7 @@ class ExecWatch:
         self.handled = 0
         self._leader = threading.Lock()
         self._done = False
-        self.compiled = compiled and _watchc is not None
+        self.compiled = compiled and compiled_available()
         self._native: Any = None
         if self.compiled:
             self._native = self._native_watch()
