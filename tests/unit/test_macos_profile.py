@@ -356,3 +356,23 @@ def test_a_link_in_a_protected_path_where_the_sandbox_writes_refuses_the_launch(
     elsewhere = Protected("/srv/hooks", "/srv/hooks", "folder", True, "core.hooksPath",
                           link="/srv/link")
     compile_profile(snapshot(WRITE_CWD), [elsewhere], HOST)  # read-only there: no refusal
+
+
+def test_an_allow_follows_a_deny_only_to_bring_the_specs_own_folders_back() -> None:
+    """The goldens' review, as a check: once a file rule has been denied, every later
+    allow names only paths in a hidden folder (a grant reopened there, or the folders
+    on the way to it), never anything a deny before it was meant to keep closed."""
+    for name, (snap, protected, host, learn) in SPECS.items():
+        profile = compile_profile(snap, protected, host, learn=learn)
+        params = dict(profile.parameters)
+        hidden = [g.target for g in snap.grants if g.access == "hide" and g.target]
+        denied = False
+        for rule in rules(profile.text):
+            if rule.startswith("(deny file-") or rule.startswith("(deny process-exec"):
+                denied = True
+            elif denied and rule.startswith("(allow"):
+                paths = [params[p] for p in re.findall(r'\(param "([A-Z0-9_]+)"\)', rule)]
+                assert paths, (name, rule)
+                for path in paths:
+                    assert any(path == h or path.startswith(h + "/") for h in hidden), (
+                        name, rule, path)
