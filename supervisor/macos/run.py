@@ -41,6 +41,7 @@ from .logwatch import LOG, Lineage, LogStream, Namer, log_stream_argv
 from .profile import SANDBOX_EXEC, MacHost, Profile, compile_profile, sandbox_exec_argv
 
 KILL_GRACE = 10.0
+WAITID = hasattr(os, "waitid")  # not on macOS before Python 3.13
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 TEMP_NAME = "the run's own temp folder (TMPDIR)"
@@ -147,23 +148,33 @@ class _Child:
     def poll(self) -> int | None:
         """The wait status once sandbox-exec (the command) ended, else None.
 
-        The end is seen without reaping (WNOWAIT), so the group's leftovers are killed
-        while its id still cannot name another group, and reaped after."""
+        Where waitid is there (Linux; macOS from Python 3.13), the end is seen without
+        reaping (WNOWAIT), so the group's leftovers are killed while the command still
+        holds the group's id. Elsewhere the command is reaped first: the id stays the
+        group's while anything is left in it (neither kernel hands out a pid that names a
+        live group), so only an empty group's id could have been reused meanwhile."""
         if self.status is None:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 self.deadline = None
                 self.kill()
-            ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            if ended is not None and ended.si_pid == self.pid:
-                self._end_group()
+            if WAITID:
+                ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                if ended is not None and ended.si_pid == self.pid:
+                    self._end_group(reaped=False)
+            else:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    self.status = status
+                    self._end_group(reaped=True)
         return self.status
 
-    def _end_group(self, limit: float = 0.5) -> None:
-        """The run ends with its command: kill what is left in its group while the
-        command, not yet reaped, still holds the group's id; reap it; then wait a little
-        for the rest to be gone (a kill is delivered, not done, when it returns)."""
+    def _end_group(self, *, reaped: bool, limit: float = 0.5) -> None:
+        """The run ends with its command: kill what is left in its group, reap the
+        command, then wait a little for the rest to be gone (a kill is delivered, not
+        done, when it returns)."""
         self._signal_group(signal.SIGKILL)
-        _, self.status = os.waitpid(self.pid, 0)
+        if not reaped:
+            _, self.status = os.waitpid(self.pid, 0)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             try:

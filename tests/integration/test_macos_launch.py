@@ -157,7 +157,10 @@ def test_an_empty_list_refuses_even_the_command(folder: Path,
     assert f"refused {SH} (not in [commands])" in capfd.readouterr().err
 
 
-def test_what_the_command_leaves_running_ends_with_it(folder: Path) -> None:
+@pytest.mark.parametrize("waitid", [True, False])
+def test_what_the_command_leaves_running_ends_with_it(folder: Path, waitid: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("supervisor.macos.run.WAITID", waitid)  # False: as on macOS < 3.13
     command = ["sh", "-c", f"sleep 30 & echo $! > {folder}/bg.pid; exit 0"]
     assert launcher().run(snapshot(folder, programs=LISTED), command) == 0
     assert gone(int((folder / "bg.pid").read_text()))
