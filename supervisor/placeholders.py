@@ -18,7 +18,8 @@ Facts this relies on:
 The state (`$LNK_HOME/placeholders`) lists each placeholder with its device, inode and
 the runs holding it (pid, start time and a number per run in that process), one line
 each, read and rewritten whole under one lock (`$LNK_HOME/placeholders.lock`) and
-written atomically (temp file, rename; fsync'ed first when it lists a folder just made).
+written atomically (temp file, rename; fsync'ed first when it completes folders just
+made, which are listed before they are made, so a kill in between leaves nothing unlisted).
 A line format, not JSON: loading it is on every start. The lock covers the whole
 read-decide-write, and is not narrowed: the record weighed the cost (about 1 ms a
 start) against the states narrowing would add.
@@ -44,7 +45,7 @@ import time
 from typing import Literal
 
 from .errors import LaunchError
-from .state import ensure_private_dir, write_atomically
+from .state import ensure_private_dir
 
 STATE_NAME = "placeholders"
 LOCK_NAME = "placeholders.lock"
@@ -213,6 +214,7 @@ class Placeholders:
     def __init__(self, lnk_home: str):
         self.lnk_home = lnk_home
         self.state_path = os.path.join(lnk_home, STATE_NAME)
+        self.temp_path = self.state_path + ".tmp"
         self.lock_path = os.path.join(lnk_home, LOCK_NAME)
         self.last_wait = 0.0
 
@@ -229,6 +231,13 @@ class Placeholders:
             os.close(fd)
             raise
         self.last_wait = time.perf_counter() - started
+        try:
+            os.unlink(self.temp_path)  # only a writer killed mid-write leaves one
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
         return fd
 
     def _load(self) -> dict[str, _Entry]:
@@ -238,31 +247,39 @@ class Placeholders:
         except FileNotFoundError:
             return {}
 
-    def _save(self, entries: dict[str, _Entry], before: bytes, *, made: bool) -> None:
-        """Replace the state whole (temp file, rename), fsync'ed first when it lists a
-        folder just made: a crash must not leave one on disk that no list names. A write
-        that only adds or drops holders, or drops entries, is not: after a crash every
-        run is dead, and an entry left stale is judged again by its inode."""
+    def _save(self, entries: dict[str, _Entry], before: bytes, *, made: bool) -> bytes:
+        """Replace the state whole (temp file, rename); the new bytes.
+
+        fsync'ed first when it completes folders just made: a crash must not leave one
+        on disk that no list names. A write that only adds or drops holders, drops
+        entries or lists what is about to be made is not: after a crash every run is
+        dead, an entry left stale is judged again by its inode, and one about to be
+        made was not yet. The temp file has one name: only the lock's holder writes it.
+        """
         data = _render(entries)
         if data == before:
-            return
+            return data
         if not entries:
             try:
                 os.unlink(self.state_path)
             except FileNotFoundError:
                 pass
-            return
-        if made:
-            write_atomically(self.state_path, data)
-            return
-        temp = f"{self.state_path}.{os.getpid()}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW,
-                     0o600)
+            return b""
+        fd = os.open(self.temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+                     | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, data)
-        finally:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if made:
+                os.fsync(fd)
+        except BaseException:
             os.close(fd)
-        os.rename(temp, self.state_path)
+            os.unlink(self.temp_path)
+            raise
+        os.close(fd)
+        os.rename(self.temp_path, self.state_path)
+        return data
 
     def _prune(self, entries: dict[str, _Entry], parents: _Parents,
                alive: dict[str, bool]) -> None:
@@ -306,13 +323,31 @@ class Placeholders:
             except FileNotFoundError:
                 before = b""
             entries = _parse(before)
-            known = set(entries)
             self._prune(entries, parents, {})
             try:
+                to_make = []
                 for item in wanted:
-                    entry = _join_or_make(item, entries, parents, held.token)
-                    if entry is not None:
-                        held.paths.append(entry.path)
+                    info = _lstat_in(parents, item.path)
+                    entry = entries.pop(item.path, None)
+                    if info is None:
+                        to_make.append(item)  # (a listed one gone since is made again)
+                    elif entry is not None and (info.st_dev, info.st_ino) == (
+                            entry.device, entry.inode):
+                        entry.holders.append(held.token)
+                        entries[item.path] = entry
+                        held.paths.append(item.path)
+                    # else: the person's own (or replaced since): bound, never removed
+                if to_make:
+                    # Listed before made, identity unknown: a kill between the mkdir and
+                    # the next write leaves an entry the next start can prune.
+                    for item in to_make:
+                        entries[item.path] = _Entry(item.path, item.kind, 0, 0, [held.token])
+                    before = self._save(entries, before, made=False)
+                    for item in to_make:
+                        if _make(entries[item.path], parents):
+                            held.paths.append(item.path)
+                        else:
+                            del entries[item.path]  # made meanwhile, not by a run: theirs
             except BaseException:
                 # Refused half-way: what this start made goes again, nothing is held.
                 for entry in entries.values():
@@ -320,8 +355,7 @@ class Placeholders:
                 self._prune(entries, parents, {})
                 self._save(entries, before, made=False)
                 raise
-            made = any(path not in known for path in entries)
-            self._save(entries, before, made=made)
+            self._save(entries, before, made=bool(to_make))
         except OSError as err:
             raise LaunchError(f"cannot hold the missing dot files for the run: {err}",
                               errno=err.errno) from None
@@ -413,39 +447,38 @@ def _lstat(parent: int, name: str) -> os.stat_result | None:
         return None
 
 
-def _join_or_make(item: Wanted, entries: dict[str, _Entry], parents: _Parents,
-                  token: str) -> _Entry | None:
-    folder, name = os.path.split(item.path)
+def _lstat_in(parents: _Parents, path: str) -> os.stat_result | None:
+    folder, name = os.path.split(path)
     try:
         parent = parents.open(folder)
     except FileNotFoundError:
-        raise LaunchError(f"{folder} no longer exists, so {item.path} cannot be held "
-                          "read-only for the run", hint="run the command again") from None
+        raise LaunchError(f"{folder} no longer exists, so {path} cannot be held read-only "
+                          "for the run", hint="run the command again") from None
     info = _lstat(parent, name)
     if info is not None and stat.S_ISLNK(info.st_mode):
-        raise _link(item.path)
-    entry = entries.get(item.path)
-    if info is not None:
-        if entry is None:
-            return None  # the person's own: the bind covers it, nothing to remove
-        if (info.st_dev, info.st_ino) != (entry.device, entry.inode):
-            del entries[item.path]  # replaced since: not ours any more
-            return None
-        entry.holders.append(token)
-        return entry
+        raise _link(path)
+    return info
+
+
+def _make(entry: _Entry, parents: _Parents) -> bool:
+    """Make a listed placeholder and note its identity; False when something is there
+    already (made meanwhile by someone else, outside the lock)."""
+    folder, name = os.path.split(entry.path)
+    parent = parents.open(folder)
     try:
-        if item.kind == "folder":
+        if entry.kind == "folder":
             os.mkdir(name, 0o755, dir_fd=parent)
         else:
             os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                              | os.O_CLOEXEC, 0o644, dir_fd=parent))
     except FileExistsError:
-        return _join_or_make(item, entries, parents, token)  # made meanwhile: look again
+        if _lstat_in(parents, entry.path) is None:
+            raise
+        return False
     made = _lstat(parent, name)
     assert made is not None
-    entry = _Entry(item.path, item.kind, made.st_dev, made.st_ino, [token])
-    entries[item.path] = entry
-    return entry
+    entry.device, entry.inode = made.st_dev, made.st_ino
+    return True
 
 
 def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> bool:
@@ -456,7 +489,14 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
     except (OSError, LaunchError):
         return True  # its folder is gone or became a link: nothing of ours to remove
     info = _lstat(parent, name)
-    if info is None or (info.st_dev, info.st_ino) != (entry.device, entry.inode):
+    if info is None:
+        return True
+    if (entry.device, entry.inode) == (0, 0):
+        # Listed, then its maker was killed before noting what it made: removed when it
+        # is what would have been made (an empty folder or file), else left as theirs.
+        if stat.S_ISDIR(info.st_mode) != (entry.kind == "folder"):
+            return True
+    elif (info.st_dev, info.st_ino) != (entry.device, entry.inode):
         return True
     try:
         if entry.kind == "folder":

@@ -232,3 +232,76 @@ def test_sixteen_runs_at_once_none_loses_its_placeholder(lnk_home: Path, top: Pa
     assert codes == [0] * 16
     assert not (top / ".git").exists()
     assert state(lnk_home) == {}
+
+
+def _killed_inside(lnk_home: Path, wanted: list[Wanted], call: str) -> None:
+    """Hold in a child that SIGKILLs itself right after (mkdir) or right before
+    (rename) the named call: a supervisor killed inside the locked section."""
+    lnk_home.mkdir(mode=0o700, exist_ok=True)  # its own mkdir is not the one meant
+    pid = os.fork()
+    if pid == 0:
+        try:
+            real = getattr(os, call)
+
+            def killed(*args: object, **kwargs: object) -> object:
+                if call == "rename":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                result = real(*args, **kwargs)
+                os.kill(os.getpid(), signal.SIGKILL)
+                return result
+
+            setattr(os, call, killed)
+            Placeholders(str(lnk_home)).hold(wanted)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def test_a_kill_between_mkdir_and_the_state_leaves_nothing_unlisted(
+        lnk_home: Path, top: Path) -> None:
+    _killed_inside(lnk_home, [Wanted(str(top / ".git"), "folder"),
+                              Wanted(str(top / ".idea"), "folder")], "mkdir")
+    assert os.listdir(top) == [".git"]  # made, then the kill
+    # Listed before they were made, identity not yet noted: what the next start prunes.
+    listed = state(lnk_home)
+    assert {path: entry[:3] for path, entry in listed.items()} == {
+        str(top / ".git"): ("folder", 0, 0), str(top / ".idea"): ("folder", 0, 0)}
+    Placeholders(str(lnk_home)).hold([]).release()
+    assert os.listdir(top) == []
+    assert state(lnk_home) == {}
+
+
+def test_a_listed_but_unnoted_path_that_is_not_what_would_be_made_is_left(
+        lnk_home: Path, top: Path) -> None:
+    _killed_inside(lnk_home, [Wanted(str(top / ".git"), "folder")], "mkdir")
+    os.rmdir(top / ".git")
+    (top / ".git").write_text("gitdir: elsewhere\n")  # the person's, made since
+    Placeholders(str(lnk_home)).hold([]).release()
+    assert (top / ".git").read_text() == "gitdir: elsewhere\n"
+    assert state(lnk_home) == {}
+
+
+def test_a_kill_before_the_rename_leaves_the_old_state_and_no_temp_file(
+        lnk_home: Path, top: Path) -> None:
+    first = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".git"), "folder")])
+    before = (lnk_home / STATE_NAME).read_bytes()
+    _killed_inside(lnk_home, [Wanted(str(top / ".git"), "folder")], "rename")
+    assert (lnk_home / STATE_NAME).read_bytes() == before  # the join was never written
+    assert (lnk_home / f"{STATE_NAME}.tmp").exists()
+    first.release()  # takes the lock: the dead writer's temp file goes
+    assert not (top / ".git").exists()
+    assert list(lnk_home.iterdir()) == [lnk_home / LOCK_NAME]
+
+
+def test_a_placeholder_removed_from_outside_is_made_again(lnk_home: Path, top: Path) -> None:
+    first = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".vscode"), "folder")])
+    os.rmdir(top / ".vscode")
+    second = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".vscode"), "folder")])
+    info = os.lstat(top / ".vscode")
+    assert state(lnk_home) == {str(top / ".vscode"): ("folder", info.st_dev, info.st_ino,
+                                                      (second.token,))}
+    first.release()
+    assert (top / ".vscode").is_dir()
+    second.release()
+    assert not (top / ".vscode").exists()
