@@ -18,7 +18,6 @@ import struct
 from collections.abc import Callable
 from typing import cast
 
-from . import dns as wire
 from .protocol import DNS_SOCKET
 
 # Bytes a side may hold for a slow peer before the other side stops reading from it.
@@ -170,6 +169,8 @@ class NameService:
 
 
 async def _resolve(service: NameService, query: bytes, *, udp: bool) -> bytes | None:
+    from . import dns as wire  # loaded by serve(), after ready: off the start's path
+
     question = wire.read_query(query)
     if not isinstance(question, wire.Question):
         return question
@@ -239,6 +240,8 @@ async def serve(
     stop: asyncio.Event,
 ) -> None:
     """Serve every listener until `stop` is set (the sandbox or the supervisor ended)."""
+    from . import dns  # noqa: F401 - dnspython, loaded once the target may start
+
     loop = asyncio.get_running_loop()
     servers = []
     for sock, path in forwards:
