@@ -316,6 +316,8 @@ class _Validator:
                 f"names are allowed only in proxy mode, and mode is {mode!r}",
                 hint='set mode = "proxy", or remove allow',
             )
+        if not allow_text:  # hostnames (and ipaddress) load only for a list to check
+            return Network(cast(NetworkMode, mode), ())
         from .hostnames import HostPatternError, parse_host_pattern
 
         patterns = []
