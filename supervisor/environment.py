@@ -47,8 +47,9 @@ FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def is_loader_variable(name: str) -> bool:
-    """True for a variable that makes the dynamic loader or libc load chosen code."""
-    return name.startswith("LD_") or name in LOADER_VARIABLES
+    """True for a variable that makes the dynamic loader or libc load chosen code (on
+    macOS, dyld's DYLD_ variables: DYLD_INSERT_LIBRARIES and the rest)."""
+    return name.startswith(("LD_", "DYLD_")) or name in LOADER_VARIABLES
 
 
 def build_environment(

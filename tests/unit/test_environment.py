@@ -103,3 +103,14 @@ def test_the_caller_mapping_is_not_changed() -> None:
     caller = dict(CALLER)
     build_environment(caller, keep=DEFAULT_KEEP, assign=(("PATH", "/x"),))
     assert caller == CALLER
+
+
+def test_dyld_variables_are_loader_variables_too() -> None:
+    """macOS's loader reads DYLD_INSERT_LIBRARIES as Linux's reads LD_PRELOAD."""
+    from supervisor.environment import build_environment, is_loader_variable
+
+    assert is_loader_variable("DYLD_INSERT_LIBRARIES")
+    assert is_loader_variable("DYLD_LIBRARY_PATH")
+    env = build_environment({"DYLD_INSERT_LIBRARIES": "/x.dylib", "PATH": "/bin"},
+                            keep=("PATH", "DYLD_INSERT_LIBRARIES"), assign=())
+    assert env == {"PATH": "/bin"}
