@@ -17,8 +17,7 @@ Standard library only: the supervisor imports this module too.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # Inside the sandbox's network namespace, on 127.0.0.1. Fixed, since the sandbox's
 # environment names them before the helper exists (bwrap is given it at spawn).
@@ -38,8 +37,7 @@ EXIT_FAILED = 1  # a step failed; the error was sent on the control channel
 MAX_MESSAGE = 65536
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """What the helper joins and where it forwards.
 
     `pid` is bwrap's pid-1 reaper (its `child-pid`), which is in every namespace of the
@@ -53,7 +51,7 @@ class Job:
     run_dir: str
 
     def encode(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
+        return json.dumps(self._asdict()).encode()
 
     @staticmethod
     def decode(data: bytes) -> Job:

@@ -14,16 +14,14 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import SandboxError
 from .grants import Snapshot
 from .spec import DEFAULT_SPEC_NAME
 
 
-@dataclass(frozen=True)
-class Wrapped:
+class Wrapped(NamedTuple):
     """A saved wrapped command: its snapshot's ID and the line to run it later."""
 
     snapshot_id: str

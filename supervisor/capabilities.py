@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
 from typing import Any
 
 from .errors import LaunchError
@@ -71,7 +70,7 @@ def bwrap_info(cache: CheckCache) -> BwrapInfo:
         )
     info = probe_bwrap(path)
     require_bind_fd(info)
-    cache.record("bwrap", asdict(info))
+    cache.record("bwrap", info._asdict())
     return info
 
 

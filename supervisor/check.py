@@ -73,7 +73,7 @@ def probe_machine(lnk_home: str) -> Machine:
             machine.bwrap_path, machine.bwrap_version = info.path, info.version
             machine.bind_fd = info.bind_fd
             if info.bind_fd:
-                cache.record("bwrap", asdict(info))
+                cache.record("bwrap", info._asdict())
     machine.user_namespaces = probes.user_namespaces()
     machine.seccomp_listener = probes.listener()
     machine.addfd_send = probes.addfd_send()

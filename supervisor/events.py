@@ -13,13 +13,12 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 MAX_EVENTS = 10_000
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     """One refusal.
 
     kind: "program" or "network"; `subject` what was asked (the path given to execve,
@@ -64,7 +63,7 @@ class EventLog:
             first = (kind, resolved) not in self._said
             self._said.add((kind, resolved))
             if self._report is not None:
-                os.write(self._report, (json.dumps(asdict(event)) + "\n").encode())
+                os.write(self._report, (json.dumps(event._asdict()) + "\n").encode())
         if first and not self._quiet:
             os.write(2, f"lnk-sandbox: {event.message()}\n".encode("utf-8", "replace"))
 

@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import SpecError
+from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
 
 SNAPSHOT_VERSION = 1
 
 
-@dataclass(frozen=True)
-class Grant:
+class Grant(NamedTuple):
     """A path rule with its target. `target` None: an optional path that is missing."""
 
     name: str
@@ -36,16 +35,14 @@ class Grant:
     is_dir: bool = True
 
 
-@dataclass(frozen=True)
-class Program:
+class Program(NamedTuple):
     """A `[commands]` entry: the name as written and the file it runs."""
 
     name: str
     target: str
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     """Everything a launch needs from the spec, resolved; serializable as JSON."""
 
     version: int
@@ -64,7 +61,7 @@ class Snapshot:
     session: str | None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return json.dumps(to_plain(self), sort_keys=True, separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str) -> Snapshot:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict
+from typing import Any
 
 from .errors import LaunchError
 from .grants import Snapshot
+from .plain import to_plain
 from .state import write_atomically
 
 # What a digest covers: what the sandbox may do. Where the spec wrote it (file, key,
@@ -29,8 +30,8 @@ _GRANT_FIELDS = ("name", "target", "access", "dot_files_writable", "is_dir")
 _CLOSING_FIELDS = ("name", "access")
 
 
-def _allowed_content(snapshot: Snapshot) -> dict[str, object]:
-    data = asdict(snapshot)
+def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
+    data: dict[str, Any] = to_plain(snapshot)
     data.pop("source", None)
     data["grants"] = [
         {k: g[k] for k in (_GRANT_FIELDS if g["access"] in ("read", "write")

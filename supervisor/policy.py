@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .environment import DEFAULT_KEEP
 from .spec import Spec
@@ -53,8 +52,7 @@ MACOS_SYSTEM_FOLDERS = (
 )
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """The facts of this run that names expand against.
 
     `home` and `lnk_home` are as the environment gives them, not resolved; `cwd` is the
@@ -105,8 +103,7 @@ def installation_paths() -> tuple[str, ...]:
     return tuple(sorted(paths))
 
 
-@dataclass(frozen=True)
-class PathRule:
+class PathRule(NamedTuple):
     """One path rule of the effective policy.
 
     `name` is as written (`~/proj`, `.`, `$LNK_HOME/agents/a`); `key`/`line` point at
@@ -124,8 +121,7 @@ class PathRule:
     dot_files_writable: bool = False
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     """The effective policy: plain data, the same for every OS."""
 
     source: str

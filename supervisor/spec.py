@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from .environment import is_loader_variable
 from .errors import SpecError
@@ -34,8 +33,7 @@ _FILES_KEYS = ("read", "write", "hide", "write_dot_files")
 _GRANT_TABLE_KEYS = ("path", "optional")
 
 
-@dataclass(frozen=True)
-class PathGrant:
+class PathGrant(NamedTuple):
     """One path of `[files]` as written.
 
     `path` is the text normalized (no doubled or trailing slashes); its first component
@@ -50,8 +48,7 @@ class PathGrant:
     line: int | None
 
 
-@dataclass(frozen=True)
-class Files:
+class Files(NamedTuple):
     """`[files]`. Empty tuples mean no such grant.
 
     `write_dot_files` lists write grants (as written) whose top-level dot files stay
@@ -64,32 +61,28 @@ class Files:
     write_dot_files: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Commands:
+class Commands(NamedTuple):
     """`[commands]`. `programs` None (key absent) means any program; () means none."""
 
     programs: tuple[str, ...] | None = None
     line: int | None = None
 
 
-@dataclass(frozen=True)
-class Network:
+class Network(NamedTuple):
     """`[network]`. `allow` only means something in proxy mode."""
 
     mode: NetworkMode = "none"
     allow: tuple[HostPattern, ...] = ()
 
 
-@dataclass(frozen=True)
-class Env:
+class Env(NamedTuple):
     """`[env]`. `keep` None (absent) means the default list in environment.py."""
 
     keep: tuple[str, ...] | None = None
     assign: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(NamedTuple):
     """A validated spec. `source` is the file it came from, for later errors."""
 
     source: str

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import LaunchError
 from .plan import INNER_PARENT, LaunchPlan, MountOp
@@ -31,8 +31,7 @@ INNER_BOOT = (
 )
 
 
-@dataclass(frozen=True)
-class BwrapInfo:
+class BwrapInfo(NamedTuple):
     """What this machine's bwrap is and offers (probed once per boot; see capabilities)."""
 
     path: str

@@ -13,7 +13,7 @@ refused with ENOSYS where it cannot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import SpecError
 from ..grants import Snapshot, is_within
@@ -30,8 +30,7 @@ PROC = ("read_file", "read_dir", "write_file")
 DEV = ("read_file", "read_dir", "write_file", "ioctl_dev")
 
 
-@dataclass(frozen=True)
-class Layers:
+class Layers(NamedTuple):
     """What this launch applies: the Landlock ABI found (0: none) and the seccomp modes."""
 
     landlock_abi: int

@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import socket
-from dataclasses import dataclass, field
 
 from ..errors import LaunchError
 from .bwrap import BwrapInfo, bwrap_args
@@ -33,16 +32,17 @@ from .plan import LaunchPlan, MountOp
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
-@dataclass
 class Launched:
     """A running bwrap and the supervisor's ends of its channels."""
 
-    pid: int
-    pidfd: int
-    status: socket.socket
-    json_status: int
-    terminal_fd: int | None
-    closing: list[int] = field(default_factory=list)
+    def __init__(self, *, pid: int, pidfd: int, status: socket.socket, json_status: int,
+                 terminal_fd: int | None) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
+        self.status = status
+        self.json_status = json_status
+        self.terminal_fd = terminal_fd
+        self.closing: list[int] = []
 
     def close(self) -> None:
         for fd in (self.pidfd, self.json_status, *self.closing):
@@ -53,11 +53,11 @@ class Launched:
         self.status.close()
 
 
-@dataclass
 class _ChildFds:
     """Descriptors bwrap inherits; the supervisor closes its copies after the spawn."""
 
-    fds: list[int] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.fds: list[int] = []
 
     def add(self, fd: int) -> int:
         os.set_inheritable(fd, True)

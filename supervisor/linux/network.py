@@ -32,8 +32,7 @@ import signal
 import socket
 import sys
 import threading
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from netns_helper.protocol import HTTP_PORT, MAX_MESSAGE, SOCKS_PORT, Job
 
@@ -67,8 +66,7 @@ def proxy_environment() -> dict[str, str]:
     return {**values, **{name.lower(): value for name, value in values.items()}}
 
 
-@dataclass(frozen=True)
-class ResolvConfHost:
+class ResolvConfHost(NamedTuple):
     """Where this host's /etc/resolv.conf leads: `dest` the file a mount must cover (the
     link's end when it is a link), None when there is none; `exists` whether it is there."""
 
@@ -126,7 +124,7 @@ def _holder(plan: LaunchPlan, path: str) -> MountOp | None:
 
 def _replace_ops(plan: LaunchPlan, ops: tuple[MountOp, ...], note: str | None = None
                  ) -> LaunchPlan:
-    return replace(plan, ops=ops, notes=(*plan.notes, note) if note else plan.notes)
+    return plan._replace(ops=ops, notes=(*plan.notes, note) if note else plan.notes)
 
 
 def supervise_options(network: NetworkRun | None) -> dict[str, Any]:
@@ -170,9 +168,9 @@ class NetworkRun:
 
     def plan(self, plan: LaunchPlan) -> LaunchPlan:
         """`plan` (made by `plan_for`) with this run's resolv.conf as the source."""
-        ops = tuple(replace(op, source=self.server.resolv_conf)
+        ops = tuple(op._replace(source=self.server.resolv_conf)
                     if op.source == PLAN_SOURCE else op for op in plan.ops)
-        return replace(plan, ops=ops)
+        return plan._replace(ops=ops)
 
     async def service(self, supervision: Supervision) -> None:
         """Serve the proxy and keep the helper for the run (a task in the run's loop)."""

@@ -18,15 +18,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import LaunchError
 
 _FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-@dataclass(frozen=True)
-class PinnedPath:
+class PinnedPath(NamedTuple):
     """An open O_PATH descriptor of `path` and what it was when opened."""
 
     path: str

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Literal, NamedTuple
 
 from ..dotfiles import DotFiles, Protected, analyze
 from ..errors import LaunchError
@@ -43,8 +43,7 @@ INNER_MOUNT = "/run/lnk-sandbox/inner"
 INNER_PARENT = "/run/lnk-sandbox"
 
 
-@dataclass(frozen=True)
-class MountOp:
+class MountOp(NamedTuple):
     """One bwrap operation. `source` is the host path pinned at launch (binds), or the
     link's text (symlink); `reason` says which rule asked for it."""
 
@@ -54,8 +53,7 @@ class MountOp:
     reason: str = ""
 
 
-@dataclass(frozen=True)
-class HostLayout:
+class HostLayout(NamedTuple):
     """The facts of this machine the plan needs, gathered by `HostLayout.probe()`.
 
     `system` maps each existing system folder to None (a folder) or its link text.
@@ -70,7 +68,7 @@ class HostLayout:
     inner_source: str
     interpreter: str
     interpreter_prefix: str
-    dot_files: dict[str, DotFiles] = field(default_factory=dict)
+    dot_files: Mapping[str, DotFiles] = MappingProxyType({})
     lnk_home: str | None = None
 
     @staticmethod
@@ -100,8 +98,7 @@ class HostLayout:
                           lnk_home)
 
 
-@dataclass(frozen=True)
-class LaunchPlan:
+class LaunchPlan(NamedTuple):
     """What `bwrap.py` turns into arguments: mounts in order, and the rest of the setup."""
 
     ops: tuple[MountOp, ...]
@@ -109,8 +106,8 @@ class LaunchPlan:
     root_mode: bool
     share_net: bool
     interpreter: str
-    notes: tuple[str, ...] = field(default=())
-    holds: tuple[Wanted, ...] = field(default=())
+    notes: tuple[str, ...] = ()
+    holds: tuple[Wanted, ...] = ()
 
 
 def _depth(path: str) -> int:
@@ -165,7 +162,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             continue
         kind: OpKind = "bind" if grant.access == "write" else "ro-bind"
         add(0, MountOp(kind, grant.target, grant.target, _why(grant)), grant.access)
-    hidden = [replace(g, target=layout.lnk_home) if g.name == LNK_HOME_NAME
+    hidden = [g._replace(target=layout.lnk_home) if g.name == LNK_HOME_NAME
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
     for grant in sorted(hidden, key=lambda g: _depth(g.target or "/")):
         if grant.target is None or grant.access not in ("hide", "protect"):

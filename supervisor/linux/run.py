@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
 from ..environment import build_environment
@@ -121,7 +120,7 @@ def launch_and_supervise(
     cache = CheckCache(snapshot.lnk_home)
     info = bwrap_info(cache)
     if learn:
-        snapshot = replace(snapshot, programs=None)
+        snapshot = snapshot._replace(programs=None)
     layers = decide_layers(snapshot, cache, learn=learn)
     plan = plan_for(snapshot)
     loaders = program_loaders(snapshot)

@@ -25,9 +25,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from inner import protocol
 
@@ -45,8 +44,7 @@ SYNC_WINDOW = 0.05
 Service = Callable[["Supervision"], Coroutine[Any, Any, None]]
 
 
-@dataclass(frozen=True)
-class ExecFailure:
+class ExecFailure(NamedTuple):
     """The inner's execve failed: `errno` and the program as given."""
 
     errno: int
@@ -57,8 +55,7 @@ class ExecFailure:
         return 127 if self.errno in (errno.ENOENT, errno.ENOTDIR) else 126
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """How a run ended: the exit status of the design and why, for the command line."""
 
     status: int

@@ -33,8 +33,7 @@ import select
 import stat
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..events import EventLog
 from . import notify
@@ -63,8 +62,7 @@ _READABLE = select.POLLIN
 _GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
-@dataclass(frozen=True)
-class Executed:
+class Executed(NamedTuple):
     """One exec the watch saw: the path as asked, and the file it resolved to inside
     (its path, device and inode; None where it could not be resolved)."""
 
@@ -75,13 +73,17 @@ class Executed:
     interpreter_of: str | None = None
 
 
-@dataclass
 class Judge:
-    """The list Landlock enforces, as (device, inode); None means every program runs."""
+    """The list Landlock enforces, as (device, inode); None means every program runs.
 
-    allowed: frozenset[tuple[int, int]] | None
-    seen: list[Executed] = field(default_factory=list)
-    record: bool = False
+    With `record` (learn), every exec seen is kept in `seen` instead of judged.
+    """
+
+    def __init__(self, allowed: frozenset[tuple[int, int]] | None, *,
+                 record: bool = False) -> None:
+        self.allowed = allowed
+        self.record = record
+        self.seen: list[Executed] = []
 
     def allows(self, item: Executed) -> bool:
         return self.allowed is None or item.path is None or (

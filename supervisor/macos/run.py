@@ -28,7 +28,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import TextIO
 
@@ -256,13 +256,13 @@ class MacLauncher:
         from ..learn import render, summarize
         from ..linux.watch import Executed
 
-        snapshot = replace(snapshot, programs=None)
+        snapshot = snapshot._replace(programs=None)
         temp_holder: list[str] = []
         outcome = self._launch(snapshot, argv, learn=True, events=None, temp_out=temp_holder)
         seen = [item for item in outcome.seen if isinstance(item, Executed)]
         judged = snapshot
         if temp_holder:  # a program run from the run's temp folder is never offered
-            judged = replace(snapshot, grants=(*snapshot.grants, Grant(
+            judged = snapshot._replace(grants=(*snapshot.grants, Grant(
                 "$TMPDIR", temp_holder[0], "write", TEMP_NAME, None, None)))
         learned, left = summarize(seen, judged)
         return outcome.status, render(learned, left, argv)

@@ -5,7 +5,6 @@ the Linux plan's read-only binds, mount points and placeholders compiled from it
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -433,7 +432,7 @@ def test_lnk_home_made_after_the_snapshot_is_hidden_all_the_same(tmp_path: Path)
         < ops.index(hide) < ops.index(read_only)
     # The probe reports it only when the snapshot had no target for it and it exists now.
     lnk = tmp_path.resolve() / ".lnk"
-    fresh = dataclasses.replace(snap(settings), lnk_home=str(lnk))
+    fresh = snap(settings)._replace(lnk_home=str(lnk))
     assert HostLayout.probe("/i", "/usr/bin/python3", "/usr", fresh).lnk_home is None
     lnk.mkdir()
     assert HostLayout.probe("/i", "/usr/bin/python3", "/usr", fresh).lnk_home == str(lnk)

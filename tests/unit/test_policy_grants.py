@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -55,7 +55,7 @@ class Tree:
             runtime_dir=None,
             installation=(),
         )
-        return replace(context, **changes)  # type: ignore[arg-type]
+        return context._replace(**changes)
 
     def snapshot(self, text: str, **changes: object) -> Snapshot:
         context = self.context(**changes)

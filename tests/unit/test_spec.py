@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -181,9 +180,9 @@ def test_every_network_mode(mode: str) -> None:
 
 def test_spec_data_is_frozen() -> None:
     spec = parse('[files]\nread = ["/srv"]\n')
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         spec.agent = "x"  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         spec.files.read[0].path = "/"  # type: ignore[misc]
     assert isinstance(spec.files.read, tuple)
 
