@@ -7,22 +7,55 @@ anything they can cause.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import SandboxError, SpecError
 
+if TYPE_CHECKING:
+    import argparse
+
 USAGE_STATUS = 125
 
+# `run` and `exec` are what harnesses call for every tool command: their plain forms are
+# read without argparse, which (with gettext and shutil) costs each start about 5 ms
+# here. Anything else (help, a typo, another command) goes to argparse, which owns the
+# grammar and every message.
+_FAST_VALUED = ("--spec", "--report")
+_FAST_FLAGS = ("--yes",)
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"lnk-sandbox: {message}\n")
-        raise SystemExit(USAGE_STATUS)
+
+def _fast(argv: list[str]) -> dict[str, Any] | None:
+    """The options of a plain `run ... -- COMMAND` or `exec ID ... -- COMMAND`, else None."""
+    if not argv or argv[0] not in ("run", "exec") or "--" not in argv:
+        return None
+    split = argv.index("--")
+    head, command = argv[1:split], argv[split + 1:]
+    found: dict[str, Any] = {"action": argv[0], "spec": None, "report": None, "yes": False,
+                             "command": command}
+    if argv[0] == "exec":
+        if not head or head[0].startswith("-"):
+            return None
+        found["snapshot_id"], head = head[0], head[1:]
+    allowed_valued = _FAST_VALUED if argv[0] == "run" else ("--report",)
+    index = 0
+    while index < len(head):
+        word = head[index]
+        name, equals, value = word.partition("=")
+        if name in allowed_valued and equals and value:
+            found[name[2:]] = value
+        elif word in allowed_valued and index + 1 < len(head):
+            index += 1
+            found[word[2:]] = head[index]
+        elif word in _FAST_FLAGS and argv[0] == "run":
+            found["yes"] = True
+        else:
+            return None
+        index += 1
+    return found
 
 
 def _command(argv: list[str]) -> list[str]:
@@ -34,13 +67,21 @@ def _command(argv: list[str]) -> list[str]:
     return argv
 
 
-def _parser(prog: str) -> _Parser:
+def _parser(prog: str) -> argparse.ArgumentParser:
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"lnk-sandbox: {message}\n")
+            raise SystemExit(USAGE_STATUS)
+
     parser = _Parser(prog=prog, description="Run a command confined by a spec.")
     commands = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
 
     def command(name: str, text: str, *, spec: bool = True, yes: bool = False,
-                rest: bool = True) -> _Parser:
-        sub: _Parser = commands.add_parser(name, help=text)
+                rest: bool = True) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = commands.add_parser(name, help=text)
         if spec:
             sub.add_argument("--spec", metavar="FILE",
                              help="the spec (TOML); the embedded default without it")
@@ -98,7 +139,9 @@ def _print_plan(spec: str | None, command: list[str]) -> int:
 
 
 def dispatch(prog: str, argv: Sequence[str]) -> int:
-    args = _parser(prog).parse_args(list(argv))
+    fast = _fast(list(argv))
+    args: Any = (SimpleNamespace(**fast) if fast is not None
+                 else _parser(prog).parse_args(list(argv)))
     from . import api
 
     if args.action == "run":

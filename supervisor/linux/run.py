@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
 from ..environment import build_environment
@@ -17,7 +18,9 @@ from .launch import spawn
 from .network import NetworkRun, proxy_environment, supervise_options
 from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
-from .watch import RECEIVERS, ExecWatch, Judge
+
+if TYPE_CHECKING:
+    from .watch import ExecWatch, Judge
 
 
 def plan_for(snapshot: Snapshot) -> LaunchPlan:
@@ -105,6 +108,8 @@ def watch_receivers() -> int:
     run the pure-Python watch, the fallback where nothing compiled it, with
     LNK_EXEC_WATCH=python."""
     text = os.environ.get("LNK_EXEC_WATCH_RECEIVERS", "")
+    from .watch import RECEIVERS
+
     return int(text) if text.isdigit() and 0 < int(text) <= 64 else RECEIVERS
 
 
@@ -131,11 +136,16 @@ def launch_and_supervise(
         if snapshot.network_mode == "proxy" else None
     if network is not None:
         plan = network.plan(plan)
-    judge = judge or Judge(allowed_files(snapshot, loaders))
+    if judge is None:
+        from .watch import Judge  # the watch (and ctypes) load only for a run watched
+
+        judge = Judge(allowed_files(snapshot, loaders))
     judge.record = learn
 
     def watch_factory(listener: int) -> ExecWatch:
         from inner.syscalls import number
+
+        from .watch import ExecWatch
 
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
         return ExecWatch(listener, numbers=numbers, judge=judge, events=events,

@@ -383,3 +383,12 @@ def test_spec_error_render_formats() -> None:
         "f:3: key k: m\n  hint: h"
     )
     assert SpecError("m", file="f").exit_status == 125
+
+
+def test_the_embedded_default_is_the_default_spec_file_parsed() -> None:
+    """DEFAULT_SPEC spares most runs tomllib; it must stay what the file says."""
+    from supervisor.spec import DEFAULT_SPEC, DEFAULT_SPEC_NAME, DEFAULT_SPEC_PATH
+
+    with open(DEFAULT_SPEC_PATH, "rb") as handle:
+        assert parse_spec(handle.read(), DEFAULT_SPEC_NAME) == DEFAULT_SPEC
+    assert load_spec(None) is DEFAULT_SPEC
