@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 
+from . import config as _config
 from . import protocol
 
 TYPE_CHECKING = False
@@ -36,32 +37,19 @@ class ConfinementFailure(Exception):
     """A step could not be applied; the target must not run."""
 
 
-def _read_config(config_fd: int) -> dict[str, Any]:
-    import json
-
-    chunks = []
-    while True:
-        chunk = os.read(config_fd, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(config_fd)
-    config: dict[str, Any] = json.loads(b"".join(chunks))
-    return config
-
-
 def _restore_signals() -> None:
-    import signal
+    # _signal, not signal: signal.py's enums cost every sandbox's start a millisecond.
+    import _signal  # type: ignore[import-not-found]  # no stub: the C half of signal
 
-    for number in range(1, signal.NSIG):
-        if number in (signal.SIGKILL, signal.SIGSTOP):
+    for number in range(1, _signal.NSIG):
+        if number in (_signal.SIGKILL, _signal.SIGSTOP):
             continue
         try:
-            if signal.getsignal(number) is not signal.SIG_DFL:
-                signal.signal(number, signal.SIG_DFL)
+            if _signal.getsignal(number) != _signal.SIG_DFL:
+                _signal.signal(number, _signal.SIG_DFL)
         except (OSError, ValueError):
             continue  # numbers the kernel reserves (glibc's SIGCANCEL, SIGSETXID)
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
 
 
 def _close_fds(keep: int) -> None:
@@ -134,13 +122,13 @@ def _landlock(settings: dict[str, Any], status: protocol.Channel) -> None:
 
 
 def main(config_fd: int) -> NoReturn:
-    config = _read_config(config_fd)
+    config = _config.read(config_fd)
     status = protocol.Channel(config["status_fd"])
     try:
         if "seccomp" in config:
             _seccomp(config["seccomp"], status)
         # Step 3: every import finished before Landlock may close the files they need.
-        import signal  # noqa: F401
+        import _signal  # type: ignore[import-not-found]  # noqa: F401
 
         from . import landlock  # noqa: F401
 
