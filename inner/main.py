@@ -128,7 +128,7 @@ def main(config_fd: int) -> NoReturn:
         if "seccomp" in config:
             _seccomp(config["seccomp"], status)
         # Step 3: every import finished before Landlock may close the files they need.
-        import _signal  # type: ignore[import-not-found]  # noqa: F401
+        import _signal  # noqa: F401
 
         from . import landlock  # noqa: F401
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from .environment import is_loader_variable
@@ -407,6 +406,8 @@ def parse_spec(data: bytes, source: str) -> Spec:
         raise SpecError(
             f"not UTF-8 text (byte {err.start})", file=source, hint="save the spec as UTF-8"
         ) from None
+    import tomllib  # loaded only for a spec file: the default is parsed already
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

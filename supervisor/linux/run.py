@@ -136,17 +136,18 @@ def launch_and_supervise(
         if snapshot.network_mode == "proxy" else None
     if network is not None:
         plan = network.plan(plan)
-    if judge is None:
-        from .watch import Judge  # the watch (and ctypes) load only for a run watched
-
-        judge = Judge(allowed_files(snapshot, loaders))
-    judge.record = learn
 
     def watch_factory(listener: int) -> ExecWatch:
+        """Made when the inner hands its listener over: the watch (and ctypes) load only
+        for a run that is watched."""
         from inner.syscalls import number
 
-        from .watch import ExecWatch
+        from .watch import ExecWatch, Judge
 
+        nonlocal judge
+        if judge is None:
+            judge = Judge(allowed_files(snapshot, loaders))
+        judge.record = learn
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
         return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
                          seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
