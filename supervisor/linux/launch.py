@@ -19,10 +19,10 @@ Facts:
 
 from __future__ import annotations
 
+import _socket
 import json
 import os
 import signal
-import socket
 
 from ..errors import LaunchError
 from .bwrap import BwrapInfo, bwrap_args
@@ -35,7 +35,7 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 class Launched:
     """A running bwrap and the supervisor's ends of its channels."""
 
-    def __init__(self, *, pid: int, pidfd: int, status: socket.socket, json_status: int,
+    def __init__(self, *, pid: int, pidfd: int, status: _socket.socket, json_status: int,
                  terminal_fd: int | None) -> None:
         self.pid = pid
         self.pidfd = pidfd
@@ -161,7 +161,9 @@ def spawn(
     try:
         plan = present_ops(plan)
         fds = _pin_sources(plan, child)
-        status_parent, status_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # _socket, not socket: socket.py's enums and selectors cost every start about 2 ms.
+        status_parent, status_child = _socket.socketpair(_socket.AF_UNIX,
+                                                         _socket.SOCK_SEQPACKET)
         parent_fds.append(status_parent.detach())
         status_child_fd = child.add(status_child.detach())
         json_read, json_write = os.pipe()
@@ -206,7 +208,7 @@ def spawn(
     return Launched(
         pid=pid,
         pidfd=os.pidfd_open(pid),
-        status=socket.socket(fileno=parent_fds[0]),
+        status=_socket.socket(fileno=parent_fds[0]),
         json_status=parent_fds[1],
         terminal_fd=terminal,
     )

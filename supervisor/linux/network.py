@@ -127,13 +127,6 @@ def _replace_ops(plan: LaunchPlan, ops: tuple[MountOp, ...], note: str | None = 
     return plan._replace(ops=ops, notes=(*plan.notes, note) if note else plan.notes)
 
 
-def supervise_options(network: NetworkRun | None) -> dict[str, Any]:
-    """What `supervise` needs for proxy mode: the loop at once, the service, the go."""
-    if network is None:
-        return {}
-    return {"needs_loop": True, "services": [network.service], "go_conditions": [network.go]}
-
-
 class NetworkRun:
     """Proxy mode for one run: the proxy's folder and listeners, and the helper.
 
@@ -165,6 +158,10 @@ class NetworkRun:
             run.close()
             raise
         return run
+
+    def supervise_options(self) -> dict[str, Any]:
+        """What `supervise` needs for proxy mode: the loop at once, the service, the go."""
+        return {"needs_loop": True, "services": [self.service], "go_conditions": [self.go]}
 
     def plan(self, plan: LaunchPlan) -> LaunchPlan:
         """`plan` (made by `plan_for`) with this run's resolv.conf as the source."""

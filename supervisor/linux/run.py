@@ -15,7 +15,6 @@ from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
-from .network import NetworkRun, proxy_environment, supervise_options
 from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
 
@@ -35,7 +34,11 @@ def plan_for(snapshot: Snapshot) -> LaunchPlan:
 
 
 def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
-    extra = proxy_environment() if snapshot.network_mode == "proxy" else None
+    extra = None
+    if snapshot.network_mode == "proxy":
+        from .network import proxy_environment
+
+        extra = proxy_environment()
     return build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign,
                              extra=extra)
 
@@ -132,9 +135,11 @@ def launch_and_supervise(
     config = inner_config(plan, snapshot, layers, loaders)
     events = EventLog(report)
     # Proxy mode: the proxy's folder and sockets exist before bwrap, the helper after it.
-    network = NetworkRun.open(snapshot.lnk_home, snapshot.network_allow, events) \
-        if snapshot.network_mode == "proxy" else None
-    if network is not None:
+    network = None
+    if snapshot.network_mode == "proxy":  # the proxy's modules load only for proxy mode
+        from .network import NetworkRun
+
+        network = NetworkRun.open(snapshot.lnk_home, snapshot.network_allow, events)
         plan = network.plan(plan)
 
     def watch_factory(listener: int) -> ExecWatch:
@@ -163,7 +168,7 @@ def launch_and_supervise(
                              inner_config=config)
             return supervise(launched,
                              watch_factory=watch_factory if layers.listener else None,
-                             **supervise_options(network))
+                             **(network.supervise_options() if network else {}))
         finally:
             held.release()
     finally:

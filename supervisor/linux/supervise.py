@@ -15,13 +15,13 @@ target outlives by `KILL_GRACE` seconds, or that comes twice, kills the whole tr
 
 from __future__ import annotations
 
+import _socket
 import array
 import errno
 import json
 import os
 import select
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -97,8 +97,8 @@ class Supervision:
         sock = self.launched.status
         while True:
             try:
-                message, ancillary, _, _ = sock.recvmsg(8192, socket.CMSG_SPACE(4 * 4),
-                                                        socket.MSG_CMSG_CLOEXEC)
+                message, ancillary, _, _ = sock.recvmsg(8192, _socket.CMSG_SPACE(4 * 4),
+                                                        _socket.MSG_CMSG_CLOEXEC)
             except OSError:
                 return
             if not message:
@@ -128,7 +128,7 @@ class Supervision:
                 self.confinement_failure = body.decode("utf-8", "replace")
             elif kind == protocol.LISTENER:
                 for level, kind_, data in ancillary:
-                    if level == socket.SOL_SOCKET and kind_ == socket.SCM_RIGHTS:
+                    if level == _socket.SOL_SOCKET and kind_ == _socket.SCM_RIGHTS:
                         fds = array.array("i")
                         fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
                         self.listeners.extend(fds)

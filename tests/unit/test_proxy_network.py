@@ -24,7 +24,6 @@ from supervisor.linux.network import (
     _read_status_line,
     _startup_error,
     proxy_environment,
-    supervise_options,
     with_resolv_conf,
 )
 from supervisor.linux.plan import LaunchPlan, MountOp
@@ -102,10 +101,6 @@ def test_proxy_environment() -> None:
                             keep=("PATH", "HTTP_PROXY"), assign=(("NO_PROXY", "x"),),
                             extra=proxy_environment())
     assert env["HTTP_PROXY"] == http and env["NO_PROXY"] == "x"
-
-
-def test_supervise_options() -> None:
-    assert supervise_options(None) == {}
 
 
 def test_the_job_round_trips() -> None:
