@@ -1,9 +1,11 @@
 """Exec-watch overhead: microseconds added per exec, and throughput of concurrent loops.
 
-Inside one sandbox, a Python driver spawns /usr/bin/true in N concurrent loops (threads
-doing posix_spawn + waitpid) and reports the wall time. The same driver runs unwatched
-(the default spec: no program list, so no watch) and watched (a program list: every exec
-goes to the supervisor's receiver and is judged), alternating, in the same run.
+Inside one sandbox, N shell loops run /usr/bin/true concurrently (each loop a process
+of its own: fork and execve, as a build runs its tools) and a driver reports the wall
+time. The same runs unwatched (the default spec: no program list, so no watch) and
+watched (a program list: every exec goes to the supervisor's receivers and is judged),
+alternating, in the same run. A loop of Python threads is not used: CPython holds the
+GIL through posix_spawn, so one exec waiting on the watch would stall them all.
 
     .venv/bin/python benchmarks/exec_watch.py [--execs 1000] [--rounds 5]
 """
@@ -20,19 +22,17 @@ from pathlib import Path
 
 LNK = str(Path(sys.executable).parent / "lnk")
 DRIVER = """
-import os, sys, threading, time
+import os, subprocess, sys, time
 loops, count = int(sys.argv[1]), int(sys.argv[2])
-def loop():
-    for _ in range(count):
-        pid = os.posix_spawn("/usr/bin/true", ["true"], {})
-        os.waitpid(pid, 0)
-threads = [threading.Thread(target=loop) for _ in range(loops)]
+loop = f"i=0; while [ $i -lt {count} ]; do /usr/bin/true; i=$((i+1)); done"
 start = time.perf_counter()
-for t in threads: t.start()
-for t in threads: t.join()
+shells = [subprocess.Popen(["/bin/sh", "-c", loop]) for _ in range(loops)]
+for shell in shells:
+    shell.wait()
 print(time.perf_counter() - start)
 """
-WATCHED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["/usr/bin/python3", "/usr/bin/true"]\n'
+WATCHED = ('[files]\nwrite = ["."]\n[commands]\n'
+           'programs = ["/usr/bin/python3", "/usr/bin/true", "/bin/sh"]\n')
 
 
 def timed(spec: str | None, loops: int, count: int, cwd: str, receivers: int = 0) -> float:
@@ -41,7 +41,7 @@ def timed(spec: str | None, loops: int, count: int, cwd: str, receivers: int = 0
         env["LNK_EXEC_WATCH_RECEIVERS"] = str(receivers)
     command = [LNK, "sandbox", "run"]
     if spec:
-        command += ["--spec", spec]
+        command += ["--spec", spec, "--yes"]
     command += ["--", "/usr/bin/python3", "-c", DRIVER, str(loops), str(count)]
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
