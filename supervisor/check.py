@@ -21,6 +21,10 @@ GAP_PRELOAD = (
     "a program can set LD_PRELOAD again for a child it runs: it is cleared only when "
     "the sandbox starts"
 )
+GAP_HOST_ABSTRACT = (
+    "with the host's network and no Landlock scopes (ABI 6, Linux 6.12), the host's "
+    "abstract unix sockets (D-Bus, X11 and others) can be connected to"
+)
 GAP_SOCKETS = (
     "a path socket under a read grant can be connected to (connect() needs no write "
     "right); hide its folder if the sandbox must not reach it"
@@ -132,6 +136,8 @@ def check(spec_path: str | None) -> Report:
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
     report.gaps.append(GAP_SOCKETS)
+    if snapshot.network_mode == "host" and machine.landlock_abi < 6:
+        report.gaps.append(GAP_HOST_ABSTRACT)
     report.can_launch = not report.problems
     return report
 

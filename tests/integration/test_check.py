@@ -72,3 +72,12 @@ def test_start_checks_are_kept_for_the_boot_passes_only(sandbox: Sandbox) -> Non
     fresh = json.loads((sandbox.lnk_home / "cache" / "checks.json").read_text())
     assert fresh["boot_id"] != "another-boot"
     assert fresh["passed"]["bwrap"]["path"] != "/nonexistent/bwrap"
+
+
+def test_check_names_the_host_modes_abstract_socket_gap_without_scopes(sandbox: Sandbox
+                                                                       ) -> None:
+    spec = '[files]\nwrite = ["."]\n[network]\nmode = "host"\n'
+    without = json.loads(sandbox.lnk("check", "--json", spec=spec, landlock=False).stdout)
+    assert any("abstract unix sockets" in gap for gap in without["gaps"])
+    none = json.loads(sandbox.lnk("check", "--json", landlock=False).stdout)
+    assert not any("abstract unix sockets" in gap for gap in none["gaps"])
