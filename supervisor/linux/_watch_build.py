@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from cffi import FFI  # type: ignore[import-untyped]
 
-CDEF = """
+EVENT = """
 #define LNK_DONE 0
 #define LNK_EXEC 1
 #define LNK_OTHER 2
@@ -40,7 +40,9 @@ struct lnk_event {
     char interp_asked[4096];
     char interp_resolved[4096];
 };
+"""
 
+CDEF = EVENT + """
 struct lnk_watch;
 struct lnk_watch *lnk_watch_new(int listener, int execve_nr, int execveat_nr, int record,
                                 int restricted, const unsigned long long *allowed,
@@ -65,33 +67,13 @@ SOURCE = r"""
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define LNK_DONE 0
-#define LNK_EXEC 1
-#define LNK_OTHER 2
-#define LNK_ERROR -1
-#define LNK_PATH 4096
 #define PAGE 4096
 
 #ifndef SECCOMP_IOCTL_NOTIF_ID_VALID
 #define SECCOMP_IOCTL_NOTIF_ID_VALID SECCOMP_IOW(2, __u64)
 #endif
 
-struct lnk_event {
-    int kind;
-    int err;
-    unsigned long long id;
-    int pid;
-    int nr;
-    unsigned long long args[6];
-    int wanted;
-    unsigned long long dev, ino;
-    char asked[4096];
-    char resolved[4096];
-    int interp_wanted;
-    unsigned long long interp_dev, interp_ino;
-    char interp_asked[4096];
-    char interp_resolved[4096];
-};
+""" + EVENT + r"""
 
 struct lnk_watch {
     int listener, execve_nr, execveat_nr, record, restricted;

@@ -25,6 +25,7 @@ import os
 import signal
 
 from ..errors import LaunchError
+from ..terminal import foreground_terminal, give_terminal
 from .bwrap import BwrapInfo, bwrap_args
 from .pinning import LinkInPath, pin
 from .plan import LaunchPlan, MountOp
@@ -124,29 +125,6 @@ def _config_fd(config: dict[str, object], child: _ChildFds) -> int:
     return child.add(fd)
 
 
-def _foreground_terminal() -> int | None:
-    """The terminal on stdin when this process is in its foreground group, else None."""
-    try:
-        if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp():
-            return 0
-    except OSError:
-        pass
-    return None
-
-
-def give_terminal(fd: int | None, pgid: int) -> None:
-    """Make `pgid` the terminal's foreground group (SIGTTOU ignored while doing it)."""
-    if fd is None:
-        return
-    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-    try:
-        os.tcsetpgrp(fd, pgid)
-    except OSError:
-        pass
-    finally:
-        signal.signal(signal.SIGTTOU, previous)
-
-
 def spawn(
     plan: LaunchPlan,
     info: BwrapInfo,
@@ -179,7 +157,7 @@ def spawn(
             json_status_fd=str(json_write),
             config_fd=str(config_fd),
         )
-        terminal = _foreground_terminal()
+        terminal = foreground_terminal()
         saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _FORWARDED}
         try:
             pid = os.posix_spawn(

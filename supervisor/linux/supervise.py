@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from inner import protocol
 
 from ..errors import HelperError, LaunchError, SandboxError
-from .launch import Launched, give_terminal
+from ..terminal import give_terminal
+from .launch import Launched
 
 if TYPE_CHECKING:
     from .watch import ExecWatch

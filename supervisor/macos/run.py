@@ -37,6 +37,7 @@ from ..environment import build_environment
 from ..errors import LaunchError
 from ..events import EventLog
 from ..grants import Grant, Snapshot
+from ..terminal import foreground_terminal, give_terminal
 from .logwatch import LOG, Lineage, LogStream, Namer, log_stream_argv
 from .profile import SANDBOX_EXEC, MacHost, Profile, compile_profile, sandbox_exec_argv
 
@@ -107,7 +108,7 @@ class _Child:
     """sandbox-exec, running: its group, the terminal, signals passed on to it."""
 
     def __init__(self, argv: list[str], env: dict[str, str]):
-        self.terminal = _foreground_terminal()
+        self.terminal = foreground_terminal()
         defaults = {s for s in signal.valid_signals() if s not in _UNCATCHABLE}
         try:
             self.pid = os.posix_spawn(argv[0], argv, env, setpgroup=0, setsigdef=defaults,
@@ -121,7 +122,7 @@ class _Child:
         self.pending: set[int] = set()
         self.previous = {sig: signal.signal(sig, self._on_signal) for sig in _FORWARDED}
         if self.terminal is not None:
-            _give_terminal(self.terminal, self.pid)
+            give_terminal(self.terminal, self.pid)
             self._signal_group(signal.SIGCONT)  # stopped if it read the terminal before
 
     def _on_signal(self, sig: int, frame: FrameType | None) -> None:
@@ -207,26 +208,7 @@ class _Child:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
         if self.terminal is not None:
-            _give_terminal(self.terminal, os.getpgrp())
-
-
-def _foreground_terminal() -> int | None:
-    try:
-        if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp():
-            return 0
-    except OSError:
-        pass
-    return None
-
-
-def _give_terminal(fd: int, pgid: int) -> None:
-    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-    try:
-        os.tcsetpgrp(fd, pgid)
-    except OSError:
-        pass
-    finally:
-        signal.signal(signal.SIGTTOU, previous)
+            give_terminal(self.terminal, os.getpgrp())
 
 
 def _say(text: str) -> None:

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import errno
 import os
-import pty
-import select
 import subprocess
-import time
 
 import pytest
 
 from inner.syscalls import number
+from support.processes import at_terminal
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -38,25 +36,8 @@ def test_terminal_injection_at_a_real_terminal(sandbox: Sandbox, request_code: s
         f"r = libc.ioctl(0, ctypes.c_ulong({request_code}), ctypes.c_char_p(b'x'))\n"
         "print('IOCTL', r, ctypes.get_errno(), flush=True)\n"
     )
-    pid, master = pty.fork()
-    if pid == 0:
-        os.chdir(sandbox.project)
-        argv = [*sandbox.who.prefix, LNK, "sandbox", "run", "--", PYTHON_INSIDE, "-c", code]
-        os.execve(argv[0] if argv[0].startswith("/") else f"/usr/bin/{argv[0]}", argv,
-                  sandbox.env())
-    output = b""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if select.select([master], [], [], 0.1)[0]:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-    os.waitpid(pid, 0)
-    os.close(master)
+    _, output = at_terminal([*sandbox.who.prefix, LNK, "sandbox", "run", "--", PYTHON_INSIDE,
+                             "-c", code], cwd=sandbox.project, env=sandbox.env(), timeout=30)
     assert b"STARTED" in output
     assert f"IOCTL -1 {EPERM}".encode() in output
 

@@ -11,17 +11,15 @@ from __future__ import annotations
 import errno
 import json
 import os
-import pty
-import select
 import shlex
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from support.processes import at_terminal
 from support.sandbox import LNK, PROBE_SOURCE, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -65,31 +63,10 @@ def test_the_default_spec_is_not_asked_about(sandbox: Sandbox) -> None:
 
 
 def _at_terminal(sandbox: Sandbox, spec: Path, answer: bytes) -> tuple[int, bytes]:
-    pid, master = pty.fork()
-    if pid == 0:
-        os.chdir(sandbox.project)
-        argv = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--",
-                "/bin/echo", "STARTED"]
-        os.execve(argv[0] if argv[0].startswith("/") else f"/usr/bin/{argv[0]}", argv,
-                  sandbox.env())
-    output = b""
-    answered = False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if select.select([master], [], [], 0.1)[0]:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-        if not answered and b"[y/N]" in output:
-            os.write(master, answer)
-            answered = True
-    _, status = os.waitpid(pid, 0)
-    os.close(master)
-    return os.waitstatus_to_exitcode(status), output
+    argv = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--",
+            "/bin/echo", "STARTED"]
+    return at_terminal(argv, cwd=sandbox.project, env=sandbox.env(),
+                       typed=((b"[y/N]", answer),))
 
 
 def test_at_a_terminal_the_description_is_shown_and_asked(sandbox: Sandbox) -> None:

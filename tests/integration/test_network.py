@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from support.processes import descendants
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -341,7 +342,7 @@ def _start(sandbox: Sandbox) -> tuple[subprocess.Popen[str], int]:
     assert process.stdout is not None
     lines = [process.stdout.readline(), process.stdout.readline()]
     assert lines == ["STARTED\n", "READY\n"], lines
-    helpers = [pid for pid in _descendants(process.pid) if b"netns_helper" in _cmdline(pid)]
+    helpers = [pid for pid in descendants(process.pid) if b"netns_helper" in _cmdline(pid)]
     assert len(helpers) == 1, helpers
     return process, helpers[0]
 
@@ -351,27 +352,6 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
-
-
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(
-            int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
 
 
 def _gone(pids: set[int], timeout: float = 10) -> bool:
@@ -386,7 +366,7 @@ def _gone(pids: set[int], timeout: float = 10) -> bool:
 @pytest.mark.parametrize("how", ["normal", "target-sigkill", "supervisor-sigterm"])
 def test_the_helper_is_gone_after_the_run(sandbox: Sandbox, how: str) -> None:
     process, helper = _start(sandbox)
-    tree = _descendants(process.pid)
+    tree = descendants(process.pid)
     assert helper in tree
     expected = {"normal": 7, "target-sigkill": 128 + signal.SIGKILL,
                 "supervisor-sigterm": 128 + signal.SIGTERM}[how]
@@ -402,7 +382,7 @@ def test_the_helper_is_gone_after_the_run(sandbox: Sandbox, how: str) -> None:
 
 def test_the_helper_killed_mid_run_ends_the_run_with_125(sandbox: Sandbox) -> None:
     process, helper = _start(sandbox)
-    tree = _descendants(process.pid)
+    tree = descendants(process.pid)
     os.kill(helper, signal.SIGKILL)
     process.wait(timeout=30)  # stdin stays open: the target ends only if it is ended
     _, stderr = process.communicate(timeout=30)

@@ -1,0 +1,84 @@
+"""Process trees and terminals, for tests that watch what a run leaves behind or type
+at it as a person would."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import time
+from pathlib import Path
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` now (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(
+            int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of `pids` still running (zombies count as gone)."""
+    living = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            living.add(pid)
+    return living
+
+
+def wait_gone(pids: set[int], timeout: float = 10) -> set[int]:
+    """Wait until none of `pids` runs; those still running after `timeout`."""
+    end = time.monotonic() + timeout
+    while (left := alive(pids)) and time.monotonic() < end:
+        time.sleep(0.05)
+    return left
+
+
+def at_terminal(argv: list[str], *, cwd: Path, env: dict[str, str],
+                typed: tuple[tuple[bytes, bytes], ...] = (), timeout: float = 60
+                ) -> tuple[int, bytes]:
+    """Run `argv` at a pseudo-terminal; after each expected text appears, type its
+    answer. The exit status and everything the terminal showed."""
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execvpe(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    output = b""
+    pending = list(typed)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        if pending and pending[0][0] in output:
+            os.write(master, pending.pop(0)[1])
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    return os.waitstatus_to_exitcode(status), output
