@@ -15,7 +15,15 @@ What is protected (the decision record, "A project's dot files"):
   startup tasks), `.husky` whole (husky's stubs in `.husky/_` run the scripts beside);
 - what git's own settings name: `core.hooksPath` (relative to the worktree's top, where
   hooks run) and `include.path` / `includeIf.*.path` files (relative to the including
-  file), followed as git follows them;
+  file), followed as git follows them; the person's own settings (system and global)
+  are read for these too, since a relative `core.hooksPath = .githooks` there names a
+  folder in every repository; and a program the settings run (a textconv, a merge
+  driver, a filter, core.fsmonitor...) where they name it by a path, as git runs it
+  on any diff, merge or status;
+- each submodule (a gitlink in the index, which lies in the protected git directory)
+  as the top: its `.git` (file or folder, held where missing) and what its settings
+  name, since `git status` at the top runs `git status` in every submodule checked
+  out, with that repository's settings (a `.git` pointed elsewhere runs its fsmonitor);
 - the settings of a hook manager whose stub is in a hooks folder: pre-commit's config
   (the `--config=` its stub names) and lefthook's config files and script folders.
 
@@ -55,6 +63,7 @@ GIT_REASON = "git runs its settings and hooks on any git command"
 ENVRC_REASON = "direnv runs it when you cd into the folder, once allowed"
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
+MAX_SUBMODULES = 1000  # gitlinks followed in all, nested ones too
 _STUB_READ_LIMIT = 64 * 1024
 _GITFILE_PREFIX = b"gitdir: "
 
@@ -240,11 +249,21 @@ def _expand(value: str, relative_to: str, home: str) -> str | None:
     return os.path.normpath(os.path.join(relative_to, value))
 
 
+class _Repository(NamedTuple):
+    """One repository the analysis follows: the top's, or a submodule's below it."""
+
+    worktree: str  # where its hooks run and its relative hooks path starts
+    git_dir: str  # links resolved
+    common_dir: str  # links resolved; the git directory itself without a commondir
+    label: str  # "" for the top's; "the submodule PATH's " for one below it
+
+
 class _Analysis:
     def __init__(self, top: str, home: str):
         self.top = top
         self.home = home
         self.found: dict[str, Protected] = {}
+        self.submodules_seen = 0
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True) -> Protected:
         """Protect `name` (absolute, as the tool names it) once, the first reason kept."""
@@ -259,73 +278,85 @@ class _Analysis:
         return self.found.setdefault(name, entry)
 
     def run(self) -> DotFiles:
-        self.git()
+        repository = self.git(self.top)
         self.add(os.path.join(self.top, ".envrc"), "file", ENVRC_REASON, hold=False)
         for name, reason in TOP_FOLDERS:
             self.add(os.path.join(self.top, name), "folder", reason)
-        hooks = self.git_settings()
-        self.hook_managers(hooks)
+        if repository is not None:
+            hooks, sha256 = self.git_settings(repository)
+            self.hook_managers(repository, hooks)
+            self.submodules(repository, sha256, depth=0)
         return DotFiles(self.top, tuple(self.found.values()))
 
     # -- .git and the git directories it names --------------------------------------------
 
-    def git(self) -> None:
-        dot_git = os.path.join(self.top, ".git")
+    def git(self, worktree: str, label: str = "") -> _Repository | None:
+        """Protect `worktree`'s .git (a folder, or a gitdir: file and the git directory it
+        names) and the commondir there; the repository, or None if there is none."""
+        dot_git = os.path.join(worktree, ".git")
         kind = _lstat_kind(dot_git)
-        self.git_dir: str | None = None
-        self.common_dir: str | None = None
         if kind == "file":
-            self.add(dot_git, "file", f".git (a gitdir: file): {GIT_REASON}")
+            self.add(dot_git, "file", f"{label}.git (a gitdir: file): {GIT_REASON}")
             target = _read_gitfile(dot_git)
             if target is None:
-                return
-            git_dir = os.path.normpath(os.path.join(self.top, target))
-            self.add(git_dir, "folder", f"the git directory .git names (gitdir: {target}): "
-                     f"{GIT_REASON}")
+                return None
+            git_dir = os.path.normpath(os.path.join(worktree, target))
+            self.add(git_dir, "folder", f"the git directory {label}.git names (gitdir: "
+                     f"{target}): {GIT_REASON}")
         else:
-            self.add(dot_git, "folder", f".git: {GIT_REASON}")
+            self.add(dot_git, "folder", f"{label}.git: {GIT_REASON}")
             if kind != "folder":
-                return
+                return None
             git_dir = dot_git
-        self.git_dir = os.path.realpath(git_dir)
-        self.common_dir = self.git_dir
-        common = _read_small(os.path.join(self.git_dir, "commondir"))
+        git_dir = os.path.realpath(git_dir)
+        common_dir = git_dir
+        common = _read_small(os.path.join(git_dir, "commondir"))
         if common is not None and common.strip():
             text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
-            named = os.path.normpath(os.path.join(self.git_dir, text))
-            self.common_dir = os.path.realpath(named)
-            if not _within(self.common_dir, self.git_dir):
-                self.add(named, "folder", f"the commondir of {self.git_dir} ({text}): git "
+            named = os.path.normpath(os.path.join(git_dir, text))
+            common_dir = os.path.realpath(named)
+            if not _within(common_dir, git_dir):
+                self.add(named, "folder", f"the commondir of {git_dir} ({text}): git "
                          "reads its settings and hooks there")
+        return _Repository(worktree, git_dir, common_dir, label)
 
-    def git_settings(self) -> list[str]:
-        """Follow the repository's settings: protect what they name; the hooks folders."""
-        if self.git_dir is None or self.common_dir is None:
-            return []
+    def git_settings(self, repository: _Repository) -> tuple[list[str], bool]:
+        """Follow the repository's settings, and the person's own (system and global):
+        protect what they name. The hooks folders, and whether object names are SHA-256.
+
+        The person's settings are not writable by a sandbox, but a relative
+        core.hooksPath there (`.githooks`, a common convention) names a folder in every
+        repository, this one's too; what they include may lie where the sandbox writes.
+        """
         hooks_paths: list[str] = []
-        files = [os.path.join(self.common_dir, "config"),
-                 os.path.join(self.git_dir, "config.worktree")]
+        sha256 = False
+        files = [os.path.join(repository.common_dir, "config"),
+                 os.path.join(repository.git_dir, "config.worktree"),
+                 *_person_git_configs(self.home)]
         seen: set[str] = set()
         pending = [(path, 0) for path in files]
         while pending:
             config, depth = pending.pop(0)
-            real = os.path.realpath(config)
-            if real in seen or depth > MAX_INCLUDE_DEPTH:
+            if depth > MAX_INCLUDE_DEPTH:
                 continue
-            seen.add(real)
-            data = _read_small(config, limit=1 << 20)
+            data = _read_small(config, limit=1 << 20)  # first: most named files are missing
             if data is None:
                 continue
-            shown = os.path.basename(config) if depth == 0 else config
+            real = os.path.realpath(config)
+            if real in seen:
+                continue
+            seen.add(real)
+            own = _within(real, repository.git_dir) or _within(real, repository.common_dir)
+            shown = os.path.basename(config) if depth == 0 and own else config
             for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
                 if value is None:
                     continue
                 if key == "core.hookspath":
-                    path = _expand(value, self.top, self.home)
+                    path = _expand(value, repository.worktree, self.home)
                     if path is None or path == "/dev/null":
                         continue
-                    self.add(path, "folder", f"core.hooksPath = {value} in {shown}: git runs "
-                             "the hooks there")
+                    self.add(path, "folder", f"{repository.label}core.hooksPath = {value} "
+                             f"in {shown}: git runs the hooks there")
                     hooks_paths.append(path)
                 elif key == "include.path" or (key.startswith("includeif.")
                                                and key.endswith(".path")):
@@ -336,11 +367,47 @@ class _Analysis:
                     self.add(path, "file", f"{label} = {value} in {shown}: git reads "
                              "settings from it")
                     pending.append((path, depth + 1))
-        return [os.path.join(self.common_dir, "hooks"), *hooks_paths]
+                elif _runs_program(key, value):
+                    for path in _programs(value, repository.worktree, self.home):
+                        self.add(path, "file", f"{repository.label}{key} = {value} in "
+                                 f"{shown}: git runs it")
+                elif key == "extensions.objectformat" and own:
+                    sha256 = value.lower() == "sha256"
+        return [os.path.join(repository.common_dir, "hooks"), *hooks_paths], sha256
+
+    # -- submodules: git at the top runs git in each, with its settings --------------------
+
+    def submodules(self, repository: _Repository, sha256: bool, depth: int) -> None:
+        """Protect each submodule's .git (and what its settings name), as the top's.
+
+        A submodule is a gitlink in the repository's index (which the sandbox cannot
+        write: it is in the git directory). `git status` at the top runs `git status` in
+        each populated one, with that repository's settings, and `git submodule update`
+        its hooks: a .git there pointed at a git directory of the sandbox's making (or
+        made where there was none) would run its core.fsmonitor on the person's next
+        `git status`. .gitmodules is not read: it is a file of the project, writable.
+        """
+        if depth >= MAX_INCLUDE_DEPTH:
+            return
+        for path in _gitlinks(os.path.join(repository.git_dir, "index"), sha256):
+            if self.submodules_seen >= MAX_SUBMODULES:
+                return
+            self.submodules_seen += 1
+            worktree = os.path.normpath(os.path.join(repository.worktree, path))
+            if not _within(worktree, repository.worktree) or worktree == repository.worktree:
+                continue
+            shown = os.path.relpath(worktree, self.top)
+            inner = self.git(worktree, f"the submodule {shown}'s ")
+            if inner is None:
+                continue
+            hooks, inner_sha256 = self.git_settings(inner)
+            self.hook_managers(inner, hooks)
+            self.submodules(inner, inner_sha256, depth + 1)
 
     # -- hook managers run from the hooks folders ------------------------------------------
 
-    def hook_managers(self, hooks: list[str]) -> None:
+    def hook_managers(self, repository: _Repository, hooks: list[str]) -> None:
+        worktree = repository.worktree
         pre_commit: list[tuple[str, str]] = []
         lefthook: list[tuple[str, str]] = []
         for folder in hooks:
@@ -364,31 +431,31 @@ class _Analysis:
                     rc = re.search(rb"\[ -f (\S+) \] && \. \S+", data)
                     if rc:
                         value = rc.group(1).decode("utf-8", "surrogateescape")
-                        path = _expand(value, self.top, self.home)
+                        path = _expand(value, worktree, self.home)
                         if path is not None:
                             self.add(path, "file", f"the rc file lefthook's stub "
                                      f"{os.path.join(folder, name)} sources")
         for named, stub in pre_commit:
-            path = _expand(named, self.top, self.home)
+            path = _expand(named, worktree, self.home)
             if path is not None:
                 self.add(path, "file", f"pre-commit's settings: its stub {stub} runs the "
                          "hooks they list")
         if lefthook:
             stub = lefthook[0][1]
             for group in (LEFTHOOK_MAIN, LEFTHOOK_LOCAL):
-                self.lefthook_configs(group, stub)
+                self.lefthook_configs(worktree, group, stub)
             for name in LEFTHOOK_FOLDERS:
-                self.add(os.path.join(self.top, name), "folder",
+                self.add(os.path.join(worktree, name), "folder",
                          f"lefthook's scripts folder: its stub {stub} runs them")
 
-    def lefthook_configs(self, names: tuple[str, ...], stub: str) -> None:
+    def lefthook_configs(self, worktree: str, names: tuple[str, ...], stub: str) -> None:
         """Every existing config of the group, and the missing ones that would come first.
 
         lefthook loads the first name found, extension by extension: a file made ahead
         of the one there would replace it, so each name before it is held.
         """
         reason = f"lefthook's settings: its stub {stub} runs the hooks they list"
-        order = [os.path.join(self.top, name + ext)
+        order = [os.path.join(worktree, name + ext)
                  for ext in LEFTHOOK_EXTENSIONS for name in names]
         first = next((i for i, path in enumerate(order) if _lstat_kind(path) != "missing"),
                      None)
@@ -397,6 +464,171 @@ class _Analysis:
                 break  # none there: the first name, held, comes before every other
             if first is None or i <= first or _lstat_kind(path) != "missing":
                 self.add(path, "file", reason)
+
+
+# Settings whose value is a command git runs (git-config(1)); `alias.*` only with `!`.
+_PROGRAM_KEYS = frozenset((
+    "core.fsmonitor", "core.pager", "core.editor", "core.askpass", "core.sshcommand",
+    "core.gitproxy", "sequence.editor", "diff.external", "interactive.difffilter",
+    "gpg.program", "gpg.ssh.defaultkeycommand", "credential.helper",
+    "uploadpack.packobjectshook", "web.browser",
+))
+_PROGRAM_SUFFIXES = (
+    ("diff.", ".command"), ("diff.", ".textconv"), ("merge.", ".driver"),
+    ("filter.", ".clean"), ("filter.", ".smudge"), ("filter.", ".process"),
+    ("difftool.", ".cmd"), ("mergetool.", ".cmd"), ("browser.", ".cmd"), ("pager.", ""),
+    ("gpg.", ".program"), ("credential.", ".helper"), ("hook.", ".command"),
+)
+_BOOLEANS = frozenset(("true", "false", "yes", "no", "on", "off", "1", "0", ""))
+_INTERPRETERS = frozenset(("sh", "bash", "dash", "zsh", "env", "python", "python3", "perl",
+                           "ruby", "node", "exec"))
+
+
+_PROGRAM_SECTIONS = frozenset(head[:-1] for head, _ in _PROGRAM_SUFFIXES)
+
+
+def _runs_program(key: str, value: str) -> bool:
+    section = key[:key.find(".")]
+    if key in _PROGRAM_KEYS:
+        return key != "core.fsmonitor" or value.strip().lower() not in _BOOLEANS
+    if section == "alias":
+        return value.startswith("!")
+    return section in _PROGRAM_SECTIONS and any(
+        key.startswith(head) and key.endswith(tail) and len(key) > len(head + tail)
+        for head, tail in _PROGRAM_SUFFIXES)
+
+
+def _programs(value: str, worktree: str, home: str) -> list[str]:
+    """The files a command in git's settings runs, where it names them by a path: its
+    first word, and the script after an interpreter (`sh tools/x`). A bare name is
+    looked up in PATH, not in the project, and names nothing here. Relative paths are
+    the worktree's: git runs these commands at its top."""
+    import shlex  # only for a repository whose settings name a command
+
+    try:
+        words = shlex.split(value.removeprefix("!"), comments=False)
+    except ValueError:
+        words = value.removeprefix("!").split()
+    named: list[str] = []
+    for position, word in enumerate(words[:4]):
+        if position > 0 and os.path.basename(words[position - 1]) not in _INTERPRETERS:
+            break
+        if word.startswith("-"):
+            continue
+        if "/" in word or word.startswith("~"):
+            path = _expand(word, worktree, home)
+            if path is not None:
+                named.append(path)
+    return named
+
+
+def _person_git_configs(home: str) -> list[str]:
+    """The person's own settings files git reads in every repository: the system's and
+    the global ones (each name git may use, whichever it uses: protecting more is safe)."""
+    files = [os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    for path in (os.environ.get("GIT_CONFIG_GLOBAL"), xdg and os.path.join(xdg, "git/config"),
+                 os.path.join(home, ".config/git/config"), os.path.join(home, ".gitconfig")):
+        if path and path not in files and path != "/dev/null":
+            files.append(path)
+    return files
+
+
+_GITLINK = 0o160000
+_GITLINK_BYTES = _GITLINK.to_bytes(4, "big")  # the mode as the index stores it
+
+
+def _gitlinks(index: str, sha256: bool) -> list[str]:
+    """The paths of the gitlinks (submodules) in a git index file, as git stores them.
+
+    The index format (gitformat-index): "DIRC", version 2-4, the entry count; each
+    entry 40 bytes of stat data (the mode at offset 24), the object name, 16 bits of
+    flags (and 16 more in version 3+ when the extended bit is set), then the path:
+    NUL-terminated and padded to a multiple of 8 bytes (2, 3), or prefix-compressed
+    against the previous path (4). A split index keeps the rest of its entries in the
+    `sharedindex.<name>` file its "link" extension names: both are read. Without the
+    gitlink mode anywhere in the file (the common case) nothing is parsed. A file that
+    does not parse yields what was read before the fault: git refuses such an index
+    too, and runs nothing in a submodule then.
+    """
+    try:
+        with open(index, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return []
+    oid = 32 if sha256 else 20
+    if data[:4] != b"DIRC" or (_GITLINK_BYTES not in data and not _may_split(data, oid)):
+        return []
+    found: list[str] = []
+    try:
+        version = int.from_bytes(data[4:8], "big")
+        count = int.from_bytes(data[8:12], "big")
+        if version not in (2, 3, 4):
+            return []
+        position, previous = 12, b""
+        for _ in range(count):
+            mode = int.from_bytes(data[position + 24:position + 28], "big")
+            flags = int.from_bytes(data[position + 40 + oid:position + 42 + oid], "big")
+            name = position + 42 + oid + (2 if version >= 3 and flags & 0x4000 else 0)
+            if version == 4:
+                strip, name = _varint(data, name)
+                end = data.index(b"\0", name)
+                path = previous[:len(previous) - strip] + data[name:end]
+                position = end + 1
+            else:
+                end = data.index(b"\0", name)
+                path = data[name:end]
+                position += (end - position + 8) & ~7
+            previous = path
+            if mode & 0o170000 == _GITLINK:
+                found.append(os.fsdecode(path))
+        shared = _shared_index(data, position, oid)
+    except (IndexError, ValueError):
+        return found
+    if shared:
+        found.extend(_gitlinks(os.path.join(os.path.dirname(index), shared), sha256))
+    return found
+
+
+def _may_split(data: bytes, oid: int) -> bool:
+    """Whether a "link" extension header may be in the index: the signature followed
+    by a size that fits (a path holding "link" is followed by text, a size far too
+    big). Never False for a split index; rarely True for another."""
+    at = data.find(b"link", 12)
+    while at != -1:
+        size = int.from_bytes(data[at + 4:at + 8], "big")
+        if oid <= size <= len(data) - at - 8:
+            return True
+        at = data.find(b"link", at + 1)
+    return False
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """git's offset varint (varint.c); (value, the position after it)."""
+    byte = data[position]
+    position += 1
+    value = byte & 0x7F
+    while byte & 0x80:
+        value += 1
+        byte = data[position]
+        position += 1
+        value = (value << 7) + (byte & 0x7F)
+    return value, position
+
+
+def _shared_index(data: bytes, position: int, oid: int) -> str | None:
+    """The `sharedindex.<name>` file a split index's "link" extension names, if any."""
+    end = len(data) - oid  # the trailing checksum
+    while position + 8 <= end:
+        signature = data[position:position + 4]
+        size = int.from_bytes(data[position + 4:position + 8], "big")
+        if signature == b"link":
+            name = data[position + 8:position + 8 + oid]
+            if len(name) == oid and any(name):
+                return "sharedindex." + name.hex()
+            return None
+        position += 8 + size
+    return None
 
 
 def _read_small(path: str, limit: int = 4096) -> bytes | None:
