@@ -5,7 +5,12 @@ reading what the resolver was asked. The seam is a file named by the supervisor'
 environment (`LNK_SANDBOX_TEST_RESOLVER_LOG`, set only by tests; the sandbox never sees
 the supervisor's environment): each name is appended to it before it is looked up.
 Names resolve as the host resolves them (its /etc/hosts, its DNS), so an allowed
-`localhost` is the host's.
+`localhost` is the host's, but always as the name asked and nothing else: a name the
+hosts file does not list is given to the C library as an absolute name (`name.`), so the
+host's search list (`search corp.example`, or a pod's `ndots:5`) never makes it look up
+`name.corp.example`, a name the allow list never let through. A name the hosts file
+lists is given as it is (a final dot would miss the hosts file), and the hosts file
+answers it. A name that is not a host name is never given at all (a NUL would end it).
 """
 
 from __future__ import annotations
@@ -17,7 +22,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
+import anyio.to_thread
 
+from .rules import is_host_name
+
+HOSTS = "/etc/hosts"
 LOG_VARIABLE = "LNK_SANDBOX_TEST_RESOLVER_LOG"
 
 Lookup = Callable[[str, int], Awaitable[list[str]]]
@@ -45,6 +54,8 @@ class Resolver:
 
     async def resolve(self, name: str, *, family: int = socket.AF_UNSPEC) -> list[str]:
         """The addresses of `name`, IPv4 first; LookupFailed when it has none."""
+        if not is_host_name(name):
+            raise LookupFailed(name, "NXDOMAIN", "not a host name")
         if self.log_path is not None:
             fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                          0o644)
@@ -60,8 +71,14 @@ class Resolver:
 
 
 async def _getaddrinfo(name: str, family: int) -> list[str]:
+    return await anyio.to_thread.run_sync(_lookup, name, family, abandon_on_cancel=True)
+
+
+def _lookup(name: str, family: int) -> list[str]:
+    """getaddrinfo in a worker thread, the name absolute unless the hosts file lists it."""
+    query = name if listed_in_hosts(name) else name + "."
     try:
-        found = await anyio.getaddrinfo(name, None, family=family, type=socket.SOCK_STREAM)
+        found = socket.getaddrinfo(query, None, family=family, type=socket.SOCK_STREAM)
     except socket.gaierror as err:
         rcode = "NXDOMAIN" if err.errno in (socket.EAI_NONAME, socket.EAI_NODATA) else \
             "SERVFAIL"
@@ -75,3 +92,17 @@ async def _getaddrinfo(name: str, family: int) -> list[str]:
             addresses.append(text)
     addresses.sort(key=lambda a: ipaddress.ip_address(a).version)
     return addresses
+
+
+def listed_in_hosts(name: str, path: str = HOSTS) -> bool:
+    """Whether the hosts file gives `name` (lower case, no final dot) an address."""
+    wanted = name.encode("ascii", "replace")
+    try:
+        with open(path, "rb") as handle:
+            for line in handle:
+                fields = line.split(b"#", 1)[0].split()
+                if any(field.lower().rstrip(b".") == wanted for field in fields[1:]):
+                    return True
+    except OSError:
+        return False
+    return False
