@@ -141,7 +141,10 @@ def attack(box: Sandbox, expected: dict[Action, int | str], *, spec: str | None 
 
 
 def git_env(box: Sandbox) -> dict[str, str]:
+    # PAGER=cat: no pager unless core.pager names one (git ranks core.pager above
+    # $PAGER), so `less` never waits on a terminal where the attack was refused.
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(box.home), "LANG": "C",
+            "PAGER": "cat",
             "GIT_CONFIG_NOSYSTEM": "1", "GIT_CEILING_DIRECTORIES": str(box.base),
             "GIT_AUTHOR_NAME": "Person", "GIT_AUTHOR_EMAIL": "person@example.com",
             "GIT_COMMITTER_NAME": "Person", "GIT_COMMITTER_EMAIL": "person@example.com"}
