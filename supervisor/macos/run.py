@@ -85,7 +85,8 @@ def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
     """`lnk sandbox plan --os macos`: the profile and its parameters, on any OS."""
     import shlex
 
-    temp = os.path.join(os.path.realpath(tempfile.gettempdir()), "lnk-sandbox-XXXXXXXX")
+    # A stand-in for the folder each run makes (mkdtemp names it when the run starts).
+    temp = os.path.join(os.path.realpath(tempfile.gettempdir()), "lnk-sandbox-RUN")
     profile = profile_for(snapshot, temp=temp)
     out.write(f"# spec: {snapshot.source}\n# the Seatbelt profile for sandbox-exec (-p) "
               "and its parameters (-D); not run on this machine unless it is a Mac\n")
