@@ -79,12 +79,9 @@ def landlock_abi(cache: CheckCache) -> int:
     cached = cache.get("landlock_abi")
     if isinstance(cached, int) and cached > 0:
         return cached
-    from inner import landlock
+    from .linux import probes
 
-    try:
-        abi = landlock.abi_version()
-    except OSError:
-        return 0
+    abi = probes.landlock_abi()
     if abi > 0:
         cache.record("landlock_abi", abi)
     return abi

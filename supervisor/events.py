@@ -18,6 +18,11 @@ from typing import NamedTuple
 MAX_EVENTS = 10_000
 
 
+def say(text: str) -> None:
+    """One line of lnk-sandbox's own on stderr, written whole (several threads say)."""
+    os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
+
+
 class Event(NamedTuple):
     """One refusal.
 
@@ -65,7 +70,7 @@ class EventLog:
             if self._report is not None:
                 os.write(self._report, (json.dumps(event._asdict()) + "\n").encode())
         if first and not self._quiet:
-            os.write(2, f"lnk-sandbox: {event.message()}\n".encode("utf-8", "replace"))
+            say(event.message())
 
     def close(self) -> None:
         with self._lock:

@@ -45,12 +45,12 @@ import time
 from typing import Literal
 
 from .errors import LaunchError
+from .linux.pinning import FoundLink, walk
 from .state import ensure_private_dir
 
 STATE_NAME = "placeholders"
 LOCK_NAME = "placeholders.lock"
 _HEADER = b"lnk-placeholders 1"
-_WALK = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 _runs = itertools.count(1)
 
 Kind = Literal["file", "folder"]
@@ -171,22 +171,10 @@ class _Parents:
     def open(self, folder: str) -> int:
         if folder in self.fds:
             return self.fds[folder]
-        fd = os.open("/", _WALK)
-        walked = ""
         try:
-            for part in [p for p in folder.split("/") if p]:
-                walked += "/" + part
-                try:
-                    next_fd = os.open(part, _WALK, dir_fd=fd)
-                except OSError as err:
-                    if err.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(walked):
-                        raise _link(walked) from None
-                    raise
-                os.close(fd)
-                fd = next_fd
-        except BaseException:
-            os.close(fd)
-            raise
+            fd = walk(folder, folder=True)
+        except FoundLink as err:
+            raise _link(str(err.filename)) from None
         self.fds[folder] = fd
         return fd
 
@@ -240,12 +228,16 @@ class Placeholders:
             raise
         return fd
 
-    def _load(self) -> dict[str, _Entry]:
+    def _read(self) -> bytes | None:
+        """The state's bytes as they are, None when there is no state."""
         try:
             with open(self.state_path, "rb") as handle:
-                return _parse(handle.read())
+                return handle.read()
         except FileNotFoundError:
-            return {}
+            return None
+
+    def _load(self) -> dict[str, _Entry]:
+        return _parse(self._read() or b"")
 
     def _save(self, entries: dict[str, _Entry], before: bytes, *, made: bool) -> bytes:
         """Replace the state whole (temp file, rename); the new bytes.
@@ -317,11 +309,7 @@ class Placeholders:
         fd = self._locked()
         parents = _Parents()
         try:
-            try:
-                with open(self.state_path, "rb") as handle:
-                    before = handle.read()
-            except FileNotFoundError:
-                before = b""
+            before = self._read() or b""
             entries = _parse(before)
             self._prune(entries, parents, {})
             try:
@@ -369,10 +357,8 @@ class Placeholders:
         fd = self._locked()
         parents = _Parents()
         try:
-            try:
-                with open(self.state_path, "rb") as handle:
-                    before = handle.read()
-            except FileNotFoundError:
+            before = self._read()
+            if before is None:
                 return
             entries = _parse(before)
             for entry in entries.values():
@@ -409,8 +395,10 @@ class Held:
         try:
             self.placeholders.release(self.token)
         except OSError as err:
-            os.write(2, f"lnk-sandbox: could not remove the placeholders of this run "
-                        f"({err}); the next start will\n".encode("utf-8", "replace"))
+            from .events import say
+
+            say(f"could not remove the placeholders of this run ({err}); the next start "
+                "removes them")
 
 
 _this: tuple[int, str] | None = None

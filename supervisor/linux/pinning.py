@@ -48,6 +48,39 @@ class LinkInPath(LaunchError):
         self.link = link
 
 
+class FoundLink(OSError):
+    """`walk` met a link; `filename` is the path up to and including it."""
+
+    def __init__(self, walked: str):
+        super().__init__(errno.ELOOP, "a link", walked)
+
+
+def walk(path: str, *, folder: bool = False) -> int:
+    """An O_PATH fd of `path` (absolute), opened one component at a time, no link followed.
+
+    FoundLink at a link, NotADirectoryError where a component above the last (or the
+    last, with `folder`) is not a folder, any other OSError as the kernel gave it. The
+    walk both the launch's pinning and the placeholders' folders use.
+    """
+    fd = os.open("/", _FLAGS)
+    walked = ""
+    try:
+        for part in [p for p in path.split("/") if p]:
+            walked += "/" + part
+            next_fd = os.open(part, _FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISLNK(mode):
+                raise FoundLink(walked)
+            if (walked != path or folder) and not stat.S_ISDIR(mode):
+                raise NotADirectoryError(errno.ENOTDIR, "not a folder", walked)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def pin(path: str) -> PinnedPath:
     """Open `path` (absolute, normalized) without following any link in it.
 
@@ -56,29 +89,17 @@ def pin(path: str) -> PinnedPath:
     """
     if not path.startswith("/") or os.path.normpath(path) != path:
         raise LaunchError(f"{path!r} is not an absolute, normalized path")
-    fd = os.open("/", _FLAGS)
-    walked = ""
     try:
-        for part in [p for p in path.split("/") if p]:
-            walked += "/" + part
-            try:
-                next_fd = os.open(part, _FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                raise
-            except OSError as err:
-                raise LaunchError(f"cannot open {walked}: {err.strerror}", errno=err.errno) \
-                    from None
-            os.close(fd)
-            fd = next_fd
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISLNK(mode):
-                raise LinkInPath(path, walked, _readlink(walked))
-            if walked != path and not stat.S_ISDIR(mode):
-                raise LaunchError(f"{walked} is not a folder", errno=errno.ENOTDIR)
-        info = os.fstat(fd)
-    except BaseException:
-        os.close(fd)
+        fd = walk(path)
+    except FoundLink as err:
+        raise LinkInPath(path, str(err.filename), _readlink(str(err.filename))) from None
+    except FileNotFoundError:
         raise
+    except OSError as err:
+        what = "is not a folder" if err.errno == errno.ENOTDIR else f"cannot be opened: " \
+            f"{err.strerror}"
+        raise LaunchError(f"{err.filename or path} {what}", errno=err.errno) from None
+    info = os.fstat(fd)
     return PinnedPath(path, fd, info.st_dev, info.st_ino, stat.S_ISDIR(info.st_mode))
 
 

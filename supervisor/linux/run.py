@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
-from ..events import EventLog
+from ..events import EventLog, say
 from ..grants import Snapshot
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
@@ -186,12 +186,8 @@ def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None)
         reason = os.strerror(failure.errno) if failure.errno else "failed"
         if failure.status == 127:
             reason = "not found in the sandbox"
-        _say(f"cannot run {failure.program}: {reason}")
+        say(f"cannot run {failure.program}: {reason}")
     return outcome.status
-
-
-def _say(text: str) -> None:
-    os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
 
 
 __all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]

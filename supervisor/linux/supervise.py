@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from inner import protocol
 
 from ..errors import HelperError, LaunchError, SandboxError
+from ..events import say
 from ..terminal import give_terminal
 from .launch import Launched
 
@@ -78,7 +79,6 @@ class Supervision:
         self.exec_failure: ExecFailure | None = None
         self.confinement_failure: str | None = None
         self.listeners: list[int] = []
-        self.notices: list[str] = []
         self.go_conditions: list[threading.Event] = []
         self.kill_deadline: float | None = None
         self.killed = False
@@ -118,12 +118,11 @@ class Supervision:
                 code, _, program = body.decode("utf-8", "replace").partition(" ")
                 self.exec_failure = ExecFailure(int(code or 0), program)
             elif kind == protocol.NOTICE:
-                self.notices.append(body.decode("ascii", "replace"))
                 if body == protocol.NO_LANDLOCK.encode():
-                    _say("this kernel has no Landlock: bubblewrap's mounts and the seccomp "
+                    say("this kernel has no Landlock: bubblewrap's mounts and the seccomp "
                          "filter alone hold the files and the network")
                 elif body == protocol.NO_LISTENER.encode():
-                    _say("another seccomp listener holds this process, so there is no exec "
+                    say("another seccomp listener holds this process, so there is no exec "
                          "watch: refused programs go unnamed and memory files are refused")
             elif kind == protocol.CONFINEMENT_FAILED:
                 self.confinement_failure = body.decode("utf-8", "replace")
@@ -257,10 +256,6 @@ class Supervision:
             "is above)",
             hint="run `lnk sandbox plan` to see the mounts it was asked for",
         ))
-
-
-def _say(text: str) -> None:
-    os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
 
 
 def _read_json_records(fd: int) -> list[dict[str, Any]]:

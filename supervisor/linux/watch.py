@@ -88,9 +88,11 @@ class Judge:
         self.record = record
         self.seen: list[Executed] = []
 
-    def allows(self, item: Executed) -> bool:
-        return self.allowed is None or item.path is None or (
-            (item.device, item.inode) in self.allowed)
+    def wants(self, identity: tuple[int, int]) -> bool:
+        """Whether an exec of the file `identity` (device, inode) is reported: every one
+        for learn, else those the list refuses. The compiled watch decides the same from
+        the same fields (record, allowed)."""
+        return self.record or (self.allowed is not None and identity not in self.allowed)
 
 
 def _signed(value: int) -> int:
@@ -124,7 +126,6 @@ class ExecWatch:
         self._root_lock = threading.Lock()
         self.failure: BaseException | None = None
         self.on_failure: Callable[[], None] | None = None
-        self.handled = 0
         self._leader = threading.Lock()
         self._done = False
         self.compiled = compiled and compiled_available()
@@ -234,7 +235,6 @@ class ExecWatch:
         poller.register(self.listener, _READABLE)
         try:
             while (notification := self._next(poller)) is not None:
-                self.handled += 1
                 handler = self._handlers.get(notification.nr, self._unexpected)
                 handler(notification)
         except BaseException as err:  # the run must end with a clear error, not hang
@@ -294,8 +294,7 @@ class ExecWatch:
             info = os.fstat(fd)
             identity = (info.st_dev, info.st_ino)
             head = os.pread(fd, 256, 0) if script is None and stat.S_ISREG(info.st_mode) else b""
-            wanted = self.judge.record or (
-                self.judge.allowed is not None and identity not in self.judge.allowed)
+            wanted = self.judge.wants(identity)
             resolved = _inside_path(fd) if wanted else None
         finally:
             os.close(fd)

@@ -35,7 +35,7 @@ from typing import TextIO
 from ..dotfiles import Protected, analyze
 from ..environment import build_environment
 from ..errors import LaunchError
-from ..events import EventLog
+from ..events import EventLog, say
 from ..grants import Grant, Snapshot
 from ..terminal import foreground_terminal, give_terminal
 from .logwatch import LOG, Lineage, LogStream, Namer, log_stream_argv
@@ -212,10 +212,6 @@ class _Child:
             give_terminal(self.terminal, os.getpgrp())
 
 
-def _say(text: str) -> None:
-    os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
-
-
 class MacLauncher:
     """Runs snapshots under Seatbelt. `sandbox_exec` and `log` are for tests only."""
 
@@ -260,11 +256,11 @@ class MacLauncher:
         try:
             env = sandbox_environment(snapshot, temp)
             if not _found(argv[0], env):
-                _say(f"cannot run {argv[0]}: not found")
+                say(f"cannot run {argv[0]}: not found")
                 return _Outcome(127)
             profile = profile_for(snapshot, temp=temp, learn=learn)
             for note in profile.notes:
-                _say(note)
+                say(note)
             command = sandbox_exec_argv(profile, argv, sandbox_exec=self.sandbox_exec)
             if not learn and snapshot.programs is None:
                 return self._finish(self._plain(command, env), None)
@@ -328,7 +324,7 @@ class MacLauncher:
                 f"learn reads Seatbelt's reports from the system log, and {why}",
                 hint="run lnk sandbox learn outside any sandbox: `log` refuses to run "
                 "inside one")
-        _say(f"{why}: the program list still holds, but refused programs go unnamed")
+        say(f"{why}: the program list still holds, but refused programs go unnamed")
 
     @staticmethod
     def _finish(status: int, namer: Namer | None) -> _Outcome:
