@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import SpecError
-from ..grants import Snapshot, is_within
-from .plan import LaunchPlan
+from ..grants import Snapshot
+from .plan import LaunchPlan, host_access
 
 READ = ("read_file", "read_dir")
 WRITE = (
@@ -38,28 +38,6 @@ class Layers(NamedTuple):
     exec_notify: bool = False
     listener: bool = False
     listener_required: bool = False
-
-
-def sees(plan: LaunchPlan, path: str) -> str | None:
-    """How the sandbox sees a host path: "read", "write", or None (hidden or absent).
-
-    The deepest mount holding the path decides, as it does in the kernel's mount tree.
-    """
-    best: tuple[int, str | None] | None = None
-    for op in plan.ops:
-        if op.kind not in ("ro-bind", "bind", "tmpfs", "hide-file") or not is_within(
-            path, op.dest
-        ):
-            continue
-        if op.kind == "ro-bind" and op.source != op.dest:
-            continue  # mounted elsewhere than its host path (the inner's package)
-        depth = 0 if op.dest == "/" else op.dest.count("/")
-        access = {"ro-bind": "read", "bind": "write"}.get(op.kind)
-        if op.kind == "tmpfs" and op.dest == "/tmp":
-            access = None  # a fresh /tmp: the host's files there are not seen
-        if best is None or depth >= best[0]:
-            best = (depth, access)
-    return best[1] if best else None
 
 
 def landlock_rules(
@@ -88,7 +66,7 @@ def landlock_rules(
     if not any(dest == "/" for dest, _ in rules):
         rules.insert(0, ("/", ["read_dir"]))  # `ls /` lists the mount points, nothing more
     for program in snapshot.programs or ():
-        if sees(plan, program.target) is None:
+        if host_access(plan, program.target) is None:
             raise SpecError(
                 f"{program.name!r} ({program.target}) is in no folder the sandbox sees",
                 file=snapshot.source,

@@ -123,6 +123,25 @@ def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
     return best[1] if best else None
 
 
+def host_access(plan: LaunchPlan, path: str) -> str | None:
+    """How the sandbox sees a host path: "read", "write", or None (hidden or absent).
+
+    The deepest mount holding the path decides, as in the kernel's mount tree; a mount
+    of something else at a path (the inner's package, a fresh /tmp, a hide) shows none
+    of the host's files there.
+    """
+    mounts: list[tuple[str, str]] = []
+    for op in plan.ops:
+        if op.kind in ("ro-bind", "bind"):
+            seen = op.source == op.dest
+            mounts.append((op.dest, ("read" if op.kind == "ro-bind" else "write")
+                           if seen else "other"))
+        elif op.kind in ("tmpfs", "hide-file"):
+            mounts.append((op.dest, "other"))
+    access = _deepest(path, mounts)
+    return access if access in ("read", "write") else None
+
+
 def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> LaunchPlan:
     """Compile the snapshot to mount operations (pure: the layout holds the host facts)."""
     grants = snapshot.visible()

@@ -65,6 +65,8 @@ def test_a_grant_swapped_for_a_link_during_launches(sandbox: Sandbox) -> None:
     assert swaps > 0
     assert list(decoy.iterdir()) == []  # never the new place
     assert 0 in outcomes or 125 in outcomes
+    # A launch that went on wrote where the snapshot pointed: the folder it resolved.
+    assert (0 in outcomes) == (work / "out").exists()
 
 
 @pytest.mark.parametrize("name", [".git", ".vscode"])

@@ -515,3 +515,23 @@ def test_no_grant_is_ever_bound_by_path(name: str) -> None:
     for op in binds:
         at = args.index(op.dest, args.index(fd_of(op)))
         assert args[at - 2] == ("--bind-fd" if op.kind == "bind" else "--ro-bind-fd")
+
+
+def test_host_access_follows_the_deepest_mount() -> None:
+    from supervisor.linux.plan import LaunchPlan, host_access
+
+    plan = LaunchPlan(ops=(
+        MountOp("ro-bind", "/usr", "/usr"),
+        MountOp("tmpfs", "/tmp"),
+        MountOp("bind", "/tmp/proj", "/tmp/proj"),
+        MountOp("tmpfs", "/tmp/proj/.ssh"),
+        MountOp("ro-bind", "/tmp/proj/.git", "/tmp/proj/.git"),
+        MountOp("ro-bind", "/run/lnk-sandbox/inner", "/src/inner"),
+    ), chdir="/", root_mode=False, share_net=False, interpreter="/usr/bin/python3")
+    assert host_access(plan, "/usr/bin/true") == "read"
+    assert host_access(plan, "/tmp/other") is None  # a fresh /tmp
+    assert host_access(plan, "/tmp/proj/src/x") == "write"
+    assert host_access(plan, "/tmp/proj/.ssh/id") is None  # hidden
+    assert host_access(plan, "/tmp/proj/.git/config") == "read"
+    assert host_access(plan, "/run/lnk-sandbox/inner/main.py") is None  # not the host's
+    assert host_access(plan, "/home/u") is None
