@@ -34,14 +34,14 @@ settings name, as the real tools do.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from support.sandbox import PYTHON_INSIDE, Sandbox
+from support.actions import Action, key, name, run_actions
+from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
@@ -49,91 +49,11 @@ OK = 0
 EROFS, EBUSY, EEXIST, ENOENT = errno.EROFS, errno.EBUSY, errno.EEXIST, errno.ENOENT
 EISDIR, EXDEV, ENOTDIR = errno.EISDIR, errno.EXDEV, errno.ENOTDIR
 
-# The attacker inside: runs each action in turn, prints one JSON object of results.
-# File actions give an errno name ("OK" when done); `git ...` gives "exit N: <the last
-# line git wrote on stderr>". Relative paths are the project's (the working directory).
-ATTACKER = r"""
-import errno, json, os, subprocess, sys
-print("STARTED", os.getpid(), os.getuid(), flush=True)
-results = {}
-for action in json.loads(sys.argv[1]):
-    kind, *args = action
-    key = " ".join(action[:2] if kind in ("write", "append", "make", "replace") else action)
-    try:
-        if kind == "git":
-            done = subprocess.run(["git", *args], capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL)
-            last = (done.stderr.strip().splitlines() or [""])[-1]
-            results[key] = f"exit {done.returncode}: {last}" if done.returncode else "exit 0"
-            continue
-        if kind in ("write", "make"):  # make: an executable payload
-            fd = os.open(args[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                         0o755 if kind == "make" else 0o644)
-            os.write(fd, args[1].encode())
-            os.close(fd)
-        elif kind == "append":  # the file must be there: nothing is made
-            fd = os.open(args[0], os.O_WRONLY | os.O_APPEND)
-            os.write(fd, args[1].encode())
-            os.close(fd)
-        elif kind == "replace":  # a new file written beside, renamed over the target
-            aside = args[0] + ".new"
-            with open(aside, "w") as handle:
-                handle.write(args[1])
-            try:
-                os.rename(aside, args[0])
-            finally:
-                if os.path.lexists(aside):
-                    os.unlink(aside)
-        elif kind == "copy":
-            import shutil
-            shutil.copytree(args[0], args[1], symlinks=True)
-        elif kind == "mkdir":
-            os.mkdir(args[0])
-        elif kind == "makedirs":
-            os.makedirs(args[0])
-        elif kind == "rename":
-            os.rename(args[0], args[1])
-        elif kind == "unlink":
-            os.unlink(args[0])
-        elif kind == "rmdir":
-            os.rmdir(args[0])
-        elif kind == "symlink":
-            os.symlink(args[0], args[1])
-        elif kind == "stat":
-            os.stat(args[0])
-        else:
-            raise SystemExit("unknown action " + kind)
-        code = 0
-    except OSError as err:
-        code = err.errno
-    results[key] = errno.errorcode.get(code, str(code)) if code else "OK"
-print("RESULTS " + json.dumps(results), flush=True)
-"""
-
-Action = tuple[str, ...]
-
-
-def key(action: Action) -> str:
-    kind = action[0]
-    return " ".join(action[:2] if kind in ("write", "append", "make", "replace") else action)
-
-
-def name(code: int | str) -> str:
-    if isinstance(code, str):
-        return code
-    return errno.errorcode.get(code, str(code)) if code else "OK"
-
 
 def attack(box: Sandbox, expected: dict[Action, int | str], *, spec: str | None = None
            ) -> None:
     """Run the actions in one sandbox and assert each result, after STARTED."""
-    done = box.run(PYTHON_INSIDE, "-c", ATTACKER, json.dumps(list(expected)), spec=spec)
-    lines = done.stdout.splitlines()
-    assert lines and lines[0].startswith("STARTED "), (
-        f"the attacker never started inside (exit {done.returncode}):\n{done.stderr}\n"
-        f"{done.stdout}")
-    assert done.returncode == 0, done.stderr
-    results = json.loads(lines[-1].removeprefix("RESULTS "))
+    results, _ = run_actions(box, list(expected), spec=spec)
     assert results == {key(action): name(code) for action, code in expected.items()}
 
 
@@ -787,13 +707,9 @@ def test_a_link_planted_where_a_dot_file_goes_refuses_the_launch(
         host_git(sandbox, "config", "include.path", "../shared.gitconfig", cwd=inner)
     sandbox.chown()
     target = str(elsewhere / ("cfg" if where == "shared.gitconfig" else ""))
-    done = sandbox.run(PYTHON_INSIDE, "-c", ATTACKER,
-                       json.dumps([("symlink", target, f"{inner}/{where}")]),
-                       cwd=inner if where == ".envrc" else sandbox.project)
-    lines = done.stdout.splitlines()
-    assert lines and lines[0].startswith("STARTED"), done.stderr
-    assert json.loads(lines[-1].removeprefix("RESULTS ")) == {
-        f"symlink {target} {inner}/{where}": "OK"}
+    results, _ = run_actions(sandbox, [("symlink", target, f"{inner}/{where}")],
+                             cwd=inner if where == ".envrc" else sandbox.project)
+    assert results == {f"symlink {target} {inner}/{where}": "OK"}
     assert (inner / where).is_symlink()
 
     result = sandbox.probe("write", f"{elsewhere}/hooks/pre-commit", cwd=inner)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support.actions import key, run_actions
+from support.actions import name as errno_name
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -28,57 +30,14 @@ OK = 0
 EROFS, EBUSY, EEXIST, ENOENT = errno.EROFS, errno.EBUSY, errno.EEXIST, errno.ENOENT
 TOP_FOLDERS = (".git", ".vscode", ".idea", ".husky")
 
-# Runs each action in turn and prints one JSON object: "action path..." -> errno (0: done).
-ACTIONS = r"""
-import json, os, sys
-print("STARTED", os.getpid(), flush=True)
-results = {}
-for action in json.loads(sys.argv[1]):
-    kind, *args = action
-    try:
-        if kind == "write":
-            fd = os.open(args[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.write(fd, b"written inside\n")
-            os.close(fd)
-        elif kind == "mkdir":
-            os.mkdir(args[0])
-        elif kind == "rename":
-            os.rename(args[0], args[1])
-        elif kind == "rmdir":
-            os.rmdir(args[0])
-        elif kind == "stat":
-            os.stat(args[0])
-        elif kind == "list":
-            print("LIST", args[0], json.dumps(sorted(os.listdir(args[0]))))
-        else:
-            raise SystemExit("unknown action " + kind)
-        code = 0
-    except OSError as err:
-        code = err.errno
-    results[" ".join(action)] = code
-print("RESULTS " + json.dumps(results), flush=True)
-"""
-
-
-def _name(code: int) -> str:
-    return errno.errorcode.get(code, str(code)) if code else "OK"
-
-
 def act(sandbox: Sandbox, actions: list[tuple[str, ...]], *, spec: str | None = None,
         cwd: Path | None = None) -> dict[str, str]:
     """Run the actions in one sandbox; {"action path": errno name}, after STARTED."""
-    done = sandbox.run(PYTHON_INSIDE, "-c", ACTIONS, json.dumps(actions), spec=spec,
-                       cwd=cwd)  # type: ignore[arg-type]
-    lines = done.stdout.splitlines()
-    assert lines and lines[0].startswith("STARTED "), (
-        f"never started inside (exit {done.returncode}):\n{done.stderr}\n{done.stdout}")
-    assert done.returncode == 0, done.stderr
-    results = json.loads(lines[-1].removeprefix("RESULTS "))
-    return {key: _name(code) for key, code in results.items()}
+    return run_actions(sandbox, actions, spec=spec, cwd=cwd)[0]
 
 
 def expect(expected: dict[tuple[str, ...], int]) -> dict[str, str]:
-    return {" ".join(action): _name(code) for action, code in expected.items()}
+    return {key(action): errno_name(code) for action, code in expected.items()}
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -381,12 +340,9 @@ def test_an_agent_sees_only_its_own_folder_and_commits_there(sandbox: Sandbox) -
         # Its files folder is the person's: the dot-file rule holds there.
         ("write", f"{p}/.git/config"): EROFS,
     }
-    done = sandbox.run(PYTHON_INSIDE, "-c", ACTIONS, json.dumps(list(actions)), spec=spec)
-    lines = done.stdout.splitlines()
-    assert lines[0].startswith("STARTED"), done.stderr
+    results, lines = run_actions(sandbox, list(actions), spec=spec)
     assert f'LIST {a} ["reviewer"]' in lines
-    results = json.loads(lines[-1].removeprefix("RESULTS "))
-    assert {k: _name(v) for k, v in results.items()} == expect(actions)
+    assert results == expect(actions)
     assert (own / "notes").read_text() == "written inside\n"
     assert not (agents / "late" / "forged").exists()
     # Its own folder's dot files are its own: a repository kept there commits.
