@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
     # (argument index, "any" | "none" | "in" | "not in", bit mask or values)
     Check = tuple[int, str, int | tuple[int, ...]]
-    # (call name, errno or NOTIFY, check or None for every call of that name)
-    Rule = tuple[str, int | str, Check | None]
+    # (call name, errno or NOTIFY, checks that must all hold; () for every call of that name)
+    Rule = tuple[str, int | str, tuple[Check, ...]]
 
 # seccomp(2) operations and SET_MODE_FILTER flags.
 SECCOMP_SET_MODE_FILTER = 1
@@ -128,6 +128,10 @@ CLONE_NEW_ANY = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | C
 # 0xffffffff, which only asks; the others (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) turn
 # off memory protections for every program the process runs after.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
+S_ISUID = 0o4000
+S_ISGID = 0o2000
+O_CREAT = 0o100  # the same on x86_64 and aarch64
+O_TMPFILE = 0o20000000  # __O_TMPFILE: an unnamed file, made with the mode given
 MFD_CLOEXEC = 0x1
 MFD_ALLOW_SEALING = 0x2
 MFD_HUGETLB = 0x4
@@ -143,91 +147,111 @@ ENOSYS = errno.ENOSYS
 # Every call of a name no rule matches runs; for a name, the first rule that matches
 # decides. A name missing from an architecture's table is skipped there.
 POLICY: tuple[Rule, ...] = (
-    # Rules that read an argument first (see the facts above).
-    ("ioctl", EPERM, (1, "in", (TIOCSTI, TIOCLINUX))),
-    ("socket", errno.EAFNOSUPPORT, (0, "in", (AF_ALG, AF_VSOCK))),
-    ("clone", EPERM, (0, "any", CLONE_NEW_ANY)),
-    ("personality", EPERM, (0, "not in", PERSONALITIES)),
-    ("execveat", EPERM, (4, "any", AT_EMPTY_PATH)),
+    # Rules that read an argument first (see the facts above), openat and ioctl first of
+    # all, since a program makes them more than any other call that runs the filter.
+    #
+    # No set-user-ID or set-group-ID file: a sandbox run by root keeps uid 0, so a copy
+    # of a shell it made setuid would give anyone who later runs it outside root, and
+    # one run by a person would give anyone that person. The mode is in a register for
+    # every call that sets one, but for openat2, whose mode sits in a struct the filter
+    # cannot read: it answers ENOSYS, as on a kernel before 5.6, and every caller falls
+    # back to openat. mkdir needs no rule: the kernel drops both bits from its mode (a
+    # folder gets set-group-ID only from a parent that has it, which is harmless); a
+    # chmod cannot be told from a folder's, so `chmod g+s` on a folder is refused too.
+    ("openat", EPERM, ((2, "any", O_CREAT | O_TMPFILE), (3, "any", S_ISUID | S_ISGID))),
+    ("ioctl", EPERM, ((1, "in", (TIOCSTI, TIOCLINUX)),)),
+    ("open", EPERM, ((1, "any", O_CREAT | O_TMPFILE), (2, "any", S_ISUID | S_ISGID))),
+    ("creat", EPERM, ((1, "any", S_ISUID | S_ISGID),)),
+    ("chmod", EPERM, ((1, "any", S_ISUID | S_ISGID),)),
+    ("fchmod", EPERM, ((1, "any", S_ISUID | S_ISGID),)),
+    ("fchmodat", EPERM, ((2, "any", S_ISUID | S_ISGID),)),
+    ("fchmodat2", EPERM, ((2, "any", S_ISUID | S_ISGID),)),
+    ("mknod", EPERM, ((1, "any", S_ISUID | S_ISGID),)),
+    ("mknodat", EPERM, ((2, "any", S_ISUID | S_ISGID),)),
+    ("openat2", ENOSYS, ()),
+    ("socket", errno.EAFNOSUPPORT, ((0, "in", (AF_ALG, AF_VSOCK)),)),
+    ("clone", EPERM, ((0, "any", CLONE_NEW_ANY),)),
+    ("personality", EPERM, ((0, "not in", PERSONALITIES),)),
+    ("execveat", EPERM, ((4, "any", AT_EMPTY_PATH),)),
     # bwrap's pid 1 runs inside the sandbox without this filter (or Landlock): a process
     # that attached to it, read or wrote its memory, or took its fds would act
     # unfiltered. Other processes inside are all under the filter; the supervisor and
     # bwrap's outer process are in no namespace the sandbox sees. (/proc/1 is masked.)
-    ("ptrace", EPERM, (1, "in", (1,))),
-    ("process_vm_readv", EPERM, (0, "in", (1,))),
-    ("process_vm_writev", EPERM, (0, "in", (1,))),
-    ("pidfd_open", EPERM, (0, "in", (1,))),
+    ("ptrace", EPERM, ((1, "in", (1,)),)),
+    ("process_vm_readv", EPERM, ((0, "in", (1,)),)),
+    ("process_vm_writev", EPERM, ((0, "in", (1,)),)),
+    ("pidfd_open", EPERM, ((0, "in", (1,)),)),
     # ENOSYS, so that libc falls back: clone3's flags sit behind a pointer the filter
     # cannot read, clone's are in a register; the new mount API falls back to mount,
     # which is refused below.
-    ("clone3", ENOSYS, None),
-    ("open_tree", ENOSYS, None),
-    ("open_tree_attr", ENOSYS, None),
-    ("move_mount", ENOSYS, None),
-    ("fsopen", ENOSYS, None),
-    ("fsconfig", ENOSYS, None),
-    ("fsmount", ENOSYS, None),
-    ("fspick", ENOSYS, None),
-    ("mount_setattr", ENOSYS, None),
+    ("clone3", ENOSYS, ()),
+    ("open_tree", ENOSYS, ()),
+    ("open_tree_attr", ENOSYS, ()),
+    ("move_mount", ENOSYS, ()),
+    ("fsopen", ENOSYS, ()),
+    ("fsconfig", ENOSYS, ()),
+    ("fsmount", ENOSYS, ()),
+    ("fspick", ENOSYS, ()),
+    ("mount_setattr", ENOSYS, ()),
     # The kernel itself: modules, kexec, BPF programs, the keyring, reboot.
-    ("kexec_load", EPERM, None),
-    ("kexec_file_load", EPERM, None),
-    ("init_module", EPERM, None),
-    ("finit_module", EPERM, None),
-    ("delete_module", EPERM, None),
-    ("create_module", EPERM, None),
-    ("get_kernel_syms", EPERM, None),
-    ("query_module", EPERM, None),
-    ("bpf", EPERM, None),
-    ("keyctl", EPERM, None),
-    ("add_key", EPERM, None),
-    ("request_key", EPERM, None),
-    ("reboot", EPERM, None),
-    ("syslog", EPERM, None),
-    ("perf_event_open", EPERM, None),
-    ("lookup_dcookie", EPERM, None),
-    ("uselib", EPERM, None),
-    ("ustat", EPERM, None),
-    ("sysfs", EPERM, None),
-    ("_sysctl", EPERM, None),
-    ("nfsservctl", EPERM, None),
+    ("kexec_load", EPERM, ()),
+    ("kexec_file_load", EPERM, ()),
+    ("init_module", EPERM, ()),
+    ("finit_module", EPERM, ()),
+    ("delete_module", EPERM, ()),
+    ("create_module", EPERM, ()),
+    ("get_kernel_syms", EPERM, ()),
+    ("query_module", EPERM, ()),
+    ("bpf", EPERM, ()),
+    ("keyctl", EPERM, ()),
+    ("add_key", EPERM, ()),
+    ("request_key", EPERM, ()),
+    ("reboot", EPERM, ()),
+    ("syslog", EPERM, ()),
+    ("perf_event_open", EPERM, ()),
+    ("lookup_dcookie", EPERM, ()),
+    ("uselib", EPERM, ()),
+    ("ustat", EPERM, ()),
+    ("sysfs", EPERM, ()),
+    ("_sysctl", EPERM, ()),
+    ("nfsservctl", EPERM, ()),
     # The mounts and namespaces bwrap built: a program keeps the view it was given.
-    ("mount", EPERM, None),
-    ("umount2", EPERM, None),
-    ("pivot_root", EPERM, None),
-    ("chroot", EPERM, None),
-    ("unshare", EPERM, None),
-    ("setns", EPERM, None),
-    ("swapon", EPERM, None),
-    ("swapoff", EPERM, None),
-    ("acct", EPERM, None),
-    ("quotactl", EPERM, None),
-    ("quotactl_fd", EPERM, None),
-    ("open_by_handle_at", EPERM, None),  # opens any file of a mount by handle, past binds
-    ("name_to_handle_at", EPERM, None),
-    ("fanotify_init", EPERM, None),
+    ("mount", EPERM, ()),
+    ("umount2", EPERM, ()),
+    ("pivot_root", EPERM, ()),
+    ("chroot", EPERM, ()),
+    ("unshare", EPERM, ()),
+    ("setns", EPERM, ()),
+    ("swapon", EPERM, ()),
+    ("swapoff", EPERM, ()),
+    ("acct", EPERM, ()),
+    ("quotactl", EPERM, ()),
+    ("quotactl_fd", EPERM, ()),
+    ("open_by_handle_at", EPERM, ()),  # opens any file of a mount by handle, past binds
+    ("name_to_handle_at", EPERM, ()),
+    ("fanotify_init", EPERM, ()),
     # The machine's identity and clock. adjtimex and clock_adjtime stay open: glibc's
     # adjtimex() and ntp_gettime() read the clock through clock_adjtime with modes 0,
     # the modes sit behind a pointer, and the kernel refuses a change without
     # CAP_SYS_TIME, which no sandbox holds.
-    ("sethostname", EPERM, None),
-    ("setdomainname", EPERM, None),
-    ("settimeofday", EPERM, None),
-    ("clock_settime", EPERM, None),
-    ("vhangup", EPERM, None),
+    ("sethostname", EPERM, ()),
+    ("setdomainname", EPERM, ()),
+    ("settimeofday", EPERM, ()),
+    ("clock_settime", EPERM, ()),
+    ("vhangup", EPERM, ()),
     # Other processes' memory and the kernel's less-trodden paths.
-    ("userfaultfd", EPERM, None),
-    ("io_uring_setup", EPERM, None),
-    ("io_uring_enter", EPERM, None),
-    ("io_uring_register", EPERM, None),
-    ("kcmp", EPERM, None),
-    ("process_madvise", EPERM, None),
-    ("move_pages", EPERM, None),
-    ("migrate_pages", EPERM, None),
-    ("vmsplice", EPERM, None),
+    ("userfaultfd", EPERM, ()),
+    ("io_uring_setup", EPERM, ()),
+    ("io_uring_enter", EPERM, ()),
+    ("io_uring_register", EPERM, ()),
+    ("kcmp", EPERM, ()),
+    ("process_madvise", EPERM, ()),
+    ("move_pages", EPERM, ()),
+    ("migrate_pages", EPERM, ()),
+    ("vmsplice", EPERM, ()),
     # x86 only: port I/O. vm86 and vm86old exist only in the i386 table, refused whole.
-    ("iopl", EPERM, None),
-    ("ioperm", EPERM, None),
+    ("iopl", EPERM, ()),
+    ("ioperm", EPERM, ()),
 )
 
 
@@ -243,12 +267,12 @@ def rules(*, memfd: str, exec_notify: bool) -> tuple[Rule, ...]:
     """
     if memfd not in MEMFD_MODES:
         raise ValueError(f"memfd mode {memfd!r} is not one of {MEMFD_MODES}")
-    added: list[Rule] = [("memfd_create", errno.EINVAL, (1, "any", MFD_HUGETLB))]
+    added: list[Rule] = [("memfd_create", errno.EINVAL, ((1, "any", MFD_HUGETLB),))]
     if memfd != "allow":
         unsealed: int | str = NOTIFY if memfd == "notify" else ENOSYS
-        added.append(("memfd_create", unsealed, (1, "none", MFD_NOEXEC_SEAL)))
+        added.append(("memfd_create", unsealed, ((1, "none", MFD_NOEXEC_SEAL),)))
     if exec_notify:
-        added += [("execve", NOTIFY, None), ("execveat", NOTIFY, None)]
+        added += [("execve", NOTIFY, ()), ("execveat", NOTIFY, ())]
     return POLICY + tuple(added)
 
 
@@ -328,11 +352,11 @@ def build_program(arch: str, *, memfd: str, exec_notify: bool) -> bytes:
     table = syscalls.TABLES.get(arch)
     if table is None:
         raise ValueError(f"no system call table for {arch!r}")
-    groups: dict[str, list[tuple[int | str, Check | None]]] = {}
-    for name, action, check in rules(memfd=memfd, exec_notify=exec_notify):
+    groups: dict[str, list[tuple[int | str, tuple[Check, ...]]]] = {}
+    for name, action, checks in rules(memfd=memfd, exec_notify=exec_notify):
         if not any(name in t for t in syscalls.TABLES.values()):
             raise ValueError(f"{name!r} is in no system call table")
-        groups.setdefault(name, []).append((action, check))
+        groups.setdefault(name, []).append((action, checks))
 
     asm = _Assembler()
     targets: dict[int | str, str] = {"allow": "allow"}
@@ -346,16 +370,24 @@ def build_program(arch: str, *, memfd: str, exec_notify: bool) -> bytes:
     if arch == "x86_64":
         asm.jump(BPF_JMP_JGE_K, syscalls.X32_SYSCALL_BIT, jt=target(ENOSYS))
 
+    # Calls with the same rules share one block of checks: chmod, fchmod, creat and
+    # mknod all read their mode from the second argument.
+    shared: dict[tuple[tuple[int | str, tuple[Check, ...]], ...], list[int]] = {}
     for name, group in groups.items():
-        if name not in table:
+        if name in table:
+            shared.setdefault(tuple(group), []).append(table[name])
+    for group_rules, numbers in shared.items():
+        first_action, first_checks = group_rules[0]
+        if not first_checks:
+            for nr in numbers:
+                asm.jump(BPF_JMP_JEQ_K, nr, jt=target(first_action))
             continue
-        first_action, first_check = group[0]
-        if first_check is None:
-            asm.jump(BPF_JMP_JEQ_K, table[name], jt=target(first_action))
-            continue
-        end = asm.fresh()
-        asm.jump(BPF_JMP_JEQ_K, table[name], jf=end)
-        _emit_group(asm, group, target)
+        block, end = asm.fresh(), asm.fresh()
+        for nr in numbers[:-1]:
+            asm.jump(BPF_JMP_JEQ_K, nr, jt=block)
+        asm.jump(BPF_JMP_JEQ_K, numbers[-1], jf=end)
+        asm.label(block)
+        _emit_group(asm, list(group_rules), target)
         asm.label(end)
 
     asm.label("allow")
@@ -367,47 +399,62 @@ def build_program(arch: str, *, memfd: str, exec_notify: bool) -> bytes:
     return asm.assemble()
 
 
-def _emit_group(asm: _Assembler, group: list[tuple[int | str, Check | None]],
+def _emit_group(asm: _Assembler, group: list[tuple[int | str, tuple[Check, ...]]],
                 target: Callable[[int | str], str]) -> None:
     """One call's rules in order; the accumulator holds nr on entry and is lost after.
 
-    Each rule jumps to its action when it matches and falls through to the next rule
-    when not; after the last, the call runs. Nothing falls out of the group: past its
-    first load the accumulator no longer holds the number the next group compares.
+    Each rule jumps to its action when all its checks hold and goes on to the next rule
+    at the first that does not; after the last, the call runs. Nothing falls out of the
+    group: past its first load the accumulator no longer holds the number the next
+    group compares.
     """
     loaded = None
-    for action, check in group:
-        if check is None:
+    for action, checks in group:
+        if not checks:
             asm.goto(target(action))
             return
-        index, op, value = check
-        if loaded != index:
-            asm.load(arg_low(index))
-            loaded = index
-        if op in ("any", "none"):
-            if not isinstance(value, int):
-                raise ValueError(f"{op!r} takes a bit mask, not {value!r}")
-            if op == "any":
-                asm.jump(BPF_JMP_JSET_K, value, jt=target(action))
-            else:
-                skip = asm.fresh()
-                asm.jump(BPF_JMP_JSET_K, value, jt=skip, jf=target(action))
-                asm.label(skip)
-        elif op in ("in", "not in"):
-            if isinstance(value, int) or not value:
-                raise ValueError(f"{op!r} takes a tuple of values, not {value!r}")
-            if op == "in":
-                for v in value:
-                    asm.jump(BPF_JMP_JEQ_K, v, jt=target(action))
-            else:
-                skip = asm.fresh()
-                for v in value[:-1]:
-                    asm.jump(BPF_JMP_JEQ_K, v, jt=skip)
-                asm.jump(BPF_JMP_JEQ_K, value[-1], jt=skip, jf=target(action))
-                asm.label(skip)
-        else:
-            raise ValueError(f"unknown argument check {op!r}")
+        next_rule = asm.fresh()
+        # What the accumulator may hold at next_rule: a check that fails jumps there
+        # with whatever word it compared.
+        compared: set[int | None] = set()
+        for position, (index, op, value) in enumerate(checks):
+            if loaded != index:
+                asm.load(arg_low(index))
+                loaded = index
+            compared.add(loaded)
+            last = position == len(checks) - 1
+            # The last check jumps to the action when it holds; an earlier one goes on
+            # to the next check when it holds. Either way a check that fails leaves.
+            held = target(action) if last else None
+            _emit_check(asm, op, value, held=held, failed=next_rule)
+        asm.label(next_rule)
+        loaded = loaded if len(compared) == 1 else None
     asm.goto("allow")
+
+
+def _emit_check(asm: _Assembler, op: str, value: int | tuple[int, ...], *,
+                held: str | None, failed: str) -> None:
+    """Jump to `held` (None: the next instruction) when the loaded word passes `op`,
+    to `failed` when it does not."""
+    passed = held or asm.fresh()
+    if op in ("any", "none"):
+        if not isinstance(value, int):
+            raise ValueError(f"{op!r} takes a bit mask, not {value!r}")
+        if op == "any":
+            asm.jump(BPF_JMP_JSET_K, value, jt=passed, jf=failed)
+        else:
+            asm.jump(BPF_JMP_JSET_K, value, jt=failed, jf=passed)
+    elif op in ("in", "not in"):
+        if isinstance(value, int) or not value:
+            raise ValueError(f"{op!r} takes a tuple of values, not {value!r}")
+        hit, miss = (passed, failed) if op == "in" else (failed, passed)
+        for v in value[:-1]:
+            asm.jump(BPF_JMP_JEQ_K, v, jt=hit)
+        asm.jump(BPF_JMP_JEQ_K, value[-1], jt=hit, jf=miss)
+    else:
+        raise ValueError(f"unknown argument check {op!r}")
+    if held is None:
+        asm.label(passed)
 
 
 def install(program: bytes, *, listener: bool) -> int | None:

@@ -65,8 +65,8 @@ HARMLESS: dict[str, tuple[int, ...]] = {
     "fsconfig": (-1, 0, 0, 0, 0),
     "mount_setattr": (-1, 0, 0, 0, 0),
 }
-REFUSED = {name: action for name, action, check in seccomp.POLICY
-           if check is None and name in TABLE and isinstance(action, int)}
+REFUSED = {name: action for name, action, checks in seccomp.POLICY
+           if not checks and name in TABLE and isinstance(action, int)}
 
 
 def outcome(action: Callable[[], object]) -> str:
