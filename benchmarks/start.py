@@ -36,8 +36,9 @@ def bare_bwrap_args(workdir: str) -> list[str]:
         from supervisor.run import inner_source, interpreter
 
         python, prefix = interpreter()
-        plan = build_plan(snapshot, HostLayout.probe(inner_source(), python, prefix),
-                          root_mode=os.geteuid() == 0)
+        root_mode = os.geteuid() == 0
+        layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
+        plan = build_plan(snapshot, layout, root_mode=root_mode)
     finally:
         os.chdir(cwd)
     args = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -50,13 +51,31 @@ def bare_bwrap_args(workdir: str) -> list[str]:
             args += ["--symlink", str(op.source), op.dest]
         elif op.kind in ("tmpfs", "dev", "proc", "remount-ro"):
             args += [f"--{op.kind}", op.dest]
+        elif op.kind == "mask-folder":
+            args += ["--perms", "0000", "--tmpfs", op.dest]
+        elif op.kind in ("mask-file", "hide-file"):
+            # An empty file from a pipe, as lnk does: DATA is replaced by a fresh fd per run.
+            args += (["--perms", "0000"] if op.kind == "mask-file" else []) + [
+                "--ro-bind-data", "DATA", op.dest]
     return [*args, "--chdir", workdir, "/bin/true"]
 
 
 def timed(command: list[str], cwd: str) -> float:
+    """One whole run of `command`; each DATA in it becomes a fresh empty pipe."""
+    fds = []
+    args = list(command)
+    for index, arg in enumerate(args):
+        if arg == "DATA":
+            read_end, write_end = os.pipe()
+            os.close(write_end)
+            fds.append(read_end)
+            args[index] = str(read_end)
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, check=False)
+    done = subprocess.run(args, cwd=cwd, stdout=subprocess.DEVNULL, check=False,
+                          pass_fds=fds)
     elapsed = time.perf_counter() - start
+    for fd in fds:
+        os.close(fd)
     if done.returncode != 0:
         raise SystemExit(f"{command[0]} failed with {done.returncode}")
     return elapsed * 1000
@@ -67,6 +86,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     runs = parser.parse_args().runs
     with tempfile.TemporaryDirectory(prefix="lnk-bench-") as workdir:
+        # The dot-file folders a start holds with placeholders exist already, for both:
+        # bare bwrap then binds the same folders lnk does.
+        for name in (".git", ".vscode", ".idea", ".husky"):
+            os.mkdir(os.path.join(workdir, name))
         bare = bare_bwrap_args(workdir)
         lnk = [LNK, "sandbox", "run", "--", "/bin/true"]
         for _ in range(3):

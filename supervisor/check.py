@@ -7,6 +7,7 @@ JSON and exits 0 when the spec can launch here, 1 when not.
 
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -135,6 +136,18 @@ def check(spec_path: str | None) -> Report:
         report.problems.append(
             "the spec lists programs, which only Landlock enforces, and this kernel has "
             "no Landlock")
+    if os.geteuid() == 0:
+        from .linux.confine import root_host_network_problem
+
+        report.layers.append(
+            "run by root: uid 0 kept without a capability, so /proc's global files are "
+            "read-only, what others cannot read in the system folders and /proc is "
+            "masked, host sockets others cannot connect to are masked, and no set-ID file "
+            "can be made (docs/root-mode.md)")
+        problem = root_host_network_problem(root_mode=True, network_mode=snapshot.network_mode,
+                                            abi=machine.landlock_abi)
+        if problem:
+            report.problems.append(problem)
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
     report.gaps.append(GAP_SOCKETS)

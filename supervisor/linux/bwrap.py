@@ -87,6 +87,11 @@ def _op_args(op: MountOp, fd_of: Callable[[MountOp], str]) -> list[str]:
         return ["--proc", op.dest]
     if op.kind == "remount-ro":
         return ["--remount-ro", op.dest]
+    # A mask is made of mode 0000: --perms applies to the option right after it.
+    if op.kind == "mask-file":
+        return ["--perms", "0000", "--ro-bind-data", fd_of(op), op.dest]
+    if op.kind == "mask-folder":
+        return ["--perms", "0000", "--tmpfs", op.dest]
     raise AssertionError(op.kind)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import SpecError
-from ..grants import Snapshot
+from ..grants import Snapshot, is_within
 from .plan import LaunchPlan, host_access
 
 READ = ("read_file", "read_dir")
@@ -28,6 +28,27 @@ WRITE = (
 RUN = ("execute", "read_file")
 PROC = ("read_file", "read_dir", "write_file")
 DEV = ("read_file", "read_dir", "write_file", "ioctl_dev")
+
+
+SCOPES_ABI = 6  # Landlock's scopes: abstract unix sockets and signals (Linux 6.12)
+
+
+def root_host_network_problem(*, root_mode: bool, network_mode: str, abi: int) -> str | None:
+    """Why a sandbox run by root cannot share the host's network here, or None.
+
+    With the host's network its processes can connect to the host's abstract unix
+    sockets, which no mount can hide; a daemon listening on one takes the peer's uid 0
+    for root (containerd's shim API did: CVE-2020-15257). Only Landlock's scope closes
+    them, from ABI 6 on.
+    """
+    if not root_mode or network_mode != "host" or abi >= SCOPES_ABI:
+        return None
+    return (
+        "run by root with the host's network, a sandbox could connect to the host's "
+        "abstract unix sockets as uid 0, which their daemons take for root; only "
+        f"Landlock's scope (ABI {SCOPES_ABI}, Linux 6.12) closes them, and this kernel "
+        + (f"offers ABI {abi}" if abi else "has no Landlock")
+    )
 
 
 class Layers(NamedTuple):
@@ -52,7 +73,10 @@ def landlock_rules(
     extra = ("execute",) if unrestricted else ()
     rules: list[tuple[str, list[str]]] = []
     for op in plan.ops:
-        if op.kind == "ro-bind":
+        rights: tuple[str, ...]
+        if op.kind == "ro-bind" and is_within(op.dest, "/proc"):
+            rights = READ  # a global file of /proc, bound read-only over itself
+        elif op.kind == "ro-bind":
             rights = ("read_dir",) if op.dest == "/" else READ + extra
         elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest == "/tmp"):
             rights = WRITE + extra

@@ -91,7 +91,7 @@ def _pin_sources(plan: LaunchPlan, child: _ChildFds) -> dict[int, int]:
                 err.message = f"{op.reason}: {err.message}"
                 raise
             fds[index] = child.add(pinned.fd)
-        elif op.kind == "hide-file":
+        elif op.kind in ("hide-file", "mask-file"):
             read_end, write_end = os.pipe()
             os.close(write_end)  # an empty file: bwrap reads EOF at once
             fds[index] = child.add(read_end)
@@ -109,8 +109,10 @@ def present_ops(plan: LaunchPlan) -> LaunchPlan:
         optional = (op.kind in ("tmpfs", "hide-file") and op.dest != "/tmp") or (
             op.kind == "remount-ro" and op.dest != "/"
         )
-        if op.dest.startswith("/proc/"):
+        if op.dest == "/proc/1" or op.dest.startswith("/proc/1/"):
             optional = False  # the sandbox's own fresh /proc, not a host path
+        # A mask of a global /proc entry is a host path too: the same in a fresh /proc.
+        optional = optional or op.kind in ("mask-file", "mask-folder")
         if optional and not os.path.lexists(op.dest):
             continue
         kept.append(op)

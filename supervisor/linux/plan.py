@@ -32,8 +32,10 @@ from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
 from ..placeholders import Wanted
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
+from .procfs import ProcCover, ProcEntry, cover, is_global, others_cannot_use
 
-OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
+OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro",
+                 "mask-file", "mask-folder"]
 
 SYSTEM_FOLDERS = LINUX_SYSTEM_FOLDERS
 
@@ -45,7 +47,9 @@ INNER_PARENT = "/run/lnk-sandbox"
 
 class MountOp(NamedTuple):
     """One bwrap operation. `source` is the host path pinned at launch (binds), or the
-    link's text (symlink); `reason` says which rule asked for it."""
+    link's text (symlink); `reason` says which rule asked for it. A mask is a file or
+    folder of mode 0000 over the path: uid 0 without capabilities cannot open it, as
+    another user could not."""
 
     kind: OpKind
     dest: str
@@ -70,10 +74,15 @@ class HostLayout(NamedTuple):
     interpreter_prefix: str
     dot_files: Mapping[str, DotFiles] = MappingProxyType({})
     lnk_home: str | None = None
+    proc: ProcCover = ProcCover((), ())
+    private: tuple[tuple[str, bool], ...] = ()
+    sockets: tuple[str, ...] = ()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
-              snapshot: Snapshot | None = None) -> HostLayout:
+              snapshot: Snapshot | None = None, *, root_mode: bool = False) -> HostLayout:
+        """`root_mode`: also find what others could not read in the system folders and
+        /proc (`private_files`), which a sandbox run by root must not read either."""
         system: dict[str, str | None] = {}
         for folder in SYSTEM_FOLDERS:
             try:
@@ -84,6 +93,21 @@ class HostLayout(NamedTuple):
                 system[folder] = os.readlink(folder)
             elif stat.S_ISDIR(mode):
                 system[folder] = None
+        listing = _proc_listing()
+        private: tuple[tuple[str, bool], ...] = ()
+        below: tuple[tuple[str, bool], ...] = ()
+        if root_mode and snapshot is not None:
+            from .private_files import private_entries
+
+            proc_folders = [f"/proc/{e.name}" for e in listing
+                            if stat.S_ISDIR(e.mode) and is_global(e.name)]
+            found = private_entries([*(f for f, link in system.items() if link is None),
+                                     *proc_folders], snapshot.lnk_home)
+            private = tuple(f for f in found if not f[0].startswith("/proc/"))
+            below = tuple(f for f in found if f[0].startswith("/proc/"))
+            if snapshot.network_mode != "host":
+                # /proc/sys/net answers for the sandbox's own network there, not the host's.
+                below = tuple(f for f in below if not is_within(f[0], "/proc/sys/net"))
         dot_files = {}
         lnk_home = None
         for grant in snapshot.grants if snapshot is not None else ():
@@ -95,7 +119,54 @@ class HostLayout(NamedTuple):
                     and os.path.isdir(snapshot.lnk_home):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
         return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
-                          lnk_home)
+                          lnk_home, cover(listing, root_mode=root_mode, private_below=below),
+                          private, _private_sockets() if root_mode else ())
+
+
+def _private_sockets() -> tuple[str, ...]:
+    """Path sockets this network's processes listen on that others could not connect to.
+
+    A daemon that trusts its peer's uid (SO_PEERCRED) takes a sandbox run by root for
+    root: the Docker socket, systemd's private socket, D-Bus's system bus (polkit allows
+    uid 0 everything). /proc/net/unix lists the sockets bound in the reader's network
+    namespace, the supervisor's: a socket bound in another one (a container's) is not
+    listed, which docs/root-mode.md states.
+    """
+    found = []
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
+            lines = table.read().splitlines()[1:]
+    except OSError:
+        return ()
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue
+        path = fields[7]
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISSOCK(mode) and others_cannot_use(mode):
+            found.append(os.path.normpath(path))
+    return tuple(sorted(set(found)))
+
+
+def _proc_listing() -> list[ProcEntry]:
+    """The top level of the host's /proc: its global entries are the same in a fresh one."""
+    listing = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not is_global(name):
+            continue
+        try:
+            listing.append(ProcEntry(name, os.lstat(f"/proc/{name}").st_mode))
+        except OSError:
+            continue
+    return listing
 
 
 class LaunchPlan(NamedTuple):
@@ -136,7 +207,7 @@ def host_access(plan: LaunchPlan, path: str) -> str | None:
             seen = op.source == op.dest
             mounts.append((op.dest, ("read" if op.kind == "ro-bind" else "write")
                            if seen else "other"))
-        elif op.kind in ("tmpfs", "hide-file"):
+        elif op.kind in ("tmpfs", "hide-file", "mask-file", "mask-folder"):
             mounts.append((op.dest, "other"))
     access = _deepest(path, mounts)
     return access if access in ("read", "write") else None
@@ -157,6 +228,16 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         else:
             root.append(MountOp("symlink", folder, link, "system folder (a link)"))
     root.append(MountOp("proc", "/proc", reason="a fresh /proc"))
+    # The kernel's global files (sysctls, sysrq-trigger, irq...) decide by uid and mode
+    # alone: read-only in every mode; run by root, what others could not read, masked.
+    for path in layout.proc.read_only:
+        root.append(MountOp("ro-bind", path, path, "a global file of /proc: read-only"))
+    masked_folders = []
+    for path, is_folder in layout.proc.masked:
+        root.append(MountOp("mask-folder" if is_folder else "mask-file", path,
+                            reason="run by root: a global file of /proc others cannot read"))
+        if is_folder:
+            masked_folders.append(MountOp("remount-ro", path, reason="masked folder"))
     # bwrap's pid 1 runs without the inner's filter and Landlock: its /proc entry (memory,
     # fds, root) is masked, and the filter refuses ptrace and friends against pid 1.
     root.append(MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"))
@@ -169,7 +250,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         (op.dest, "read") for op in root if op.kind in ("ro-bind", "symlink")
     ]
     layered: list[tuple[int, int, MountOp]] = []
-    late: list[MountOp] = []
+    late: list[MountOp] = masked_folders
 
     def add(order: int, op: MountOp, access: str) -> None:
         layered.append((_depth(op.dest), order, op))
@@ -196,6 +277,21 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         elif grant.access == "protect" and holder == "write":
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     holds = _dot_files(grants, layout, mounts, add)
+    for path, is_folder in layout.private if root_mode else ():
+        # Seen only as part of a system folder: what the spec grants it may read.
+        if any(is_within(path, t) for t in targets) or _deepest(path, mounts) != "read":
+            continue
+        add(1, MountOp("mask-folder" if is_folder else "mask-file", path,
+                       reason="run by root: others cannot read it on this machine"), "hide")
+        if is_folder:
+            late.append(MountOp("remount-ro", path, reason="masked folder"))
+    for path in layout.sockets if root_mode else ():
+        # Whatever grant shows it, but the socket itself named: a daemon would take the
+        # sandbox's uid 0 for root.
+        if path in targets or _deepest(path, mounts) not in ("read", "write"):
+            continue
+        add(1, MountOp("mask-file", path, reason="run by root: a socket others cannot "
+                       "connect to, whose daemon would take uid 0 for root"), "hide")
 
     extra: list[MountOp] = [MountOp("ro-bind", INNER_MOUNT, layout.inner_source,
                                     "the inner confiner")]

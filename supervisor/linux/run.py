@@ -12,7 +12,7 @@ from ..events import EventLog, say
 from ..grants import Snapshot
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
-from .confine import Layers, inner_config
+from .confine import Layers, inner_config, root_host_network_problem
 from .elf import interpreter_of
 from .launch import spawn
 from .plan import HostLayout, LaunchPlan, build_plan
@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 def plan_for(snapshot: Snapshot) -> LaunchPlan:
     python, prefix = interpreter()
-    layout = HostLayout.probe(inner_source(), python, prefix, snapshot)
-    plan = build_plan(snapshot, layout, root_mode=os.geteuid() == 0)
+    root_mode = os.geteuid() == 0
+    layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
+    plan = build_plan(snapshot, layout, root_mode=root_mode)
     if snapshot.network_mode == "proxy":
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
@@ -58,6 +59,12 @@ def decide_layers(snapshot: Snapshot, cache: CheckCache, *, learn: bool = False)
             hint="run on a kernel with Landlock (Linux 5.13+, with landlock in the lsm= "
             "list), or remove [commands] programs so that any program may run",
         )
+    problem = root_host_network_problem(root_mode=os.geteuid() == 0,
+                                        network_mode=snapshot.network_mode, abi=abi)
+    if problem:
+        raise ConfinementError(problem, hint='use [network] mode = "proxy" (or "none"), '
+                               "run it as a user other than root, or a kernel with Landlock "
+                               "ABI 6")
     watched = learn or snapshot.programs is not None
     listener, sealed = watch_support(cache) if watched else (False, False)
     if learn and not listener:
