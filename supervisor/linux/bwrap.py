@@ -87,11 +87,6 @@ def _op_args(op: MountOp, fd_of: Callable[[MountOp], str]) -> list[str]:
         return ["--proc", op.dest]
     if op.kind == "remount-ro":
         return ["--remount-ro", op.dest]
-    # A mask is made of mode 0000: --perms applies to the option right after it.
-    if op.kind == "mask-file":
-        return ["--perms", "0000", "--ro-bind-data", fd_of(op), op.dest]
-    if op.kind == "mask-folder":
-        return ["--perms", "0000", "--tmpfs", op.dest]
     raise AssertionError(op.kind)
 
 
@@ -115,6 +110,9 @@ def bwrap_args(
         "--cap-drop",
         "ALL",
     ]
+    if plan.root_mode:
+        # bwrap runs as idmapped.SANDBOX_UID: uid 0 inside, another user outside.
+        args += ["--uid", "0", "--gid", "0"]
     if not plan.share_net:
         args.append("--unshare-net")
     if info.disable_userns:

@@ -30,27 +30,6 @@ PROC = ("read_file", "read_dir", "write_file")
 DEV = ("read_file", "read_dir", "write_file", "ioctl_dev")
 
 
-SCOPES_ABI = 6  # Landlock's scopes: abstract unix sockets and signals (Linux 6.12)
-
-
-def root_host_network_problem(*, root_mode: bool, network_mode: str, abi: int) -> str | None:
-    """Why a sandbox run by root cannot share the host's network here, or None.
-
-    With the host's network its processes can connect to the host's abstract unix
-    sockets, which no mount can hide; a daemon listening on one takes the peer's uid 0
-    for root (containerd's shim API did: CVE-2020-15257). Only Landlock's scope closes
-    them, from ABI 6 on.
-    """
-    if not root_mode or network_mode != "host" or abi >= SCOPES_ABI:
-        return None
-    return (
-        "run by root with the host's network, a sandbox could connect to the host's "
-        "abstract unix sockets as uid 0, which their daemons take for root; only "
-        f"Landlock's scope (ABI {SCOPES_ABI}, Linux 6.12) closes them, and this kernel "
-        + (f"offers ABI {abi}" if abi else "has no Landlock")
-    )
-
-
 class Layers(NamedTuple):
     """What this launch applies: the Landlock ABI found (0: none) and the seccomp modes."""
 

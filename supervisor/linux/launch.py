@@ -23,12 +23,16 @@ import _socket
 import json
 import os
 import signal
+from typing import TYPE_CHECKING
 
 from ..errors import LaunchError
 from ..terminal import foreground_terminal, give_terminal
 from .bwrap import BwrapInfo, bwrap_args
-from .pinning import LinkInPath, pin
+from .pinning import LinkInPath, PinnedPath, pin
 from .plan import LaunchPlan, MountOp
+
+if TYPE_CHECKING:
+    from .idmapped import PrivateMounts
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -74,8 +78,10 @@ class _ChildFds:
         self.fds.clear()
 
 
-def _pin_sources(plan: LaunchPlan, child: _ChildFds) -> dict[int, int]:
-    """fd per op index; missing optional sources are left out of the plan by the caller."""
+def _pin_sources(plan: LaunchPlan, child: _ChildFds,
+                 pinned_at: dict[int, PinnedPath] | None = None) -> dict[int, int]:
+    """fd per op index; missing optional sources are left out of the plan by the caller.
+    `pinned_at` collects what each bind pinned (root mode maps some of them)."""
     fds: dict[int, int] = {}
     for index, op in enumerate(plan.ops):
         if op.kind in ("ro-bind", "bind"):
@@ -91,7 +97,9 @@ def _pin_sources(plan: LaunchPlan, child: _ChildFds) -> dict[int, int]:
                 err.message = f"{op.reason}: {err.message}"
                 raise
             fds[index] = child.add(pinned.fd)
-        elif op.kind in ("hide-file", "mask-file"):
+            if pinned_at is not None:
+                pinned_at[index] = pinned
+        elif op.kind == "hide-file":
             read_end, write_end = os.pipe()
             os.close(write_end)  # an empty file: bwrap reads EOF at once
             fds[index] = child.add(read_end)
@@ -109,15 +117,43 @@ def present_ops(plan: LaunchPlan) -> LaunchPlan:
         optional = (op.kind in ("tmpfs", "hide-file") and op.dest != "/tmp") or (
             op.kind == "remount-ro" and op.dest != "/"
         )
-        if op.dest == "/proc/1" or op.dest.startswith("/proc/1/"):
+        if op.dest.startswith("/proc/"):
             optional = False  # the sandbox's own fresh /proc, not a host path
-        # A mask of a global /proc entry is a host path too: the same in a fresh /proc.
-        optional = optional or op.kind in ("mask-file", "mask-folder")
         if optional and not os.path.lexists(op.dest):
             continue
         kept.append(op)
     return LaunchPlan(tuple(kept), plan.chdir, plan.root_mode, plan.share_net,
                       plan.interpreter, plan.notes)
+
+
+def _idmap(plan: LaunchPlan, fds: dict[int, int], pinned_at: dict[int, PinnedPath],
+           child: _ChildFds) -> PrivateMounts:
+    """Root mode: a copy of each bind, idmapped where the plan marks it, made here (a
+    copy can be made only in the namespace its mount is in), in place of its pinned fd;
+    attached in the spawning thread's private namespace by `enter`, just before bwrap
+    starts."""
+    from .idmapped import PrivateMounts
+
+    private = PrivateMounts()
+    try:
+        for index, op in enumerate(plan.ops):
+            if index in pinned_at:
+                fds[index] = child.add(private.copy(pinned_at[index], op.dest,
+                                                    idmap=op.idmapped))
+    except BaseException:
+        private.leave()
+        raise
+    return private
+
+
+def _setpriv() -> str:
+    for folder in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        path = os.path.join(folder, "setpriv")
+        if os.access(path, os.X_OK):
+            return path
+    raise LaunchError("root mode runs the sandbox as a uid of its own, which needs setpriv "
+                      "(util-linux), and it is not installed",
+                      hint="apt-get install util-linux")
 
 
 def _config_fd(config: dict[str, object], child: _ChildFds) -> int:
@@ -138,9 +174,13 @@ def spawn(
     """Pin every source, start bwrap with only `env`, and hand the terminal to it."""
     child = _ChildFds()
     parent_fds: list[int] = []
+    private: PrivateMounts | None = None
     try:
         plan = present_ops(plan)
-        fds = _pin_sources(plan, child)
+        pinned_at: dict[int, PinnedPath] = {}
+        fds = _pin_sources(plan, child, pinned_at)
+        if plan.root_mode:
+            private = _idmap(plan, fds, pinned_at, child)
         # _socket, not socket: socket.py's enums and selectors cost every start about 2 ms.
         status_parent, status_child = _socket.socketpair(_socket.AF_UNIX,
                                                          _socket.SOCK_SEQPACKET)
@@ -159,11 +199,21 @@ def spawn(
             json_status_fd=str(json_write),
             config_fd=str(config_fd),
         )
+        program = info.path
+        if private is not None:
+            # Root mode: bwrap runs as the sandbox's own uid, with no group of root's.
+            from .idmapped import SANDBOX_GID, SANDBOX_UID
+
+            program = _setpriv()
+            args = [program, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}",
+                    "--clear-groups", "--", *args]
         terminal = foreground_terminal()
         saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _FORWARDED}
         try:
+            if private is not None:
+                private.enter()
             pid = os.posix_spawn(
-                info.path,
+                program,
                 args,
                 env,
                 setpgroup=0,
@@ -171,6 +221,9 @@ def spawn(
                 setsigmask=(),
             )
         finally:
+            if private is not None:
+                private.leave()
+                private = None
             for sig, handler in saved.items():
                 signal.signal(sig, handler)
     except OSError as err:
@@ -179,6 +232,8 @@ def spawn(
             os.close(fd)
         raise LaunchError(f"cannot start bubblewrap: {err.strerror}", errno=err.errno) from None
     except BaseException:
+        if private is not None:
+            private.leave()
         child.close()
         for fd in parent_fds:
             os.close(fd)

@@ -32,10 +32,9 @@ from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
 from ..placeholders import Wanted
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
-from .procfs import ProcCover, ProcEntry, cover, is_global, others_cannot_use
+from .procfs import ProcEntry, is_global, read_only
 
-OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro",
-                 "mask-file", "mask-folder"]
+OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
 
 SYSTEM_FOLDERS = LINUX_SYSTEM_FOLDERS
 
@@ -47,14 +46,15 @@ INNER_PARENT = "/run/lnk-sandbox"
 
 class MountOp(NamedTuple):
     """One bwrap operation. `source` is the host path pinned at launch (binds), or the
-    link's text (symlink); `reason` says which rule asked for it. A mask is a file or
-    folder of mode 0000 over the path: uid 0 without capabilities cannot open it, as
-    another user could not."""
+    link's text (symlink); `reason` says which rule asked for it. `idmapped`: run by
+    root, a bind the sandbox sees as its own (idmapped.py): root's files there are the
+    sandbox's, what it makes there is root's."""
 
     kind: OpKind
     dest: str
     source: str | None = None
     reason: str = ""
+    idmapped: bool = False
 
 
 class HostLayout(NamedTuple):
@@ -74,15 +74,14 @@ class HostLayout(NamedTuple):
     interpreter_prefix: str
     dot_files: Mapping[str, DotFiles] = MappingProxyType({})
     lnk_home: str | None = None
-    proc: ProcCover = ProcCover((), ())
-    private: tuple[tuple[str, bool], ...] = ()
-    sockets: tuple[str, ...] = ()
+    proc_read_only: tuple[str, ...] = ()
+    root_sockets: tuple[str, ...] = ()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
               snapshot: Snapshot | None = None, *, root_mode: bool = False) -> HostLayout:
-        """`root_mode`: also find what others could not read in the system folders and
-        /proc (`private_files`), which a sandbox run by root must not read either."""
+        """`root_mode`: also list the path sockets root's daemons listen on, which no
+        write grant of a root-run sandbox may hold."""
         system: dict[str, str | None] = {}
         for folder in SYSTEM_FOLDERS:
             try:
@@ -93,44 +92,29 @@ class HostLayout(NamedTuple):
                 system[folder] = os.readlink(folder)
             elif stat.S_ISDIR(mode):
                 system[folder] = None
-        listing = _proc_listing()
-        private: tuple[tuple[str, bool], ...] = ()
-        below: tuple[tuple[str, bool], ...] = ()
-        if root_mode and snapshot is not None:
-            from .private_files import private_entries
-
-            proc_folders = [f"/proc/{e.name}" for e in listing
-                            if stat.S_ISDIR(e.mode) and is_global(e.name)]
-            found = private_entries([*(f for f, link in system.items() if link is None),
-                                     *proc_folders], snapshot.lnk_home)
-            private = tuple(f for f in found if not f[0].startswith("/proc/"))
-            below = tuple(f for f in found if f[0].startswith("/proc/"))
-            if snapshot.network_mode != "host":
-                # /proc/sys/net answers for the sandbox's own network there, not the host's.
-                below = tuple(f for f in below if not is_within(f[0], "/proc/sys/net"))
         dot_files = {}
         lnk_home = None
         for grant in snapshot.grants if snapshot is not None else ():
             assert snapshot is not None
             if (grant.access == "write" and grant.target and not grant.dot_files_writable
                     and grant.is_dir):
-                dot_files[grant.target] = analyze(grant.target, home=snapshot.home)
+                dot_files[grant.target] = analyze(grant.target, home=snapshot.home,
+                                                  commit=grant.commit)
             elif grant.name == LNK_HOME_NAME and grant.target is None \
                     and os.path.isdir(snapshot.lnk_home):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
         return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
-                          lnk_home, cover(listing, root_mode=root_mode, private_below=below),
-                          private, _private_sockets() if root_mode else ())
+                          lnk_home, read_only(_proc_listing()),
+                          _root_sockets() if root_mode else ())
 
 
-def _private_sockets() -> tuple[str, ...]:
-    """Path sockets this network's processes listen on that others could not connect to.
+def _root_sockets() -> tuple[str, ...]:
+    """Path sockets processes of this network listen on that root owns.
 
-    A daemon that trusts its peer's uid (SO_PEERCRED) takes a sandbox run by root for
-    root: the Docker socket, systemd's private socket, D-Bus's system bus (polkit allows
-    uid 0 everything). /proc/net/unix lists the sockets bound in the reader's network
-    namespace, the supervisor's: a socket bound in another one (a container's) is not
-    listed, which docs/root-mode.md states.
+    Run by root, a write grant is mapped so that root's files there are the sandbox's:
+    a root daemon's socket there would be one the sandbox may connect to as its owner,
+    and a daemon that trusts the socket's mode alone (Docker's) would do what it asks.
+    /proc/net/unix lists the sockets bound in the reader's network namespace.
     """
     found = []
     try:
@@ -142,13 +126,13 @@ def _private_sockets() -> tuple[str, ...]:
         fields = line.split(None, 7)
         if len(fields) < 8 or not fields[7].startswith("/"):
             continue
-        path = fields[7]
+        path = os.path.normpath(fields[7])
         try:
-            mode = os.lstat(path).st_mode
+            info = os.lstat(path)
         except OSError:
             continue
-        if stat.S_ISSOCK(mode) and others_cannot_use(mode):
-            found.append(os.path.normpath(path))
+        if stat.S_ISSOCK(info.st_mode) and info.st_uid == 0:
+            found.append(path)
     return tuple(sorted(set(found)))
 
 
@@ -207,7 +191,7 @@ def host_access(plan: LaunchPlan, path: str) -> str | None:
             seen = op.source == op.dest
             mounts.append((op.dest, ("read" if op.kind == "ro-bind" else "write")
                            if seen else "other"))
-        elif op.kind in ("tmpfs", "hide-file", "mask-file", "mask-folder"):
+        elif op.kind in ("tmpfs", "hide-file"):
             mounts.append((op.dest, "other"))
     access = _deepest(path, mounts)
     return access if access in ("read", "write") else None
@@ -229,15 +213,9 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             root.append(MountOp("symlink", folder, link, "system folder (a link)"))
     root.append(MountOp("proc", "/proc", reason="a fresh /proc"))
     # The kernel's global files (sysctls, sysrq-trigger, irq...) decide by uid and mode
-    # alone: read-only in every mode; run by root, what others could not read, masked.
-    for path in layout.proc.read_only:
+    # alone: read-only in every mode (procfs.py).
+    for path in layout.proc_read_only:
         root.append(MountOp("ro-bind", path, path, "a global file of /proc: read-only"))
-    masked_folders = []
-    for path, is_folder in layout.proc.masked:
-        root.append(MountOp("mask-folder" if is_folder else "mask-file", path,
-                            reason="run by root: a global file of /proc others cannot read"))
-        if is_folder:
-            masked_folders.append(MountOp("remount-ro", path, reason="masked folder"))
     # bwrap's pid 1 runs without the inner's filter and Landlock: its /proc entry (memory,
     # fds, root) is masked, and the filter refuses ptrace and friends against pid 1.
     root.append(MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"))
@@ -250,7 +228,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         (op.dest, "read") for op in root if op.kind in ("ro-bind", "symlink")
     ]
     layered: list[tuple[int, int, MountOp]] = []
-    late: list[MountOp] = masked_folders
+    late: list[MountOp] = []
 
     def add(order: int, op: MountOp, access: str) -> None:
         layered.append((_depth(op.dest), order, op))
@@ -277,21 +255,8 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         elif grant.access == "protect" and holder == "write":
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     holds = _dot_files(grants, layout, mounts, add)
-    for path, is_folder in layout.private if root_mode else ():
-        # Seen only as part of a system folder: what the spec grants it may read.
-        if any(is_within(path, t) for t in targets) or _deepest(path, mounts) != "read":
-            continue
-        add(1, MountOp("mask-folder" if is_folder else "mask-file", path,
-                       reason="run by root: others cannot read it on this machine"), "hide")
-        if is_folder:
-            late.append(MountOp("remount-ro", path, reason="masked folder"))
-    for path in layout.sockets if root_mode else ():
-        # Whatever grant shows it, but the socket itself named: a daemon would take the
-        # sandbox's uid 0 for root.
-        if path in targets or _deepest(path, mounts) not in ("read", "write"):
-            continue
-        add(1, MountOp("mask-file", path, reason="run by root: a socket others cannot "
-                       "connect to, whose daemon would take uid 0 for root"), "hide")
+    if root_mode:
+        _refuse_root_sockets(layout, grants, mounts)
 
     extra: list[MountOp] = [MountOp("ro-bind", INNER_MOUNT, layout.inner_source,
                                     "the inner confiner")]
@@ -317,6 +282,8 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     late.append(MountOp("remount-ro", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"))
     late.append(MountOp("remount-ro", "/", reason="nothing new at the root"))
     ordered = [op for _, _, op in sorted(layered, key=lambda t: (t[0], t[1]))]
+    if root_mode:
+        ordered = _idmapped(ordered, grants)
     cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") else "/"
     return LaunchPlan(
         ops=(*root, *ordered, *extra, *late),
@@ -326,6 +293,36 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         interpreter=layout.interpreter,
         holds=tuple(holds),
     )
+
+
+def _idmapped(ops: list[MountOp], grants: tuple[Grant, ...]) -> list[MountOp]:
+    """Run by root, the binds the sandbox sees as root's own (idmapped.py): what lies in
+    a write grant (the grant, and the read-only protections in it, so that git's
+    ownership check finds the repository its user's), and a file a read grant names.
+    A folder granted for reading is read as another user of the machine would."""
+    written = [g.target for g in grants if g.access == "write" and g.target]
+    named = {g.target for g in grants if g.access == "read" and g.target and not g.is_dir}
+    return [op._replace(idmapped=True) if op.kind in ("bind", "ro-bind") and (
+        op.dest in named or any(is_within(op.dest, w) for w in written)) else op
+        for op in ops]
+
+
+def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
+                         mounts: list[tuple[str, str]]) -> None:
+    """Run by root, no write grant may hold a socket a root daemon listens on: the
+    sandbox would be its owner there (_root_sockets)."""
+    for path in layout.root_sockets:
+        if _deepest(path, mounts) != "write":
+            continue
+        grant = max((g for g in grants if g.access == "write" and g.target
+                     and is_within(path, g.target)), key=lambda g: _depth(g.target or "/"))
+        raise LaunchError(
+            f"{path} is a socket a root process listens on, inside {grant.target} "
+            f"({grant.key or grant.reason}), which the sandbox writes: run by root, it "
+            "would be the socket's owner there and could connect to it",
+            hint="grant a folder that holds no daemon's socket (a project, not /run), "
+            "or run lnk-sandbox as a user other than root",
+        )
 
 
 def _dot_files(
@@ -381,7 +378,7 @@ def _dot_files(
             reason += f"; missing, so an empty {kind} is held there for the run"
         add(2, MountOp("ro-bind", dest, dest, reason), "read")
         bound.append(dest)
-        holds.append(Wanted(dest, kind))
+        holds.append(Wanted(dest, kind, protected.content if dest == protected.path else b""))
     return holds
 
 

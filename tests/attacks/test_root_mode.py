@@ -1,10 +1,11 @@
 """What uid 0 gets without a capability, tried from inside: sysctls and /proc's global
-files, set-ID files, files only their owner may read, sockets of daemons that trust uid 0.
+files, set-ID files, files only their owner may read, the owner's rights over /dev's
+nodes, the terminal and /proc, file leases, sockets of daemons that trust uid 0.
 
-Each door is tried as root (root mode keeps uid 0 in a user namespace of its own) and as
-the unprivileged user, with and without Landlock: the mounts and the filter close them
-alone. Where the harm would be outside (a sysctl, a file's mode), the host is read back
-afterwards with its own tools. docs/root-mode.md is the threat model these test.
+Each door is tried as root (root mode: uid 0 inside, SANDBOX_UID outside, its write
+grants idmapped) and as the unprivileged user, with and without Landlock. Where the harm
+would be outside (a sysctl, a file's mode), the host is read back afterwards with its
+own tools. docs/root-mode.md is the threat model these test.
 """
 
 from __future__ import annotations
@@ -71,9 +72,9 @@ def test_core_pattern_cannot_be_set_to_run_a_program_as_the_hosts_root(
     done = sandbox.run(PYTHON_INSIDE, "-c", code, landlock=landlock)
     lines = done.stdout.split("\n")
     assert lines[0] == f"STARTED {sandbox.who.uid if not sandbox.who.is_root else 0}", done
-    # Run by root the mode bits would allow it: the read-only mount refuses. Run by a
-    # person, the mode bits refuse first.
-    assert f"ERRNO {EROFS if sandbox.who.is_root else EACCES}" in lines, done
+    # Run by root or by a person, the sandbox is not the host's uid 0: the mode bits
+    # refuse first (and the read-only mount would after them).
+    assert f"ERRNO {EACCES}" in lines, done
     assert _sysctl("kernel.core_pattern") == core_pattern
     assert not ran.exists()
 
@@ -99,13 +100,8 @@ def test_the_hosts_network_sysctls_in_host_mode(sandbox: Sandbox, landlock: bool
     """Shared with the host, net.* is the host's own: uid 0 owns it there."""
     spec = '[files]\nwrite = ["."]\n[network]\nmode = "host"\n'
     before = _sysctl("net.ipv4.ip_forward")
-    result = sandbox.probe("write", "/proc/sys/net/ipv4/ip_forward", spec=spec,
-                           landlock=landlock)
-    if sandbox.who.is_root and not landlock:
-        # Root with the host's network needs Landlock's socket scope: refused first.
-        assert result.code == 125 and "abstract unix sockets" in result.stderr
-    else:
-        result.expect(EROFS)
+    sandbox.probe("write", "/proc/sys/net/ipv4/ip_forward", spec=spec,
+                  landlock=landlock).expect(EROFS)
     assert _sysctl("net.ipv4.ip_forward") == before
 
 
@@ -210,8 +206,9 @@ def test_files_only_root_may_read(sandbox: Sandbox, landlock: bool, path: str) -
     if not os.path.exists(path):
         pytest.skip(f"{path} is not on this machine")
     result = sandbox.probe("read", path, landlock=landlock)
-    if path == "/proc/keys" and not sandbox.who.is_root:
-        result.expect(0)  # the keys a person may view are their own: root's, for root
+    if path == "/proc/keys":
+        result.expect(0)  # the keys its own uid may view: none of root's
+        assert "DATA \n" in result.stdout or "DATA" in result.stdout
     else:
         result.expect(EACCES)
 
@@ -259,13 +256,131 @@ def test_a_root_only_socket_under_a_read_grant(root_sandbox: Sandbox, mode: int)
             server.close()
 
 
-def test_root_with_the_hosts_network_needs_landlocks_socket_scope(root_sandbox: Sandbox) -> None:
+def test_a_write_grant_holding_a_root_daemons_socket_is_refused(root_sandbox: Sandbox) -> None:
+    """Run by root, a write grant is the sandbox's own: a root daemon's socket there
+    would be one it may connect to as its owner."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = root_sandbox.project / "daemon.sock"
+    server.bind(str(path))
+    os.chmod(path, 0o600)
+    server.listen(4)
+    try:
+        done = root_sandbox.run("/bin/true")
+        assert done.returncode == 125, done
+        assert f"{path} is a socket a root process listens on" in done.stderr
+    finally:
+        server.close()
+
+
+def test_a_daemon_sees_another_uid_than_root(sandbox: Sandbox) -> None:
+    """The peer uid a daemon reads from a socket (SO_PEERCRED): never the host's 0.
+    Without Landlock, whose scope would close the host's abstract sockets first (that
+    is test_kernel_surface's), so the connection is made and its peer read."""
+    from supervisor.linux.idmapped import SANDBOX_UID
+
+    name = f"lnk-peer-{os.getpid()}"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind("\0" + name)
+    server.listen(4)
+    server.settimeout(30)
     spec = '[files]\nwrite = ["."]\n[network]\nmode = "host"\n'
-    done = root_sandbox.run("/bin/true", spec=spec, landlock=False)
-    assert done.returncode == 125
-    assert "abstract unix sockets" in done.stderr and "Landlock" in done.stderr
-    check = root_sandbox.lnk("check", spec=spec, landlock=False)
-    assert "abstract unix sockets" in check.stdout and check.returncode == 1
+    try:
+        import threading
+
+        peers: list[int] = []
+
+        def accept() -> None:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            peers.append(int.from_bytes(creds[4:8], "little"))
+            conn.close()
+
+        thread = threading.Thread(target=accept)
+        thread.start()
+        result = sandbox.probe("abstract", name, spec=spec, landlock=False)
+        server.close()
+        thread.join()
+        result.expect(0)
+        assert peers == [SANDBOX_UID if sandbox.who.is_root else sandbox.who.uid]
+    finally:
+        server.close()
+
+
+def test_the_owners_rights_over_devices_terminal_and_proc(sandbox: Sandbox,
+                                                         landlock: bool) -> None:
+    """chmod of /dev's nodes (the host's), of the output file and of /proc's global
+    files, and a lease on a system file: each needs the owner, which the sandbox is not."""
+    output = sandbox.base / "output.log"
+    lease_target = "/etc/hostname" if os.path.exists("/etc/hostname") else "/etc/passwd"
+    code = (
+        "import errno, fcntl, os\nprint('STARTED', flush=True)\n"
+        "def step(name, work):\n"
+        "    try:\n        work(); print(name, 0, flush=True)\n"
+        "    except OSError as err:\n        print(name, err.errno, flush=True)\n"
+        "step('dev', lambda: os.chmod('/dev/full', 0o606))\n"
+        "step('stdout', lambda: os.fchmod(1, 0o777))\n"
+        "step('proc', lambda: os.chmod('/proc/cgroups', 0o400))\n"
+        f"fd = os.open('{lease_target}', os.O_RDONLY)\n"
+        "step('lease', lambda: fcntl.fcntl(fd, 1024, fcntl.F_RDLCK))\n"
+    )
+    modes = {path: os.stat(path).st_mode for path in ("/dev/full", "/proc/cgroups")}
+    with output.open("w") as handle:
+        output.chmod(0o600)
+        done = subprocess.run(
+            [*sandbox.who.prefix, *_run_command(sandbox, code, landlock)],
+            cwd=sandbox.project, env=sandbox.env(), stdout=handle, stderr=subprocess.PIPE,
+            text=True, timeout=60)
+    lines = output.read_text().split("\n")
+    assert lines[0] == "STARTED", (lines, done.stderr)
+    results = dict(line.split() for line in lines[1:] if line)
+    assert results == {"dev": str(EPERM), "stdout": str(EPERM), "proc": str(EPERM),
+                       "lease": str(EACCES)}, (results, done.stderr)
+    for path, mode in modes.items():
+        assert os.stat(path).st_mode == mode
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600
+
+
+def _run_command(box: Sandbox, code: str, landlock: bool) -> list[str]:
+    import sys
+
+    from support.sandbox import LNK, SUPPORT
+
+    command = [LNK, "sandbox", "run", "--", PYTHON_INSIDE, "-c", code]
+    if not landlock:
+        command = [sys.executable, str(SUPPORT / "no_landlock.py"), *command]
+    return command
+
+
+def test_a_private_file_replaced_during_the_run_stays_private(root_sandbox: Sandbox) -> None:
+    """The way passwd and configuration tools write: a new file renamed over the old.
+    Nothing about the path is masked: the sandbox is another user, so the new file is
+    as closed to it as the old one."""
+    secret = Path("/etc") / f"lnk-test-secret-{os.getpid()}"
+    secret.write_text("first\n")
+    secret.chmod(0o600)
+    try:
+        lnk = subprocess.Popen(
+            _run_command(root_sandbox, (
+                "import time\nprint('STARTED', flush=True)\ntime.sleep(1.5)\n"
+                "try:\n"
+                f"    print('READ', open('{secret}').read().strip(), flush=True)\n"
+                "except OSError as err:\n    print('ERRNO', err.errno, flush=True)\n"),
+                landlock=True),
+            cwd=root_sandbox.project, env=root_sandbox.env(), stdout=subprocess.PIPE,
+            text=True)
+        assert lnk.stdout is not None
+        assert lnk.stdout.readline().strip() == "STARTED"
+        fresh = secret.with_name(secret.name + "+")
+        fresh.write_text("second\n")
+        fresh.chmod(0o600)
+        fresh.rename(secret)
+        out, _ = lnk.communicate(timeout=60)
+        assert out.strip() == f"ERRNO {EACCES}"
+    finally:
+        secret.unlink(missing_ok=True)
 
 
 # -- the class: nothing outside the grants writable, nothing private readable -------------

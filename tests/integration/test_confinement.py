@@ -241,6 +241,9 @@ def test_landlock_holds_the_grants_again_inside_a_wide_mount(
     # beneath it, mounts included.
     extra = Path(tempfile.mkdtemp(prefix="lnk-test-wide-", dir="/var/tmp"))
     sandbox.chown(extra)
+    # Writable by anyone: root mode runs as another uid, and the folder's mode must not
+    # be what refuses the write without Landlock.
+    extra.chmod(0o777)
     try:
         result = _widened(sandbox, str(extra), landlock, PYTHON_INSIDE, "-c", PROBE_SOURCE,
                           "write", str(extra / "f"))

@@ -453,6 +453,7 @@ def test_bwrap_arguments_exactly() -> None:
         "/usr/bin/bwrap",
         "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL",
+        "--uid", "0", "--gid", "0",  # root mode: uid 0 inside, SANDBOX_UID outside
         "--unshare-net", "--disable-userns",
         "--ro-bind-fd", "</usr>", "/usr",
         "--symlink", "usr/bin", "/bin",
@@ -535,3 +536,21 @@ def test_host_access_follows_the_deepest_mount() -> None:
     assert host_access(plan, "/tmp/proj/.git/config") == "read"
     assert host_access(plan, "/run/lnk-sandbox/inner/main.py") is None  # not the host's
     assert host_access(plan, "/home/u") is None
+
+
+def test_root_mode_maps_what_the_sandbox_writes_and_files_named_for_reading() -> None:
+    """Run by root the sandbox is another uid: the binds it must see as root's own are
+    idmapped (the write grants and what is bound inside them, a file a read grant
+    names); a folder granted for reading is read as another user would, and the system
+    folders and the inner's package are never mapped."""
+    snap = snapshot(
+        spec_grant(".", CWD, "write", "files.write[0]"),
+        spec_grant("./vendor", f"{CWD}/vendor", "read", "files.read[0]"),
+        spec_grant("/srv/data", "/srv/data", "read", "files.read[1]"),
+        spec_grant("/etc/shadow", "/etc/shadow", "read", "files.read[2]", is_dir=False),
+    )
+    plan = build_plan(snap, LAYOUT, root_mode=True)
+    mapped = {op.dest for op in plan.ops if op.idmapped}
+    assert mapped == {CWD, f"{CWD}/vendor", "/etc/shadow"}
+    assert not build_plan(snap, LAYOUT, root_mode=False).ops[-1].idmapped
+    assert not any(op.idmapped for op in build_plan(snap, LAYOUT, root_mode=False).ops)
