@@ -13,7 +13,7 @@ from typing import Any
 
 from .grants import Snapshot, is_within
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class Description:
     hidden: list[Described]
     protected: list[Described]
     placeholders: list[Described]
+    opened: list[Described]
     programs: list[Described] | None
     network_mode: str
     network_allow: list[str]
@@ -55,7 +56,7 @@ def describe(snapshot: Snapshot) -> Description:
         return [Described(g.name, g.target, g.key or g.reason)
                 for g in snapshot.grants if g.access == access and g.target]
 
-    protected, placeholders = _dot_files(snapshot)
+    protected, placeholders, opened = _dot_files(snapshot)
     written = [g.target for g in snapshot.grants if g.access == "write" and g.target]
     installation = [Described(g.name, g.target, g.reason) for g in snapshot.grants
                     if g.access == "protect" and g.target
@@ -70,6 +71,7 @@ def describe(snapshot: Snapshot) -> Description:
         hidden=listed("hide"),
         protected=protected + installation,
         placeholders=placeholders,
+        opened=opened,
         programs=None if snapshot.programs is None else [
             Described(p.name, p.target, "commands.programs") for p in snapshot.programs],
         network_mode=snapshot.network_mode,
@@ -81,23 +83,45 @@ def describe(snapshot: Snapshot) -> Description:
     )
 
 
-def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described]]:
-    """Protected dot files and the placeholders a launch would make, where the dot-file
-    analysis is available."""
-    import importlib
+def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described],
+                                             list[Described]]:
+    """What runs as the person inside each written folder: protected (there now),
+    held (missing, kept from being made for the run), and opened by the spec's
+    files.write_dot_files or files.commit, each with the reason."""
+    from .dotfiles import analyze
 
-    try:
-        dotfiles = importlib.import_module("supervisor.dotfiles")
-    except ImportError:
-        return [], []
-    analyze = getattr(dotfiles, "describe_protections", None)
-    if analyze is None:
-        return [], []
+    written = [g.target for g in snapshot.grants if g.access == "write" and g.target]
     protected: list[Described] = []
     placeholders: list[Described] = []
-    for path, exists, why in analyze(snapshot):
-        (protected if exists else placeholders).append(Described(path, path, why))
-    return protected, placeholders
+    opened: list[Described] = []
+    for grant in snapshot.grants:
+        if grant.access != "write" or not grant.target or not grant.is_dir:
+            continue
+        found = analyze(grant.target, home=snapshot.home,
+                        commit=grant.commit and not grant.dot_files_writable)
+        for item in found.protected:
+            if not any(is_within(item.path, w) for w in written):
+                continue  # read-only or hidden already: nothing the sandbox writes
+            if grant.dot_files_writable:
+                if item.exists or item.placeholder:
+                    opened.append(Described(item.name, item.path,
+                                            f"files.write_dot_files: {item.reason}"))
+            elif item.exists:
+                protected.append(Described(item.name, item.path, item.reason))
+            elif item.placeholder:
+                placeholders.append(Described(item.name, item.placeholder, item.reason))
+        if grant.commit and not grant.dot_files_writable:
+            git = f"{grant.target}/.git"
+            opened.append(Described(git, git, "files.commit: its objects, refs, index, HEAD "
+                                    "and logs, to commit; what git reads to decide what to "
+                                    "run stays read-only (listed above)"))
+    # What lies inside a folder already read-only needs no line of its own.
+    closed = [item.target for item in protected if item.target]
+    protected = [item for item in protected if not any(
+        item.target != c and item.target and is_within(item.target, c) for c in closed)]
+    placeholders = [item for item in placeholders if not any(
+        item.target and is_within(item.target, c) for c in closed)]
+    return protected, placeholders, opened
 
 
 def render(description: Description) -> str:
@@ -119,7 +143,9 @@ def render(description: Description) -> str:
     section("hidden", d.hidden, "nothing")
     section("read-only inside written folders", d.protected, "nothing")
     if d.placeholders:
-        section("kept from being made (placeholders)", d.placeholders, "")
+        section("kept from being made for the run (placeholders)", d.placeholders, "")
+    if d.opened:
+        section("opened by the spec inside written folders", d.opened, "")
     if d.programs is None:
         lines.append("programs: any program (an allowed interpreter runs any code)")
     else:

@@ -61,6 +61,28 @@ TOP_FOLDERS: tuple[tuple[str, str], ...] = (
 )
 GIT_REASON = "git runs its settings and hooks on any git command"
 ENVRC_REASON = "direnv runs it when you cd into the folder, once allowed"
+BARE_REASON = ("with HEAD, objects/ and refs/ here git takes the folder itself for a "
+               "bare repository, and runs its settings on any git command in it or below")
+COMMIT_REASON = "files.commit leaves it read-only"
+
+# What git reads in a git directory to decide what to run or where its settings are
+# (setup.c, config.c, hook.c, submodule.c, worktree.c), each held when missing in a form
+# git reads as absent: an empty settings file, an empty folder, and for `commondir`,
+# which git dies on when empty, `.` (the git directory itself). The rest (objects, refs,
+# the index, HEAD, logs, the state of a merge, rebase or cherry-pick) stays writable
+# under files.commit.
+GIT_METADATA: tuple[tuple[str, Kind, str], ...] = (
+    ("config", "file", "git's settings, which name the programs it runs"),
+    ("hooks", "folder", "git runs the hooks there"),
+    ("info", "folder", "attributes pick the drivers and filters settings define; exclude"),
+    ("modules", "folder", "each submodule's git directory: its settings and hooks"),
+    ("branches", "folder", "where a remote's address is read from, as settings"),
+    ("remotes", "folder", "where a remote's address is read from, as settings"),
+)
+GIT_DIR_METADATA: tuple[tuple[str, Kind, str, bytes], ...] = (
+    ("commondir", "file", "it points git at settings and hooks anywhere", b"."),
+    ("config.worktree", "file", "the worktree's own settings", b""),
+)
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
 MAX_SUBMODULES = 1000  # gitlinks followed in all, nested ones too
@@ -89,7 +111,8 @@ class Protected(NamedTuple):
     None when missing is harmless (`.envrc`, which direnv runs only once allowed) or when
     it exists. `link`: a component of the name that is a link (from the folder's top,
     or from `/` for an absolute name), which a program could point elsewhere; the
-    backend refuses it where the sandbox can write it.
+    backend refuses it where the sandbox can write it. `content`: what a file
+    placeholder holds, where an empty file would not read as absent to the tool.
     """
 
     path: str
@@ -99,6 +122,7 @@ class Protected(NamedTuple):
     reason: str
     placeholder: str | None = None
     link: str | None = None
+    content: bytes = b""
 
 
 class DotFiles(NamedTuple):
@@ -259,13 +283,15 @@ class _Repository(NamedTuple):
 
 
 class _Analysis:
-    def __init__(self, top: str, home: str):
+    def __init__(self, top: str, home: str, *, commit: bool = False):
         self.top = top
         self.home = home
+        self.commit = commit
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
 
-    def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True) -> Protected:
+    def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
+            content: bytes = b"") -> Protected:
         """Protect `name` (absolute, as the tool names it) once, the first reason kept."""
         start = self.top if _within(name, self.top) else "/"
         link, missing = _walk(name, start)
@@ -274,11 +300,13 @@ class _Analysis:
         if link is None and exists:
             kind = "folder" if _lstat_kind(path) == "folder" else "file"
         placeholder = missing if hold and not exists and link is None else None
-        entry = Protected(path, name, kind, exists, reason, placeholder, link)
+        entry = Protected(path, name, kind, exists, reason, placeholder, link,
+                          content if placeholder == name else b"")
         return self.found.setdefault(name, entry)
 
     def run(self) -> DotFiles:
         repository = self.git(self.top)
+        self.bare_top()
         self.add(os.path.join(self.top, ".envrc"), "file", ENVRC_REASON, hold=False)
         for name, reason in TOP_FOLDERS:
             self.add(os.path.join(self.top, name), "folder", reason)
@@ -292,7 +320,12 @@ class _Analysis:
 
     def git(self, worktree: str, label: str = "") -> _Repository | None:
         """Protect `worktree`'s .git (a folder, or a gitdir: file and the git directory it
-        names) and the commondir there; the repository, or None if there is none."""
+        names) and the commondir there; the repository, or None if there is none.
+
+        Under files.commit a git directory that exists is protected by what git reads
+        in it to decide what to run (GIT_METADATA), not whole; a missing .git is held
+        whole all the same: a repository made at the top would run its settings.
+        """
         dot_git = os.path.join(worktree, ".git")
         kind = _lstat_kind(dot_git)
         if kind == "file":
@@ -301,10 +334,12 @@ class _Analysis:
             if target is None:
                 return None
             git_dir = os.path.normpath(os.path.join(worktree, target))
-            self.add(git_dir, "folder", f"the git directory {label}.git names (gitdir: "
-                     f"{target}): {GIT_REASON}")
+            if not self.commit:
+                self.add(git_dir, "folder", f"the git directory {label}.git names (gitdir: "
+                         f"{target}): {GIT_REASON}")
         else:
-            self.add(dot_git, "folder", f"{label}.git: {GIT_REASON}")
+            if not (self.commit and kind == "folder"):
+                self.add(dot_git, "folder", f"{label}.git: {GIT_REASON}")
             if kind != "folder":
                 return None
             git_dir = dot_git
@@ -315,10 +350,65 @@ class _Analysis:
             text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
             named = os.path.normpath(os.path.join(git_dir, text))
             common_dir = os.path.realpath(named)
-            if not _within(common_dir, git_dir):
+            if not _within(common_dir, git_dir) and not self.commit:
                 self.add(named, "folder", f"the commondir of {git_dir} ({text}): git "
                          "reads its settings and hooks there")
+        if self.commit:
+            self.git_metadata(git_dir, common_dir, label)
         return _Repository(worktree, git_dir, common_dir, label)
+
+    def git_metadata(self, git_dir: str, common_dir: str, label: str) -> None:
+        """What git reads in a git directory to decide what to run: GIT_METADATA in the
+        common directory, commondir and config.worktree in the git directory, and those
+        two in each linked worktree's own directory (the person's other checkouts read
+        them)."""
+        for name, kind, why in GIT_METADATA:
+            path = os.path.join(common_dir, name)
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}")
+        for git in dict.fromkeys((git_dir, common_dir)):
+            for name, kind, why, content in GIT_DIR_METADATA:
+                path = os.path.join(git, name)
+                self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+                         content=content)
+        try:
+            linked = sorted(os.listdir(os.path.join(common_dir, "worktrees")))
+        except OSError:
+            linked = []
+        for name in linked:
+            folder = os.path.join(common_dir, "worktrees", name)
+            if _lstat_kind(folder) != "folder":
+                continue
+            for file, kind, why, content in GIT_DIR_METADATA:
+                self.add(os.path.join(folder, file), kind,
+                         f"the linked worktree {name}'s {file}: {why}", content=content)
+
+    def shown(self, path: str) -> str:
+        """A path as a message shows it: from the top when inside it."""
+        return os.path.relpath(path, self.top) if _within(path, self.top) else path
+
+    def bare_top(self) -> None:
+        """Keep the top from becoming a bare repository, or protect the one it is.
+
+        git's discovery (setup.c, is_git_directory) takes a folder for a git directory
+        when its HEAD is a valid ref first of all, then objects/ and refs/: a sandbox
+        that made HEAD, objects/, refs/ and a config here would run that config on the
+        person's next git command in the folder or below it. HEAD held (an empty file
+        is no valid ref) is enough to keep the folder from passing; where the top is a
+        bare repository already, what git reads there to run anything is protected.
+        """
+        head = os.path.join(self.top, "HEAD")
+        if _lstat_kind(os.path.join(self.top, "objects")) == "folder" and \
+                _lstat_kind(os.path.join(self.top, "refs")) == "folder" and \
+                _lstat_kind(head) == "file":
+            self.commit, commit = True, self.commit
+            try:
+                self.git_metadata(self.top, self.top, "the bare repository at the top: ")
+            finally:
+                self.commit = commit
+            if not commit:
+                self.add(head, "file", BARE_REASON)
+            return
+        self.add(head, "file", BARE_REASON)
 
     def git_settings(self, repository: _Repository) -> tuple[list[str], bool]:
         """Follow the repository's settings, and the person's own (system and global):
@@ -655,10 +745,36 @@ def _read_gitfile(path: str) -> str | None:
     return text.decode("utf-8", "surrogateescape") or None
 
 
-def analyze(top: str, *, home: str) -> DotFiles:
+def populated_submodules(top: str) -> frozenset[str]:
+    """The gitlinks of `top`'s repository whose folder holds a .git: the submodules a
+    `git status` at the top runs `git status` in, with their own settings.
+
+    Under files.commit the index is writable, so a sandbox can add a gitlink and make
+    a repository in the folder it names, whose settings the person's next `git status`
+    at the top would run: the run compares this before and after, and says so.
+    """
+    dot_git = os.path.join(top, ".git")
+    git_dir = dot_git
+    if _lstat_kind(dot_git) == "file":
+        target = _read_gitfile(dot_git)
+        if target is None:
+            return frozenset()
+        git_dir = os.path.join(top, target)
+    sha256 = False
+    config = _read_small(os.path.join(git_dir, "config"), limit=1 << 20)
+    if config is not None:
+        sha256 = any(key == "extensions.objectformat" and (value or "").lower() == "sha256"
+                     for key, value in parse_git_config(config.decode("utf-8", "replace")))
+    return frozenset(path for path in _gitlinks(os.path.join(git_dir, "index"), sha256)
+                     if _lstat_kind(os.path.join(top, path, ".git")) != "missing")
+
+
+def analyze(top: str, *, home: str, commit: bool = False) -> DotFiles:
     """The dot files at the top of the write grant `top` (resolved, no links in it).
 
-    `home` expands `~/` in git's settings. Reads files only; never raises for what it
-    finds (a file it cannot read protects what its name alone says).
+    `home` expands `~/` in git's settings. `commit` (files.commit): the repository's
+    git directory is protected by what git reads to decide what to run, not whole.
+    Reads files only; never raises for what it finds (a file it cannot read protects
+    what its name alone says).
     """
-    return _Analysis(os.path.normpath(top), home).run()
+    return _Analysis(os.path.normpath(top), home, commit=commit).run()

@@ -33,6 +33,7 @@ class Grant(NamedTuple):
     line: int | None
     dot_files_writable: bool = False
     is_dir: bool = True
+    commit: bool = False
 
 
 class Program(NamedTuple):
@@ -217,7 +218,7 @@ class _Resolver:
                 if rule.access in ("read", "write") and outer is None:
                     roots.append((path, target))
             grants[i] = Grant(rule.name, target, rule.access, rule.reason, rule.key,
-                              rule.line, rule.dot_files_writable, is_dir)
+                              rule.line, rule.dot_files_writable, is_dir, rule.commit)
         ordered = self.check_contradictions(tuple(grants[i] for i in range(len(rules))))
         return Snapshot(
             version=SNAPSHOT_VERSION,

@@ -36,6 +36,7 @@ def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
     data["grants"] = [
         {k: g[k] for k in (_GRANT_FIELDS if g["access"] in ("read", "write")
                            else _CLOSING_FIELDS)}
+        | ({"commit": True} if g.get("commit") else {})  # absent before files.commit
         for g in data["grants"]
     ]
     return data

@@ -63,36 +63,44 @@ Kind = Literal["file", "folder"]
 class Wanted:
     """A path the plan binds read-only that may need a placeholder: made when missing,
     joined when it is a registered placeholder, left alone when it is the person's.
-    Immutable, compared by value."""
+    `content` is what a file placeholder holds (empty by default): a file the tool reads
+    must read as harmless while held, and for some only a content does (git dies on an
+    empty `commondir`; one holding `.` names the git directory itself). Immutable,
+    compared by value."""
 
-    __slots__ = ("kind", "path")
+    __slots__ = ("content", "kind", "path")
     path: str
     kind: Kind
+    content: bytes
 
-    def __init__(self, path: str, kind: Kind) -> None:
+    def __init__(self, path: str, kind: Kind, content: bytes = b"") -> None:
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "content", content)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Wanted is immutable: {name}")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Wanted) and (self.path, self.kind) == (other.path, other.kind)
+        return isinstance(other, Wanted) and (self.path, self.kind, self.content) == (
+            other.path, other.kind, other.content)
 
     def __hash__(self) -> int:
-        return hash((self.path, self.kind))
+        return hash((self.path, self.kind, self.content))
 
     def __repr__(self) -> str:
-        return f"Wanted({self.path!r}, {self.kind!r})"
+        extra = f", {self.content!r}" if self.content else ""
+        return f"Wanted({self.path!r}, {self.kind!r}{extra})"
 
 
 class _Entry:
-    __slots__ = ("device", "holders", "inode", "kind", "path")
+    __slots__ = ("content", "device", "holders", "inode", "kind", "path")
 
     def __init__(self, path: str, kind: Kind, device: int, inode: int,
-                 holders: list[str]) -> None:
+                 holders: list[str], *, content: bytes = b"") -> None:
         self.path, self.kind, self.device, self.inode = path, kind, device, inode
         self.holders = holders
+        self.content = content
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Entry) and all(
@@ -137,17 +145,22 @@ def _parse(data: bytes) -> dict[str, _Entry]:
     if lines[0] != _HEADER:
         return entries
     for line in lines[1:]:
-        parts = line.split(b" ", 4)
-        if len(parts) != 5 or parts[0] not in (b"d", b"f"):
+        # d and f: `KIND DEV INO HOLDERS PATH`; c, a file with content: `c DEV INO
+        # HOLDERS HEX PATH` (a start that knew only d and f forgets c lines).
+        parts = line.split(b" ", 5 if line.startswith(b"c ") else 4)
+        if len(parts) not in (5, 6) or parts[0] not in (b"d", b"f", b"c"):
             continue
         try:
             device, inode = int(parts[1]), int(parts[2])
+            content = bytes.fromhex(parts[4].decode()) if parts[0] == b"c" else b""
         except ValueError:
             continue
+        if (parts[0] == b"c") != (len(parts) == 6):
+            continue
         holders = [] if parts[3] == b"-" else parts[3].decode("ascii", "replace").split(",")
-        path = _unescape(parts[4])
+        path = _unescape(parts[-1])
         entries[path] = _Entry(path, "folder" if parts[0] == b"d" else "file", device, inode,
-                               holders)
+                               holders, content=content)
     return entries
 
 
@@ -155,6 +168,11 @@ def _render(entries: dict[str, _Entry]) -> bytes:
     lines = [_HEADER]
     for entry in entries.values():
         holders = ",".join(entry.holders).encode() or b"-"
+        if entry.content:
+            lines.append(b"c %d %d %s %s %s" % (entry.device, entry.inode, holders,
+                                                entry.content.hex().encode(),
+                                                _escape(entry.path)))
+            continue
         lines.append(b"%s %d %d %s %s" % (b"d" if entry.kind == "folder" else b"f",
                                           entry.device, entry.inode, holders,
                                           _escape(entry.path)))
@@ -329,7 +347,8 @@ class Placeholders:
                     # Listed before made, identity unknown: a kill between the mkdir and
                     # the next write leaves an entry the next start can prune.
                     for item in to_make:
-                        entries[item.path] = _Entry(item.path, item.kind, 0, 0, [held.token])
+                        entries[item.path] = _Entry(item.path, item.kind, 0, 0, [held.token],
+                                                    content=item.content)
                     before = self._save(entries, before, made=False)
                     for item in to_make:
                         if _make(entries[item.path], parents):
@@ -457,8 +476,13 @@ def _make(entry: _Entry, parents: _Parents) -> bool:
         if entry.kind == "folder":
             os.mkdir(name, 0o755, dir_fd=parent)
         else:
-            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                             | os.O_CLOEXEC, 0o644, dir_fd=parent))
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o644, dir_fd=parent)
+            try:
+                if entry.content:
+                    os.write(fd, entry.content)
+            finally:
+                os.close(fd)
     except FileExistsError:
         if _lstat_in(parents, entry.path) is None:
             raise
@@ -489,7 +513,8 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
     try:
         if entry.kind == "folder":
             os.rmdir(name, dir_fd=parent)
-        elif info.st_size == 0 and stat.S_ISREG(info.st_mode):
+        elif stat.S_ISREG(info.st_mode) and _holds_only(parent, name, entry.content,
+                                                         info.st_size):
             os.unlink(name, dir_fd=parent)
         else:
             return True  # written to: the person's now
@@ -501,3 +526,20 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
         nested = [p for p in entries if p.startswith(prefix)]
         return not nested
     return True
+
+
+def _holds_only(parent: int, name: str, content: bytes, size: int) -> bool:
+    """Whether the file still holds just what the placeholder was made with."""
+    if size != len(content):
+        return False
+    if not content:
+        return True
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                     dir_fd=parent)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(content) + 1) == content
+    finally:
+        os.close(fd)

@@ -109,7 +109,7 @@ class PathRule(NamedTuple):
     `name` is as written (`~/proj`, `.`, `$LNK_HOME/agents/a`); `key`/`line` point at
     the spec when the rule came from it, else None with `reason` saying who added it.
     `dot_files_writable` marks write grants listed in `write_dot_files` (and agents'
-    and sessions' own folders).
+    and sessions' own folders); `commit`, those listed in `files.commit`.
     """
 
     name: str
@@ -119,6 +119,7 @@ class PathRule(NamedTuple):
     key: str | None = None
     line: int | None = None
     dot_files_writable: bool = False
+    commit: bool = False
 
 
 class Policy(NamedTuple):
@@ -141,6 +142,7 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
     rules: list[PathRule] = []
     named: set[str] = set()
     dot_files = set(spec.files.write_dot_files)
+    commit = set(spec.files.commit)
     for access, grants in (
         ("read", spec.files.read),
         ("write", spec.files.write),
@@ -157,6 +159,7 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
                     key=grant.key,
                     line=grant.line,
                     dot_files_writable=grant.path in dot_files,
+                    commit=grant.path in commit,
                 )
             )
     for name in DEFAULT_HIDES:

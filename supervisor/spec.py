@@ -28,7 +28,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PROGRAM_NAME = re.compile(r"^[^/\x00]+$")
 
 _TOP_KEYS = ("agent", "session", "files", "commands", "network", "env")
-_FILES_KEYS = ("read", "write", "hide", "write_dot_files")
+_FILES_KEYS = ("read", "write", "hide", "write_dot_files", "commit")
 _GRANT_TABLE_KEYS = ("path", "optional")
 
 
@@ -51,13 +51,17 @@ class Files(NamedTuple):
     """`[files]`. Empty tuples mean no such grant.
 
     `write_dot_files` lists write grants (as written) whose top-level dot files stay
-    writable; absent, every written folder's dot files are read-only.
+    writable; absent, every written folder's dot files are read-only. `commit` lists
+    write grants whose git repository may be committed to: its objects, refs, index and
+    logs writable, what git reads to decide what to run (settings, hooks, commondir...)
+    still read-only; absent, .git is read-only whole.
     """
 
     read: tuple[PathGrant, ...] = ()
     write: tuple[PathGrant, ...] = ()
     hide: tuple[PathGrant, ...] = ()
     write_dot_files: tuple[str, ...] = ()
+    commit: tuple[str, ...] = ()
 
 
 class Commands(NamedTuple):
@@ -253,19 +257,20 @@ class _Validator:
                     "at your next login (.bashrc, .profile, .ssh, autostart)",
                     hint="grant folders inside home instead, such as '~/projects/x'",
                 )
-        dot_files = tuple(
-            self.string_list(table.get("write_dot_files", []), "files.write_dot_files")
-        )
         written = {g.path for g in write}
-        for i, text in enumerate(dot_files):
-            key = f"files.write_dot_files[{i}]"
-            if self.path_text(text, key) not in written:
-                raise self.error(
-                    key,
-                    f"{text!r} is not one of files.write",
-                    hint="write_dot_files names folders the sandbox writes, as written there",
-                )
-        return Files(read, write, hide, tuple(self.path_text(t, "") for t in dot_files))
+        named: dict[str, tuple[str, ...]] = {}
+        for list_key in ("write_dot_files", "commit"):
+            texts = tuple(self.string_list(table.get(list_key, []), f"files.{list_key}"))
+            for i, text in enumerate(texts):
+                key = f"files.{list_key}[{i}]"
+                if self.path_text(text, key) not in written:
+                    raise self.error(
+                        key,
+                        f"{text!r} is not one of files.write",
+                        hint=f"{list_key} names folders the sandbox writes, as written there",
+                    )
+            named[list_key] = tuple(self.path_text(t, "") for t in texts)
+        return Files(read, write, hide, named["write_dot_files"], named["commit"])
 
     def commands(self, value: object) -> Commands:
         table = self.table(value, "commands", ("programs",))

@@ -12,7 +12,7 @@ from ..events import EventLog, say
 from ..grants import Snapshot
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
-from .confine import Layers, inner_config, root_host_network_problem
+from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
 from .plan import HostLayout, LaunchPlan, build_plan
@@ -59,12 +59,6 @@ def decide_layers(snapshot: Snapshot, cache: CheckCache, *, learn: bool = False)
             hint="run on a kernel with Landlock (Linux 5.13+, with landlock in the lsm= "
             "list), or remove [commands] programs so that any program may run",
         )
-    problem = root_host_network_problem(root_mode=os.geteuid() == 0,
-                                        network_mode=snapshot.network_mode, abi=abi)
-    if problem:
-        raise ConfinementError(problem, hint='use [network] mode = "proxy" (or "none"), '
-                               "run it as a user other than root, or a kernel with Landlock "
-                               "ABI 6")
     watched = learn or snapshot.programs is not None
     listener, sealed = watch_support(cache) if watched else (False, False)
     if learn and not listener:
@@ -184,8 +178,29 @@ def launch_and_supervise(
         events.close()
 
 
+def _committed_tops(snapshot: Snapshot) -> dict[str, frozenset[str]]:
+    """The populated submodules of each folder opened for committing, before the run."""
+    from ..dotfiles import populated_submodules
+
+    return {g.target: populated_submodules(g.target) for g in snapshot.grants
+            if g.access == "write" and g.commit and g.target and not g.dot_files_writable}
+
+
+def _say_new_submodules(before: dict[str, frozenset[str]]) -> None:
+    from ..dotfiles import populated_submodules
+
+    for top, seen in before.items():
+        for path in sorted(populated_submodules(top) - seen):
+            say(f"the sandbox added the submodule {path} in {top} (a gitlink in the index "
+                "and a repository in its folder): a git status there now runs that "
+                f"repository's settings; read {os.path.join(top, path, '.git')} first, or "
+                f"drop it with `git rm --cached {path}`")
+
+
 def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
+    committed = _committed_tops(snapshot)
     outcome = launch_and_supervise(snapshot, argv, report=report)
+    _say_new_submodules(committed)
     if outcome.problem is not None:
         raise outcome.problem
     if outcome.exec_failure is not None:

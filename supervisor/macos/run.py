@@ -54,7 +54,8 @@ def protections(snapshot: Snapshot) -> list[Protected]:
     for grant in snapshot.visible():
         if grant.access == "write" and not grant.dot_files_writable and grant.is_dir:
             assert grant.target is not None
-            found.extend(analyze(grant.target, home=snapshot.home).protected)
+            found.extend(analyze(grant.target, home=snapshot.home,
+                                 commit=grant.commit).protected)
     return found
 
 

@@ -217,3 +217,41 @@ def test_describe_text_matches_its_golden_file(sandbox: Sandbox, name: str) -> N
     if os.environ.get("LNK_UPDATE_GOLDEN") == "1":
         golden.write_text(text)
     assert text == golden.read_text()
+
+
+def _repository(sandbox: Sandbox) -> None:
+    """The project as a real repository: a hooks folder its settings name, an included
+    settings file, and a submodule checked out."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c",
+           "protocol.file.allow=always", "-c", "safe.directory=*"]
+    inner = sandbox.base / "lib"
+    subprocess.run([*git, "init", "-q", str(inner)], check=True)
+    subprocess.run([*git, "-C", str(inner), "commit", "-q", "--allow-empty", "-m", "lib"],
+                   check=True)
+    project = sandbox.project
+    subprocess.run([*git, "init", "-q", str(project)], check=True)
+    (project / ".githooks").mkdir()
+    (project / ".githooks" / "pre-commit").write_text("#!/bin/sh\n")
+    (project / "shared.gitconfig").write_text("[core]\n\tautocrlf = false\n")
+    subprocess.run([*git, "-C", str(project), "config", "core.hooksPath", ".githooks"],
+                   check=True)
+    subprocess.run([*git, "-C", str(project), "config", "include.path", "../shared.gitconfig"],
+                   check=True)
+    subprocess.run([*git, "-C", str(project), "submodule", "add", "-q", str(inner), "lib"],
+                   check=True, capture_output=True)
+    subprocess.run([*git, "-C", str(project), "commit", "-q", "-m", "start"], check=True)
+    sandbox.chown()
+
+
+@pytest.mark.parametrize("opened", ["none", "commit", "write_dot_files"])
+def test_describe_shows_each_protection_of_a_repository(sandbox: Sandbox, opened: str) -> None:
+    """Every protection of a written repository, and exactly what each key opens."""
+    _repository(sandbox)
+    spec = 'files.write = ["."]\n' + ("" if opened == "none" else f'files.{opened} = ["."]\n')
+    done = sandbox.lnk("describe", spec=spec)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.replace(str(sandbox.base), "{BASE}").replace(str(sandbox.home), "{HOME}")
+    golden = GOLDEN / f"repository-{opened}.txt"
+    if os.environ.get("LNK_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.dotfiles import (
+    BARE_REASON,
     ENVRC_REASON,
     GIT_REASON,
     DotFiles,
@@ -109,6 +110,9 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
     assert list(dots.protected) == [
         Protected(f"{top}/.git", f"{top}/.git", "folder", False, f".git: {GIT_REASON}",
                   placeholder=f"{top}/.git"),
+        # An empty HEAD held: git's discovery cannot take the top for a bare repository.
+        Protected(f"{top}/HEAD", f"{top}/HEAD", "file", False, BARE_REASON,
+                  placeholder=f"{top}/HEAD"),
         # A missing .envrc is never held: direnv runs only what you allowed.
         Protected(f"{top}/.envrc", f"{top}/.envrc", "file", False, ENVRC_REASON),
         Protected(f"{top}/.vscode", f"{top}/.vscode", "folder", False, VSCODE,

@@ -1,0 +1,217 @@
+"""What runs as the person outside, beyond .git's own files: a top that becomes a bare
+repository, and committing through files.commit without opening what git runs.
+
+Each attack plants from inside a real sandbox (root mode and the unprivileged user),
+then runs the person's real git outside, as the same user, and shows the payload never
+ran; a control with files.write_dot_files runs the same plants and they do run, so the
+tests pass because the sandbox refused, not because the plants or triggers were broken.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support.git_host import attack, host_git, make_repository, markers, payload, ran
+from support.sandbox import Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+OK, EROFS, EBUSY, EEXIST = 0, errno.EROFS, errno.EBUSY, errno.EEXIST
+COMMIT = 'files.write = ["."]\nfiles.commit = ["."]\n'
+
+
+def _bare_plant(box: Sandbox, folder: Path, marker: str) -> dict[tuple[str, ...], int]:
+    """What makes `folder` (the working directory inside) a git directory with a
+    core.fsmonitor of the attacker's, and itself as its work tree: git status runs it."""
+    evil = payload(box, marker)
+    return {
+        ("make", "evil.sh", evil): OK,
+        ("mkdir", "objects"): OK,
+        ("mkdir", "refs"): OK,
+        ("mkdir", "refs/heads"): OK,
+        ("write", "config",
+         f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+         f"\tworktree = {folder}\n\tfsmonitor = {folder}/evil.sh\n"): OK,
+    }
+
+
+def test_a_top_without_git_cannot_become_a_bare_repository(sandbox: Sandbox) -> None:
+    markers(sandbox)
+    plant = _bare_plant(sandbox, sandbox.project, "bare-top")
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = EROFS  # held for the run
+    attack(sandbox, plant)
+    done = host_git(sandbox, "status", check=False)
+    assert "not a git repository" in done.stderr, done
+    assert ran(sandbox) == []
+
+
+def test_a_written_folder_inside_a_repository_cannot_shadow_it(sandbox: Sandbox) -> None:
+    """write = ["./src"] inside a real repository: a bare repository made in src would
+    be the one git finds there first, before the person's own."""
+    make_repository(sandbox)
+    (sandbox.project / "src").mkdir()
+    sandbox.chown()
+    src = sandbox.project / "src"
+    plant = _bare_plant(sandbox, src, "shadow")
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = EROFS
+    attack(sandbox, plant, spec='files.write = ["."]\n', cwd=src)
+    host_git(sandbox, "status", cwd=src)
+    top = host_git(sandbox, "rev-parse", "--show-toplevel", cwd=src).stdout.strip()
+    assert top == str(sandbox.project)  # the person's own repository answered
+    assert ran(sandbox) == []
+
+
+def test_with_write_dot_files_the_top_becomes_a_bare_repository(sandbox: Sandbox) -> None:
+    """The control: the same plant with the folder's dot files opened runs on the host."""
+    markers(sandbox)
+    plant = _bare_plant(sandbox, sandbox.project, "bare-top")
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
+    attack(sandbox, plant, spec='files.write = ["."]\nfiles.write_dot_files = ["."]\n')
+    host_git(sandbox, "status", check=False)
+    assert ran(sandbox) == ["bare-top"]
+
+
+# -- committing, with what git runs closed ---------------------------------------------------
+
+GIT_WORK = [
+    ("write", "work.txt", "one\n"),
+    ("git", "add", "work.txt"),
+    ("git", "commit", "-qm", "from inside"),
+    ("write", "work.txt", "two\n"),
+    ("git", "stash", "-q"),
+    ("git", "stash", "pop", "-q"),
+    ("git", "branch", "side"),
+    ("git", "commit", "-qam", "second"),
+    ("git", "rebase", "-q", "side"),
+    ("git", "worktree", "add", "-q", "wt"),
+]
+
+
+def _committer(box: Sandbox) -> str:
+    return ("[env]\nset = { GIT_AUTHOR_NAME = \"A\", GIT_AUTHOR_EMAIL = \"a@example.com\", "
+            "GIT_COMMITTER_NAME = \"A\", GIT_COMMITTER_EMAIL = \"a@example.com\" }\n")
+
+
+def test_files_commit_lets_git_work(sandbox: Sandbox) -> None:
+    make_repository(sandbox)
+    attack(sandbox, {action: "exit 0" if action[0] == "git" else OK for action in GIT_WORK},
+           spec=COMMIT + _committer(sandbox))
+    log = host_git(sandbox, "log", "--format=%s").stdout.split()
+    assert log[:2] == ["second", "inside"] or log[:3] == ["second", "from", "inside"]
+    assert (sandbox.project / "wt" / "README").exists()
+    assert not (sandbox.project / ".git" / "commondir").exists()  # the placeholder went
+
+
+def _commit_plants(box: Sandbox) -> dict[tuple[str, ...], int | str]:
+    evil = payload(box, "commit-plant")
+    fsmonitor = f"[core]\n\tfsmonitor = {box.project}/evil.sh\n"
+    return {
+        ("make", "evil.sh", evil): OK,
+        ("append", ".git/config", fsmonitor): EROFS,
+        ("replace", ".git/config", fsmonitor): EBUSY,
+        ("write", ".git/hooks/post-commit", evil): EROFS,
+        ("write", ".git/hooks/pre-commit", evil): EROFS,
+        ("write", ".git/commondir", f"{box.project}/evil-git\n"): EROFS,
+        ("write", ".git/config.worktree", fsmonitor): EROFS,
+        ("write", ".git/info/attributes", "* filter=evil\n"): EROFS,
+        ("mkdir", ".git/modules/x"): EROFS,
+        ("rename", ".git", "moved-git"): EBUSY,
+        ("write", ".git/worktrees/other/commondir", f"{box.project}/evil-git\n"): EROFS,
+        ("write", ".git/worktrees/other/config.worktree", fsmonitor): EROFS,
+    }
+
+
+def test_files_commit_keeps_what_git_runs_closed(sandbox: Sandbox) -> None:
+    """Each place git reads to decide what to run, written from inside under
+    files.commit; then the person's git outside, in the repository and in a linked
+    worktree of theirs, runs status, commit and diff: nothing planted runs."""
+    make_repository(sandbox)
+    host_git(sandbox, "worktree", "add", "-q", str(sandbox.base / "other"))
+    markers(sandbox)
+    attack(sandbox, _commit_plants(sandbox), spec=COMMIT + _committer(sandbox))
+    host_git(sandbox, "status")
+    (sandbox.project / "README").write_text("changed\n")
+    host_git(sandbox, "commit", "-qam", "by the person")
+    host_git(sandbox, "status", cwd=sandbox.base / "other")
+    host_git(sandbox, "diff", cwd=sandbox.base / "other")
+    assert ran(sandbox) == ["person-post-commit"]  # the person's own hook: the host runs hooks
+
+
+def test_with_write_dot_files_the_commit_plants_run(sandbox: Sandbox) -> None:
+    """The control: the same plants with .git opened whole run on the host."""
+    make_repository(sandbox)
+    markers(sandbox)
+    evil = payload(sandbox, "commit-plant")
+    attack(sandbox, {("make", "evil.sh", evil): OK,
+                     ("append", ".git/config",
+                      f"[core]\n\tfsmonitor = {sandbox.project}/evil.sh\n"): OK},
+           spec='files.write = ["."]\nfiles.write_dot_files = ["."]\n')
+    host_git(sandbox, "status")
+    assert "commit-plant" in ran(sandbox)
+
+
+def test_a_submodule_added_under_files_commit_is_said(sandbox: Sandbox) -> None:
+    """The index is writable to commit: a gitlink and a repository in its folder would
+    make the person's git status at the top run that repository's settings. The run
+    says so, naming the way out."""
+    make_repository(sandbox)
+    script = ("set -e; echo STARTED; mkdir sub; cd sub; git init -q; "
+              "git commit -q --allow-empty -m s; cd ..; "
+              "git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub")
+    done = sandbox.run("/bin/sh", "-c", script, spec=COMMIT + _committer(sandbox))
+    assert done.stdout.startswith("STARTED") and done.returncode == 0, done
+    assert "added the submodule sub" in done.stderr
+    assert "git rm --cached sub" in done.stderr
+    plain = sandbox.run("/bin/true", spec=COMMIT)
+    assert "submodule" not in plain.stderr  # said once, for what this run added
+
+
+def test_a_placeholder_commondir_reads_as_the_git_directory_itself(sandbox: Sandbox) -> None:
+    """While a run holds `.git/commondir` (missing), the person's own git outside goes
+    on working: it holds `.`, which names the git directory, where an empty file would
+    make git die."""
+    make_repository(sandbox)
+    lnk = subprocess.Popen(
+        [*sandbox.who.prefix, *sandbox_command(sandbox, COMMIT)],
+        cwd=sandbox.project, env=sandbox.env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert lnk.stdout is not None
+        assert lnk.stdout.readline().strip() == "READY"
+        assert (sandbox.project / ".git" / "commondir").read_text() == "."
+        done = host_git(sandbox, "status", "--short")
+        assert done.returncode == 0
+        assert host_git(sandbox, "rev-parse", "--git-common-dir").stdout.strip() in (
+            ".git", str(sandbox.project / ".git"))
+    finally:
+        lnk.kill()
+        lnk.wait()
+        if lnk.stdout is not None:
+            lnk.stdout.close()
+
+
+def sandbox_command(box: Sandbox, spec: str) -> list[str]:
+    from support.sandbox import LNK
+
+    path = box.write_spec(spec)
+    return [LNK, "sandbox", "run", "--spec", str(path), "--yes", "--", "/bin/sh", "-c",
+            "echo READY; sleep 30"]
+
+
+def test_the_person_commits_in_a_linked_worktree_after_files_commit(sandbox: Sandbox) -> None:
+    """A linked worktree of the person's, elsewhere: its own git directory's files are
+    held too, and its status and commit run nothing planted."""
+    make_repository(sandbox)
+    other = sandbox.base / "other"
+    host_git(sandbox, "worktree", "add", "-q", str(other))
+    markers(sandbox)
+    before = sorted(os.listdir(sandbox.project / ".git" / "worktrees" / "other"))
+    attack(sandbox, _commit_plants(sandbox), spec=COMMIT)
+    assert sorted(os.listdir(sandbox.project / ".git" / "worktrees" / "other")) == before
+    (other / "README").write_text("in the worktree\n")
+    host_git(sandbox, "commit", "-qam", "worktree", cwd=other)
+    assert ran(sandbox) == ["person-post-commit"]
