@@ -8,10 +8,14 @@ JSON and exits 0 when the spec can launch here, 1 when not.
 from __future__ import annotations
 
 import platform
+import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import SandboxError
+
+if TYPE_CHECKING:
+    from .macos.check import MacMachine
 
 GAP_LOADER = (
     "the dynamic loader runs any file it can read (`ld.so ./x`): Landlock's execute "
@@ -49,7 +53,7 @@ class Machine:
 
 @dataclass
 class Report:
-    machine: Machine
+    machine: Machine | MacMachine
     spec: str
     can_launch: bool
     layers: list[str] = field(default_factory=list)
@@ -93,7 +97,12 @@ def probe_machine(lnk_home: str) -> Machine:
 
 
 def check(spec_path: str | None) -> Report:
-    """Probe the machine and judge the spec's effective policy against it."""
+    """Probe the machine and judge the spec's effective policy against it. On a Mac,
+    the Mac is asked (macos/check.py): no Linux interface is touched there."""
+    if sys.platform == "darwin":
+        from .macos.check import check_macos
+
+        return check_macos(spec_path)
     from .policy import Context
     from .run import snapshot_for
 
@@ -146,6 +155,10 @@ def check(spec_path: str | None) -> Report:
 
 def render(report: Report) -> str:
     m = report.machine
+    if not isinstance(m, Machine):
+        from .macos.check import render_macos
+
+        return render_macos(report)
     yes = {True: "yes", False: "no"}
     lines = [
         f"machine: {m.os} {m.kernel}",
