@@ -2,9 +2,10 @@
 """The macOS probe: what a real Mac does with the rules lnk-sandbox's profile relies on.
 
 Run it on a Mac, from the repository, as the person who will use lnk-sandbox (not as
-root), in about a minute:
+root), in about a minute, with a Python 3.11 or newer:
 
-    .venv/bin/python tools/macos_probe.py            # or: python3 tools/macos_probe.py
+    python3 -m venv .venv && .venv/bin/pip install -q -e .
+    .venv/bin/python tools/macos_probe.py
 
 It prints, for each probe, what was expected and what happened, and writes the same as
 JSON (macos-probe-<version>-<time>.json in the working folder, or --out FILE): send that
