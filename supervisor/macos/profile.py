@@ -50,8 +50,7 @@ The order, each layer after what it narrows (DESIGN, "macOS mechanism"):
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -60,10 +59,13 @@ from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
 from . import system
 from .programs import Companion
+from .regexes import REGEX_LIMIT, any_case, any_case_regexes, chunks, fold, regex_escape
+
+__all__ = ["FOLD_AT", "REGEX_LIMIT", "MacHost", "Profile", "any_case", "any_case_regexes",
+           "compile_profile", "fold", "readable", "regex_escape", "sandbox_exec_argv"]
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 FOLD_AT = 16
-REGEX_LIMIT = 900
 
 READ_OPS = ("file-read*", "file-test-existence", "file-map-executable")
 WRITE_OPS = (*READ_OPS, "file-write*", "network-outbound", "network-bind")
@@ -205,74 +207,6 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def regex_escape(path: str) -> str:
-    """A path as a POSIX extended regex matching itself."""
-    return re.sub(r"([\\.\[\]()*+?{}|^$])", r"\\\1", path)
-
-
-def any_case(path: str, *, fixed: int = 0) -> str:
-    """A path as a regex matching it in any letter case of its ASCII letters, but for
-    its first `fixed` characters, matched as they are."""
-    head = regex_escape(path[:fixed])
-    tail = "".join(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha()
-                   else regex_escape(c) for c in path[fixed:])
-    return head + tail
-
-
-def _chunks(paths: Sequence[str], *, subpath: bool, limit: int,
-            escape: Callable[[str], str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
-    """Paths as anchored regexes of at most `limit` bytes, each with the paths it holds;
-    and the paths too long to fold (and "/")."""
-    tail = "(/.*)?$" if subpath else "$"
-    done: list[tuple[str, list[str]]] = []
-    alone: list[str] = []
-    chunk: list[tuple[str, str]] = []  # (path, escaped)
-
-    def render(items: list[str]) -> str:
-        return "^(" + "|".join(items) + ")" + tail
-
-    for path in paths:
-        escaped = escape(path)
-        if path == "/" or len(render([escaped]).encode()) > limit:
-            alone.append(path)
-            continue
-        if chunk and len(render([*(e for _, e in chunk), escaped]).encode()) > limit:
-            done.append((render([e for _, e in chunk]), [p for p, _ in chunk]))
-            chunk = []
-        chunk.append((path, escaped))
-    if chunk:
-        done.append((render([e for _, e in chunk]), [p for p, _ in chunk]))
-    return done, alone
-
-
-def fold(paths: Sequence[str], *, subpath: bool, limit: int = REGEX_LIMIT) -> tuple[
-        list[str], list[str]]:
-    """Paths as anchored regexes of at most `limit` bytes; (regexes, paths too long to fold).
-
-    A subpath regex matches the path and everything below it: `^(a|b)(/.*)?$`."""
-    done, alone = _chunks(paths, subpath=subpath, limit=limit, escape=regex_escape)
-    return [regex for regex, _ in done], alone
-
-
-def any_case_regexes(paths: Sequence[str], *, subpath: bool, limit: int = REGEX_LIMIT
-                     ) -> list[tuple[str, list[str]]]:
-    """Regexes matching `paths` (and, for `subpath`, what is below them) in any letter
-    case, each of at most `limit` bytes. A path too long for that keeps its first
-    characters as they are (the folders that exist, whose stored names a lookup finds)
-    and takes any case in the rest; "/" needs none."""
-    done, alone = _chunks(paths, subpath=subpath, limit=limit, escape=any_case)
-    tail = "(/.*)?$" if subpath else "$"
-    for path in alone:
-        if path == "/":
-            continue
-        for fixed in range(len(path) + 1):
-            regex = "^(" + any_case(path, fixed=fixed) + ")" + tail
-            if len(regex.encode()) <= limit:
-                done.append((regex, [path]))
-                break
-    return done
-
-
 class _Compiler:
     def __init__(self, snapshot: Snapshot, protected: Iterable[Protected], host: MacHost,
                  learn: bool):
@@ -404,9 +338,9 @@ class _Compiler:
             whys = {f.path: f.why for f in filters}
             for subpath in (True, False):
                 paths = [p for p, s in subpaths.items() if s == subpath]
-                chunks, alone = _chunks(paths, subpath=subpath, limit=REGEX_LIMIT,
-                                        escape=regex_escape)
-                for regex, held in chunks:
+                folded, alone = chunks(paths, subpath=subpath, limit=REGEX_LIMIT,
+                                       escape=regex_escape)
+                for regex, held in folded:
                     name = self.params.regex(prefix, regex, "folded: " + ", ".join(
                         whys[p] for p in held))
                     items.append((f'(regex (param "{name}"))', f"{len(regex.encode())} bytes"))
