@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from ..errors import SandboxError
 from ..grants import Snapshot
 from .host import sandboxed
+from .logparse import READY_PREFIX
 from .logwatch import LOG, why_log_failed
 from .probe import run_probe
 from .profile import SANDBOX_EXEC
@@ -112,7 +113,7 @@ def ask_log(log: str, wait: float) -> tuple[bool, str]:
                     said += pipe.read() or b""
                 except BlockingIOError:
                     pass
-            if b"Filtering the log data" in said:
+            if READY_PREFIX.encode() in said:
                 return True, "allowed for this account"
             if stream.poll() is not None:
                 for pipe in (stream.stdout, stream.stderr):

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+# `log stream`'s first line: it runs (for this account), not proof it sees reports yet.
 READY_PREFIX = "Filtering the log data using "
 KERNEL_IMAGE = "/kernel"
 SANDBOX_SENDER = "/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox"
@@ -89,11 +90,6 @@ def parse_message(message: str) -> Report | None:
         target=match["target"] or "",
         repeats=int(match["dups"]) if match["dups"] else 1,
     )
-
-
-def is_ready(line: str) -> bool:
-    """`log stream`'s first line, printed once its predicate is in place."""
-    return line.startswith(READY_PREFIX)
 
 
 def parse_line(line: str) -> Report | None:

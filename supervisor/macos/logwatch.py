@@ -40,7 +40,7 @@ import anyio
 
 from ..events import EventLog
 from ..linux.watch import Executed
-from .logparse import Report, is_ready, parse_record
+from .logparse import Report, parse_record
 
 LOG = "/usr/bin/log"
 # The kernel's Sandbox reports of execs only: every other deny of the profile is
@@ -213,11 +213,9 @@ class LogStream:
         self.errors_fd: int | None = None
         self.errors = b""
         self.status: int | None = None
-        self.attached = False
         self.ended = False
         self.last_line = 0.0
         self._skipping = False
-        self._changed: anyio.Event | None = None
 
     def start(self) -> None:
         read_end, write_end = os.pipe()
@@ -285,9 +283,9 @@ class LogStream:
                               self.errors.decode("utf-8", "replace"), self.argv[0])
 
     async def read(self) -> None:
-        """Read until the stream ends; the attached line noted, every other parsed."""
+        """Read until the stream ends, each whole line parsed (the banner and anything
+        else not an ndjson record are not reports)."""
         assert self.fd is not None
-        self._changed = anyio.Event()
         buffer = b""
         try:
             while True:
@@ -312,31 +310,11 @@ class LogStream:
                     self._skipping = True
         finally:
             self.ended = True
-            self._notify()
 
     def _line(self, text: str) -> None:
-        if not self.attached and is_ready(text):
-            self.attached = True
-            self._notify()
-            return
         report = parse_record(text) if text.startswith("{") else None
         if report is not None:
             self.on_report(report)
-
-    def _notify(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = anyio.Event()
-
-    async def wait_attached(self, timeout: float) -> bool:
-        """Wait until the stream says it is attached; False after `timeout` or its end."""
-        with anyio.move_on_after(timeout):
-            while not self.attached and not self.ended:
-                if self._changed is None:
-                    await anyio.sleep(0.001)  # `read` has not started yet
-                else:
-                    await self._changed.wait()
-        return self.attached
 
     async def settle(self, *, quiet: float, limit: float) -> None:
         """After the program ended: read on until no line came for `quiet` seconds, at

@@ -454,14 +454,13 @@ def _run_loop(main: Callable[[], Awaitable[int]]) -> int:
     return anyio.run(main, backend="asyncio", backend_options=options)
 
 
-def preflight_macos(snapshot: Snapshot, *, sandbox_exec: str = SANDBOX_EXEC,
-                    nested: Callable[[], bool] = sandboxed) -> None:
+def preflight_macos(snapshot: Snapshot, *, sandbox_exec: str = SANDBOX_EXEC) -> None:
     """What a launch checks before starting sandbox-exec, without starting the command:
-    for a command saved to run later (the probe runs then, at its launch)."""
+    for a command saved to run later. Not nesting, nor the probe: `wrap` may be run
+    inside an agent's sandbox for a service that runs the command outside; the launch
+    asks both then."""
     if not os.access(sandbox_exec, os.X_OK):
         raise LaunchError(f"{sandbox_exec} is missing", hint="sandbox-exec ships with macOS")
-    if nested():
-        raise NESTED
     prepare(snapshot, temp=None, toolchain=Toolchain(), with_terminals=False)
 
 

@@ -15,7 +15,6 @@ from supervisor.macos.logparse import (
     KERNEL_IMAGE,
     SANDBOX_SENDER,
     Report,
-    is_ready,
     parse_line,
     parse_message,
     parse_record,
@@ -146,9 +145,8 @@ def test_what_is_not_a_report_is_ignored(line: str) -> None:
     assert parse_line(line) is None
 
 
-def test_the_ready_line_is_known() -> None:
-    assert is_ready('Filtering the log data using "(((processID == 0) AND ...)"')
-    assert not is_ready(RECORD)
+def test_the_ready_line_is_no_report() -> None:
+    assert parse_line('Filtering the log data using "(((processID == 0) AND ...)"') is None
 
 
 def test_only_the_first_line_of_a_message_counts() -> None:

@@ -167,19 +167,17 @@ def test_the_stream_reads_whole_lines_and_drops_an_overlong_one() -> None:
     script = script.replace("SENDER", repr(SANDBOX_SENDER))
     stream = LogStream([sys.executable, "-c", script], found.append)
 
-    async def main() -> bool:
+    async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(stream.read)
-            attached = await stream.wait_attached(10)
             with anyio.fail_after(10):
                 while not stream.ended:
                     await anyio.sleep(0.01)
             await stream.settle(quiet=0.05, limit=1)  # returns at once: the stream ended
-        return attached
 
     stream.start()
     try:
-        assert anyio.run(main)
+        anyio.run(main)
         assert stream.failure()[0] == f"`{sys.executable} stream` ended (a word on stderr)"
     finally:
         stream.stop()
@@ -192,19 +190,23 @@ def test_the_stream_reads_whole_lines_and_drops_an_overlong_one() -> None:
     stream.stop()  # again: nothing left to do
 
 
-def test_wait_attached_gives_up_when_the_stream_ends_silent() -> None:
-    stream = LogStream([sys.executable, "-c", "print('no ready line')"], lambda r: None)
+def test_a_stream_that_ends_says_how() -> None:
+    script = "import sys; print('no record'); sys.stderr.write('log: gone\\n'); sys.exit(3)"
+    found: list[Report] = []
+    stream = LogStream([sys.executable, "-c", script], found.append)
 
-    async def main() -> bool:
+    async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(stream.read)
-            attached = await stream.wait_attached(10)
-            group.cancel_scope.cancel()
-        return attached
+            with anyio.fail_after(10):
+                while not stream.ended:
+                    await anyio.sleep(0.01)
 
     stream.start()
     try:
-        assert anyio.run(main) is False and stream.ended
+        anyio.run(main)
+        assert stream.failure()[0] == f"`{sys.executable} stream` ended (log: gone)"
+        assert stream.status == 3 and found == []
     finally:
         stream.stop()
 
@@ -217,14 +219,15 @@ def test_stop_kills_a_stream_that_ignores_sigterm() -> None:
     pid = stream.pid
     assert pid is not None
 
-    async def main() -> bool:
+    async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(stream.read)
-            attached = await stream.wait_attached(10)
+            with anyio.fail_after(10):
+                while not stream.last_line:  # it runs, SIGTERM ignored already
+                    await anyio.sleep(0.01)
             group.cancel_scope.cancel()
-        return attached
 
-    assert anyio.run(main)
+    anyio.run(main)
     stream.stop(grace=0.2)
     assert process_facts(pid) is None
 
