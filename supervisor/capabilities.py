@@ -27,11 +27,12 @@ def boot_id() -> str:
 
 
 class CheckCache:
-    """Passed checks of this boot, in `$LNK_HOME/cache/checks.json`."""
+    """Passed checks of this boot, in `$LNK_HOME/cache/checks.json`. `boot` names the
+    boot where /proc does not (macOS's kern.bootsessionuuid)."""
 
-    def __init__(self, lnk_home: str):
+    def __init__(self, lnk_home: str, boot: str | None = None):
         self.path = os.path.join(lnk_home, "cache", "checks.json")
-        self.boot = boot_id()
+        self.boot = boot or boot_id()
         self.passed: dict[str, Any] = {}
         try:
             with open(self.path) as handle:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import SandboxError
+
+if TYPE_CHECKING:
+    from .macos.check import MacMachine
 
 GAP_LOADER = (
     "the dynamic loader runs any file it can read (`ld.so ./x`): Landlock's execute "
@@ -50,7 +54,7 @@ class Machine:
 
 @dataclass
 class Report:
-    machine: Machine
+    machine: Machine | MacMachine
     spec: str
     can_launch: bool
     layers: list[str] = field(default_factory=list)
@@ -94,7 +98,12 @@ def probe_machine(lnk_home: str) -> Machine:
 
 
 def check(spec_path: str | None) -> Report:
-    """Probe the machine and judge the spec's effective policy against it."""
+    """Probe the machine and judge the spec's effective policy against it. On a Mac,
+    the Mac is asked (macos/check.py): no Linux interface is touched there."""
+    if sys.platform == "darwin":
+        from .macos.check import check_macos
+
+        return check_macos(spec_path)
     from .policy import Context
     from .run import snapshot_for
 
@@ -154,6 +163,10 @@ def check(spec_path: str | None) -> Report:
 
 def render(report: Report) -> str:
     m = report.machine
+    if not isinstance(m, Machine):
+        from .macos.check import render_macos
+
+        return render_macos(report)
     yes = {True: "yes", False: "no"}
     lines = [
         f"machine: {m.os} {m.kernel}",

@@ -2,21 +2,28 @@
 allowed) what. Pure and total: any line gives a Report or None, never an exception.
 
 Facts (from the project's Seatbelt reference, quoting real records; not run here):
-- The reporter is the kernel: `processID` 0, `senderImagePath` ending in
-  `Sandbox.kext/Contents/MacOS/Sandbox`. The offender is named only inside the message:
+- The reporter is the kernel: `processID` 0, `userID` 0, `processImagePath` `/kernel`,
+  `senderImagePath` `/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox`.
+  The logging system stamps those from the emitter's identity, never from what it
+  logged, and os_log is open to any process, the sandboxed one too: a record missing
+  any of the four, or with another value, is someone's imitation and never a report
+  (rookery's TestOnlyKernelEmittedReportsAreAccepted, whose forgery was shown end to
+  end). Nothing else is trusted: not a `com.apple.sandbox.reporting` subsystem, which
+  any process may log under. The offender is named only inside the message:
   `Sandbox: <comm>(<pid>) deny(1) <operation> <target>`; `(with report)` rules give
   `Sandbox: <comm>(<pid>) allow <operation> <target>`.
 - Repeats are coalesced as `N duplicate reports for Sandbox: ...` (Codex's parser,
   anchored at `Sandbox:`, misses these; nono's handles them).
 - For an exec, `comm` is the name of the process that called exec (the parent's image,
   `sandbox-exec` for the command itself) and the target is the file's path.
-- `--style ndjson` gives one JSON record per line (the message in `eventMessage`);
-  `--style compact` and `log show`'s default give `... kernel[0:...] (Sandbox) Sandbox:
-  ...` / `... kernel: (Sandbox) Sandbox: ...`. A message may run on over more lines
+- `--style ndjson` gives one JSON record per line (the message in `eventMessage`): what
+  the live stream reads, and all it trusts. `--style compact` and `log show`'s default
+  give `... kernel[0:...] (Sandbox) Sandbox: ...` / `... 0  0  kernel: (Sandbox) Sandbox:
+  ...`, where the 0 is the emitter's pid, which the logging system stamps; they are read
+  for fixtures and `log show` output. A message may run on over more lines
   (sandbox-runtime's tag); only its first line is read.
 - `Sandbox apply: sandbox-exec[38493] ...` (a Debug record) and `System Policy: ...`
-  (TCC) are not reports and are ignored. `log stream` says `Filtering the log data
-  using ...` once it is attached: before that line, reports are lost.
+  (TCC) are not reports and are ignored.
 """
 
 from __future__ import annotations
@@ -26,19 +33,25 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+# `log stream`'s first line: it runs (for this account), not proof it sees reports yet.
 READY_PREFIX = "Filtering the log data using "
+KERNEL_IMAGE = "/kernel"
+SANDBOX_SENDER = "/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox"
 
 _REPORT = re.compile(
     r"^(?:(?P<dups>\d{1,9}) duplicate reports? for )?Sandbox: (?P<comm>.+?)\((?P<pid>\d{1,9})\)"
     r" (?P<verdict>deny|allow)(?:\(\d{1,9}\))? (?P<op>[a-z][a-z0-9*-]*)(?: (?P<target>.*))?$"
 )
-# compact and `log show`'s default: time and type columns, then the kernel as the process
-# (`kernel[0:1fa47b2]` or `kernel:`) with the Sandbox sender, then the message. The
-# columns before it hold no brackets and none ends in ':', so a process of any other
-# name, logging text that looks like this, is not taken for the kernel.
-_EMBEDDED = re.compile(
-    r"^(?:[^\s\[\]()]*[^\s\[\]():]\s+){1,10}kernel(?:\[[0-9a-fx:]*\]|:) \(Sandbox\) "
+# compact: date, time, type, then the emitter as `kernel[PID:THREAD]`; `log show`'s
+# default: date, time, thread, type, activity, PID, TTL, then `kernel:`. The pid must
+# be 0, the kernel's: a program named `kernel` has a pid of its own there.
+_COMPACT = re.compile(
+    r"^\S+ \S+ +\S+ +kernel\[(?P<pid>[0-9]{1,9}):[0-9a-fx]{1,20}\] \(Sandbox\) "
     r"(?P<message>.*)$"
+)
+_DEFAULT = re.compile(
+    r"^\S+ \S+ +0x[0-9a-f]{1,20} +\S+ +0x[0-9a-f]{1,20} +(?P<pid>[0-9]{1,9}) +[0-9]{1,9} +"
+    r"kernel: \(Sandbox\) (?P<message>.*)$"
 )
 
 
@@ -79,24 +92,23 @@ def parse_message(message: str) -> Report | None:
     )
 
 
-def is_ready(line: str) -> bool:
-    """`log stream`'s first line, printed once its predicate is in place."""
-    return line.startswith(READY_PREFIX)
-
-
 def parse_line(line: str) -> Report | None:
-    """A report from one line of `log stream` output, ndjson or compact; None for
-    anything else (the ready line, other records, malformed or cut-off lines)."""
+    """A report from one line of `log stream` or `log show` output, ndjson, compact or
+    the default style; None for anything else (the ready line, other records, malformed
+    or cut-off lines, anything not the kernel's own)."""
     text = line.strip("\r\n")
     if text.startswith("{"):
-        return _parse_record(text)
-    match = _EMBEDDED.match(text)
-    if match is None:
-        return None
-    return parse_message(match["message"])
+        return parse_record(text)
+    for pattern in (_COMPACT, _DEFAULT):
+        match = pattern.match(text)
+        if match is not None:
+            return parse_message(match["message"]) if int(match["pid"]) == 0 else None
+    return None
 
 
-def _parse_record(text: str) -> Report | None:
+def parse_record(text: str) -> Report | None:
+    """A report from one ndjson record, only when the kernel's Sandbox extension logged
+    it (see the module docstring); None for anything else."""
     try:
         record = json.loads(text)
     except (ValueError, RecursionError):
@@ -106,9 +118,11 @@ def _parse_record(text: str) -> Report | None:
     message = record.get("eventMessage")
     if not isinstance(message, str):
         return None
-    # The predicate asks for the kernel's reports; a record naming another sender (a
-    # process logging text that looks like one) is not Seatbelt's.
-    pid = record.get("processID", 0)
-    if pid != 0 and record.get("subsystem") != "com.apple.sandbox.reporting":
+    for key, wanted in (("processID", 0), ("userID", 0)):
+        value = record.get(key)
+        if type(value) is not int or value != wanted:  # JSON false is no 0 here
+            return None
+    if record.get("processImagePath") != KERNEL_IMAGE or \
+            record.get("senderImagePath") != SANDBOX_SENDER:
         return None
     return parse_message(message)

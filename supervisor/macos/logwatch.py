@@ -3,18 +3,24 @@
 Nothing on a Mac sees an exec without privileges a person's lnk lacks, but Seatbelt
 writes a line to the system log for each program it refuses (and, under a `(with
 report)` rule, each it allows). So the supervisor starts `log stream` before
-sandbox-exec, waits until it is attached, reads its lines while the program runs and a
-little after, and turns the reports naming this run's processes into events. Naming is
-advice: Seatbelt alone decided what ran.
+sandbox-exec, proves it is attached with a probe whose report it waits for (run.py),
+reads its lines while the program runs and a little after, and turns the reports naming
+this run's processes into events. Naming is advice: Seatbelt alone decided what ran.
 
-Facts (the project's Seatbelt reference; not run on a Mac here):
+Facts (the project's Seatbelt reference and docs/macos.md; not run on a Mac here):
 - `log` refuses to run inside a sandbox ("Cannot run while sandboxed", exit 64): it runs
   outside, as the supervisor's child, in a process group of its own so that a Ctrl-C
   meant for the sandboxed program does not end it.
-- The stream sees only what is logged after it attached: without waiting for its
-  `Filtering the log data using ...` line, a start lost about 75% of reports. Reports
-  also arrive a little after the event, so reading goes on until the stream has been
-  quiet for a while after the program ended.
+- macOS runs `log stream` only for members of the admin group: others get `log: Must be
+  admin to run 'stream' command`, exit 77 (briefcase#2086, rookery). Its stderr is read,
+  so the person is told that, and the fix.
+- The stream attaches asynchronously: it sees only what is logged after, and its
+  `Filtering the log data using ...` line is no proof (rookery). So readiness is a
+  probe's own report, seen. Reports also arrive a little after the event, so reading
+  goes on until the stream has been quiet for a while after the program ended.
+- Kernel Sandbox reports are `Error` records, which the stream shows at its default
+  level: no `--level debug`, which would make every process on the machine send its
+  debug messages while the stream runs.
 - A report names a process (`comm(pid)`), not a sandbox. One whose process is still
   there and not of this run is left out; one that is gone cannot be told apart, so
   another sandbox's refusal at the same moment may be named too.
@@ -34,22 +40,44 @@ import anyio
 
 from ..events import EventLog
 from ..linux.watch import Executed
-from .logparse import Report, is_ready, parse_line
+from .logparse import Report, parse_record
 
 LOG = "/usr/bin/log"
-# The kernel's Sandbox reports (and the reporting subsystem some versions use), of
-# execs only: every other deny of the profile is Seatbelt's business alone.
+# The kernel's Sandbox reports of execs only: every other deny of the profile is
+# Seatbelt's business alone. A first sieve: logparse trusts a record only when the
+# fields the logging system stamps say the kernel's Sandbox extension logged it.
 PREDICATE = (
-    '(((processID == 0) AND (senderImagePath CONTAINS "/Sandbox")) '
-    'OR (subsystem == "com.apple.sandbox.reporting")) '
+    '(processID == 0) AND (senderImagePath CONTAINS "/Sandbox") '
     'AND (eventMessage CONTAINS "process-exec")'
 )
 MAX_LINE = 64 * 1024
+MAX_ERRORS = 16 * 1024
+NOT_ADMIN_STATUS = 77
 _LINEAGE_DEPTH = 128
 
 
 def log_stream_argv(log: str = LOG) -> list[str]:
-    return [log, "stream", "--style", "ndjson", "--level", "debug", "--predicate", PREDICATE]
+    return [log, "stream", "--style", "ndjson", "--predicate", PREDICATE]
+
+
+def why_log_failed(status: int | None, errors: str, log: str = LOG) -> tuple[str, str]:
+    """(what happened, what to do) when `log stream` ended or could not attach."""
+    said = errors.strip().splitlines()[-1] if errors.strip() else ""
+    if status == NOT_ADMIN_STATUS or "Must be admin" in errors:
+        return (f"macOS runs `{log} stream` only for members of the admin group, and this "
+                f"account is not one ({said or f'exit {status}'})",
+                "run it from an administrator's account, or add this one to the admin "
+                "group (sudo dseditgroup -o edit -a \"$USER\" -t user admin, then log in "
+                "again)")
+    if "sandboxed" in errors.lower():
+        return (f"`{log}` refuses to run inside a sandbox, and lnk-sandbox runs inside one "
+                f"({said})", "run lnk-sandbox outside any other sandbox")
+    if status is None:
+        return (f"`{log} stream` showed no report of the readiness probe in time",
+                "run `lnk sandbox check`; if it says the stream is allowed, the system "
+                "log is slow or busy: try again")
+    return (f"`{log} stream` ended ({said or f'exit {status}'})",
+            "run `lnk sandbox check` to see what this Mac allows")
 
 
 # -- which processes are this run's ---------------------------------------------------------
@@ -137,9 +165,16 @@ class Namer:
         self.lineage: Lineage | None = None
         self.seen: list[Executed] = []
         self.root_refused = False
+        self.probes: set[int] = set()  # the readiness probes' pids: never the run's
+        self.probes_seen: set[int] = set()
+        self.probe_program = ""
 
     def __call__(self, report: Report) -> None:
         program = report.program
+        if report.pid in self.probes:
+            if report.verdict == "allow" and program == self.probe_program:
+                self.probes_seen.add(report.pid)
+            return
         if program is None or self.lineage is None:
             return  # not an exec, or before this run's sandbox existed: not ours
         if report.verdict != ("allow" if self.learn else "deny"):
@@ -165,7 +200,9 @@ class LogStream:
     """`log stream` as the supervisor's child, its output read line by line.
 
     `start` spawns it (OSError when it cannot); `read` runs as a task until the stream
-    ends; `stop` ends and reaps it, and may be called any number of times.
+    ends; `failure` says why it ended or never showed a report; `stop` ends and reaps
+    it, and may be called any number of times. Only ndjson records are read (the live
+    stream asks for them); its stderr is kept for the reason it gives.
     """
 
     def __init__(self, argv: Sequence[str], on_report: Callable[[Report], None]):
@@ -173,36 +210,82 @@ class LogStream:
         self.on_report = on_report
         self.pid: int | None = None
         self.fd: int | None = None
-        self.attached = False
+        self.errors_fd: int | None = None
+        self.errors = b""
+        self.status: int | None = None
         self.ended = False
         self.last_line = 0.0
         self._skipping = False
-        self._changed: anyio.Event | None = None
 
     def start(self) -> None:
         read_end, write_end = os.pipe()
+        errors_read, errors_write = os.pipe()
         try:
             self.pid = os.posix_spawn(
                 self.argv[0], self.argv, dict(os.environ),
                 file_actions=[
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                     (os.POSIX_SPAWN_DUP2, write_end, 1),
+                    (os.POSIX_SPAWN_DUP2, errors_write, 2),
                 ],
                 setpgroup=0,
                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
             )
         except BaseException:
             os.close(read_end)
+            os.close(errors_read)
             raise
         finally:
             os.close(write_end)
+            os.close(errors_write)
         os.set_blocking(read_end, False)
+        os.set_blocking(errors_read, False)
         self.fd = read_end
+        self.errors_fd = errors_read
+
+    def _drain_errors(self) -> None:
+        """What `log` said on stderr so far, kept up to MAX_ERRORS bytes."""
+        while self.errors_fd is not None:
+            try:
+                chunk = os.read(self.errors_fd, 4096)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(self.errors_fd)
+                self.errors_fd = None
+                return
+            self.errors = (self.errors + chunk)[-MAX_ERRORS:]
+
+    def _reap(self, wait: float) -> None:
+        """Note `log`'s exit status once it has ended, waiting at most `wait` seconds."""
+        deadline = time.monotonic() + wait
+        while self.pid is not None and self.status is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if done:
+                self.status = os.waitstatus_to_exitcode(status)
+                self.pid = None
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
+
+    def failure(self) -> tuple[str, str]:
+        """Why the stream cannot name programs: (what happened, what to do)."""
+        if self.ended:
+            self._reap(1.0)
+        self._drain_errors()
+        return why_log_failed(self.status if self.ended else None,
+                              self.errors.decode("utf-8", "replace"), self.argv[0])
 
     async def read(self) -> None:
-        """Read until the stream ends; the attached line noted, every other parsed."""
+        """Read until the stream ends, each whole line parsed (the banner and anything
+        else not an ndjson record are not reports)."""
         assert self.fd is not None
-        self._changed = anyio.Event()
         buffer = b""
         try:
             while True:
@@ -227,31 +310,11 @@ class LogStream:
                     self._skipping = True
         finally:
             self.ended = True
-            self._notify()
 
     def _line(self, text: str) -> None:
-        if not self.attached and is_ready(text):
-            self.attached = True
-            self._notify()
-            return
-        report = parse_line(text)
+        report = parse_record(text) if text.startswith("{") else None
         if report is not None:
             self.on_report(report)
-
-    def _notify(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = anyio.Event()
-
-    async def wait_attached(self, timeout: float) -> bool:
-        """Wait until the stream says it is attached; False after `timeout` or its end."""
-        with anyio.move_on_after(timeout):
-            while not self.attached and not self.ended:
-                if self._changed is None:
-                    await anyio.sleep(0.001)  # `read` has not started yet
-                else:
-                    await self._changed.wait()
-        return self.attached
 
     async def settle(self, *, quiet: float, limit: float) -> None:
         """After the program ended: read on until no line came for `quiet` seconds, at
@@ -267,13 +330,22 @@ class LogStream:
         """End `log stream` (SIGTERM, then SIGKILL after `grace`) and reap it."""
         if self.pid is not None:
             pid, self.pid = self.pid, None
-            _end(pid, grace)
+            status = _end(pid, grace)
+            if status is not None:
+                self.status = os.waitstatus_to_exitcode(status)
         if self.fd is not None:
             fd, self.fd = self.fd, None
             os.close(fd)
+        if self.errors_fd is not None:
+            self._drain_errors()
+            if self.errors_fd is not None:
+                os.close(self.errors_fd)
+                self.errors_fd = None
 
 
-def _end(pid: int, grace: float) -> None:
+def _end(pid: int, grace: float) -> int | None:
+    """End and reap `pid` (SIGTERM, then SIGKILL after `grace`); its wait status, or None
+    when it was reaped already."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -281,16 +353,15 @@ def _end(pid: int, grace: float) -> None:
     deadline = time.monotonic() + grace
     while True:
         try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
+            done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return
+            return None
         if done:
-            return
+            return status
         if time.monotonic() >= deadline:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            os.waitpid(pid, 0)
-            return
+            return os.waitpid(pid, 0)[1]
         time.sleep(0.005)

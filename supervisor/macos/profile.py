@@ -1,12 +1,14 @@
 """The macOS profile: a snapshot compiled to Seatbelt's SBPL and its parameters (pure).
 
-Facts (from the project's Seatbelt reference; nothing here was run on a Mac, and [U]
-marks what its sources left unconfirmed):
-- The last matching rule wins (Bazel, sandbox-runtime, measured by microsoft/mxc: allow
-  then deny of a path is EPERM, deny then a deeper allow is OK). One caveat: a deny of a
-  specific operation (file-write-unlink) is not undone by a later wildcard allow
-  (file-write*). So every deny here is of the same wildcard operations the allows use,
-  but for the renames refused at the end, which no allow follows.
+Facts (docs/macos.md keeps the sources; nothing here was run on a Mac, [U] marks what
+tools/macos_probe.py settles):
+- Seatbelt's order (system.py has the whole model): among the rules that carry a filter
+  and name the same operation, the last matching one wins; an unfiltered rule is only the
+  operation's default; a rule naming a specific operation (file-write-unlink) is tried
+  before one naming its wildcard (file-write*), whatever their order. So every file rule
+  here carries a filter, allows and denies of a path use the same wildcard operations,
+  and the specific ones (the renames and creations refused at the end) are denies no
+  allow follows.
 - A path reaches the profile only as a parameter (`-D NAME=path`, read by
   `(param "NAME")`): nothing from a spec or the machine is spliced into the text, so no
   path needs SBPL quoting. Comments carry rule keys, printable ASCII only.
@@ -15,35 +17,39 @@ marks what its sources left unconfirmed):
 - `(subpath P)` alone leaves the first creation of P itself open (Codex), so a protected
   dot file is closed as `(literal P)` and `(subpath P)` both: a missing `.git` cannot be
   made, nor an `.envrc`.
-- sandbox-exec refuses a string longer than 1025 bytes and compiles thousands of path
-  filters in seconds but a few dozen regexes in milliseconds (sandbox-runtime): a rule
-  with more than FOLD_AT filters has them folded into regexes of at most REGEX_LIMIT
-  bytes, each a parameter too [U: `(regex (param ...))`, seen as `(regex "...")`].
+- A volume is case-insensitive by default, and whether `literal`/`subpath` fold case is
+  unsettled [U] (regexes do not). So every deny of a path also carries a regex of the
+  same paths in any letter case: `.GIT` is closed as `.git` is, whichever way Seatbelt
+  matches. Denies are never folded into plain regexes; allows with more than FOLD_AT
+  filters are, into regexes of at most REGEX_LIMIT bytes (sandbox-exec refuses a string
+  over 1025 bytes, and compiles a few dozen regexes far faster than thousands of path
+  filters: sandbox-runtime).
 - A path socket is reached by `network-outbound` of its path and made by `network-bind`
-  there, so those go with the file rules of a folder, as a mount carries its sockets on
-  Linux [U: a path filter given to them directly, as Codex gives `(literal ...)`, rather
-  than inside `(remote unix-socket ...)`].
+  there. A socket is a channel, not something read (mxc): a container engine's socket
+  or an SSH agent's under a read grant is a control plane, so sockets are reached only
+  in write grants, as a folder the sandbox may change anyway.
 - Renaming a folder moves what a path rule closed inside it to a path no rule names;
-  Seatbelt checks a rename as file-write-unlink of the source (sandbox-runtime's
-  "move-blocking") [U], so the folders holding a closed path inside a write grant, the
-  grant's own root included, cannot be unlinked.
+  making a missing one (as a link, say) points a protected path below it elsewhere. So
+  the folders holding a closed path inside a write grant, the grant's own root included,
+  can be neither unlinked nor created (sandbox-runtime's move-blocking rules): a hooks
+  folder git's settings name below a missing `tools` cannot be planted through a link.
 
 The order, each layer after what it narrows (DESIGN, "macOS mechanism"):
-1. `(deny default)`; the process's own needs; `[commands]`; system folders; network.
+1. `(deny default)`, the operations' own defaults; the process's own needs;
+   `[commands]`; system folders and devices; network.
 2. Files, in levels. Level 0: the grants (read, then write); then what is closed inside
-   them: hidden folders (every agent's folder with `$LNK_HOME`), and, inside write
-   grants, protected dot files (their first creation too), the installation and read
-   grants below a write grant. Level 1: the spec's own folders inside a closed one (an
-   agent's own folder, a grant inside a hide), allowed again; then what is closed inside
-   those; and so on. A rule is emitted after every rule whose path holds it and does the
-   opposite, so the deepest rule decides, as the deepest mount does on Linux; an allow
-   follows a deny only where it brings a spec's own folder back.
-3. Renames refused; last, what nothing reopens: the Keychain and POSIX named IPC.
+   them: hidden folders (every agent's folder with `$LNK_HOME`, macOS's own hides), and,
+   inside write grants, protected dot files (their first creation too), the installation
+   and read grants below a write grant. Level 1: the spec's own folders inside a closed
+   one (an agent's own folder, a grant inside a hide), allowed again; then what is closed
+   inside those; and so on. A rule is emitted after every rule whose path holds it and
+   does the opposite, so the deepest rule decides, as the deepest mount does on Linux;
+   an allow follows a deny only where it brings a spec's own folder back.
+3. Renames and creations refused; last, the Keychain.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -52,21 +58,28 @@ from ..dotfiles import Protected
 from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
 from . import system
+from .programs import Companion
+from .regexes import REGEX_LIMIT, any_case, any_case_regexes, chunks, fold, regex_escape
+
+__all__ = ["FOLD_AT", "REGEX_LIMIT", "MacHost", "Profile", "any_case", "any_case_regexes",
+           "compile_profile", "fold", "readable", "regex_escape", "sandbox_exec_argv"]
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 FOLD_AT = 16
-REGEX_LIMIT = 900
 
-READ_OPS = ("file-read*", "file-test-existence", "file-map-executable", "network-outbound")
-WRITE_OPS = (*READ_OPS, "file-write*", "network-bind")
+READ_OPS = ("file-read*", "file-test-existence", "file-map-executable")
+WRITE_OPS = (*READ_OPS, "file-write*", "network-outbound", "network-bind")
 HIDE_OPS = WRITE_OPS
-KEEP_OPS = ("file-write*", "network-bind")
+KEEP_OPS = ("file-write*", "network-outbound", "network-bind")
 EXEC_OP = "process-exec*"
 METADATA_OPS = ("file-read-metadata", "file-test-existence")
+MOVE_OPS = ("file-write-unlink", "file-write-create")
+TERMINAL_OPS = ("file-read*", "file-write-data", "file-ioctl")
 
 Effect = Literal["read", "write", "hide", "keep"]
 _RANK: dict[str, int] = {"write": 0, "read": 1, "hide": 2}
 TEMP = "the run's own temp folder (TMPDIR)"
+DEVELOPER = "the developer tools xcode-select names (the xcrun stubs load them)"
 
 
 @dataclass(frozen=True)
@@ -75,12 +88,20 @@ class MacHost:
 
     `home`: the person's home, resolved (their keychains are below it); `temp`: the run's
     own temp folder (TMPDIR), writable, or None; `proxy_ports`: where the supervisor's
-    proxy listens on localhost (proxy mode; none: no network).
+    proxy listens on localhost (proxy mode; none: no network); `terminals`: the terminal
+    devices the command was given (its stdin, stdout, stderr), openable by name;
+    `hides`: macOS's own hides, (path, reason), each left out when the spec names that
+    path itself; `companions`: files listed programs run in their place; `developer_dir`:
+    the developer tools xcode-select names, made readable where nothing else shows them.
     """
 
     home: str
     temp: str | None = None
     proxy_ports: tuple[int, ...] = ()
+    terminals: tuple[str, ...] = ()
+    hides: tuple[tuple[str, str], ...] = ()
+    companions: tuple[Companion, ...] = ()
+    developer_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +172,9 @@ class _Params:
     def regex(self, prefix: str, value: str, why: str) -> str:
         return self._new(f"{prefix}_RE", value, why)
 
+    def any_case(self, prefix: str, value: str, why: str) -> str:
+        return self._new(f"{prefix}_CASE", value, why)
+
 
 @dataclass(frozen=True)
 class _Filter:
@@ -183,38 +207,6 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def regex_escape(path: str) -> str:
-    """A path as a POSIX extended regex matching itself."""
-    return re.sub(r"([\\.\[\]()*+?{}|^$])", r"\\\1", path)
-
-
-def fold(paths: Sequence[str], *, subpath: bool, limit: int = REGEX_LIMIT) -> tuple[
-        list[str], list[str]]:
-    """Paths as anchored regexes of at most `limit` bytes; (regexes, paths too long to fold).
-
-    A subpath regex matches the path and everything below it: `^(a|b)(/.*)?$`."""
-    tail = "(/.*)?$" if subpath else "$"
-    regexes: list[str] = []
-    alone: list[str] = []
-    chunk: list[str] = []
-
-    def render(items: list[str]) -> str:
-        return "^(" + "|".join(items) + ")" + tail
-
-    for path in paths:
-        escaped = regex_escape(path)
-        if path == "/" or len(render([escaped]).encode()) > limit:
-            alone.append(path)
-            continue
-        if chunk and len(render([*chunk, escaped]).encode()) > limit:
-            regexes.append(render(chunk))
-            chunk = []
-        chunk.append(escaped)
-    if chunk:
-        regexes.append(render(chunk))
-    return regexes, alone
-
-
 class _Compiler:
     def __init__(self, snapshot: Snapshot, protected: Iterable[Protected], host: MacHost,
                  learn: bool):
@@ -238,6 +230,16 @@ class _Compiler:
                                _why(grant)))
         if self.host.temp is not None:
             rules.append(_Rule(self.host.temp, "write", True, TEMP, TEMP))
+        # macOS's own hides, as the default hides are: left out where the spec named
+        # the path itself.
+        named = {g.target for g in self.snapshot.grants if g.key is not None and g.target}
+        for path, reason in (*system.SYSTEM_HIDES, *self.host.hides):
+            if path not in named:
+                rules.append(_Rule(path, "hide", True, reason, f"{reason}: {path}"))
+        developer = self.host.developer_dir
+        if developer is not None and self.holder(developer, rules, strict=False) not in (
+                "read", "write"):
+            rules.append(_Rule(developer, "read", True, DEVELOPER, DEVELOPER))
         protected = list(protected)
         for item in protected:
             rules.append(_Rule(item.path, "keep", True, f"a dot file ({item.kind})",
@@ -319,12 +321,13 @@ class _Compiler:
 
     def render(self, verb: str, ops: Sequence[str], filters: Sequence[_Filter], prefix: str,
                modifier: str | None = None) -> list[str]:
-        """One rule; more than FOLD_AT filters are folded into regexes."""
+        """One rule. An allow of more than FOLD_AT filters has them folded into regexes;
+        a deny is never folded, and also matches its paths in any letter case."""
         head = f"({verb} {' '.join(ops)}"
         tail = f" {modifier})" if modifier else ")"
         lines: list[str] = []
         items: list[tuple[str, str]] = []  # (filter text, comment)
-        if len(filters) > FOLD_AT:
+        if verb == "allow" and len(filters) > FOLD_AT:
             subpaths: dict[str, bool] = {}
             labels: dict[str, None] = {}
             for item in filters:
@@ -335,25 +338,49 @@ class _Compiler:
             whys = {f.path: f.why for f in filters}
             for subpath in (True, False):
                 paths = [p for p, s in subpaths.items() if s == subpath]
-                regexes, alone = fold(paths, subpath=subpath)
-                for regex in regexes:
+                folded, alone = chunks(paths, subpath=subpath, limit=REGEX_LIMIT,
+                                       escape=regex_escape)
+                for regex, held in folded:
                     name = self.params.regex(prefix, regex, "folded: " + ", ".join(
-                        whys[p] for p in paths))
+                        whys[p] for p in held))
                     items.append((f'(regex (param "{name}"))', f"{len(regex.encode())} bytes"))
                 for path in alone:
                     kind = "subpath" if subpath else "literal"
                     name = self.params.path(path, prefix, whys[path])
                     items.append((f'({kind} (param "{name}"))', ""))
         else:
+            shown: set[tuple[str, str]] = set()
             for item in filters:
+                if (item.kind, item.path) in shown:
+                    continue
+                shown.add((item.kind, item.path))
                 name = self.params.path(item.path, prefix, item.why)
                 items.append((f'({item.kind} (param "{name}"))', item.label))
+        if verb == "deny":
+            items += self.any_case(filters, prefix)
         lines.append(head)
         for i, (text, why) in enumerate(items):
             end = tail if i == len(items) - 1 else ""
             note = f"  ; {_comment(why)}" if why else ""
             lines.append(f"    {text}{end}{note}")
         return lines
+
+    def any_case(self, filters: Sequence[_Filter], prefix: str) -> list[tuple[str, str]]:
+        """The regexes that close a deny's paths in any letter case."""
+        subpaths: dict[str, bool] = {}
+        whys: dict[str, str] = {}
+        for item in filters:
+            subpaths[item.path] = subpaths.get(item.path, False) or item.kind == "subpath"
+            whys.setdefault(item.path, item.why)
+        items: list[tuple[str, str]] = []
+        for subpath in (True, False):
+            paths = [p for p, s in subpaths.items() if s == subpath]
+            for regex, held in any_case_regexes(paths, subpath=subpath):
+                name = self.params.any_case(prefix, regex, "any letter case: " + ", ".join(
+                    whys[p] for p in held))
+                items.append((f'(regex (param "{name}"))',
+                              f"the same, any letter case ({len(regex.encode())} bytes)"))
+        return items
 
     def commands(self) -> list[str]:
         if self.learn:
@@ -365,25 +392,48 @@ class _Compiler:
         if not self.snapshot.programs:
             return [";; [commands] programs = []: no program at all, the command included."]
         filters: list[_Filter] = []
+        listed: set[str] = set()
         for i, program in enumerate(self.snapshot.programs):
             if not self.visible(program.target):
                 self.notes.append(f"{program.name} ({program.target}) is hidden from the "
                                   "sandbox, so it cannot run there")
                 continue
-            filters.append(_Filter("literal", program.target, f"commands.programs[{i}]",
-                                   f"commands.programs[{i}]: {program.name}"))
+            if program.target not in listed:
+                listed.add(program.target)
+                filters.append(_Filter("literal", program.target, f"commands.programs[{i}]",
+                                       f"commands.programs[{i}]: {program.name}"))
+            for companion in self.host.companions:
+                if companion.program != i or companion.path in listed:
+                    continue
+                if not self.visible(companion.path):
+                    self.notes.append(f"{program.name} runs {companion.path} "
+                                      f"({companion.why}), which is hidden from the sandbox")
+                    continue
+                listed.add(companion.path)
+                filters.append(_Filter(
+                    "literal", companion.path, f"run by commands.programs[{i}]",
+                    f"commands.programs[{i}]: {program.name} runs it ({companion.why})"))
+                self.notes.append(f"{program.name} ({program.target}) runs "
+                                  f"{companion.path} ({companion.why}): allowed with it")
         lines = [";; [commands]: only the listed files may run (Seatbelt checks the file "
                  "executed;", ";; an allowed interpreter runs any code)."]
         if filters:
             lines += self.render("allow", [EXEC_OP], filters, "PROGRAM")
         return lines
 
+    def terminals(self) -> list[str]:
+        if not self.host.terminals:
+            return []
+        filters = [_Filter("literal", path, "the command's terminal",
+                           "the terminal the command was given") for path in self.host.terminals]
+        return ["; the terminal the command was given, by name",
+                *self.render("allow", TERMINAL_OPS, filters, "TERMINAL")]
+
     def files(self) -> tuple[list[str], dict[_Rule, int]]:
         level = self.levels()
         names = self.names_to_resolve()
         lines: list[str] = []
         top = max([*level.values(), *(self.name_level(p, level) for p in names)], default=0)
-        hide_ops = (*HIDE_OPS, EXEC_OP) if self.open_exec else HIDE_OPS
         for number in range(top + 1):
             here = sorted((r for r in level if level[r] == number),
                           key=lambda r: (_depth(r.path), r.path))
@@ -413,11 +463,14 @@ class _Compiler:
                 lines.append(f";; Closed inside level {number}.")
             if hides:
                 lines.append("; hidden: closed whatever else is open")
-                lines += self.render("deny", hide_ops, hides, "HIDE")
+                lines += self.render("deny", self.hide_ops(), hides, "HIDE")
             if keeps:
-                lines.append("; read-only inside a write grant")
+                lines.append("; read-only inside a write grant (no socket there reached)")
                 lines += self.render("deny", KEEP_OPS, keeps, "KEEP")
         return lines, level
+
+    def hide_ops(self) -> tuple[str, ...]:
+        return (*HIDE_OPS, EXEC_OP) if self.open_exec else HIDE_OPS
 
     def names_to_resolve(self) -> dict[str, _Filter]:
         """Folders above each grant and the links naming one, which the sandbox must be
@@ -461,21 +514,24 @@ class _Compiler:
                                            f"holds {why}"))
         if not filters:
             return []
-        return [";; Renames refused: a folder holding a closed path inside a write grant "
-                "cannot be", ";; moved, which would carry what it holds to a path no rule "
-                "closes.", *self.render("deny", ["file-write-unlink"], filters, "PATH")]
+        return [";; Renames and creations refused: a folder holding a closed path inside a "
+                "write", ";; grant can be neither moved (carrying what it holds to a path "
+                "no rule closes)", ";; nor made where it is missing (as a link pointing "
+                "the closed path elsewhere).", *self.render("deny", MOVE_OPS, filters, "PATH")]
 
     def compile(self) -> Profile:
         keychains = self.host.home.rstrip("/") + "/" + system.KEYCHAINS
-        keychains_param = self.params.path(keychains, "KEYCHAINS", "the person's keychains")
         lines = [
             "(version 1)",
-            ";; lnk-sandbox's profile. Every path is a parameter; the last matching rule "
-            "wins.",
+            ";; lnk-sandbox's profile. Every path is a parameter; among rules with a "
+            "filter, the",
+            ";; last matching one wins; an unfiltered rule is the operation's default.",
             "(deny default)",
+            *system.defaults(),
             *system.fixed_rules(),
             *self.commands(),
             *system.system_file_rules(run=self.open_exec, report=self.learn),
+            *self.terminals(),
             *system.network_rules(self.snapshot.network_mode, self.host.proxy_ports),
         ]
         if self.snapshot.network_mode == "proxy" and not self.host.proxy_ports:
@@ -483,10 +539,13 @@ class _Compiler:
         files, level = self.files()
         lines += files
         lines += self.renames(level, keychains)
-        lines += system.always_closed(keychains_param, exec_ops=self.open_exec)
+        keychain_rule = self.render("deny", self.hide_ops(), [_Filter(
+            "subpath", keychains, "~/" + system.KEYCHAINS, "the person's keychains")],
+            "KEYCHAINS")
+        lines += system.always_closed(keychain_rule)
         spaced: list[str] = []
         for i, line in enumerate(lines):
-            if i > 2 and line.startswith(";;") and not lines[i - 1].startswith(";;"):
+            if i > 4 and line.startswith(";;") and not lines[i - 1].startswith(";;"):
                 spaced.append("")  # a blank line before each section
             spaced.append(line)
         return Profile("\n".join(spaced) + "\n", tuple(self.params.values.items()),
@@ -500,6 +559,12 @@ def compile_profile(snapshot: Snapshot, protected: Iterable[Protected], host: Ma
     `learn`: every program allowed and reported, whatever `[commands]` says. Raises
     LaunchError for a link in a protected path where the sandbox writes."""
     return _Compiler(snapshot, protected, host, learn).compile()
+
+
+def readable(snapshot: Snapshot, host: MacHost, path: str) -> bool:
+    """Whether a sandbox of `snapshot` on `host` reads `path` (resolved): what the
+    environment needs to know of the files a program it runs will look for."""
+    return _Compiler(snapshot, (), host, learn=False).visible(path)
 
 
 def sandbox_exec_argv(profile: Profile, command: Sequence[str], *,

@@ -18,6 +18,12 @@ Facts (not run on a Mac here):
   reached: a stated gap of macOS.
 - There is no fresh /tmp: each run gets a temp folder of its own (TMPDIR), writable,
   removed after; /private/tmp stays closed unless granted (agent sockets live there).
+- sandbox-exec's own failures (a profile this macOS rejects; a nested sandbox, exit 71)
+  would look like the command's status. So a launch first asks whether this process is
+  sandboxed already, then runs the readiness probe (probe.py) with its own profile:
+  once per boot for a profile without a program list (passes kept, as a start keeps its
+  checks), and for every run that reads the log, where the probe's report is also what
+  proves the stream attached. A failure is lnk-sandbox's (125), said with its cause.
 """
 
 from __future__ import annotations
@@ -27,25 +33,40 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TextIO
 
 from ..dotfiles import Protected, analyze
-from ..environment import build_environment
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Grant, Snapshot
 from ..terminal import foreground_terminal, give_terminal
+from .environment import sandbox_environment
+from .host import boot_session, mac_host, sandboxed
 from .logwatch import LOG, Lineage, LogStream, Namer, log_stream_argv
-from .profile import SANDBOX_EXEC, MacHost, Profile, compile_profile, sandbox_exec_argv
+from .probe import PROBE_PROGRAM, ProbeResult, digest, finish_probe, run_probe, start_probe
+from .profile import (
+    SANDBOX_EXEC,
+    MacHost,
+    Profile,
+    compile_profile,
+    readable,
+    sandbox_exec_argv,
+)
+from .programs import Toolchain, runs_instead
 
 KILL_GRACE = 10.0
 WAITID = hasattr(os, "waitid")  # not on macOS before Python 3.13
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 TEMP_NAME = "the run's own temp folder (TMPDIR)"
+NESTED = LaunchError(
+    "lnk-sandbox runs inside a Seatbelt sandbox already, and sandboxes do not nest: "
+    "sandbox-exec cannot apply a profile from here",
+    hint="run lnk-sandbox outside the other sandbox (an agent that sandboxes its own "
+    "commands must run this one unsandboxed: lnk-sandbox is the sandbox)")
 
 
 def protections(snapshot: Snapshot) -> list[Protected]:
@@ -59,18 +80,28 @@ def protections(snapshot: Snapshot) -> list[Protected]:
     return found
 
 
-def profile_for(snapshot: Snapshot, *, temp: str | None, learn: bool = False) -> Profile:
-    host = MacHost(home=os.path.realpath(snapshot.home), temp=temp)
-    return compile_profile(snapshot, protections(snapshot), host, learn=learn)
+@dataclass(frozen=True)
+class Prepared:
+    """A launch, compiled: the facts found, the command's environment, its profile."""
+
+    host: MacHost
+    env: dict[str, str]
+    profile: Profile
 
 
-def sandbox_environment(snapshot: Snapshot, temp: str | None) -> dict[str, str]:
-    """The command's whole environment, from `[env]`; dyld's injection variables
-    (DYLD_*) never pass, as the loader's never do on Linux."""
-    extra = {"TMPDIR": temp + "/"} if temp else None
-    env = build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign,
-                            extra=extra)
-    return {k: v for k, v in env.items() if not k.startswith("DYLD_")}
+def prepare(snapshot: Snapshot, *, temp: str | None, toolchain: Toolchain,
+            learn: bool = False, with_terminals: bool = True,
+            caller: Mapping[str, str] | None = None) -> Prepared:
+    """What this Mac holds for the launch, the environment and the profile built on it.
+    The environment is built twice: the stubs' lookup reads its DEVELOPER_DIR, and git's
+    settings follow what the profile lets the sandbox read."""
+    base = sandbox_environment(snapshot, temp, caller=caller)
+    host = mac_host(snapshot, temp=temp, env=base, toolchain=toolchain,
+                    with_terminals=with_terminals)
+    env = sandbox_environment(snapshot, temp, caller=caller,
+                              readable=lambda path: readable(snapshot, host, path))
+    profile = compile_profile(snapshot, protections(snapshot), host, learn=learn)
+    return Prepared(host, env, profile)
 
 
 def _found(command: str, env: dict[str, str]) -> bool:
@@ -82,13 +113,15 @@ def _found(command: str, env: dict[str, str]) -> bool:
     return any(os.path.isfile(os.path.join(d or ".", command)) for d in path.split(":"))
 
 
-def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
+def print_plan(snapshot: Snapshot, command: list[str], out: TextIO, *,
+               toolchain: Toolchain | None = None) -> int:
     """`lnk sandbox plan --os macos`: the profile and its parameters, on any OS."""
     import shlex
 
     # A stand-in for the folder each run makes (mkdtemp names it when the run starts).
     temp = os.path.join(os.path.realpath(tempfile.gettempdir()), "lnk-sandbox-RUN")
-    profile = profile_for(snapshot, temp=temp)
+    profile = prepare(snapshot, temp=temp, toolchain=toolchain or Toolchain(),
+                      with_terminals=False).profile
     out.write(f"# spec: {snapshot.source}\n# the Seatbelt profile for sandbox-exec (-p) "
               "and its parameters (-D); not run on this machine unless it is a Mac\n")
     out.write(profile.listing())
@@ -104,6 +137,7 @@ class _Outcome:
     status: int
     root_refused: bool = False
     seen: list[object] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class _Child:
@@ -214,15 +248,24 @@ class _Child:
 
 
 class MacLauncher:
-    """Runs snapshots under Seatbelt. `sandbox_exec` and `log` are for tests only."""
+    """Runs snapshots under Seatbelt. Every argument but the timeouts is for tests only:
+    stand-ins for sandbox-exec and `log`, a toolchain of fake stubs, and the answer to
+    "is this process sandboxed already"."""
 
     def __init__(self, *, sandbox_exec: str = SANDBOX_EXEC, log: str = LOG,
-                 attach_timeout: float = 2.0, quiet: float = 0.3, settle_limit: float = 2.0):
+                 toolchain: Toolchain | None = None,
+                 nested: Callable[[], bool] = sandboxed, boot: Callable[[], str] = boot_session,
+                 attach_timeout: float = 5.0, quiet: float = 0.3, settle_limit: float = 2.0,
+                 probe_timeout: float = 20.0):
         self.sandbox_exec = sandbox_exec
         self.log = log
+        self.toolchain = toolchain or Toolchain()
+        self.nested = nested
+        self.boot = boot
         self.attach_timeout = attach_timeout
         self.quiet = quiet
         self.settle_limit = settle_limit
+        self.probe_timeout = probe_timeout
 
     def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
         events = EventLog(report)
@@ -233,7 +276,7 @@ class MacLauncher:
         return outcome.status
 
     def learn(self, snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
-        from ..learn import render, summarize
+        from ..learn import LeftOut, render, summarize
         from ..linux.watch import Executed
 
         snapshot = snapshot._replace(programs=None)
@@ -245,30 +288,60 @@ class MacLauncher:
             judged = snapshot._replace(grants=(*snapshot.grants, Grant(
                 "$TMPDIR", temp_holder[0], "write", TEMP_NAME, None, None)))
         learned, left = summarize(seen, judged)
+        # A stub's tool is allowed with the stub (programs.py): only the stub is offered.
+        paths = {item.path for item in learned}
+        instead: dict[str, str] = {}
+        for item in learned:
+            for path, why in runs_instead(item.path, self.toolchain, outcome.env):
+                if path in paths and path != item.path:
+                    instead.setdefault(path, f"runs in place of {item.entry} ({why}); "
+                                             f"listing {item.entry} allows it")
+        learned = [item for item in learned if item.path not in instead]
+        left = sorted([*left, *(LeftOut(p, why) for p, why in instead.items())],
+                      key=lambda x: x.path)
         return outcome.status, render(learned, left, argv)
 
     # -- one launch --------------------------------------------------------------------
 
     def _launch(self, snapshot: Snapshot, argv: list[str], *, learn: bool,
                 events: EventLog | None, temp_out: list[str] | None = None) -> _Outcome:
+        if self.nested():
+            raise NESTED
         temp = os.path.realpath(tempfile.mkdtemp(prefix="lnk-sandbox-"))
         if temp_out is not None:
             temp_out.append(temp)
         try:
-            env = sandbox_environment(snapshot, temp)
+            prepared = prepare(snapshot, temp=temp, toolchain=self.toolchain, learn=learn)
+            env, profile = prepared.env, prepared.profile
             if not _found(argv[0], env):
                 say(f"cannot run {argv[0]}: not found")
-                return _Outcome(127)
-            profile = profile_for(snapshot, temp=temp, learn=learn)
+                return _Outcome(127, env=env)
             for note in profile.notes:
                 say(note)
             command = sandbox_exec_argv(profile, argv, sandbox_exec=self.sandbox_exec)
             if not learn and snapshot.programs is None:
-                return self._finish(self._plain(command, env), None)
+                self._check_profile(snapshot, profile, env)
+                return self._finish(self._plain(command, env), None, env)
             namer = Namer(events, learn=learn)
-            return self._finish(self._watched(command, env, namer, learn=learn), namer)
+            status = self._watched(command, env, profile, namer, snapshot, learn=learn)
+            return self._finish(status, namer, env)
         finally:
             shutil.rmtree(temp, ignore_errors=True)
+
+    def _check_profile(self, snapshot: Snapshot, profile: Profile,
+                       env: dict[str, str]) -> None:
+        """The readiness probe without the log: once per boot for this profile's text,
+        passes kept (LaunchError when it fails)."""
+        from ..capabilities import CheckCache
+
+        cache = CheckCache(snapshot.lnk_home, boot=self.boot())
+        key = "macos_profile:" + digest(profile)
+        if cache.get(key) is True:
+            return
+        result = run_probe(self.sandbox_exec, profile, env, timeout=self.probe_timeout)
+        if not result.ok:
+            raise result.problem(self.sandbox_exec)
+        cache.record(key, True)
 
     def _plain(self, command: list[str], env: dict[str, str]) -> int:
         """No program list: nothing to name, so no log and no event loop."""
@@ -278,15 +351,50 @@ class MacLauncher:
         finally:
             child.close()
 
-    def _watched(self, command: list[str], env: dict[str, str], namer: Namer, *,
-                 learn: bool) -> int:
+    def _probe_once(self, profile: Profile, env: dict[str, str], namer: Namer) -> ProbeResult:
+        """One reported probe; its pid is known to the namer before it can exec."""
+        try:
+            probe = start_probe(self.sandbox_exec, profile, env, report=True)
+        except OSError as err:
+            raise LaunchError(f"cannot start {self.sandbox_exec}: {err.strerror}",
+                              errno=err.errno,
+                              hint="sandbox-exec ships with macOS at /usr/bin/sandbox-exec"
+                              ) from None
+        namer.probes.add(probe.pid)
+        return finish_probe(probe, self.probe_timeout)
+
+    async def _ready(self, stream: LogStream, namer: Namer, profile: Profile,
+                     env: dict[str, str]) -> bool:
+        """Probe until one probe's report is read (True), the stream ends or the time is
+        up (False). A probe sandbox-exec fails is a LaunchError whatever the log does."""
+        import anyio
+
+        namer.probe_program = PROBE_PROGRAM
+        deadline = time.monotonic() + self.attach_timeout
+        while True:
+            result = await anyio.to_thread.run_sync(self._probe_once, profile, env, namer)
+            if not result.ok:
+                raise result.problem(self.sandbox_exec)
+            until = min(deadline, time.monotonic() + 0.5)
+            while (result.pid not in namer.probes_seen and not stream.ended
+                   and time.monotonic() < until):
+                await anyio.sleep(0.005)
+            if result.pid in namer.probes_seen:
+                return True
+            if stream.ended or time.monotonic() >= deadline:
+                return False
+
+    def _watched(self, command: list[str], env: dict[str, str], profile: Profile,
+                 namer: Namer, snapshot: Snapshot, *, learn: bool) -> int:
         import anyio
 
         stream = LogStream(log_stream_argv(self.log), namer)
         try:
             stream.start()
         except OSError as err:
-            self._without_log(learn, f"cannot start {self.log}: {err.strerror}")
+            self._without_log(learn, f"cannot start {self.log}: {err.strerror}",
+                              "`log` ships with macOS at /usr/bin/log")
+            self._check_profile(snapshot, profile, env)
             return self._plain(command, env)
 
         async def supervise() -> int:
@@ -295,10 +403,8 @@ class MacLauncher:
             async with anyio.create_task_group() as group:
                 group.start_soon(stream.read)
                 try:
-                    if not await stream.wait_attached(self.attach_timeout):
-                        why = "it ended" if stream.ended else (
-                            f"it did not attach within {self.attach_timeout:g} s")
-                        self._without_log(learn, f"{self.log} stream cannot be read: {why}")
+                    if not await self._ready(stream, namer, profile, env):
+                        self._without_log(learn, *stream.failure())
                     child = _Child(command, env)
                     namer.lineage = Lineage(child.pid)
                     try:
@@ -319,22 +425,21 @@ class MacLauncher:
         finally:
             stream.stop()
 
-    def _without_log(self, learn: bool, why: str) -> None:
+    def _without_log(self, learn: bool, what: str, fix: str) -> None:
         if learn:
-            raise LaunchError(
-                f"learn reads Seatbelt's reports from the system log, and {why}",
-                hint="run lnk sandbox learn outside any sandbox: `log` refuses to run "
-                "inside one")
-        say(f"{why}: the program list still holds, but refused programs go unnamed")
+            raise LaunchError(f"learn reads Seatbelt's reports from the system log, and {what}",
+                              hint=fix)
+        say(f"{what}: the program list still holds, but refused programs go unnamed "
+            f"(to name them: {fix})")
 
     @staticmethod
-    def _finish(status: int, namer: Namer | None) -> _Outcome:
+    def _finish(status: int, namer: Namer | None, env: dict[str, str]) -> _Outcome:
         code = os.waitstatus_to_exitcode(status)
         code = 128 - code if code < 0 else code
         refused = namer is not None and namer.root_refused
         if refused and code != 0:
             code = 126  # Seatbelt refused sandbox-exec's exec of the command itself
-        return _Outcome(code, refused, list(namer.seen) if namer else [])
+        return _Outcome(code, refused, list(namer.seen) if namer else [], env)
 
 
 def _run_loop(main: Callable[[], Awaitable[int]]) -> int:
@@ -351,10 +456,13 @@ def _run_loop(main: Callable[[], Awaitable[int]]) -> int:
 
 
 def preflight_macos(snapshot: Snapshot, *, sandbox_exec: str = SANDBOX_EXEC) -> None:
-    """What a launch checks before starting sandbox-exec, without starting it."""
+    """What a launch checks before starting sandbox-exec, without starting the command:
+    for a command saved to run later. Not nesting, nor the probe: `wrap` may be run
+    inside an agent's sandbox for a service that runs the command outside; the launch
+    asks both then."""
     if not os.access(sandbox_exec, os.X_OK):
         raise LaunchError(f"{sandbox_exec} is missing", hint="sandbox-exec ships with macOS")
-    profile_for(snapshot, temp=None)
+    prepare(snapshot, temp=None, toolchain=Toolchain(), with_terminals=False)
 
 
 def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
@@ -365,5 +473,5 @@ def learn_macos(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     return MacLauncher().learn(snapshot, argv)
 
 
-__all__ = ["MacLauncher", "learn_macos", "preflight_macos", "print_plan", "profile_for",
+__all__ = ["MacLauncher", "learn_macos", "preflight_macos", "prepare", "print_plan",
            "run_macos"]

@@ -1,23 +1,41 @@
 """What every macOS sandbox is given, and what none is: the fixed part of a profile.
 
-Facts (read from Codex's, Chromium's and sandbox-runtime's profiles and Apple's Security
-sources, as collected in the project's Seatbelt reference; none was run on a Mac here,
-and [U] marks what no source confirmed):
+Facts (Codex's, Chromium's, Nix's and sandbox-runtime's profiles, Apple's own daemon
+profiles and its SBPL prelude; none was run on a Mac here, and [U] marks what no source
+confirmed; docs/macos.md keeps the sources, tools/macos_probe.py the probes):
+- How Seatbelt decides (Apple's SBPL v1 prelude, `sbpl1.scm`, whose `%action` keeps a
+  rule list per operation; measured by microsoft/mxc and sandbox-runtime): an operation
+  tries the rules with a filter that name it, the last written first; then its own
+  unfiltered rule, which is the operation's default whatever its place in the text
+  ("Replace the unconditional rule"); then, with neither, its parent operation the same
+  way (file-write-unlink, file-write*, file*, default). So an unfiltered rule never
+  overrides a filtered one, and a rule naming file-write-unlink beats a later one naming
+  file-write*.
+- `(deny default)` is the default of the operations that fall back to `default`. A few
+  have a default of their own, allow: process-info*, nvram*, iokit-get-properties (and
+  file-map-executable, which needs an open file first). Apple's profiles deny them
+  right after `(deny default)`, and so does this one: another process's path, working
+  folder and open files, the serial number and the NVRAM stay outside.
 - Under `(deny default)` a process needs, besides its files: `process-fork`, signals and
-  process information within its own sandbox, a few sysctls (CPU and OS facts), the
-  directory service's Mach name (getpwuid), and the devices a shell touches.
+  process information within its own sandbox (the xcrun stubs read their own), a few
+  sysctls, the directory service's Mach names (getpwuid), and the devices a shell
+  touches.
 - A Mach lookup of securityd's or secd's services hands out the Keychain's items whatever
   the file rules say (nono: "blanket mach-lookup can permit Keychain retrieval via Mach
-  IPC, bypassing file-level deny rules"), so none is ever allowed, and the denies at the
-  end of every profile name them so a later edit that allows Mach lookups broadly cannot
-  open them by accident.
+  IPC, bypassing file-level deny rules"), so none is ever allowed; the filtered denies
+  at the end of every profile name them so a later edit that allows Mach lookups broadly
+  cannot open them by accident.
 - cfprefsd's per-user agent serves any domain of the person's preferences, whatever the
-  file rules say; only the system daemon's domains are allowed, which are readable files
-  under /Library anyway [U: what a CLI tool loses without the agent].
+  file rules say; only the system daemon's domains are allowed [U: what a CLI tool
+  loses without the agent].
 - TLS trust is evaluated by trustd, outside the sandbox; it hands out no secret. DNS
   goes through mDNSResponder's socket and configd. Both are allowed only with a network.
 - /etc, /tmp and /var are links into /private; Seatbelt matches resolved paths, so the
   profile names /private/... and lets the links themselves be read (metadata).
+- /System/Volumes/Data is the Data volume's own mount, a second spelling of /Users and
+  the rest through the firmlinks. /System is a system folder, so that spelling is hidden
+  [U: whether Seatbelt ever sees it rather than /Users/...; hiding costs nothing either
+  way].
 """
 
 from __future__ import annotations
@@ -33,6 +51,11 @@ SYSTEM_FOLDERS = MACOS_SYSTEM_FOLDERS
 
 # Links at the top whose metadata resolving a path through them needs.
 ROOT_LINKS = ("/etc", "/tmp", "/var")
+
+# Hidden inside the system folders, with the reason: (path, reason).
+SYSTEM_HIDES = (
+    ("/System/Volumes/Data", "the Data volume's own spelling of /Users and the rest"),
+)
 
 SYSCTL_NAMES = (
     "kern.argmax",
@@ -51,9 +74,13 @@ SYSCTL_NAMES = (
     "sysctl.proc_cputype",
     "vm.loadavg",
 )
-# kern.proc.pid.N is a process's kinfo_proc (name, ids, flags), never its arguments or
-# environment (kern.procargs2, which stays closed: it shows other processes' secrets).
-SYSCTL_PREFIXES = ("hw.", "machdep.cpu.", "kern.proc.pid.")
+# kern.proc.pid.N, kern.proc.pgrp.N and kern.proc.all give kinfo_proc records (name, ids,
+# flags): every process's name and pid, never its arguments or environment
+# (kern.procargs2, which stays closed). ps, pgrep and the tree-kill of nodemon need
+# them. net.routetable is getifaddrs (node's os.networkInterfaces, Go's net.Interfaces):
+# the host's interfaces and addresses, in every network mode (Codex's base policy).
+SYSCTL_PREFIXES = ("hw.", "machdep.cpu.", "kern.proc.pid.", "kern.proc.pgrp.",
+                   "kern.proc.all", "net.routetable.")
 
 MACH_SERVICES = (
     "com.apple.bsd.dirhelper",
@@ -73,6 +100,12 @@ DNS_SERVICES = (
     "com.apple.networkd",
 )
 MDNSRESPONDER = "/private/var/run/mDNSResponder"
+# /etc/resolv.conf is a link to it: resolvers that read the file (Go's, hickory,
+# dnspython, c-ares) find their servers there (Nix's network profile allows it).
+RESOLV_CONF = "/private/var/run/resolv.conf"
+# Recent libinfo reads user records in-process from here [U: which macOS started]; the
+# same records the directory service's Mach names above already answer.
+RECORD_STORE = "/private/var/db/DarwinDirectory/local/recordStore.data"
 
 # securityd's and secd's Mach names (Security/OSX/libsecurityd/lib/sscommon.h,
 # sec/ipc/securityd_client.h, sec/ipc/com.apple.secd.plist) and those nono denies.
@@ -94,7 +127,10 @@ KEYCHAIN_SERVICES = (
 # The person's keychains, below their resolved home.
 KEYCHAINS = "Library/Keychains"
 
-_PLAIN = re.compile(r"^[A-Za-z0-9_./-]+$")
+# Operations whose own default is allow, which `(deny default)` does not reach.
+OWN_DEFAULT_ALLOW = ("process-info*", "nvram*", "iokit-get-properties")
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./*-]+$")
 
 
 def quoted(text: str) -> str:
@@ -106,24 +142,45 @@ def quoted(text: str) -> str:
     return f'"{text}"'
 
 
+def _listed(head: str, items: list[str]) -> list[str]:
+    """`head` then one filter per line, the rule closed after the last."""
+    return [head, *items[:-1], items[-1] + ")"]
+
+
+def defaults() -> list[str]:
+    """Right after `(deny default)`: the operations' own defaults, each an unfiltered
+    rule (it takes part in no ordering: it is what the operation does when no filtered
+    rule matches, wherever it is written)."""
+    return [
+        ";; Defaults of the operations (deny default) does not reach, and of those no",
+        ";; filtered rule may open: setuid and setgid bits (a sandbox run by root would make",
+        ";; root's programs), hard links (a link to a protected file is that file under a",
+        ";; name no rule closes), POSIX shared memory (host-wide names: another program's",
+        ";; memory).",
+        f"(deny {' '.join(OWN_DEFAULT_ALLOW)})",
+        "(deny file-write-setugid)",
+        "(deny file-link)",
+        "(deny ipc-posix-shm)",
+        "(deny ipc-posix-sem)",
+    ]
+
+
 def fixed_rules() -> list[str]:
     """The process's own needs, written once for every profile."""
-    lines = [
-        ";; The process itself: its children, its own signals and information.",
+    return [
+        ";; The process itself: its children, its own signals and information; semaphores",
+        ";; its own processes made (Python's multiprocessing), never another program's.",
         "(allow process-fork)",
         "(allow signal (target same-sandbox))",
         "(allow process-info* (target same-sandbox))",
-        "(allow sysctl-read",
-        *[f"    (sysctl-name {quoted(n)})" for n in SYSCTL_NAMES],
-        *[f"    (sysctl-name-prefix {quoted(p)})" for p in SYSCTL_PREFIXES[:-1]],
-        f"    (sysctl-name-prefix {quoted(SYSCTL_PREFIXES[-1])}))",
-        "(allow mach-lookup",
-        *[f"    (global-name {quoted(s)})" for s in MACH_SERVICES[:-1]],
-        f"    (global-name {quoted(MACH_SERVICES[-1])}))",
+        "(allow ipc-posix-sem (semaphore-owner same-sandbox))",
+        *_listed("(allow sysctl-read",
+                 [f"    (sysctl-name {quoted(n)})" for n in SYSCTL_NAMES]
+                 + [f"    (sysctl-name-prefix {quoted(p)})" for p in SYSCTL_PREFIXES]),
+        *_listed("(allow mach-lookup", [f"    (global-name {quoted(s)})" for s in MACH_SERVICES]),
         "(allow system-socket (socket-domain AF_UNIX))",
         "(allow pseudo-tty)",
     ]
-    return lines
 
 
 def system_file_rules(*, run: bool, report: bool) -> list[str]:
@@ -131,28 +188,29 @@ def system_file_rules(*, run: bool, report: bool) -> list[str]:
     may run (`report`: each run reported to the log, for learn)."""
     ops = "file-read* file-test-existence file-map-executable"
     folders = [f"    (subpath {quoted(f)})" for f in SYSTEM_FOLDERS]
-    folders[-1] += ")"
     programs: list[str] = []
     if run:
-        programs = ["(allow process-exec*", *folders[:-1],
-                    folders[-1][:-1] + (" (with report))" if report else ")")]
+        programs = _listed("(allow process-exec*", [
+            *folders[:-1], folders[-1] + (" (with report)" if report else "")])
     return [
         ";; System folders: read, and their libraries mapped (DESIGN: system folders are",
-        ";; always readable). Devices a shell needs; the terminal it was given.",
-        f"(allow {ops}",
-        *folders,
+        ";; always readable). Devices a shell needs. Terminals: a pty made inside (it carries",
+        ";; the pty extension), and below, by parameter, the one the command was given;",
+        ";; no other terminal of the person's.",
+        *_listed(f"(allow {ops}", folders),
         *programs,
         '(allow file-read* file-test-existence (literal "/"))',
-        "(allow file-read-metadata file-test-existence",
-        *[f"    (literal {quoted(link)})" for link in ROOT_LINKS[:-1]],
-        f"    (literal {quoted(ROOT_LINKS[-1])}))",
+        *_listed("(allow file-read-metadata file-test-existence",
+                 [f"    (literal {quoted(link)})" for link in ROOT_LINKS]),
+        f"(allow file-read* (literal {quoted(RECORD_STORE)}))",
         '(allow file-read-metadata (subpath "/dev"))',
         '(allow file-read* file-write-data (literal "/dev/null") (literal "/dev/zero"))',
         '(allow file-read* (literal "/dev/random") (literal "/dev/urandom"))',
         '(allow file-read-data file-write-data (subpath "/dev/fd"))',
         '(allow file-read* file-write-data file-ioctl (literal "/dev/dtracehelper"))',
+        '(allow file-read* file-write-data file-ioctl (literal "/dev/tty") (literal "/dev/ptmx"))',
         "(allow file-read* file-write-data file-ioctl",
-        '    (literal "/dev/tty") (literal "/dev/ptmx") (regex #"^/dev/ttys[0-9]+$"))',
+        '    (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))',
     ]
 
 
@@ -162,51 +220,40 @@ def network_rules(mode: str, proxy_ports: tuple[int, ...]) -> list[str]:
     sockets only where the files rules reach (as a mount would on Linux)."""
     if mode == "host":
         return [
-            ";; Network: host. Any address; DNS through mDNSResponder; TLS trust.",
+            ";; Network: host. Any address; DNS through mDNSResponder (and resolv.conf for",
+            ";; resolvers that read it); TLS trust.",
             "(allow system-socket)",
             '(allow network-outbound (remote ip "*:*"))',
             '(allow network-inbound (local ip "*:*"))',
             '(allow network-bind (local ip "*:*"))',
             f"(allow network-outbound (literal {quoted(MDNSRESPONDER)}))",
-            "(allow mach-lookup",
-            *[f"    (global-name {quoted(s)})" for s in (*DNS_SERVICES, *TRUST_SERVICES)[:-1]],
-            f"    (global-name {quoted(TRUST_SERVICES[-1])}))",
-            '(allow sysctl-read (sysctl-name-prefix "net.routetable"))',
+            f"(allow file-read* (literal {quoted(RESOLV_CONF)}))",
+            *_listed("(allow mach-lookup", [
+                f"    (global-name {quoted(s)})" for s in (*DNS_SERVICES, *TRUST_SERVICES)]),
         ]
     if mode == "proxy" and proxy_ports:
-        ports = [f'    (remote ip "localhost:{int(port)}")' for port in proxy_ports]
-        ports[-1] += ")"
         return [
             ";; Network: proxy. Only the supervisor's proxy on localhost; names go to it",
             ";; unresolved, so no DNS. TLS trust for what the proxy tunnels.",
             "(allow system-socket (socket-domain AF_INET) (socket-domain AF_INET6))",
-            "(allow network-outbound",
-            *ports,
-            "(allow mach-lookup",
-            *[f"    (global-name {quoted(s)})" for s in TRUST_SERVICES[:-1]],
-            f"    (global-name {quoted(TRUST_SERVICES[-1])}))",
+            *_listed("(allow network-outbound",
+                     [f'    (remote ip "localhost:{int(port)}")' for port in proxy_ports]),
+            *_listed("(allow mach-lookup",
+                     [f"    (global-name {quoted(s)})" for s in TRUST_SERVICES]),
         ]
     if mode == "proxy":
         return [";; Network: proxy, but no proxy runs for this launch: no network at all."]
-    return [";; Network: none. No address at all; path sockets only where files rules reach."]
+    return [";; Network: none. No address at all; path sockets only in write grants."]
 
 
-def always_closed(keychains_param: str, *, exec_ops: bool) -> list[str]:
-    """Last, so that nothing before can reopen them: the Keychain (its services and the
-    person's keychain files) and POSIX named IPC, whose names are host-wide."""
-    ops = ("file-read* file-test-existence file-map-executable network-outbound file-write* "
-           "network-bind")
-    if exec_ops:
-        ops += " process-exec*"
-    names = [f"    (global-name {quoted(s)})" for s in KEYCHAIN_SERVICES]
-    names[-1] += ")"
+def always_closed(keychains_rule: list[str]) -> list[str]:
+    """Last: the Keychain, by its services and the person's keychain files. Both denies
+    carry a filter, so they take part in last-match-wins and nothing before reopens
+    them. (Named IPC is closed by the defaults at the top: unfiltered rules do not take
+    part in the ordering, so their place in the text changes nothing.)"""
     return [
-        ";; Always closed: the Keychain (a stored item reads as nothing) and named IPC",
-        ";; (POSIX shared memory and semaphores have host-wide names, not paths).",
-        "(deny mach-lookup",
-        *names,
-        f"(deny {ops}",
-        f'    (subpath (param "{keychains_param}")))  ; ~/{KEYCHAINS}',
-        "(deny ipc-posix-shm)",
-        "(deny ipc-posix-sem)",
+        ";; Always closed: the Keychain (a stored item reads as nothing).",
+        *_listed("(deny mach-lookup",
+                 [f"    (global-name {quoted(s)})" for s in KEYCHAIN_SERVICES]),
+        *keychains_rule,
     ]

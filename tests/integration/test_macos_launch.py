@@ -1,7 +1,9 @@
 """The macOS launch path end to end on Linux, against stand-in `sandbox-exec` and `log`
 programs (tests/support/macos_standins/): they record how they were called and replay
-Seatbelt's report lines, so the process tree, the `log stream` task, naming and cleanup
-all run here. Nothing here applies a Seatbelt profile: that needs a Mac.
+Seatbelt's report lines, so the process tree, the readiness probe, the `log stream` task,
+naming and cleanup all run here, and so do sandbox-exec's own failures (a nested sandbox,
+a rejected profile) and `log`'s (a non-admin account, a sandboxed one). Nothing here
+applies a Seatbelt profile: that needs a Mac (tools/macos_probe.py).
 """
 
 from __future__ import annotations
@@ -20,8 +22,15 @@ import pytest
 
 from supervisor.errors import LaunchError
 from supervisor.grants import Grant, Program, Snapshot
+from supervisor.macos.logparse import KERNEL_IMAGE, SANDBOX_SENDER
 from supervisor.macos.logwatch import PREDICATE
+from supervisor.macos.probe import PROBE_PROGRAM
+from supervisor.macos.programs import Toolchain
 from supervisor.macos.run import MacLauncher
+
+# No stubs, no selected shell, no developer folder: what a Linux machine holds.
+NO_TOOLS = Toolchain(xcrun="/nonexistent/xcrun", select_sh="/nonexistent/sh",
+                     developer_links=())
 
 STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"
 SH = os.path.realpath(shutil.which("sh") or "/bin/sh")
@@ -52,10 +61,20 @@ def snapshot(folder: Path, *, programs: tuple[Program, ...] | None) -> Snapshot:
     )
 
 
-def launcher(**changes: float) -> MacLauncher:
+def launcher(*, sandbox_exec: str = str(STANDINS / "sandbox-exec"),
+             log: str = str(STANDINS / "log"), nested: bool = False,
+             **changes: float) -> MacLauncher:
     options = {"attach_timeout": 10.0, "quiet": 0.3, "settle_limit": 3.0, **changes}
-    return MacLauncher(sandbox_exec=str(STANDINS / "sandbox-exec"), log=str(STANDINS / "log"),
-                       **options)
+    return MacLauncher(sandbox_exec=sandbox_exec, log=log, toolchain=NO_TOOLS,
+                       nested=lambda: nested, **options)
+
+
+def calls(folder: Path) -> list[dict[str, object]]:
+    """Every call of the stand-in sandbox-exec, in order."""
+    path = folder / "calls.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def record(folder: Path, name: str) -> dict[str, object]:
@@ -78,11 +97,18 @@ def dead_pid() -> int:
     return child.pid
 
 
-def report_line(comm: str, pid: object, verdict: str, target: str, *, dups: int = 0) -> str:
+KERNEL = {"processID": 0, "userID": 0, "processImagePath": KERNEL_IMAGE,
+          "senderImagePath": SANDBOX_SENDER}
+
+
+def report_line(comm: str, pid: object, verdict: str, target: str, *, dups: int = 0,
+                **fields: object) -> str:
+    """A report as the kernel logs it; `fields` change the record (a forgery)."""
     verdict = "deny(1)" if verdict == "deny" else verdict
     prefix = f"{dups} duplicate reports for " if dups else ""
-    return json.dumps({"processID": 0, "eventMessage": f"{prefix}Sandbox: {comm}({pid}) "
-                       f"{verdict} process-exec* {target}"})
+    record = {**KERNEL, "eventMessage": f"{prefix}Sandbox: {comm}({pid}) {verdict} "
+              f"process-exec* {target}", **fields}
+    return json.dumps({k: v for k, v in record.items() if v is not None})
 
 
 LISTED = (Program("sh", SH),)
@@ -129,12 +155,19 @@ def test_refusals_are_named_once_for_this_runs_processes(
     assert isinstance(params, dict) and params["PROGRAM_0"] == SH
     env = sandbox["env"]
     assert isinstance(env, dict) and "DYLD_INSERT_LIBRARIES" not in env
-    assert set(env) == {"PATH", "LNK_STANDIN_DIR", "TMPDIR"}
+    assert set(env) == {"PATH", "LNK_STANDIN_DIR", "TMPDIR", "TMPPREFIX",
+                        "CLANG_MODULE_CACHE_PATH"}
     temp = str(env["TMPDIR"]).rstrip("/")
+    assert env["TMPPREFIX"] == temp + "/zsh"
     assert temp in params.values() and os.path.basename(temp).startswith("lnk-sandbox-")
     log = record(folder, "log")
-    assert log["argv"] == [str(STANDINS / "log"), "stream", "--style", "ndjson", "--level",
-                           "debug", "--predicate", PREDICATE]
+    assert log["argv"] == [str(STANDINS / "log"), "stream", "--style", "ndjson",
+                           "--predicate", PREDICATE]
+    # The readiness probe ran first, with the command's own profile and environment.
+    first, last = calls(folder)[0], calls(folder)[-1]
+    assert first["probe"] and first["command"] == [PROBE_PROGRAM]
+    assert str(first["profile"]).startswith(str(sandbox["profile"]))
+    assert first["env"] == env and last["pid"] == sandbox["pid"]
     assert log["pgid"] == log["pid"]
 
     # Cleanup: no process left, the temp folder removed.
@@ -214,20 +247,19 @@ def test_learn_needs_the_log(folder: Path) -> None:
     (folder / "log-mode").write_text("exit")
     with pytest.raises(LaunchError, match="reads Seatbelt's reports from the system log"):
         launcher().learn(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
-    missing = MacLauncher(sandbox_exec=str(STANDINS / "sandbox-exec"),
-                          log=str(folder / "no-log"))
+    missing = launcher(log=str(folder / "no-log"))
     with pytest.raises(LaunchError, match="cannot start"):
         missing.learn(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
 
 
-@pytest.mark.parametrize("mode", ["exit", "silent", "missing"])
+@pytest.mark.parametrize("mode", ["exit", "silent", "missing", "not-admin"])
 def test_a_run_goes_on_unnamed_when_the_log_cannot_be_read(
         folder: Path, capfd: pytest.CaptureFixture[str], mode: str) -> None:
     if mode != "missing":
         (folder / "log-mode").write_text(mode)
     run = launcher(attach_timeout=0.5)
     if mode == "missing":
-        run = MacLauncher(sandbox_exec=str(STANDINS / "sandbox-exec"), log=str(folder / "nx"))
+        run = launcher(log=str(folder / "nx"))
     assert run.run(snapshot(folder, programs=LISTED), ["sh", "-c", "exit 9"]) == 9
     err = capfd.readouterr().err
     assert "the program list still holds, but refused programs go unnamed" in err
@@ -236,7 +268,7 @@ def test_a_run_goes_on_unnamed_when_the_log_cannot_be_read(
 
 
 def test_a_missing_sandbox_exec_is_a_launch_error(folder: Path) -> None:
-    broken = MacLauncher(sandbox_exec=str(folder / "no-sandbox-exec"), log=str(STANDINS / "log"))
+    broken = launcher(sandbox_exec=str(folder / "no-sandbox-exec"))
     with pytest.raises(LaunchError, match="cannot start"):
         broken.run(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
 
@@ -274,3 +306,138 @@ def test_sigterm_to_the_supervisor_reaches_the_commands_handler(folder: Path,
     assert gone(int(record(folder, "sandbox-exec")["pid"]))  # type: ignore[arg-type]
     if listed:
         assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+
+
+# -- sandbox-exec's own failures, log's, forgeries, readiness ------------------------------
+
+
+def test_learn_without_an_admin_account_says_so_and_how_to_fix_it(folder: Path) -> None:
+    """`log stream` refuses a standard account (exit 77): not "inside a sandbox"."""
+    (folder / "log-mode").write_text("not-admin")
+    with pytest.raises(LaunchError) as caught:
+        launcher().learn(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
+    text = caught.value.render()
+    assert "only for members of the admin group" in text and "Must be admin" in text
+    assert "dseditgroup -o edit -a" in text and "sandbox" not in text.split("hint:")[1]
+    assert caught.value.exit_status == 125
+    assert not (folder / "sandbox-exec.json").exists()  # the command never ran
+
+
+def test_learn_inside_a_sandbox_says_log_refuses_there(folder: Path) -> None:
+    (folder / "log-mode").write_text("exit")
+    with pytest.raises(LaunchError, match="refuses to run inside a sandbox") as caught:
+        launcher().learn(snapshot(folder, programs=None), ["sh", "-c", "exit 0"])
+    assert "outside any other sandbox" in caught.value.render()
+
+
+@pytest.mark.parametrize("listed", [True, False])
+@pytest.mark.parametrize("learn", [True, False])
+def test_a_nested_sandbox_is_lnk_sandboxs_failure_and_runs_nothing(
+        folder: Path, listed: bool, learn: bool) -> None:
+    """sandbox-exec inside another sandbox exits 71 (`sandbox_apply: Operation not
+    permitted`): the probe sees it before the command, so it is 125, named, never 71."""
+    (folder / "sandbox-exec-mode").write_text("nested")
+    snap = snapshot(folder, programs=LISTED if listed else None)
+    marker = folder.parent / "ran"
+    command = ["sh", "-c", f"touch {marker}; exit 71"]
+    with pytest.raises(LaunchError, match="sandboxes do not nest") as caught:
+        if learn:
+            launcher().learn(snap, command)
+        else:
+            launcher().run(snap, command)
+    assert caught.value.exit_status == 125
+    assert "sandbox_apply: Operation not permitted" in caught.value.message
+    assert [c["probe"] for c in calls(folder)] == [True]
+    assert not (folder / "sandbox-exec.json").exists() and not marker.exists()
+    if (folder / "log.json").exists():
+        assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+
+
+def test_a_process_already_sandboxed_starts_nothing(folder: Path) -> None:
+    """sandbox_check says so before anything is started (the probe would say it too)."""
+    for listed in (LISTED, None):
+        with pytest.raises(LaunchError, match="sandboxes do not nest"):
+            launcher(nested=True).run(snapshot(folder, programs=listed), ["true"])
+    assert calls(folder) == [] and not (folder / "log.json").exists()
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_a_profile_sandbox_exec_rejects_is_lnk_sandboxs_failure(folder: Path,
+                                                                  listed: bool) -> None:
+    (folder / "sandbox-exec-mode").write_text("reject")
+    with pytest.raises(LaunchError, match="refused this launch's profile") as caught:
+        launcher().run(snapshot(folder, programs=LISTED if listed else None),
+                       ["sh", "-c", "exit 65"])
+    assert "(exit 65)" in caught.value.message and "nvram" in caught.value.message
+    assert caught.value.exit_status == 125
+    assert not (folder / "sandbox-exec.json").exists()
+
+
+def test_a_plain_run_probes_once_per_boot(folder: Path) -> None:
+    """Without a program list no log is read: the probe's pass is kept for the boot,
+    as a start keeps its checks; another boot probes again."""
+    snap = snapshot(folder, programs=None)
+    for _ in range(2):
+        assert launcher().run(snap, ["sh", "-c", "exit 3"]) == 3
+    assert [c["probe"] for c in calls(folder)] == [True, False, False]
+    other = MacLauncher(sandbox_exec=str(STANDINS / "sandbox-exec"), log=str(STANDINS / "log"),
+                        toolchain=NO_TOOLS, nested=lambda: False, boot=lambda: "another-boot")
+    assert other.run(snap, ["sh", "-c", "exit 4"]) == 4
+    assert [c["probe"] for c in calls(folder)] == [True, False, False, True, False]
+
+
+def test_a_forged_report_is_never_named(folder: Path,
+                                        capfd: pytest.CaptureFixture[str]) -> None:
+    """A sandboxed program can os_log text that looks like a report (review 10): under
+    the reporting subsystem with its own pid, or without the kernel's fields."""
+    (folder / "fixture").write_text("\n".join([
+        report_line("sh", "{pid}", "deny", "/usr/bin/forged-subsystem", processID=4242,
+                    subsystem="com.apple.sandbox.reporting"),
+        report_line("sh", "{pid}", "deny", "/usr/bin/forged-nopid", processID=None),
+        report_line("sh", "{pid}", "deny", "/usr/bin/forged-sender",
+                    senderImagePath="/tmp/sandbox-helper"),
+        report_line("sh", "{pid}", "deny", "/usr/bin/forged-user", userID=501),
+        report_line("sh", "{pid}", "deny", "/usr/bin/real"),
+    ]) + "\n")
+    report = folder.parent / "report.jsonl"
+    status = launcher().run(snapshot(folder, programs=LISTED),
+                            ["sh", "-c", "sleep 0.4; exit 0"], report=str(report))
+    assert status == 0
+    named = [json.loads(line)["resolved"] for line in report.read_text().splitlines()]
+    assert named == ["/usr/bin/real"]
+    assert "forged" not in capfd.readouterr().err
+
+
+def test_learn_offers_nothing_a_forged_report_names(folder: Path) -> None:
+    (folder / "fixture").write_text("\n".join([
+        report_line("sh", "{pid}", "allow", "/usr/bin/osascript", processID=4242,
+                    subsystem="com.apple.sandbox.reporting"),
+        report_line("sh", "{pid}", "allow", "/usr/bin/perl", processImagePath="/bin/sh"),
+        report_line("sh", "{pid}", "allow", "/usr/bin/env"),
+    ]) + "\n")
+    status, text = launcher().learn(snapshot(folder, programs=None),
+                                    ["sh", "-c", "sleep 0.3"])
+    assert status == 0
+    assert '"env"' in text and "osascript" not in text and "perl" not in text
+
+
+def test_the_command_starts_once_the_probes_report_is_read(
+        folder: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Readiness is the probe's own report, read from the stream: a stream that shows
+    none (attached to nothing) leaves a run unnamed after the wait, and refuses learn."""
+    start = time.monotonic()
+    assert launcher().run(snapshot(folder, programs=LISTED), ["sh", "-c", "exit 0"]) == 0
+    assert "unnamed" not in capfd.readouterr().err
+    assert time.monotonic() - start < 5
+    probes = [c for c in calls(folder) if c["probe"]]
+    assert probes and "(with report)" in str(probes[-1]["profile"]).splitlines()[-1]
+
+    (folder / "log-mode").write_text("silent")
+    start = time.monotonic()
+    assert launcher(attach_timeout=1.0).run(snapshot(folder, programs=LISTED),
+                                            ["sh", "-c", "exit 0"]) == 0
+    assert time.monotonic() - start >= 1.0
+    err = capfd.readouterr().err
+    assert "showed no report of the readiness probe" in err and "go unnamed" in err
+    with pytest.raises(LaunchError, match="no report of the readiness probe"):
+        launcher(attach_timeout=1.0).learn(snapshot(folder, programs=None), ["true"])

@@ -11,7 +11,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from supervisor.macos.logparse import Report, is_ready, parse_line, parse_message
+from supervisor.macos.logparse import (
+    KERNEL_IMAGE,
+    SANDBOX_SENDER,
+    Report,
+    parse_line,
+    parse_message,
+    parse_record,
+)
+
+
+def kernel(message: object, **changes: object) -> str:
+    """An ndjson record as the kernel's Sandbox extension logs one, with `changes`."""
+    record: dict[str, object] = {"processID": 0, "userID": 0, "processImagePath": KERNEL_IMAGE,
+                                 "senderImagePath": SANDBOX_SENDER, "messageType": "Error",
+                                 "eventMessage": message}
+    record.update(changes)
+    return json.dumps({k: v for k, v in record.items() if v is not DROP})
+
+
+DROP = object()
 
 # eventMessage values, verbatim (the reference's fixture lines, its notes left out).
 MESSAGES = {
@@ -92,6 +111,11 @@ NOT_REPORTS = [
     # text that looks like a report, logged by a process that is not the kernel
     "2026-03-05 21:26:41.625 E  evil[1:2] (evil) kernel: (Sandbox) Sandbox: cat(6) deny(1) "
     "process-exec* /x",
+    # a program named `kernel`, with a pid of its own, in both plain styles
+    "2026-03-05 21:26:41.625 E  kernel[4242:1fa47b2] (Sandbox) Sandbox: cat(6) deny(1) "
+    "process-exec* /x",
+    "2026-02-19 22:02:53.228416+0300 0xc912c6   Error       0x0                  4242   0"
+    "    kernel: (Sandbox) Sandbox: cat(6) deny(1) process-exec* /x",
     '{"processID":4242,"eventMessage":"Sandbox: cat(6) deny(1) process-exec* /x"}',
     "",
     "\n",
@@ -102,8 +126,7 @@ NOT_REPORTS = [
 @pytest.mark.parametrize("message", sorted(MESSAGES))
 def test_each_reference_message_parses_exactly(message: str) -> None:
     assert parse_message(message) == MESSAGES[message]
-    record = json.dumps({"processID": 0, "eventMessage": message})
-    assert parse_line(record + "\n") == MESSAGES[message]
+    assert parse_line(kernel(message) + "\n") == MESSAGES[message]
 
 
 def test_the_whole_ndjson_record_parses() -> None:
@@ -122,9 +145,8 @@ def test_what_is_not_a_report_is_ignored(line: str) -> None:
     assert parse_line(line) is None
 
 
-def test_the_ready_line_is_known() -> None:
-    assert is_ready('Filtering the log data using "(((processID == 0) AND ...)"')
-    assert not is_ready(RECORD)
+def test_the_ready_line_is_no_report() -> None:
+    assert parse_line('Filtering the log data using "(((processID == 0) AND ...)"') is None
 
 
 def test_only_the_first_line_of_a_message_counts() -> None:
@@ -148,7 +170,7 @@ def test_names_with_parentheses_and_spaces_keep_their_pid() -> None:
 
 
 def test_every_cut_of_every_ndjson_line_is_ignored() -> None:
-    lines = [RECORD, *(json.dumps({"processID": 0, "eventMessage": m}) for m in MESSAGES)]
+    lines = [RECORD, *(kernel(m) for m in MESSAGES)]
     for line in lines:
         for end in range(len(line)):
             assert parse_line(line[:end]) is None, line[:end]
@@ -174,7 +196,7 @@ MALFORMED = [
 @pytest.mark.parametrize("message", MALFORMED)
 def test_malformed_messages_are_ignored(message: str) -> None:
     assert parse_message(message) is None
-    assert parse_line(json.dumps({"processID": 0, "eventMessage": message})) is None
+    assert parse_line(kernel(message)) is None
 
 
 @pytest.mark.parametrize("line", [
@@ -201,8 +223,8 @@ def test_any_text_gives_a_report_or_none(text: str) -> None:
                     lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
                     max_leaves=20))
 def test_any_json_value_gives_a_report_or_none(value: object) -> None:
-    for candidate in (value, {"processID": 0, "eventMessage": value}):
-        result = parse_line(json.dumps(candidate))
+    for candidate in (json.dumps(value), kernel(value)):
+        result = parse_line(candidate)
         assert result is None or isinstance(result, Report)
 
 
@@ -213,3 +235,31 @@ def test_a_long_line_without_a_report_is_quick() -> None:
     for line in ("x " * 50_000, "a[ " * 30_000, "kernel: " * 20_000, "Sandbox: a(" * 20_000):
         assert parse_line(line) is None
     assert time.monotonic() - start < 2.0
+
+
+FORGED = "Sandbox: sh(4242) allow process-exec* /usr/bin/osascript"
+
+
+@pytest.mark.parametrize("changes", [
+    # any process may log under the reporting subsystem, with its own pid
+    {"processID": 4242, "subsystem": "com.apple.sandbox.reporting"},
+    {"processID": DROP},
+    {"processID": DROP, "subsystem": "com.apple.sandbox.reporting"},
+    {"processID": False},
+    {"processID": "0"},
+    {"processID": 0.0},
+    {"userID": 501},
+    {"userID": DROP},
+    {"senderImagePath": "/tmp/sandbox-helper"},
+    {"senderImagePath": "/tmp/x/System/Library/Extensions/Sandbox.kext/Contents/MacOS/Sandbox"},
+    {"senderImagePath": DROP},
+    {"processImagePath": "/usr/bin/logger"},
+    {"processImagePath": DROP},
+], ids=repr)
+def test_a_record_the_kernel_did_not_log_is_never_a_report(changes: dict[str, object]) -> None:
+    """A sandboxed program can os_log a line that looks like a report (review 10): only
+    the four fields the logging system stamps tell it from the kernel's."""
+    assert parse_line(kernel(FORGED)) == Report("sh", 4242, "allow", "process-exec*",
+                                                "/usr/bin/osascript")
+    assert parse_line(kernel(FORGED, **changes)) is None
+    assert parse_record(kernel(FORGED, **changes)) is None

@@ -13,7 +13,7 @@ import textwrap
 import anyio
 
 from supervisor.events import EventLog
-from supervisor.macos.logparse import Report
+from supervisor.macos.logparse import KERNEL_IMAGE, SANDBOX_SENDER, Report
 from supervisor.macos.logwatch import (
     MAX_LINE,
     PREDICATE,
@@ -22,6 +22,7 @@ from supervisor.macos.logwatch import (
     Namer,
     log_stream_argv,
     process_facts,
+    why_log_failed,
 )
 
 ROOT = 500
@@ -104,15 +105,46 @@ def test_learn_collects_allowed_execs_of_its_own_processes() -> None:
 
 
 def test_the_log_command_line() -> None:
-    assert log_stream_argv() == ["/usr/bin/log", "stream", "--style", "ndjson", "--level",
-                                 "debug", "--predicate", PREDICATE]
+    """No --level: kernel reports are Error records, shown at the default level, and
+    debug would make every process on the machine log more while the stream runs. The
+    predicate trusts no subsystem any process may log under."""
+    assert log_stream_argv() == ["/usr/bin/log", "stream", "--style", "ndjson",
+                                 "--predicate", PREDICATE]
+    assert "--level" not in log_stream_argv() and "subsystem" not in PREDICATE
     assert "processID == 0" in PREDICATE and "process-exec" in PREDICATE
+
+
+def test_why_log_failed_names_the_admin_group_sandboxes_and_the_rest() -> None:
+    what, fix = why_log_failed(77, "log: Must be admin to run 'stream' command\n")
+    assert "admin group" in what and "Must be admin" in what and "dseditgroup" in fix
+    what, fix = why_log_failed(1, "log: Must be admin to run 'stream' command")
+    assert "admin group" in what  # the text alone says it
+    what, fix = why_log_failed(64, "log: Cannot run while sandboxed\n")
+    assert "refuses to run inside a sandbox" in what and "outside" in fix
+    what, _ = why_log_failed(None, "")
+    assert "no report of the readiness probe" in what
+    what, _ = why_log_failed(3, "something else\nlast words\n")
+    assert what.endswith("ended (last words)")
+
+
+def test_a_probes_report_readies_the_run_and_is_never_the_runs() -> None:
+    namer = Namer(None, learn=True)
+    namer.probe_program = "/usr/bin/true"
+    namer.probes.add(900)
+    namer.lineage = lineage()
+    namer(report(900, "deny", target="/usr/bin/true"))
+    assert namer.probes_seen == set()
+    namer(report(900, "allow", target="/usr/bin/true", comm="sandbox-exec"))
+    namer(report(900, "allow", target="/usr/bin/git"))  # the probe's pid is never ours
+    assert namer.probes_seen == {900} and namer.seen == []
 
 
 EMITTER = textwrap.dedent("""
     import json, sys, time
     out = sys.stdout.buffer
-    line = lambda m: json.dumps({"processID": 0, "eventMessage": m}).encode() + b"\\n"
+    kernel = {"processID": 0, "userID": 0, "processImagePath": KERNEL,
+              "senderImagePath": SENDER}
+    line = lambda m: json.dumps({**kernel, "eventMessage": m}).encode() + b"\\n"
     out.write(line("Sandbox: sh(1) deny(1) process-exec* /early")); out.flush()
     out.write(b'Filtering the log data using "x"\\n'); out.flush()
     time.sleep(0.05)
@@ -121,49 +153,60 @@ EMITTER = textwrap.dedent("""
     out.write(line("Sandbox: sh(2) deny(1) process-exec* /one")[20:]); out.flush()
     out.write(b"x" * (MAX + 100) + line("Sandbox: sh(3) deny(1) process-exec* /overlong"))
     out.write(b"\\xff\\xfe garbage\\n" + line("Sandbox: sh(4) deny(1) process-exec* /two"))
+    out.write(b"2026-03-05 21:26:41.625 E  kernel[0:1fa] (Sandbox) Sandbox: sh(6) deny(1) "
+              b"process-exec* /compact-is-not-trusted-live\\n")
     out.write(line("Sandbox: sh(5) deny(1) process-exec* /cut")[:-1])
     out.flush()
+    sys.stderr.write("a word on stderr\\n")
 """)
 
 
 def test_the_stream_reads_whole_lines_and_drops_an_overlong_one() -> None:
     found: list[Report] = []
-    script = EMITTER.replace("MAX", str(MAX_LINE))
+    script = EMITTER.replace("MAX", str(MAX_LINE)).replace("KERNEL", repr(KERNEL_IMAGE))
+    script = script.replace("SENDER", repr(SANDBOX_SENDER))
     stream = LogStream([sys.executable, "-c", script], found.append)
 
-    async def main() -> bool:
+    async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(stream.read)
-            attached = await stream.wait_attached(10)
             with anyio.fail_after(10):
                 while not stream.ended:
                     await anyio.sleep(0.01)
             await stream.settle(quiet=0.05, limit=1)  # returns at once: the stream ended
-        return attached
 
     stream.start()
     try:
-        assert anyio.run(main)
+        anyio.run(main)
+        assert stream.failure()[0] == f"`{sys.executable} stream` ended (a word on stderr)"
     finally:
         stream.stop()
     assert [r.target for r in found] == ["/early", "/one", "/two"]
+    assert stream.failure() == (f"`{sys.executable} stream` ended (a word on stderr)",
+                                "run `lnk sandbox check` to see what this Mac allows")
+    assert stream.status == 0
+    stream.stop()
     assert stream.pid is None and stream.fd is None
     stream.stop()  # again: nothing left to do
 
 
-def test_wait_attached_gives_up_when_the_stream_ends_silent() -> None:
-    stream = LogStream([sys.executable, "-c", "print('no ready line')"], lambda r: None)
+def test_a_stream_that_ends_says_how() -> None:
+    script = "import sys; print('no record'); sys.stderr.write('log: gone\\n'); sys.exit(3)"
+    found: list[Report] = []
+    stream = LogStream([sys.executable, "-c", script], found.append)
 
-    async def main() -> bool:
+    async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(stream.read)
-            attached = await stream.wait_attached(10)
-            group.cancel_scope.cancel()
-        return attached
+            with anyio.fail_after(10):
+                while not stream.ended:
+                    await anyio.sleep(0.01)
 
     stream.start()
     try:
-        assert anyio.run(main) is False and stream.ended
+        anyio.run(main)
+        assert stream.failure()[0] == f"`{sys.executable} stream` ended (log: gone)"
+        assert stream.status == 3 and found == []
     finally:
         stream.stop()
 
@@ -176,14 +219,15 @@ def test_stop_kills_a_stream_that_ignores_sigterm() -> None:
     pid = stream.pid
     assert pid is not None
 
-    async def main() -> bool:
+    async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(stream.read)
-            attached = await stream.wait_attached(10)
+            with anyio.fail_after(10):
+                while not stream.last_line:  # it runs, SIGTERM ignored already
+                    await anyio.sleep(0.01)
             group.cancel_scope.cancel()
-        return attached
 
-    assert anyio.run(main)
+    anyio.run(main)
     stream.stop(grace=0.2)
     assert process_facts(pid) is None
 

@@ -22,6 +22,7 @@ from supervisor.grants import Grant, Program, Snapshot
 from supervisor.macos import system
 from supervisor.macos.profile import (
     FOLD_AT,
+    KEEP_OPS,
     REGEX_LIMIT,
     SANDBOX_EXEC,
     MacHost,
@@ -30,6 +31,7 @@ from supervisor.macos.profile import (
     regex_escape,
     sandbox_exec_argv,
 )
+from supervisor.macos.programs import Companion
 from supervisor.policy import DEFAULT_HIDES
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "macos"
@@ -38,6 +40,19 @@ CWD = "/Users/me/proj"
 LNK = "/Users/me/.lnk"
 TEMP = "/private/var/folders/zz/abc/T/lnk-sandbox-1"
 HOST = MacHost(home=HOME, temp=TEMP)
+# What a launch finds on a Mac (run.py's mac_host): macOS's own hides below home and
+# Homebrew's, the command's terminal, the stand-ins listed programs run.
+MAC_HIDES = (
+    (f"{HOME}/Library", "macOS default hide: what applications keep"),
+    (f"{HOME}/.colima", "macOS default hide: a container engine's sockets and keys"),
+    ("/opt/homebrew/etc/homebrew", "macOS default hide: Homebrew's settings"),
+)
+CLT_GIT = "/Library/Developer/CommandLineTools/usr/bin/git"
+PYTHON_APP = ("/opt/homebrew/Cellar/python@3.12/3.12.4/Frameworks/Python.framework/Versions/"
+              "3.12/Resources/Python.app/Contents/MacOS/Python")
+COMPANIONS = (Companion(0, CLT_GIT, "/usr/bin/git is an xcrun stub"),
+              Companion(2, PYTHON_APP, "a framework build's python runs its Python.app"),
+              Companion(4, "/bin/bash", "/bin/sh runs the shell /private/var/select/sh names"))
 CREDENTIALS = "default hide: credentials"
 SETTINGS = "lnk-sandbox's settings ($LNK_HOME)"
 INSTALLATION = "the installation running lnk-sandbox"
@@ -101,16 +116,22 @@ SPECS = {
                   "the agent 'reviewer''s own folder", None, None, True),
             agent="reviewer",
         ),
-        dot_files(CWD), HOST, False),
-    # programs = ["git", "/usr/bin/make", "python3", "~/bin/tool"]: the last one hidden.
+        dot_files(CWD), replace(HOST, hides=MAC_HIDES, terminals=("/dev/ttys003",)), False),
+    # programs = ["git", "/usr/bin/make", "python3", "~/bin/tool", "/bin/sh"]: ~/bin/tool
+    # hidden; git an xcrun stub; python3 a framework build; /bin/sh runs bash. The
+    # developer folder is outside what the sandbox sees, so it is made readable.
     "programs": (
         snapshot(WRITE_CWD, programs=(
             Program("git", "/usr/bin/git"),
             Program("/usr/bin/make", "/usr/bin/make"),
-            Program("python3", "/opt/homebrew/Cellar/python@3.12/3.12.4/bin/python3.12"),
+            Program("python3", "/opt/homebrew/Cellar/python@3.12/3.12.4/Frameworks/"
+                    "Python.framework/Versions/3.12/bin/python3.12"),
             Program("~/bin/tool", HOME + "/bin/tool"),
+            Program("/bin/sh", "/bin/sh"),
         )),
-        dot_files(CWD), HOST, False),
+        dot_files(CWD), replace(HOST, companions=COMPANIONS,
+                                developer_dir="/Volumes/Xcode/Xcode.app/Contents/Developer"),
+        False),
     "no-programs": (snapshot(WRITE_CWD, programs=()), dot_files(CWD), HOST, False),
     "network-proxy": (snapshot(WRITE_CWD, network="proxy"), dot_files(CWD),
                       replace(HOST, proxy_ports=(3128, 1080)), False),
@@ -207,20 +228,41 @@ def test_a_path_with_a_newline_stays_a_parameter() -> None:
 # -- the Keychain, named IPC, the order of what is always closed -------------------------
 
 
-def test_the_keychain_and_named_ipc_are_closed_last() -> None:
+def test_the_keychain_is_closed_last_and_named_ipc_by_the_operations_defaults() -> None:
     for snap, protected, host, learn in SPECS.values():
         text = rules(compile_profile(snap, protected, host, learn=learn).text)
-        assert text[-2:] == ["(deny ipc-posix-shm)", "(deny ipc-posix-sem)"]
         keychain = [i for i, r in enumerate(text) if 'KEYCHAINS_0' in r]
-        assert len(keychain) == 1 and keychain[0] == len(text) - 3
-        assert text[keychain[0]].startswith("(deny file-read* ")
-        assert text[-4].startswith("(deny mach-lookup")
+        assert keychain == [len(text) - 1]
+        assert text[-1].startswith("(deny file-read* ") and "KEYCHAINS_CASE_0" in text[-1]
+        assert text[-2].startswith("(deny mach-lookup")
         for service in system.KEYCHAIN_SERVICES:
-            assert f'(global-name "{service}")' in text[-4]
+            assert f'(global-name "{service}")' in text[-2]
         allowed = " ".join(r for r in text if r.startswith("(allow"))
         for service in system.KEYCHAIN_SERVICES:
             assert f'"{service}"' not in allowed
-        assert "ipc-posix" not in allowed
+        # Unfiltered rules are the operations' defaults, so where they stand changes
+        # nothing; the only filtered ipc allow is a semaphore of the sandbox's own.
+        assert "(deny ipc-posix-shm)" in text and "(deny ipc-posix-sem)" in text
+        ipc = [r for r in text if r.startswith("(allow ipc")]
+        assert ipc == ["(allow ipc-posix-sem (semaphore-owner same-sandbox))"]
+
+
+def test_what_deny_default_does_not_reach_is_denied_right_after_it() -> None:
+    """process-info*, nvram* and iokit-get-properties have a default of their own, allow:
+    the text right after (deny default) denies them, then reopens only the sandbox's
+    own processes; setuid bits and hard links get a default no filtered rule lifts."""
+    for snap, protected, host, learn in SPECS.values():
+        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        assert text[:3] == ["(version 1)", "(deny default)",
+                            "(deny process-info* nvram* iokit-get-properties)"]
+        info = [i for i, r in enumerate(text) if r.startswith("(allow process-info*")]
+        assert info and text[info[0]] == "(allow process-info* (target same-sandbox))"
+        assert all(i > 2 for i in info)
+        assert not any("process-info" in r or "nvram" in r or "iokit" in r
+                       for r in text[3:] if r != text[info[0]])
+        for op in ("file-write-setugid", "file-link"):
+            assert f"(deny {op})" in text
+            assert not any(op in r for r in text if r != f"(deny {op})")
 
 
 def test_the_keychains_parameter_is_below_the_resolved_home() -> None:
@@ -250,15 +292,16 @@ def test_absent_programs_run_where_files_are_seen_and_not_where_hidden() -> None
 
 
 def test_a_program_list_allows_those_files_and_no_other_exec() -> None:
-    snap, protected, host, _ = SPECS["programs"]
-    profile = compile_profile(snap, protected, host)
+    snap, protected, _, _ = SPECS["programs"]
+    profile = compile_profile(snap, protected, HOST)  # no stubs found on this host
     text = exec_rules(profile.text)
     assert len(text) == 1
     params = dict(profile.parameters)
     listed = re.findall(r'\(literal \(param "(PROGRAM_\d+)"\)\)', text[0])
     assert [params[p] for p in listed] == [
         "/usr/bin/git", "/usr/bin/make",
-        "/opt/homebrew/Cellar/python@3.12/3.12.4/bin/python3.12"]
+        "/opt/homebrew/Cellar/python@3.12/3.12.4/Frameworks/Python.framework/Versions/3.12/"
+        "bin/python3.12", "/bin/sh"]
     assert profile.notes == (f"~/bin/tool ({HOME}/bin/tool) is hidden from the sandbox, so "
                              "it cannot run there",)
 
@@ -368,7 +411,7 @@ def test_an_allow_follows_a_deny_only_to_bring_the_specs_own_folders_back() -> N
         hidden = [g.target for g in snap.grants if g.access == "hide" and g.target]
         denied = False
         for rule in rules(profile.text):
-            if rule.startswith("(deny file-") or rule.startswith("(deny process-exec"):
+            if rule.startswith("(deny") and "(param " in rule:
                 denied = True
             elif denied and rule.startswith("(allow"):
                 paths = [params[p] for p in re.findall(r'\(param "([A-Z0-9_]+)"\)', rule)]
@@ -376,3 +419,121 @@ def test_an_allow_follows_a_deny_only_to_bring_the_specs_own_folders_back() -> N
                 for path in paths:
                     assert any(path == h or path.startswith(h + "/") for h in hidden), (
                         name, rule, path)
+
+
+# -- sockets, case, terminals, macOS's own hides, stubs ----------------------------------
+
+
+def params_of(rule: str) -> list[str]:
+    return re.findall(r'\(param "([A-Z0-9_]+)"\)', rule)
+
+
+def test_no_read_grant_reaches_a_socket_and_protected_paths_close_them() -> None:
+    """A socket is a channel, not something read (mxc): connect only in write grants."""
+    for name, (snap, protected, host, learn) in SPECS.items():
+        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        for rule in text:
+            if rule.startswith("(allow") and "network-outbound" in rule:
+                assert all(p.startswith("WRITE_") for p in params_of(rule)), (name, rule)
+        keeps = [r for r in text if r.startswith("(deny " + " ".join(KEEP_OPS))]
+        assert keeps and all("network-outbound" in r for r in keeps), name
+    reads = [r for r in rules(compile_profile(*SPECS["home-hides-agent"][:3]).text)
+             if "READ_0" in r]
+    assert reads and not any("network-outbound" in r for r in reads)
+
+
+def test_denies_are_never_folded_and_close_every_letter_case() -> None:
+    programs = tuple(Program(f"tool{i}", f"/usr/local/bin/tool{i:02d}") for i in range(40))
+    many = [Protected(f"{CWD}/sub{i:02d}/.git", f"sub{i:02d}/.git", "folder", True, "git")
+            for i in range(30)]
+    snap = snapshot(WRITE_CWD, programs=programs)
+    profile = compile_profile(snap, [*dot_files(CWD), *many], HOST)
+    params = dict(profile.parameters)
+    denied = 0
+    for rule in rules(profile.text):
+        if not rule.startswith("(deny") or "(param " not in rule:
+            continue
+        names = params_of(rule)
+        assert not any("_RE_" in n for n in names), rule
+        paths = [params[n] for n in names if "_CASE_" not in n]
+        regexes = [params[n] for n in names if "_CASE_" in n]
+        assert regexes, rule
+        for path in paths:
+            for variant in (path, path.upper(), path.swapcase()):
+                assert any(re.fullmatch(r, variant) for r in regexes), (rule, variant)
+                assert any(re.fullmatch(r, variant + "/hooks/x") for r in regexes) == (
+                    f'(subpath (param "{params_key(params, path)}"))' in rule), variant
+            denied += 1
+        assert all(len(r.encode()) <= REGEX_LIMIT for r in regexes)
+    assert denied >= 30
+    # Allows are still folded: forty programs are regexes, not forty filters.
+    assert any("PROGRAM_RE_" in name for name in params)
+
+
+def params_key(params: dict[str, str], path: str) -> str:
+    return next(n for n, v in params.items() if v == path and "_CASE_" not in n)
+
+
+def test_a_path_too_long_for_one_regex_keeps_its_head_as_written() -> None:
+    from supervisor.macos.profile import any_case_regexes
+
+    long = "/Users/me/" + "/".join(["abcdefghij"] * 40) + "/.git"
+    ((regex, held),) = any_case_regexes([long], subpath=True)
+    assert held == [long] and len(regex.encode()) <= REGEX_LIMIT
+    assert re.fullmatch(regex, long) and re.fullmatch(regex, long[:-3] + "GIT/config")
+    assert any_case_regexes(["/"], subpath=True) == []
+
+
+def test_only_the_commands_own_terminal_opens_by_name() -> None:
+    snap, protected, host, learn = SPECS["home-hides-agent"]
+    profile = compile_profile(snap, protected, host, learn=learn)
+    text = rules(profile.text)
+    terminal = [r for r in text if "TERMINAL_0" in r]
+    assert terminal == ['(allow file-read* file-write-data file-ioctl (literal (param '
+                        '"TERMINAL_0")))']
+    assert ("TERMINAL_0", "/dev/ttys003") in profile.parameters
+    ttys = [r for r in text if "ttys" in r]
+    assert ttys == ['(allow file-read* file-write-data file-ioctl (require-all (regex '
+                    '#"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))']
+    assert not any("TERMINAL" in r for r in rules(compile_profile(*SPECS["default"][:3]).text))
+
+
+def test_macos_hides_close_library_and_container_sockets_unless_the_spec_names_them() -> None:
+    snap, protected, host, learn = SPECS["home-hides-agent"]
+    profile = compile_profile(snap, protected, host, learn=learn)
+    params = dict(profile.parameters)
+    hidden = {params[n] for r in rules(profile.text) if r.startswith("(deny")
+              for n in params_of(r) if n.startswith("HIDE_") and "_CASE_" not in n}
+    assert {HOME + "/Library", HOME + "/.colima", "/opt/homebrew/etc/homebrew",
+            "/System/Volumes/Data"} <= hidden
+    # Named by the spec itself: a read grant of ~/Library stays a read grant.
+    named = snapshot(spec_grant("~", HOME, "read", "files.read[0]"),
+                     spec_grant("~/Library", HOME + "/Library", "read", "files.read[1]"),
+                     WRITE_CWD)
+    profile = compile_profile(named, dot_files(CWD), host)
+    params = dict(profile.parameters)
+    hidden = {params[n] for r in rules(profile.text) if r.startswith("(deny")
+              for n in params_of(r) if n.startswith("HIDE_")}
+    assert HOME + "/Library" not in hidden and HOME + "/.colima" in hidden
+    # Hidden only where something shows them: the default spec reads no home.
+    profile = compile_profile(SPECS["default"][0], dot_files(CWD), host)
+    assert HOME + "/Library" not in dict(profile.parameters).values()
+
+
+def test_stubs_run_what_they_stand_for_and_each_is_named() -> None:
+    snap, protected, host, _ = SPECS["programs"]
+    profile = compile_profile(snap, protected, host)
+    (rule,) = exec_rules(profile.text)
+    params = dict(profile.parameters)
+    listed = [params[p] for p in params_of(rule)]
+    assert listed == ["/usr/bin/git", CLT_GIT, "/usr/bin/make",
+                      "/opt/homebrew/Cellar/python@3.12/3.12.4/Frameworks/Python.framework/"
+                      "Versions/3.12/bin/python3.12", PYTHON_APP, "/bin/sh", "/bin/bash"]
+    assert f"git (/usr/bin/git) runs {CLT_GIT} (/usr/bin/git is an xcrun stub): allowed " \
+           "with it" in profile.notes
+    # The developer folder outside the system folders is read (the stubs load libxcrun
+    # from it), and its tools may not run but for the one listed.
+    developer = "/Volumes/Xcode/Xcode.app/Contents/Developer"
+    read = [r for r in rules(profile.text) if r.startswith("(allow file-read*")
+            and any(params[p] == developer for p in params_of(r))]
+    assert len(read) == 1 and "process-exec" not in read[0]

@@ -1,18 +1,26 @@
-"""Properties of the macOS profile for random specs, read back with a small evaluator of
-the SBPL it writes (the last matching rule wins, as Seatbelt decides).
+"""Properties of the macOS profile for random specs, read back with a model of how
+Seatbelt decides (tests/unit/macos_seatbelt.py: filtered rules last-match-wins, an
+unfiltered rule only the operation's default, a specific operation before its wildcard,
+and the operations `(deny default)` does not reach).
 
-For random grants, hides, protected dot files and program lists:
-- every hidden folder is denied after every read grant that holds it;
-- no write grant reopens a protected dot file: its allow comes before the dot file's
-  deny, and writing in it or making it is refused;
-- read, write and exec decided by the profile are what the deepest rule gives, as the
-  deepest mount decides on Linux (system folders read, a hide closed, a dot file or a
-  read grant below a write grant read-only, a grant inside a hide open again).
+The model is checked first against the measured cases it encodes. Then, for random
+grants, hides, protected dot files (some below the top, under missing folders) and
+program lists:
+- read, write, exec and socket connects decided by the profile are what the deepest rule
+  gives, as the deepest mount decides on Linux (system folders read, a hide closed, a dot
+  file or a read grant below a write grant read-only, a grant inside a hide open again;
+  sockets only in write grants);
+- every hidden folder is denied after every read grant that holds it; no write grant
+  reopens a protected dot file;
+- the folders holding a closed path inside a write grant can be neither removed nor made
+  (a missing `tools` cannot become a link that moves `tools/hooks`);
+- a hidden folder and a protected path are closed in any letter case;
+- what `(deny default)` does not reach is closed all the same, and no rule opens shared
+  memory, another program's semaphores, hard links or setuid bits.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -23,113 +31,60 @@ from supervisor.grants import Grant, Program, Snapshot, is_within
 from supervisor.macos import system
 from supervisor.macos.profile import MacHost, compile_profile
 
+from .macos_seatbelt import Seatbelt
+
 HOME = "/Users/me"
 TEMP = "/private/var/folders/zz/T/lnk-sandbox-1"
 NAMES = ("a", "b", ".git", ".envrc")
 
-# -- a reader for the SBPL the compiler writes ---------------------------------------------
 
-_TOKEN = re.compile(r'\s*(?:(;[^\n]*)|(#"(?:[^"\\]|\\.)*")|("(?:[^"\\]|\\.)*")|(\()|(\))'
-                    r'|([^\s()";]+))')
+# -- the model, against what was measured ----------------------------------------------
 
 
-def parse(text: str) -> list[list[object]]:
-    stack: list[list[object]] = [[]]
-    position = 0
-    while text[position:].strip():
-        match = _TOKEN.match(text, position)
-        assert match is not None, text[position:position + 40]
-        position = match.end()
-        comment, regex, string, opening, closing, symbol = match.groups()
-        if opening:
-            stack.append([])
-        elif closing:
-            done = stack.pop()
-            stack[-1].append(done)
-        elif regex:
-            stack[-1].append(("regex", regex[2:-1]))
-        elif string:
-            stack[-1].append(("string", string[1:-1]))
-        elif symbol:
-            stack[-1].append(symbol)
-        elif comment is None and match.group(0).strip():
-            raise AssertionError(match.group(0))
-    assert len(stack) == 1
-    return [r for r in stack[0] if isinstance(r, list)]
-
-
-@dataclass
-class Rule:
-    index: int
-    verb: str
-    ops: list[str]
-    filters: list[list[object]]
-
-
-def rules_of(text: str) -> list[Rule]:
-    found = []
-    for i, form in enumerate(parse(text)):
-        if form[0] not in ("allow", "deny"):
-            continue
-        ops = [x for x in form[1:] if isinstance(x, str)]
-        filters = [x for x in form[1:] if isinstance(x, list) and x[0] != "with"]
-        found.append(Rule(i, str(form[0]), ops, filters))
-    return found
-
-
-class Evaluator:
-    def __init__(self, text: str, parameters: tuple[tuple[str, str], ...]):
-        self.rules = rules_of(text)
-        self.params = dict(parameters)
-
-    def value(self, item: object) -> str:
-        if isinstance(item, list) and item[0] == "param":
-            value = item[1]
-            assert isinstance(value, tuple)
-            return self.params[value[1]]
-        assert isinstance(item, tuple), item
-        return str(item[1])
-
-    def matches(self, form: list[object], path: str, op: str = "") -> bool:
-        kind = form[0]
-        if kind in ("subpath", "literal", "regex"):
-            value = self.value(form[1])
-            if kind == "subpath":
-                # Codex: `subpath` alone leaves the first creation of the path itself open.
-                return is_within(path, value) and not (
-                    op == "file-write-create" and path == value)
-            if kind == "literal":
-                return path == value
-            return re.search(value, path) is not None
-        return False  # not a path filter: never matches a path
-
-    @staticmethod
-    def op_matches(rule_op: str, op: str) -> bool:
-        if rule_op == "default":
-            return True
-        if rule_op.endswith("*"):
-            return op.startswith(rule_op[:-1])
-        return rule_op == op
-
-    def covering(self, op: str, path: str) -> list[Rule]:
-        return [r for r in self.rules if any(self.op_matches(o, op) for o in r.ops)
-                and (not r.filters or any(self.matches(f, path, op) for f in r.filters))]
-
-    def allows(self, op: str, path: str) -> bool:
-        found = self.covering(op, path)
-        return bool(found) and found[-1].verb == "allow"
-
-
-def test_the_evaluator_reads_last_match_wins() -> None:
+def test_filtered_rules_last_match_wins() -> None:
     text = ('(version 1)\n(deny default)\n(allow file-read* (subpath (param "A")))\n'
             '(deny file-read* (subpath (param "B")))  ; x\n'
             '(allow file-read-data (regex (param "C")))\n')
-    ev = Evaluator(text, (("A", "/a"), ("B", "/a/b"), ("C", "^/a/b/c$")))
+    ev = Seatbelt(text, (("A", "/a"), ("B", "/a/b"), ("C", "^/a/b/c$")))
     assert ev.allows("file-read-data", "/a/x")
     assert not ev.allows("file-read-data", "/a/b/x")
     assert ev.allows("file-read-data", "/a/b/c")
     assert not ev.allows("file-read-metadata", "/a/b/c")
     assert not ev.allows("file-write-data", "/a")
+
+
+def test_an_unfiltered_rule_is_the_operations_default_wherever_it_is() -> None:
+    # mxc: a later (allow network-outbound) with no filter does not override an
+    # earlier path-scoped deny; and an unfiltered deny after a filtered allow holds
+    # nothing the allow opened.
+    ev = Seatbelt('(version 1)(deny default)(deny network-outbound (literal "/s"))'
+                  "(allow network-outbound)")
+    assert not ev.allows("network-outbound", "/s")
+    assert ev.allows("network-outbound", "/t")
+    ev = Seatbelt("(version 1)(deny default)(allow ipc-posix-sem (semaphore-owner self))"
+                  "(deny ipc-posix-sem)")
+    assert ev.allows("ipc-posix-sem-open", owner="self")
+    assert not ev.allows("ipc-posix-sem-open", owner="others")
+
+
+def test_a_specific_operation_is_tried_before_its_wildcard() -> None:
+    # sandbox-runtime: a (deny file-write-unlink) is not undone by a later (allow file-write*).
+    ev = Seatbelt('(version 1)(deny default)(deny file-write-unlink (literal "/d/x"))'
+                  '(allow file-write* (subpath "/d"))')
+    assert not ev.allows("file-write-unlink", "/d/x")
+    assert ev.allows("file-write-data", "/d/x") and ev.allows("file-write-unlink", "/d/y")
+
+
+def test_deny_default_leaves_some_operations_open() -> None:
+    # Apple's daemon profiles: (deny default) then (deny file-map-executable
+    # iokit-get-properties process-info* nvram*); Chromium: "allowed by default".
+    ev = Seatbelt("(version 1)(deny default)")
+    for op in ("process-info-pidinfo", "nvram-get", "iokit-get-properties",
+               "file-map-executable"):
+        assert ev.allows(op, "/x", target="others"), op
+    for op in ("file-read-data", "process-exec*", "job-creation", "file-link",
+               "ipc-posix-sem-open", "sysctl-read"):
+        assert not ev.allows(op, "/x"), op
 
 
 # -- random specs ----------------------------------------------------------------------
@@ -163,9 +118,17 @@ def cases(draw: st.DrawFn) -> Case:
     protected: list[Protected] = []
     for grant in grants:
         if grant.access == "write" and not grant.dot_files_writable:
+            top = grant.target
             for name, kind in ((".git", "folder"), (".envrc", "file")):
-                path = f"{grant.target}/{name}"
+                path = f"{top}/{name}"
                 protected.append(Protected(path, path, kind, False, name))  # type: ignore[arg-type]
+            if draw(st.booleans()):
+                # core.hooksPath = tools/hooks (or a/b/hooks), its folders missing: the
+                # placeholder Linux would put there is the first missing one.
+                below = draw(st.sampled_from(["tools/hooks", "a/b/hooks"]))
+                first = below.split("/")[0]
+                protected.append(Protected(f"{top}/{below}", below, "folder", False,
+                                           "core.hooksPath", placeholder=f"{top}/{first}"))
     programs = None
     if draw(st.booleans()):
         chosen = draw(st.lists(st.sampled_from([*paths, "/usr/bin/git", "/bin/sh"]),
@@ -180,29 +143,64 @@ def snapshot_of(case: Case) -> Snapshot:
                     case.programs, "none", (), (), (), None, None)
 
 
+def profile_of(case: Case) -> Seatbelt:
+    profile = compile_profile(snapshot_of(case), case.protected, MacHost(HOME, TEMP),
+                              learn=case.learn)
+    return Seatbelt(profile.text, profile.parameters)
+
+
+def holders(case: Case) -> list[tuple[str, str]]:
+    found = [(f, "read") for f in system.SYSTEM_FOLDERS] + [(TEMP, "write")]
+    found += [(path, "hide") for path, _ in system.SYSTEM_HIDES]
+    found += [(g.target, g.access) for g in case.grants if g.target]
+    return found
+
+
 def deepest(path: str, case: Case) -> str | None:
     """The access the deepest system folder, grant or hide holding `path` gives."""
-    holders = [(f, "read") for f in system.SYSTEM_FOLDERS] + [(TEMP, "write")]
-    holders += [(g.target, g.access) for g in case.grants if g.target]
     best: tuple[int, str] | None = None
-    for folder, access in holders:
+    for folder, access in holders(case):
         if is_within(path, folder) and (best is None or _depth(folder) > best[0]):
             best = (_depth(folder), access)
     return best[1] if best else None
+
+
+def closed_in_writes(case: Case) -> list[tuple[str, str]]:
+    """(closed path, the deepest write grant holding it): what the renames protect."""
+    closed = [p.path for p in case.protected]
+    closed += [g.target for g in case.grants if g.target and g.access in ("hide", "read")]
+    found = []
+    for path in closed:
+        holding = [(f, a) for f, a in holders(case) if f != path and is_within(path, f)]
+        if not holding:
+            continue
+        folder, access = max(holding, key=lambda h: _depth(h[0]))
+        if access == "write":
+            found.append((path, folder))
+    return found
+
+
+def move_blocked(path: str, case: Case) -> bool:
+    return any(is_within(closed, path) and closed != path and is_within(path, root)
+               for closed, root in closed_in_writes(case))
+
+
+def protected_here(path: str, case: Case) -> bool:
+    top = max((_depth(f) for f in [TEMP, *(g.target or "" for g in case.grants)]
+               if f and is_within(path, f) and deepest(f, case) == "write"), default=0)
+    return any(is_within(path, p.path) and _depth(p.path) >= top for p in case.protected)
 
 
 def expected(op: str, path: str, case: Case) -> bool:
     access = deepest(path, case)
     if op == "file-read-data":
         return access in ("read", "write")
-    if op.startswith("file-write"):
-        if access != "write":
+    if op.startswith("file-write") or op == "network-outbound":
+        if access != "write" or protected_here(path, case):
             return False
-        top = max((_depth(f) for f in [TEMP, *(g.target or "" for g in case.grants)]
-                   if f and is_within(path, f) and deepest(f, case) == "write"), default=0)
-        return not any(is_within(path, p.path) and _depth(p.path) >= top
-                       for p in case.protected)
-    assert op == "process-exec"
+        return not (op in ("file-write-create", "file-write-unlink")
+                    and move_blocked(path, case))
+    assert op == "process-exec*"
     if case.programs is None or case.learn:
         return access in ("read", "write")
     return access in ("read", "write") and path in {p.target for p in case.programs}
@@ -212,24 +210,35 @@ def queries(case: Case) -> list[tuple[str, str]]:
     found = {HOME, HOME + "/x", "/usr/bin/git", "/Users", TEMP + "/f"}
     for grant in case.grants:
         assert grant.target is not None
-        found |= {grant.target, grant.target + "/x", grant.target + "/.git/config"}
+        found |= {grant.target, grant.target + "/x", grant.target + "/.git/config",
+                  grant.target + "/agent.sock"}
     for item in case.protected:
-        found |= {item.path, item.path + "/hooks"}
+        found |= {item.path, item.path + "/hooks", item.path + "/pre-commit"}
+        found |= {a for a in ancestors(item.path) if is_within(a, HOME)}
     for program in case.programs or ():
         found.add(program.target)
     roots = {TEMP, *(g.target for g in case.grants)}
-    ops = ("file-read-data", "file-write-data", "file-write-create", "process-exec")
+    ops = ("file-read-data", "file-write-data", "file-write-create", "file-write-unlink",
+           "network-outbound", "process-exec*")
     # Making a grant's own folder is no question a profile answers: it is there.
     return [(op, path) for path in sorted(found) for op in ops
             if not (op == "file-write-create" and path in roots)]
 
 
+def ancestors(path: str) -> list[str]:
+    parts = path.strip("/").split("/")
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def case_variant(path: str) -> str:
+    head, _, last = path.rpartition("/")
+    return f"{head}/{last.swapcase()}"
+
+
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_the_profile_decides_as_the_deepest_rule(case: Case) -> None:
-    profile = compile_profile(snapshot_of(case), case.protected, MacHost(HOME, TEMP),
-                              learn=case.learn)
-    ev = Evaluator(profile.text, profile.parameters)
+    ev = profile_of(case)
     for op, path in queries(case):
         assert ev.allows(op, path) == expected(op, path, case), (op, path)
 
@@ -237,9 +246,7 @@ def test_the_profile_decides_as_the_deepest_rule(case: Case) -> None:
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_hidden_folders_are_denied_after_the_read_grants_holding_them(case: Case) -> None:
-    profile = compile_profile(snapshot_of(case), case.protected, MacHost(HOME, TEMP),
-                              learn=case.learn)
-    ev = Evaluator(profile.text, profile.parameters)
+    ev = profile_of(case)
     for hide in (g for g in case.grants if g.access == "hide"):
         assert hide.target is not None
         denies = [r.index for r in ev.covering("file-read-data", hide.target)
@@ -249,16 +256,15 @@ def test_hidden_folders_are_denied_after_the_read_grants_holding_them(case: Case
                     hide.target and is_within(hide.target, grant.target):
                 allows = [r.index for r in ev.covering("file-read-data", grant.target)
                           if r.verb == "allow" and not any(
-                              ev.matches(f, "/nowhere") for f in r.filters)]
+                              ev.matches(f, "file-read-data", {"path": "/nowhere"})
+                              for f in r.filters)]
                 assert denies and max(denies) > max(allows), (hide.target, grant.target)
 
 
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_no_write_grant_reopens_a_protected_dot_file(case: Case) -> None:
-    profile = compile_profile(snapshot_of(case), case.protected, MacHost(HOME, TEMP),
-                              learn=case.learn)
-    ev = Evaluator(profile.text, profile.parameters)
+    ev = profile_of(case)
     for item in case.protected:
         if deepest(item.path, case) != "write" or any(
                 g.access == "write" and g.target and g.target != item.path
@@ -270,3 +276,61 @@ def test_no_write_grant_reopens_a_protected_dot_file(case: Case) -> None:
         assert denies and (not writes or max(writes) < max(denies)), item.path
         assert not ev.allows("file-write-create", item.path)
         assert not ev.allows("file-write-data", item.path + "/hooks/pre-commit")
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases())
+def test_a_missing_folder_above_a_protected_path_cannot_be_made(case: Case) -> None:
+    """A hooks folder below a missing `tools`: `ln -s elsewhere tools` would move it."""
+    ev = profile_of(case)
+    checked = 0
+    for item in case.protected:
+        if item.placeholder is None or not protected_here(item.path, case):
+            continue
+        for folder in [item.placeholder, *(a for a in ancestors(item.path)
+                                           if is_within(a, item.placeholder))]:
+            assert not ev.allows("file-write-create", folder), (item.path, folder)
+            assert not ev.allows("file-write-unlink", folder), (item.path, folder)
+        checked += 1
+    assert checked == sum(1 for p in case.protected
+                          if p.placeholder and protected_here(p.path, case))
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases())
+def test_closed_paths_are_closed_in_any_letter_case(case: Case) -> None:
+    ev = profile_of(case)
+    for grant in case.grants:
+        if grant.access == "hide" and deepest(grant.target or "", case) == "hide" and \
+                any(deepest(a, case) in ("read", "write")
+                    for a in ancestors(grant.target or "")):
+            variant = case_variant(grant.target or "")
+            if variant != grant.target:
+                assert not ev.allows("file-read-data", variant + "/id_ed25519"), variant
+    for item in case.protected:
+        if protected_here(item.path, case):
+            variant = case_variant(item.path)
+            assert not ev.allows("file-write-create", variant), variant
+            assert not ev.allows("file-write-data", variant + "/config"), variant
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases())
+def test_what_deny_default_does_not_reach_is_closed(case: Case) -> None:
+    ev = profile_of(case)
+    for op in ("process-info-pidinfo", "process-info-listpids", "process-info-pidfdinfo"):
+        assert not ev.allows(op, target="others"), op
+        assert ev.allows(op, target="self") and ev.allows(op, target="same-sandbox"), op
+    for op in ("nvram-get", "nvram-set", "iokit-get-properties", "job-creation"):
+        assert not ev.allows(op), op
+    for path in (HOME + "/a/x", TEMP + "/x", "/usr/bin/x"):
+        assert not ev.allows("file-write-setugid", path), path
+        assert not ev.allows("file-link", path), path
+    for op in ("ipc-posix-shm-read-data", "ipc-posix-shm-write-create"):
+        assert not ev.allows(op, name="apple.shm.notification_center", owner="self"), op
+    for op in ("ipc-posix-sem-create", "ipc-posix-sem-open", "ipc-posix-sem-wait"):
+        assert ev.allows(op, name="/mp-abc", owner="same-sandbox"), op
+        assert not ev.allows(op, name="/mp-abc", owner="others"), op
+    ipc = [r for r in ev.rules if r.verb == "allow" and any(o.startswith("ipc") for o in r.ops)]
+    assert [(r.ops, r.filters) for r in ipc] == [
+        (["ipc-posix-sem*"], [["semaphore-owner", "same-sandbox"]])]
