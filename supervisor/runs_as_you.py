@@ -1,0 +1,576 @@
+"""What runs as you outside a sandbox, and where your tools keep their secrets.
+
+Three tables of plain data, researched from each tool's own documentation, source or
+manual page (the source of every entry is its `source` field; docs/runs-as-you.md has
+the tables with how each was checked, the decisions behind them, and what was left out).
+
+Why these tables exist: a folder a sandbox writes is one you work in afterwards, outside
+it (the decision record, "A project's dot files"). Whatever there runs as you on what you
+would do anyway, without running the project, must be out of the sandbox's reach, and
+whatever in your home holds a token, key or session must not be read by a sandbox that
+was only meant to read your files.
+
+- `AGENT_SETTINGS`: project settings of coding-agent harnesses and editors that run
+  programs, hooks or servers when the harness starts in the folder or the editor opens
+  it. Coding agents are lnk-sandbox's main users, and these files are the agents' own
+  `.git/hooks`: a sandbox that writes `.codex/config.toml` makes the next `codex` you run
+  there start its server. Names are relative to the top of a written folder; `hold` says
+  whether a missing one is held by a placeholder for the run (an empty folder for a
+  folder, an empty file for a file), decided from what the tool does with an empty one.
+- `HOME_PLACES`: places in your home that run as you on what you would do anyway (log
+  in, open a shell, run git, ssh, an editor, a debugger). `holder` marks a folder that
+  holds an open-ended set of things that run, whose write grant (or a grant of a folder
+  holding it) is refused whole, as home itself is; the others are places kept read-only
+  inside any write grant that holds them, and held when missing.
+- `CREDENTIALS`: where a common developer tool keeps a token, key, session, secret store,
+  history or agent socket in your home: the rule the default hides grow from. `os` is
+  "any" where the path is the same on Linux and macOS, else the one OS the path is for
+  (a tool whose path differs has one entry per OS).
+
+Plain data only (no imports but `typing`): the policy, `describe` and `check` read these
+tables; nothing here decides how a path is enforced on each OS.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+Kind = Literal["file", "folder"]
+OS = Literal["any", "linux", "macos"]
+
+
+class AgentSetting(NamedTuple):
+    """A project-level setting, relative to the top of a written folder.
+
+    `name` may be a glob (`*.code-workspace`); a glob is never held, since nothing names
+    the one file to hold. `hold` is whether a missing one gets a placeholder for the run.
+    """
+
+    name: str
+    kind: Kind
+    tool: str
+    runs: str
+    source: str
+    hold: bool
+
+
+class HomePlace(NamedTuple):
+    """A place in home (`~/...`) that runs as you; a holder's write grant is refused."""
+
+    name: str
+    kind: Kind
+    what: str
+    source: str
+    holder: bool
+
+
+class Credential(NamedTuple):
+    """A place in home (`~/...`) where a tool keeps a secret, hidden unless a spec names it."""
+
+    name: str
+    tool: str
+    holds: str
+    source: str
+    os: OS
+
+
+_CLAUDE_DIR = "https://code.claude.com/docs/en/claude-directory"
+_CODEX_CONFIG = "https://developers.openai.com/codex/config-basic"
+_GEMINI_CONFIG = (
+    "https://github.com/google-gemini/gemini-cli/blob/main/docs/reference/configuration.md"
+)
+_AIDER_CONF = "https://aider.chat/docs/config/aider_conf.html"
+
+AGENT_SETTINGS: tuple[AgentSetting, ...] = (
+    AgentSetting(
+        ".claude", "folder", "Claude Code",
+        "settings.json and settings.local.json run hooks, the status line and helper "
+        "commands on session events; skills, commands and workflows run their shell "
+        "lines and scripts when invoked",
+        _CLAUDE_DIR, True,
+    ),
+    AgentSetting(
+        ".mcp.json", "file", "Claude Code",
+        "starts the MCP servers it lists when a session begins, once approved, and "
+        "without asking in -p and SDK runs",
+        "https://code.claude.com/docs/en/mcp", True,
+    ),
+    AgentSetting(
+        ".codex", "folder", "Codex CLI",
+        "config.toml's MCP servers and hooks, hooks.json's hooks, and rules/ that let "
+        "commands run outside Codex's sandbox, once the project is trusted",
+        _CODEX_CONFIG, True,
+    ),
+    AgentSetting(
+        ".agents", "folder", "Codex CLI, Gemini CLI",
+        "skills/ offers instructions and scripts the model invokes by itself when a task "
+        "matches; plugins/marketplace.json lists plugins to install",
+        "https://developers.openai.com/codex/skills", True,
+    ),
+    AgentSetting(
+        ".gemini", "folder", "Gemini CLI",
+        "settings.json's MCP servers, hooks and tool discovery and call commands, "
+        "commands/*.toml shell lines, .gemini/.env loaded into its environment",
+        _GEMINI_CONFIG, True,
+    ),
+    AgentSetting(
+        ".cursor", "folder", "Cursor",
+        "hooks.json runs commands on agent events; mcp.json starts MCP servers",
+        "https://cursor.com/docs/agent/hooks", True,
+    ),
+    AgentSetting(
+        ".opencode", "folder", "OpenCode",
+        "plugins/ modules load at startup, its package.json's dependencies are installed "
+        "there, and its opencode.json(c) applies",
+        "https://opencode.ai/docs/plugins/", True,
+    ),
+    AgentSetting(
+        "opencode.json", "file", "OpenCode",
+        "the plugins it loads at startup, and its other settings",
+        "https://opencode.ai/docs/plugins/", True,
+    ),
+    AgentSetting(
+        "opencode.jsonc", "file", "OpenCode",
+        "the same as opencode.json, with comments",
+        "https://opencode.ai/docs/plugins/", True,
+    ),
+    AgentSetting(
+        ".continue", "folder", "Continue",
+        "mcpServers/ YAML and JSON files start MCP servers for its agent",
+        "https://docs.continue.dev/customize/deep-dives/mcp", True,
+    ),
+    AgentSetting(
+        ".roo", "folder", "Roo Code",
+        "mcp.json starts MCP servers, loaded automatically; tools/ custom tools run "
+        "without asking once enabled",
+        "https://docs.roocode.com/features/mcp/using-mcp-in-roo", True,
+    ),
+    AgentSetting(
+        ".kiro", "folder", "Kiro",
+        "hooks/ run shell commands on file and agent events; settings/mcp.json and "
+        "agents/ start MCP servers",
+        "https://kiro.dev/docs/hooks/actions", True,
+    ),
+    AgentSetting(
+        ".windsurf", "folder", "Windsurf",
+        "hooks.json runs Cascade hooks' shell commands on Cascade actions",
+        "https://docs.windsurf.com/windsurf/cascade/hooks", True,
+    ),
+    AgentSetting(
+        ".zed", "folder", "Zed",
+        "settings.json's language servers, context (MCP) servers and formatter commands, "
+        "once the worktree is trusted",
+        "https://zed.dev/docs/worktree-trust", True,
+    ),
+    AgentSetting(
+        ".aider.conf.yml", "file", "aider",
+        "lint-cmd runs after every edit (auto-lint is on by default), test-cmd with "
+        "auto-test",
+        _AIDER_CONF, True,
+    ),
+    AgentSetting(
+        ".env", "file", "aider, Gemini CLI",
+        "aider reads its options from AIDER_* variables there (AIDER_LINT_CMD, "
+        "AIDER_TEST_CMD); Gemini CLI loads it into its environment",
+        "https://aider.chat/docs/config/dotenv.html", True,
+    ),
+    AgentSetting(
+        ".clinerules", "folder", "Cline",
+        "hooks/ scripts run on task and tool events",
+        "https://github.com/cline/cline/blob/0b0ca9b1fa95ed9f3e0891a34f1f9b3904309710"
+        "/docs/customization/hooks.mdx", True,
+    ),
+    AgentSetting(
+        ".cline", "folder", "Cline CLI",
+        "hooks/ run on lifecycle events, plugins/ load, mcp.json starts MCP servers",
+        "https://docs.cline.bot/cli/cli-reference", True,
+    ),
+    AgentSetting(
+        ".github/hooks", "folder", "GitHub Copilot CLI",
+        "its *.json files run commands on session and tool events, loaded from the "
+        "working directory",
+        "https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference",
+        True,
+    ),
+    AgentSetting(
+        "*.code-workspace", "file", "VS Code and its forks",
+        "its settings, tasks and launch configurations apply when the workspace file is "
+        "opened",
+        "https://code.visualstudio.com/docs/editing/workspaces/multi-root-workspaces",
+        False,
+    ),
+)
+
+_BASH = "https://www.gnu.org/software/bash/manual/html_node/Bash-Startup-Files.html"
+_ZSH = "https://zsh.sourceforge.io/Doc/Release/Files.html"
+_TCSH = "https://manpages.debian.org/bookworm/tcsh/tcsh.1.en.html"
+_SSH = "https://man.openbsd.org/ssh.1#FILES"
+_SSHD = "https://man.openbsd.org/sshd.8#FILES"
+_SYSTEMD_UNIT = "https://www.freedesktop.org/software/systemd/man/latest/systemd.unit.html"
+_FILE_HIERARCHY = "https://www.freedesktop.org/software/systemd/man/latest/file-hierarchy.html"
+_DIRENV = "https://github.com/direnv/direnv/blob/master/man/direnv.1.md"
+_XSESSION = "https://manpages.debian.org/bookworm/x11-common/Xsession.5.en.html"
+_DEBIAN_PROFILE = "https://salsa.debian.org/debian/bash/-/blob/master/debian/skel.profile"
+
+HOME_PLACES: tuple[HomePlace, ...] = (
+    # Holders: folders where anything new may run; a write grant of one is refused.
+    HomePlace("~/.config", "folder", "every XDG program's settings, many of which name "
+              "programs to run", _FILE_HIERARCHY, True),
+    HomePlace("~/.local", "folder", "bin/ on PATH and share/ with desktop entries, D-Bus "
+              "services, user units and shell snippets", _FILE_HIERARCHY, True),
+    HomePlace("~/.local/share", "folder", "desktop entries, D-Bus services, user units, "
+              "fish snippets, editor packages, direnv's allow list", _FILE_HIERARCHY, True),
+    HomePlace("~/.local/bin", "folder", "executables on PATH (Debian's ~/.profile adds it)",
+              _FILE_HIERARCHY, True),
+    HomePlace("~/bin", "folder", "executables on PATH (Debian's ~/.profile adds it)",
+              _DEBIAN_PROFILE, True),
+    HomePlace("~/.cargo/bin", "folder", "binaries cargo install and rustup put there, on "
+              "PATH once added", "https://doc.rust-lang.org/cargo/guide/cargo-home.html",
+              True),
+    HomePlace("~/go/bin", "folder", "binaries go install puts there (GOPATH defaults to "
+              "~/go), on PATH once added",
+              "https://pkg.go.dev/cmd/go#hdr-Compile_and_install_packages_and_dependencies",
+              True),
+    HomePlace("~/.ssh", "folder", "ssh's and sshd's per-user files: keys, config, "
+              "authorized_keys, rc", _SSH, True),
+    HomePlace("~/.gnupg", "folder", "GnuPG's keys and gpg.conf / gpg-agent.conf, which "
+              "name programs such as pinentry-program",
+              "https://www.gnupg.org/documentation/manuals/gnupg/Agent-Options.html", True),
+    HomePlace("~/.claude", "folder", "Claude Code's user settings (hooks), skills, "
+              "commands, agents, plugins and credentials", _CLAUDE_DIR, True),
+    HomePlace("~/.codex", "folder", "Codex's config.toml (MCP servers, hooks, notify), "
+              "hooks.json, rules and skills", _CODEX_CONFIG, True),
+    HomePlace("~/.gemini", "folder", "Gemini CLI's user settings (MCP servers, hooks), "
+              "commands, extensions and credentials", _GEMINI_CONFIG, True),
+    HomePlace("~/.cursor", "folder", "Cursor's user hooks.json and mcp.json",
+              "https://cursor.com/docs/agent/hooks", True),
+    # Shells.
+    HomePlace("~/.profile", "file", "login shells of sh, dash, ksh and bash (when bash has "
+              "no .bash_profile or .bash_login)", _BASH, False),
+    HomePlace("~/.bash_profile", "file", "bash login shells", _BASH, False),
+    HomePlace("~/.bash_login", "file", "bash login shells without .bash_profile", _BASH,
+              False),
+    HomePlace("~/.bashrc", "file", "interactive bash, and bash run by sshd", _BASH, False),
+    HomePlace("~/.bash_logout", "file", "bash login shells as they exit", _BASH, False),
+    HomePlace("~/.zshenv", "file", "every zsh ($ZDOTDIR defaults to home)", _ZSH, False),
+    HomePlace("~/.zprofile", "file", "zsh login shells", _ZSH, False),
+    HomePlace("~/.zshrc", "file", "interactive zsh", _ZSH, False),
+    HomePlace("~/.zlogin", "file", "zsh login shells", _ZSH, False),
+    HomePlace("~/.zlogout", "file", "zsh login shells as they exit", _ZSH, False),
+    HomePlace("~/.config/fish", "folder", "fish: config.fish, conf.d/ snippets and "
+              "autoloaded functions/",
+              "https://fishshell.com/docs/current/language.html#configuration-files",
+              False),
+    HomePlace("~/.config/nushell", "folder", "nushell on Linux: env.nu, config.nu, login.nu "
+              "and autoload directories",
+              "https://www.nushell.sh/book/configuration.html", False),
+    HomePlace("~/Library/Application Support/nushell", "folder", "nushell on macOS: env.nu, "
+              "config.nu, login.nu", "https://www.nushell.sh/book/configuration.html", False),
+    HomePlace("~/.kshrc", "file", "interactive ksh93 ($ENV's default)",
+              "https://manpages.debian.org/bookworm/ksh/ksh.1.en.html", False),
+    HomePlace("~/.tcshrc", "file", "every tcsh", _TCSH, False),
+    HomePlace("~/.cshrc", "file", "every csh, and tcsh without .tcshrc", _TCSH, False),
+    HomePlace("~/.login", "file", "csh and tcsh login shells", _TCSH, False),
+    HomePlace("~/.logout", "file", "csh and tcsh login shells as they exit", _TCSH, False),
+    # X and desktop sessions.
+    HomePlace("~/.xsession", "file", "the X session script Xsession runs at graphical "
+              "login", _XSESSION, False),
+    HomePlace("~/.xsessionrc", "file", "sourced by Xsession at every graphical login",
+              _XSESSION, False),
+    HomePlace("~/.xinitrc", "file", "xinit and startx run it as the X session",
+              "https://manpages.debian.org/bookworm/xinit/xinit.1.en.html", False),
+    HomePlace("~/.xserverrc", "file", "xinit runs it to start the X server",
+              "https://manpages.debian.org/bookworm/xinit/xinit.1.en.html", False),
+    HomePlace("~/.config/autostart", "folder", "desktop entries the session starts at login",
+              "https://specifications.freedesktop.org/autostart-spec/latest/", False),
+    HomePlace("~/.config/systemd", "folder", "user units (user/) systemd --user runs when "
+              "enabled or wanted", _SYSTEMD_UNIT, False),
+    HomePlace("~/.local/share/systemd", "folder", "user units installed in home", _SYSTEMD_UNIT,
+              False),
+    HomePlace("~/.config/environment.d", "folder", "*.conf variables for the user manager "
+              "and every user service (PATH, LD_PRELOAD...)",
+              "https://www.freedesktop.org/software/systemd/man/latest/environment.d.html",
+              False),
+    HomePlace("~/.local/share/applications", "folder", "desktop entries whose Exec runs when "
+              "launched or chosen to open a file type",
+              "https://gitlab.freedesktop.org/xdg/xdg-utils/-/blob/master/scripts/xdg-open.in",
+              False),
+    HomePlace("~/.config/mimeapps.list", "file", "the default application xdg-open runs "
+              "for each type",
+              "https://gitlab.freedesktop.org/xdg/xdg-utils/-/blob/master/scripts/xdg-mime.in",
+              False),
+    HomePlace("~/.local/share/dbus-1/services", "folder", "session services D-Bus starts on "
+              "demand", "https://dbus.freedesktop.org/doc/dbus-daemon.1.html", False),
+    # ssh.
+    HomePlace("~/.ssh/authorized_keys", "file", "keys sshd lets log in as you", _SSHD, False),
+    HomePlace("~/.ssh/rc", "file", "sshd runs it at every login before your shell", _SSHD,
+              False),
+    HomePlace("~/.ssh/config", "file", "ssh runs its ProxyCommand, LocalCommand, "
+              "KnownHostsCommand and Match exec",
+              "https://man.openbsd.org/ssh_config.5", False),
+    HomePlace("~/.ssh/environment", "file", "variables sshd sets at login where "
+              "PermitUserEnvironment allows", _SSH, False),
+    # git and direnv.
+    HomePlace("~/.gitconfig", "file", "git's global settings: hooksPath, fsmonitor, "
+              "filters, aliases, helpers", "https://git-scm.com/docs/git-config#FILES", False),
+    HomePlace("~/.config/git", "folder", "git's XDG global config, attributes and "
+              "credentials", "https://git-scm.com/docs/git-config#FILES", False),
+    HomePlace("~/.config/direnv", "folder", "direnvrc runs in every .envrc; direnv.toml's "
+              "whitelist allows .envrc files unasked", _DIRENV, False),
+    HomePlace("~/.local/share/direnv", "folder", "allow/ records which .envrc files direnv "
+              "runs", _DIRENV, False),
+    # Build tools and clouds.
+    HomePlace("~/.npmrc", "file", "npm's user config: script-shell, node-options, git "
+              "programs it runs",
+              "https://docs.npmjs.com/cli/configuring-npm/npmrc", False),
+    HomePlace("~/.cargo/config.toml", "file", "cargo's user config: target runner, "
+              "rustc-wrapper, credential providers, aliases",
+              "https://doc.rust-lang.org/cargo/reference/config.html", False),
+    HomePlace("~/.cargo/config", "file", "the legacy name cargo still reads",
+              "https://doc.rust-lang.org/cargo/reference/config.html", False),
+    HomePlace("~/.gradle/init.d", "folder", "init scripts run before every Gradle build",
+              "https://docs.gradle.org/current/userguide/init_scripts.html", False),
+    HomePlace("~/.gradle/init.gradle", "file", "an init script run before every Gradle build",
+              "https://docs.gradle.org/current/userguide/init_scripts.html", False),
+    HomePlace("~/.gradle/init.gradle.kts", "file", "the Kotlin init script run before every "
+              "Gradle build", "https://docs.gradle.org/current/userguide/init_scripts.html",
+              False),
+    HomePlace("~/.gradle/gradle.properties", "file", "org.gradle.jvmargs for every Gradle "
+              "daemon (a -javaagent runs code)",
+              "https://docs.gradle.org/current/userguide/build_environment.html", False),
+    HomePlace("~/.docker/config.json", "file", "credsStore and credHelpers name "
+              "docker-credential-* programs docker runs",
+              "https://docs.docker.com/reference/cli/docker/login/#credential-stores", False),
+    HomePlace("~/.docker/cli-plugins", "folder", "docker runs the plugins there as "
+              "subcommands",
+              "https://github.com/docker/cli/blob/master/cli-plugins/manager/manager.go",
+              False),
+    HomePlace("~/.kube/config", "file", "exec credential plugins kubectl runs",
+              "https://kubernetes.io/docs/reference/kubectl/generated/kubectl_config"
+              "/kubectl_config_set-credentials/", False),
+    HomePlace("~/.aws/config", "file", "credential_process the AWS CLI and SDKs run",
+              "https://docs.aws.amazon.com/cli/latest/topic/config-vars.html", False),
+    HomePlace("~/.vault", "file", "token_helper, a program the Vault CLI runs to keep its "
+              "token", "https://developer.hashicorp.com/vault/docs/commands/token-helper",
+              False),
+    # Editors, terminals, REPLs and debuggers.
+    HomePlace("~/.vimrc", "file", "vim's user vimrc",
+              "https://vimhelp.org/starting.txt.html#vimrc", False),
+    HomePlace("~/.vim", "folder", "vim's vimrc, plugin/ and pack/ start packages",
+              "https://vimhelp.org/starting.txt.html#vimrc", False),
+    HomePlace("~/.config/nvim", "folder", "neovim's init.lua / init.vim and plugins",
+              "https://neovim.io/doc/user/starting.html#config", False),
+    HomePlace("~/.emacs", "file", "Emacs' init file",
+              "https://www.gnu.org/software/emacs/manual/html_node/emacs/Find-Init.html",
+              False),
+    HomePlace("~/.emacs.el", "file", "Emacs' init file",
+              "https://www.gnu.org/software/emacs/manual/html_node/emacs/Find-Init.html",
+              False),
+    HomePlace("~/.emacs.d", "folder", "Emacs' init.el, early-init.el and packages",
+              "https://www.gnu.org/software/emacs/manual/html_node/emacs/Find-Init.html",
+              False),
+    HomePlace("~/.tmux.conf", "file", "tmux runs its commands at server start",
+              "https://man.openbsd.org/tmux.1", False),
+    HomePlace("~/.config/tmux", "folder", "tmux.conf, the XDG place tmux reads",
+              "https://man.openbsd.org/tmux.1", False),
+    HomePlace("~/.gdbinit", "file", "gdb runs its commands at start",
+              "https://sourceware.org/gdb/current/onlinedocs/gdb.html/Initialization-Files.html",
+              False),
+    HomePlace("~/.config/gdb", "folder", "gdbinit and gdbearlyinit, read before ~/.gdbinit",
+              "https://sourceware.org/gdb/current/onlinedocs/gdb.html/Initialization-Files.html",
+              False),
+    HomePlace("~/.ipython", "folder", "profile_default/startup/ scripts and "
+              "ipython_config.py run at every IPython start",
+              "https://ipython.readthedocs.io/en/stable/interactive/tutorial.html"
+              "#startup-files", False),
+    HomePlace("~/.psqlrc", "file", "psql runs it at start (\\! runs shell commands)",
+              "https://www.postgresql.org/docs/current/app-psql.html#APP-PSQL-FILES", False),
+    HomePlace("~/.sqliterc", "file", "the sqlite3 shell runs its dot-commands at start",
+              "https://sqlite.org/cli.html", False),
+    # Agents' user settings that are single files.
+    HomePlace("~/.claude.json", "file", "Claude Code's user and local MCP servers, trust "
+              "decisions and sign-in session", "https://code.claude.com/docs/en/settings",
+              False),
+    HomePlace("~/.aider.conf.yml", "file", "aider's user config: lint and test commands",
+              _AIDER_CONF, False),
+)
+
+_BROWSER_CHROMIUM = "https://chromium.googlesource.com/chromium/src/+/HEAD/docs/user_data_dir.md"
+_FIREFOX = (
+    "https://firefox-source-docs.mozilla.org/code-quality/lint/linters/dot-mozilla-reference.html"
+)
+_GCLOUD = "https://cloud.google.com/sdk/docs/configurations"
+
+CREDENTIALS: tuple[Credential, ...] = (
+    # Clouds.
+    Credential("~/.aws", "AWS CLI", "access keys, SSO and CLI credential caches",
+               "https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-files.html",
+               "any"),
+    Credential("~/.config/gcloud", "gcloud", "credential and access-token databases, "
+               "application default credentials", _GCLOUD, "any"),
+    Credential("~/.azure", "Azure CLI", "MSAL token cache and service principal secrets",
+               "https://learn.microsoft.com/en-us/cli/azure/azure-cli-configuration", "any"),
+    Credential("~/.config/doctl", "doctl", "config.yaml with the access token",
+               "https://github.com/digitalocean/doctl#configuring-default-values", "any"),
+    Credential("~/.fly", "flyctl", "config.yml with the access token",
+               "https://github.com/superfly/flyctl/blob/master/helpers/config.go", "any"),
+    Credential("~/.netrc", "curl, git, ftp and the clients that write it", "logins and "
+               "tokens per host", "https://curl.se/docs/manpage.html#-n", "any"),
+    Credential("~/.config/netlify", "Netlify CLI", "config.json with the auth token "
+               "(Linux; env-paths' config folder)",
+               "https://github.com/netlify/cli/blob/main/src/lib/settings.ts", "linux"),
+    Credential("~/Library/Preferences/netlify", "Netlify CLI", "config.json with the auth "
+               "token (macOS; env-paths' config folder)",
+               "https://github.com/netlify/cli/blob/main/src/lib/settings.ts", "macos"),
+    Credential("~/.netlify", "Netlify CLI", "the legacy config folder",
+               "https://github.com/netlify/cli/blob/main/src/lib/settings.ts", "any"),
+    Credential("~/.wrangler", "wrangler", "the legacy global config with the OAuth token",
+               "https://github.com/cloudflare/workers-sdk/blob/main/packages/wrangler/src"
+               "/global-wrangler-config-path.ts", "any"),
+    Credential("~/.config/.wrangler", "wrangler", "config/default.toml with the OAuth token "
+               "(Linux, XDG path of older 3.x and 4.x)",
+               "https://github.com/cloudflare/workers-sdk/blob/main/packages/wrangler/src"
+               "/global-wrangler-config-path.ts", "linux"),
+    Credential("~/.config/wrangler", "wrangler", "config/default.toml with the OAuth token "
+               "(Linux, current XDG path)",
+               "https://github.com/cloudflare/workers-sdk/blob/main/packages/wrangler/src"
+               "/global-wrangler-config-path.ts", "linux"),
+    Credential("~/Library/Preferences/.wrangler", "wrangler", "config/default.toml with the "
+               "OAuth token (macOS, older path)",
+               "https://github.com/cloudflare/workers-sdk/blob/main/packages/wrangler/src"
+               "/global-wrangler-config-path.ts", "macos"),
+    Credential("~/Library/Preferences/wrangler", "wrangler", "config/default.toml with the "
+               "OAuth token (macOS, current path)",
+               "https://github.com/cloudflare/workers-sdk/blob/main/packages/wrangler/src"
+               "/global-wrangler-config-path.ts", "macos"),
+    Credential("~/.local/share/com.vercel.cli", "Vercel CLI", "auth.json with the token "
+               "(Linux)", "https://github.com/vercel/vercel/blob/main/packages/cli/src/util"
+               "/config/global-path.ts", "linux"),
+    Credential("~/Library/Application Support/com.vercel.cli", "Vercel CLI", "auth.json with "
+               "the token (macOS)", "https://github.com/vercel/vercel/blob/main/packages/cli"
+               "/src/util/config/global-path.ts", "macos"),
+    Credential("~/.now", "Vercel CLI", "the legacy config folder with auth.json",
+               "https://github.com/vercel/vercel/blob/main/packages/cli/src/util/config"
+               "/global-path.ts", "any"),
+    Credential("~/.kube", "kubectl", "kubeconfig with client keys and tokens, and caches",
+               "https://kubernetes.io/docs/concepts/configuration/organize-cluster-access"
+               "-kubeconfig/", "any"),
+    Credential("~/.docker", "docker", "config.json's registry auths", "https://docs.docker.com/reference/cli/docker/login/",
+               "any"),
+    Credential("~/.terraform.d", "Terraform", "credentials.tfrc.json from terraform login",
+               "https://developer.hashicorp.com/terraform/cli/commands/login", "any"),
+    Credential("~/.terraformrc", "Terraform", "credentials blocks for registries",
+               "https://developer.hashicorp.com/terraform/cli/config/config-file"
+               "#credentials", "any"),
+    Credential("~/.config/rclone", "rclone", "rclone.conf with every remote's tokens",
+               "https://rclone.org/docs/#config-string", "any"),
+    Credential("~/.rclone.conf", "rclone", "the legacy config with remotes' tokens",
+               "https://rclone.org/docs/#config-string", "any"),
+    # Package registries.
+    Credential("~/.npmrc", "npm", "_authToken and _auth per registry",
+               "https://docs.npmjs.com/cli/configuring-npm/npmrc#auth-related-configuration",
+               "any"),
+    Credential("~/.pypirc", "twine, PyPI uploads", "PyPI API tokens",
+               "https://packaging.python.org/en/latest/specifications/pypirc/", "any"),
+    Credential("~/.cargo/credentials.toml", "cargo", "registry tokens from cargo login",
+               "https://doc.rust-lang.org/cargo/guide/cargo-home.html", "any"),
+    Credential("~/.cargo/credentials", "cargo", "the legacy name of credentials.toml",
+               "https://doc.rust-lang.org/cargo/reference/config.html#credentials", "any"),
+    Credential("~/.gradle/gradle.properties", "Gradle", "repository and signing credentials "
+               "kept as properties",
+               "https://docs.gradle.org/current/userguide/build_environment.html", "any"),
+    # Forges and git.
+    Credential("~/.config/gh", "GitHub CLI", "hosts.yml with the OAuth token when no "
+               "keyring is used",
+               "https://cli.github.com/manual/gh_help_environment", "any"),
+    Credential("~/.git-credentials", "git credential store", "passwords and tokens in "
+               "plain text", "https://git-scm.com/docs/git-credential-store#FILES", "any"),
+    Credential("~/.config/git/credentials", "git credential store", "the XDG place of "
+               "the same store", "https://git-scm.com/docs/git-credential-store#FILES", "any"),
+    # AI tools.
+    Credential("~/.claude", "Claude Code", ".credentials.json with the sign-in tokens "
+               "(Linux; the Keychain on macOS) and session transcripts",
+               "https://code.claude.com/docs/en/authentication", "any"),
+    Credential("~/.claude.json", "Claude Code", "the sign-in session and MCP servers' "
+               "settings", "https://code.claude.com/docs/en/settings", "any"),
+    Credential("~/.codex", "Codex CLI", "auth.json with ChatGPT tokens or the API key, and "
+               "session transcripts", "https://developers.openai.com/codex/auth", "any"),
+    Credential("~/.gemini", "Gemini CLI", "oauth_creds.json and history",
+               "https://github.com/google-gemini/gemini-cli/blob/main/packages/core/src"
+               "/config/storage.ts", "any"),
+    Credential("~/.cache/huggingface/token", "Hugging Face Hub", "the access token "
+               "(HF_TOKEN_PATH's default)",
+               "https://huggingface.co/docs/huggingface_hub/package_reference"
+               "/environment_variables#hftokenpath", "any"),
+    Credential("~/.local/share/opencode/auth.json", "OpenCode", "provider API keys and "
+               "OAuth tokens from opencode auth login",
+               "https://opencode.ai/docs/cli/#auth", "any"),
+    # Secrets managers and keyrings.
+    Credential("~/.vault-token", "Vault", "the token the default token helper keeps",
+               "https://developer.hashicorp.com/vault/docs/commands/token-helper", "any"),
+    Credential("~/.config/sops/age/keys.txt", "sops", "age private keys (Linux)",
+               "https://github.com/getsops/sops/blob/main/age/keysource.go", "linux"),
+    Credential("~/Library/Application Support/sops/age/keys.txt", "sops", "age private keys "
+               "(macOS)", "https://github.com/getsops/sops/blob/main/age/keysource.go",
+               "macos"),
+    Credential("~/.password-store", "pass", "the GPG-encrypted password store",
+               "https://git.zx2c4.com/password-store/about/", "any"),
+    Credential("~/.local/share/keyrings", "GNOME Keyring", "the login keyring and others",
+               "https://gitlab.gnome.org/GNOME/gnome-keyring", "linux"),
+    Credential("~/.gnupg", "GnuPG", "private keys, and gpg-agent's sockets where no "
+               "/run/user folder exists",
+               "https://www.gnupg.org/documentation/manuals/gnupg/GPG-Configuration.html",
+               "any"),
+    Credential("~/.ssh", "OpenSSH", "private keys, and ssh-agent's sockets in agent/ "
+               "(OpenSSH 10.1 and later)", _SSH, "any"),
+    # Databases.
+    Credential("~/.pgpass", "PostgreSQL (libpq)", "passwords per host and database",
+               "https://www.postgresql.org/docs/current/libpq-pgpass.html", "any"),
+    Credential("~/.my.cnf", "MySQL and MariaDB clients", "[client] passwords",
+               "https://mariadb.com/kb/en/configuring-mariadb-with-option-files/", "any"),
+    # Shell and REPL histories: commands typed with tokens in them.
+    Credential("~/.bash_history", "bash", "command history", _BASH, "any"),
+    Credential("~/.local/share/fish/fish_history", "fish", "command history",
+               "https://fishshell.com/docs/current/cmds/history.html", "any"),
+    Credential("~/.sh_history", "ksh", "command history",
+               "https://manpages.debian.org/bookworm/ksh/ksh.1.en.html", "any"),
+    Credential("~/.history", "tcsh", "command history", _TCSH, "any"),
+    Credential("~/.python_history", "python", "REPL history",
+               "https://docs.python.org/3/library/site.html#rlcompleter-config", "any"),
+    Credential("~/.node_repl_history", "node", "REPL history",
+               "https://nodejs.org/api/repl.html#persistent-history", "any"),
+    Credential("~/.psql_history", "psql", "query history",
+               "https://www.postgresql.org/docs/current/app-psql.html#APP-PSQL-FILES", "any"),
+    Credential("~/.mysql_history", "mysql client", "statement history",
+               "https://dev.mysql.com/doc/refman/8.4/en/mysql-logging.html", "any"),
+    Credential("~/.sqlite_history", "sqlite3 shell", "statement history",
+               "https://sqlite.org/cli.html", "any"),
+    Credential("~/.lesshst", "less", "search and shell-command history",
+               "https://man7.org/linux/man-pages/man1/less.1.html", "any"),
+    Credential("~/.local/share/atuin", "atuin", "history.db and the sync key",
+               "https://docs.atuin.sh/configuration/config/", "any"),
+    Credential("~/.ipython", "IPython", "profile_default/history.sqlite",
+               "https://github.com/ipython/ipython/blob/main/IPython/core/history.py", "any"),
+    # Browser profiles: cookies, sessions, saved passwords.
+    Credential("~/.mozilla", "Firefox", "profiles (Linux, the legacy place)", _FIREFOX, "linux"),
+    Credential("~/.config/mozilla", "Firefox", "profiles (Linux, the XDG place Firefox 143 "
+               "and later prefers)", _FIREFOX, "linux"),
+    Credential("~/Library/Application Support/Firefox", "Firefox", "profiles (macOS)",
+               _FIREFOX, "macos"),
+    Credential("~/.config/google-chrome", "Google Chrome", "the user data folder (Linux)",
+               _BROWSER_CHROMIUM, "linux"),
+    Credential("~/.config/chromium", "Chromium", "the user data folder (Linux)",
+               _BROWSER_CHROMIUM, "linux"),
+    Credential("~/Library/Application Support/Google/Chrome", "Google Chrome", "the user "
+               "data folder (macOS)", _BROWSER_CHROMIUM, "macos"),
+    Credential("~/Library/Application Support/Chromium", "Chromium", "the user data folder "
+               "(macOS)", _BROWSER_CHROMIUM, "macos"),
+    # Agent sockets under home.
+    Credential("~/.1password", "1Password", "agent.sock, its SSH agent (Linux)",
+               "https://developer.1password.com/docs/ssh/get-started/", "linux"),
+    Credential("~/.colima", "Colima", "each profile's docker.sock (default/docker.sock)",
+               "https://github.com/abiosoft/colima/blob/main/docs/FAQ.md"
+               "#docker-socket-location", "any"),
+    Credential("~/.lima", "Lima", "instances' sockets and SSH keys (LIMA_HOME's default)",
+               "https://lima-vm.io/docs/config/environment-variables/", "any"),
+)
