@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import SandboxError
 
 if TYPE_CHECKING:
+    from .grants import Snapshot
+
+if TYPE_CHECKING:
     from .macos.check import MacMachine
 
 GAP_LOADER = (
@@ -60,6 +63,7 @@ class Report:
     layers: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
+    exposed: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,6 +156,7 @@ def check(spec_path: str | None) -> Report:
             f"run by root: the sandbox runs as uid {SANDBOX_UID} outside (uid 0 inside), "
             "so nothing the kernel grants root by uid or ownership applies; the folders it "
             "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
+    report.exposed = exposed_credentials(snapshot)
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
     report.gaps.append(GAP_SOCKETS)
@@ -159,6 +164,26 @@ def check(spec_path: str | None) -> Report:
         report.gaps.append(GAP_HOST_ABSTRACT)
     report.can_launch = not report.problems
     return report
+
+
+def exposed_credentials(snapshot: Snapshot) -> list[str]:
+    """The places where tools keep credentials (policy.credential_names) that are there
+    and that the spec shows to the sandbox anyway, by naming them or a folder inside or
+    holding them: each with the grant that shows it."""
+    from .grants import is_within, seen_by
+    from .policy import credential_names
+
+    found = []
+    for name in credential_names():
+        path = os.path.normpath(snapshot.home + name[1:])
+        if not os.path.lexists(path):
+            continue
+        grant = seen_by(path, snapshot.grants)
+        if grant is not None:
+            how = "names it" if grant.target == path or is_within(grant.target or "", path) \
+                else "holds it"
+            found.append(f"{name}: {grant.key or grant.reason} ({grant.name}) {how}")
+    return found
 
 
 def render(report: Report) -> str:
@@ -182,6 +207,9 @@ def render(report: Report) -> str:
     ]
     lines += [f"  layer: {layer}" for layer in report.layers]
     lines += [f"  problem: {problem}" for problem in report.problems]
+    if report.exposed:
+        lines.append("credentials the spec shows to the sandbox (hidden by default):")
+        lines += [f"  - {item}" for item in report.exposed]
     if report.gaps:
         lines.append("open gaps (stated, not closed):")
         lines += [f"  - {gap}" for gap in report.gaps]

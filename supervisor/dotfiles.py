@@ -310,6 +310,8 @@ class _Analysis:
         self.add(os.path.join(self.top, ".envrc"), "file", ENVRC_REASON, hold=False)
         for name, reason in TOP_FOLDERS:
             self.add(os.path.join(self.top, name), "folder", reason)
+        self.agent_settings()
+        self.home_places()
         if repository is not None:
             hooks, sha256 = self.git_settings(repository)
             self.hook_managers(repository, hooks)
@@ -381,6 +383,40 @@ class _Analysis:
             for file, kind, why, content in GIT_DIR_METADATA:
                 self.add(os.path.join(folder, file), kind,
                          f"the linked worktree {name}'s {file}: {why}", content=content)
+
+    def agent_settings(self) -> None:
+        """The project settings of coding agents and editors (runs_as_you.AGENT_SETTINGS):
+        their harness runs the hooks, servers and commands they name when it starts in
+        the folder. A name below the top (.github/hooks) is held only where its folder
+        is there: holding the folder itself would keep the project from making it."""
+        from .runs_as_you import AGENT_SETTINGS
+
+        for setting in AGENT_SETTINGS:
+            reason = f"{setting.tool}: {setting.runs}"
+            if "*" in setting.name:
+                import fnmatch
+
+                try:
+                    names = sorted(os.listdir(self.top))
+                except OSError:
+                    continue
+                for name in fnmatch.filter(names, setting.name):
+                    self.add(os.path.join(self.top, name), setting.kind, reason, hold=False)
+                continue
+            path = os.path.join(self.top, setting.name)
+            if "/" in setting.name and _lstat_kind(os.path.dirname(path)) != "folder":
+                continue
+            self.add(path, setting.kind, reason, hold=setting.hold)
+
+    def home_places(self) -> None:
+        """The places in home that run as the person (runs_as_you.HOME_PLACES) inside a
+        write grant that holds them: read-only, held when missing. A grant that is or
+        holds a holder, or lies inside a place, is refused before (grants.py)."""
+        if not _within(self.top, self.home) or self.top == self.home:
+            return
+        for place in home_places(self.home):
+            if _within(place.path, self.top) and place.path != self.top:
+                self.add(place.path, place.kind, f"{place.what} (in your home)")
 
     def shown(self, path: str) -> str:
         """A path as a message shows it: from the top when inside it."""
@@ -743,6 +779,34 @@ def _read_gitfile(path: str) -> str | None:
         return None
     text = data[len(_GITFILE_PREFIX):].split(b"\n", 1)[0].rstrip(b"\r")
     return text.decode("utf-8", "surrogateescape") or None
+
+
+class HomePlace(NamedTuple):
+    """A place in home that runs as the person, its name expanded."""
+
+    path: str
+    name: str
+    kind: Kind
+    what: str
+    holder: bool
+
+
+def home_places(home: str) -> tuple[HomePlace, ...]:
+    """runs_as_you.HOME_PLACES for this home, and every folder of PATH inside it as a
+    holder: any file there is a command the person may type."""
+    from .runs_as_you import HOME_PLACES
+
+    places = [HomePlace(os.path.normpath(home + p.name[1:]), p.name, p.kind, p.what,
+                        p.holder) for p in HOME_PLACES]
+    known = {p.path for p in places}
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = os.path.normpath(folder) if folder.startswith("/") else None
+        if path and _within(path, home) and path != home and path not in known:
+            known.add(path)
+            shown = "~" + path[len(home):]
+            places.append(HomePlace(path, shown, "folder", "a folder of your PATH: any file "
+                                    "there is a command you may type", True))
+    return tuple(places)
 
 
 def populated_submodules(top: str) -> frozenset[str]:

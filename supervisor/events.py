@@ -47,16 +47,15 @@ class Event(NamedTuple):
 class EventLog:
     """Events of one run; thread-safe, since the watch's receivers add to it."""
 
-    def __init__(self, report_path: str | None = None, *, quiet: bool = False):
+    def __init__(self, report_fd: int | None = None, *, quiet: bool = False):
+        """`report_fd`: where to write every event as a JSON line (host_files.open_report
+        opens it), owned by the log from here on."""
         self._lock = threading.Lock()
         self._said: set[tuple[str, str]] = set()
         self.events: list[Event] = []
         self.dropped = 0
         self._quiet = quiet
-        self._report = None
-        if report_path is not None:
-            self._report = os.open(report_path,
-                                   os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        self._report = report_fd
 
     def add(self, kind: str, subject: str, resolved: str, rule: str, pid: int) -> None:
         event = Event(kind, subject, resolved, rule, pid, time.time())

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from .errors import SpecError
 from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
+from .spec import DEFAULT_SPEC_NAME
 
 SNAPSHOT_VERSION = 1
 
@@ -86,6 +87,10 @@ class Snapshot(NamedTuple):
             agent=data["agent"],
             session=data["session"],
         )
+
+    def written(self) -> tuple[str, ...]:
+        """The folders (and files) the sandbox writes, resolved."""
+        return tuple(g.target for g in self.grants if g.access == "write" and g.target)
 
     def visible(self) -> tuple[Grant, ...]:
         """Read and write grants that exist."""
@@ -195,6 +200,53 @@ class _Resolver:
                         "(.bashrc, .profile, .ssh, autostart)",
                         hint="grant folders inside home instead, such as '~/projects/x'",
                     )
+            self.check_home_places(rule, {expanded, target})
+
+    def check_home_places(self, rule: PathRule, paths: set[str]) -> None:
+        """A write grant that is or holds a folder of what runs as the person (a holder:
+        ~/.config, ~/.local/bin, ~/.ssh, a PATH folder...), or lies inside a place that
+        runs (~/.config/git, ~/.config/autostart...), is refused as home is; on the
+        default spec, so is a working directory inside a folder of credentials."""
+        from .dotfiles import home_places
+
+        homes = dict.fromkeys((self.context.home, self.home_real))
+        for home in homes:
+            for place in home_places(home):
+                for path in paths:
+                    if place.holder and is_within(place.path, path):
+                        narrower = place.name in ("~/.config", "~/.local", "~/.local/share")
+                        raise self.error(
+                            rule,
+                            f"resolves to {path}, which is or holds {place.name}: "
+                            f"{place.what}; a sandbox writing there could change what runs "
+                            "as you",
+                            hint=f"grant a narrower folder, such as '{place.name}/NAME' for "
+                            "what one tool keeps there" if narrower else
+                            "grant a folder outside it, such as a project's",
+                        )
+                    if not place.holder and is_within(path, place.path):
+                        raise self.error(
+                            rule,
+                            f"resolves to {path}, inside {place.name}: {place.what}; a "
+                            "sandbox writing there could change what runs as you",
+                            hint="grant a folder that holds nothing that runs as you",
+                        )
+        if self.policy.source == DEFAULT_SPEC_NAME and rule.name == ".":
+            from .policy import credential_names
+
+            for home in homes:
+                for name in credential_names():
+                    kept = os.path.normpath(home + name[1:])
+                    for path in paths:
+                        if is_within(path, kept):
+                            raise self.error(
+                                rule,
+                                f"the working directory {path} is inside {name}, where "
+                                "credentials are kept; the default spec would let a "
+                                "sandbox write there",
+                                hint="run it from a project folder, or write a spec that "
+                                "grants this folder by name (--spec)",
+                            )
 
     def resolve(self) -> Snapshot:
         rules = self.policy.rules
@@ -305,6 +357,24 @@ class _Resolver:
             if _seen(target, grants, self.context.system_folders):
                 return target
         return first
+
+
+def seen_by(path: str, grants: tuple[Grant, ...]) -> Grant | None:
+    """The spec's grant through which the sandbox sees `path`, or None: the deepest
+    rule holding it decides (a hide deeper than the grant closes it), and a grant
+    inside `path` shows part of it."""
+    best: Grant | None = None
+    for grant in grants:
+        if grant.target is None or grant.access == "protect":
+            continue
+        if is_within(path, grant.target) and (
+                best is None or grant.target.count("/") > (best.target or "").count("/")):
+            best = grant
+    if best is not None and best.access in ("read", "write") and best.key:
+        return best
+    inside = [g for g in grants if g.access in ("read", "write") and g.key and g.target
+              and g.target != path and is_within(g.target, path)]
+    return inside[0] if inside else None
 
 
 def _seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:

@@ -23,17 +23,15 @@ from .spec import Spec
 
 Access = Literal["read", "write", "hide", "protect"]
 
-# Credentials and agent sockets a read grant of home would otherwise show.
-DEFAULT_HIDES = (
-    "~/.ssh",
-    "~/.gnupg",
-    "~/.aws",
-    "~/.docker",
-    "~/.kube",
-    "~/.config/gcloud",
-    "~/.netrc",
-    "~/.git-credentials",
-)
+def credential_names(platform: str = sys.platform) -> tuple[str, ...]:
+    """Where this OS's developer tools keep a token, key, session, history or agent
+    socket in home (runs_as_you.CREDENTIALS): hidden from every sandbox unless a spec
+    names the path itself, or a folder inside it."""
+    from .runs_as_you import CREDENTIALS
+
+    system = "macos" if platform == "darwin" else "linux"
+    return tuple(dict.fromkeys(c.name for c in CREDENTIALS if c.os in ("any", system)))
+
 
 LNK_HOME_NAME = "$LNK_HOME"
 
@@ -162,7 +160,7 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
                     commit=grant.path in commit,
                 )
             )
-    for name in DEFAULT_HIDES:
+    for name in credential_names():
         if name not in named:
             rules.append(PathRule(name, "hide", True, "default hide: credentials"))
     if context.runtime_dir and context.runtime_dir not in named:

@@ -169,12 +169,6 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
         _AIDER_CONF, True,
     ),
     AgentSetting(
-        ".env", "file", "aider, Gemini CLI",
-        "aider reads its options from AIDER_* variables there (AIDER_LINT_CMD, "
-        "AIDER_TEST_CMD); Gemini CLI loads it into its environment",
-        "https://aider.chat/docs/config/dotenv.html", True,
-    ),
-    AgentSetting(
         ".clinerules", "folder", "Cline",
         "hooks/ scripts run on task and tool events",
         "https://github.com/cline/cline/blob/0b0ca9b1fa95ed9f3e0891a34f1f9b3904309710"

@@ -10,6 +10,7 @@ from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
 from ..grants import Snapshot
+from ..host_files import open_report
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
@@ -134,7 +135,7 @@ def launch_and_supervise(
     plan = plan_for(snapshot)
     loaders = program_loaders(snapshot)
     config = inner_config(plan, snapshot, layers, loaders)
-    events = EventLog(report)
+    events = EventLog(open_report(report, snapshot.written()) if report else None)
     # Proxy mode: the proxy's folder and sockets exist before bwrap, the helper after it.
     network = None
     if snapshot.network_mode == "proxy":  # the proxy's modules load only for proxy mode

@@ -42,6 +42,7 @@ from ..dotfiles import Protected, analyze
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Grant, Snapshot
+from ..host_files import open_report
 from ..terminal import foreground_terminal, give_terminal
 from .environment import sandbox_environment
 from .host import boot_session, mac_host, sandboxed
@@ -268,7 +269,7 @@ class MacLauncher:
         self.probe_timeout = probe_timeout
 
     def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
-        events = EventLog(report)
+        events = EventLog(open_report(report, snapshot.written()) if report else None)
         try:
             outcome = self._launch(snapshot, argv, learn=False, events=events)
         finally:

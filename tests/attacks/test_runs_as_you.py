@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from support.git_host import attack, host_git, make_repository, markers, payload, ran
-from support.sandbox import Sandbox
+from support.sandbox import PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
@@ -215,3 +216,174 @@ def test_the_person_commits_in_a_linked_worktree_after_files_commit(sandbox: San
     (other / "README").write_text("in the worktree\n")
     host_git(sandbox, "commit", "-qam", "worktree", cwd=other)
     assert ran(sandbox) == ["person-post-commit"]
+
+
+# -- coding agents' and editors' project settings --------------------------------------------
+
+def test_agent_settings_cannot_be_planted(sandbox: Sandbox) -> None:
+    """Each harness's project settings, made from inside where missing (held for the run)
+    and rewritten where there (read-only); afterwards the host shows none of them made
+    and the existing one unchanged."""
+    from supervisor.runs_as_you import AGENT_SETTINGS
+
+    claude = sandbox.project / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").write_text('{"permissions": {}}\n')
+    sandbox.chown()
+    expected: dict[tuple[str, ...], int | str] = {
+        ("write", ".claude/settings.json",
+         '{"hooks": {"SessionStart": [{"hooks": [{"type": "command", '
+         '"command": "touch PWNED"}]}]}}'): EROFS,
+        ("write", ".claude/settings.local.json", "{}"): EROFS,
+    }
+    for setting in AGENT_SETTINGS:
+        if "*" in setting.name or "/" in setting.name or setting.name == ".claude":
+            continue
+        if setting.kind == "folder":
+            expected[("mkdir", setting.name)] = EEXIST  # held: the placeholder is there
+            expected[("write", f"{setting.name}/config.toml", "[mcp_servers.x]\n")] = EROFS
+        else:
+            expected[("write", setting.name, '{"mcpServers": {"x": {}}}')] = EROFS
+    attack(sandbox, expected)
+    assert (claude / "settings.json").read_text() == '{"permissions": {}}\n'
+    left = sorted(p.name for p in sandbox.project.iterdir())
+    assert left == [".claude"], left  # every placeholder went with the run
+
+
+def test_a_workspace_file_at_the_top_cannot_be_rewritten(sandbox: Sandbox) -> None:
+    workspace = sandbox.project / "team.code-workspace"
+    workspace.write_text('{"folders": [{"path": "."}]}\n')
+    sandbox.chown()
+    attack(sandbox, {("write", "team.code-workspace", '{"tasks": {}}'): EROFS,
+                     ("write", "other.code-workspace", "{}"): OK})  # a new one: opened by choice
+    assert workspace.read_text() == '{"folders": [{"path": "."}]}\n'
+
+
+# -- home's own places -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("grant", ["~/.config", "~/.local/bin", "~/.ssh", "~/.config/git",
+                                   "~/.claude", "~/bin-on-path"])
+def test_a_write_grant_of_what_runs_as_you_is_refused(sandbox: Sandbox, grant: str) -> None:
+    folder = sandbox.home / grant.removeprefix("~/")
+    folder.mkdir(parents=True)
+    sandbox.chown()
+    path = f"{sandbox.home}/bin-on-path:/usr/bin:/bin"
+    done = sandbox.run("/bin/true", spec=f'[files]\nwrite = ["{grant}"]\n',
+                       env={"PATH": path})
+    assert done.returncode == 125, done
+    assert "could change what runs as you" in done.stderr
+    assert "files.write[0]" in done.stderr  # the key, with the file and line
+
+
+def test_a_narrower_folder_in_home_is_granted(sandbox: Sandbox) -> None:
+    (sandbox.home / ".config" / "mytool").mkdir(parents=True)
+    sandbox.chown()
+    done = sandbox.run("/bin/sh", "-c", "echo STARTED; echo x > ~/.config/mytool/state",
+                       spec='[files]\nwrite = ["~/.config/mytool"]\n')
+    assert done.returncode == 0, done.stderr
+
+
+def test_places_inside_a_write_grant_in_home_stay_read_only(sandbox: Sandbox) -> None:
+    """~/.gradle is granted (its caches), its init scripts run in every build: held."""
+    gradle = sandbox.home / ".gradle"
+    gradle.mkdir()
+    (gradle / "gradle.properties").write_text("org.gradle.daemon=false\n")
+    sandbox.chown()
+    attack(sandbox, {
+        ("mkdir", "caches"): OK,
+        ("mkdir", "init.d"): EEXIST,
+        ("write", "init.d/evil.gradle", "exec 'touch PWNED'"): EROFS,
+        ("append", "gradle.properties", "\norg.gradle.jvmargs=-javaagent:/x\n"): EROFS,
+    }, spec='[files]\nwrite = ["~/.gradle"]\n', cwd=gradle)
+    assert not (gradle / "init.d").exists()
+    assert (gradle / "gradle.properties").read_text() == "org.gradle.daemon=false\n"
+
+
+@pytest.mark.parametrize("where", [".ssh", ".aws", ".config/gh", ".config/git"])
+def test_the_default_spec_refuses_a_working_directory_that_runs_as_you(
+        sandbox: Sandbox, where: str) -> None:
+    folder = sandbox.home / where
+    folder.mkdir(parents=True)
+    sandbox.chown()
+    done = sandbox.run("/bin/sh", "-c", "echo key >> authorized_keys", cwd=folder)
+    assert done.returncode == 125, done
+    assert not (folder / "authorized_keys").exists()
+
+
+# -- credentials -------------------------------------------------------------------------------
+
+CREDENTIAL_FILES = {
+    ".config/gh/hosts.yml": "github.com:\n    oauth_token: gho_secret\n",
+    ".npmrc": "//registry.npmjs.org/:_authToken=npm_secret\n",
+    ".pypirc": "[pypi]\npassword = pypi-secret\n",
+    ".cargo/credentials.toml": '[registry]\ntoken = "cargo-secret"\n',
+    ".codex/auth.json": '{"OPENAI_API_KEY": "sk-secret"}\n',
+    ".config/git/credentials": "https://u:secret@example.com\n",
+    ".pgpass": "db:5432:*:u:secret\n",
+    ".vault-token": "hvs.secret\n",
+    ".bash_history": "export TOKEN=secret\n",
+    ".mozilla/firefox/profiles.ini": "[Profile0]\n",
+    ".password-store/x.gpg": "secret\n",
+}
+
+
+def test_credentials_under_a_read_grant_of_home_are_hidden(sandbox: Sandbox) -> None:
+    """read = ["~"], the README's own example: no token of the common tools is read, and
+    a spec naming one gets it, which check says."""
+    for name, text in CREDENTIAL_FILES.items():
+        path = sandbox.home / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    sandbox.chown()
+    spec = '[files]\nread = ["~"]\nwrite = ["."]\n'
+    reader = ("import os, sys\nprint('STARTED', flush=True)\n"
+              "for path in sys.argv[1:]:\n"
+              "    try:\n        data = open(path).read()\n"
+              "    except OSError as err:\n        data = f'errno {err.errno}'\n"
+              "    print(path, 'SECRET' if 'secret' in data else 'nothing')\n")
+    paths = [str(sandbox.home / n) for n in CREDENTIAL_FILES]
+    done = sandbox.run(PYTHON_INSIDE, "-c", reader, *paths, spec=spec)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "STARTED", done
+    # A hidden folder is an empty one, a hidden file an empty one: nothing is read.
+    assert lines[1:] == [f"{path} nothing" for path in paths], done.stdout
+    named = spec.replace('["~"]', '["~", "~/.npmrc"]')
+    done = sandbox.run(PYTHON_INSIDE, "-c", reader, str(sandbox.home / ".npmrc"), spec=named)
+    assert done.stdout.splitlines()[1:] == [f"{sandbox.home / '.npmrc'} SECRET"]
+    check = sandbox.lnk("check", spec=named)
+    assert "~/.npmrc: files.read[1] (~/.npmrc) names it" in check.stdout
+
+
+def test_an_agent_socket_under_home_is_not_reached(sandbox: Sandbox) -> None:
+    agent = sandbox.home / ".1password"
+    agent.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(agent / "agent.sock"))
+    server.listen(1)
+    try:
+        sandbox.chown()
+        sandbox.probe("stat", str(agent / "agent.sock"),
+                      spec='[files]\nread = ["~"]\nwrite = ["."]\n').expect(errno.ENOENT)
+    finally:
+        server.close()
+
+
+# -- the report file ----------------------------------------------------------------------------
+
+def test_a_link_planted_at_the_report_path_is_not_followed(sandbox: Sandbox) -> None:
+    """A first run plants a link where the next run's report goes, at a file of the
+    person's that runs at login: the next run refuses the report, the file unchanged."""
+    bashrc = sandbox.home / ".bashrc"
+    bashrc.write_text("# the person's\n")
+    sandbox.chown()
+    first = sandbox.run("/bin/ln", "-s", str(bashrc), "report.jsonl")
+    assert first.returncode == 0, first.stderr
+    done = sandbox.lnk("run", "--report", "report.jsonl", "--", "/bin/true")
+    assert done.returncode == 125
+    assert "report.jsonl is a link" in done.stderr
+    assert bashrc.read_text() == "# the person's\n"
+    folder_link = sandbox.run("/bin/sh", "-c", f"mkdir real; ln -s {sandbox.home} logs")
+    assert folder_link.returncode == 0
+    done = sandbox.lnk("run", "--report", "logs/.bashrc", "--", "/bin/true")
+    assert done.returncode == 125 and "logs is a link" in done.stderr
+    assert bashrc.read_text() == "# the person's\n"

@@ -25,6 +25,7 @@ from supervisor.errors import LaunchError
 from supervisor.grants import Grant, Snapshot
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.placeholders import Wanted
+from supervisor.runs_as_you import AGENT_SETTINGS
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
@@ -121,7 +122,39 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
                   placeholder=f"{top}/.idea"),
         Protected(f"{top}/.husky", f"{top}/.husky", "folder", False, HUSKY,
                   placeholder=f"{top}/.husky"),
+        # Coding agents' and editors' project settings (runs_as_you.AGENT_SETTINGS), each
+        # held as its table says; .github/hooks only where .github is there.
+        *(Protected(f"{top}/{s.name}", f"{top}/{s.name}", s.kind, False,
+                    f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None)
+          for s in AGENT_SETTINGS if "*" not in s.name and "/" not in s.name),
     ]
+
+
+def test_agent_settings_below_the_top_and_by_pattern(tmp_path: Path) -> None:
+    """A workspace file is protected where it is, never held (no name to hold); the
+    hooks folder of .github only where .github is there, so a project can still make
+    .github/workflows."""
+    top = project(tmp_path)
+    found = by_name(analyze(str(top), home="/home/u"))
+    assert f"{top}/.github/hooks" not in found
+    (top / ".github").mkdir()
+    (top / "team.code-workspace").write_text("{}")
+    found = by_name(analyze(str(top), home="/home/u"))
+    assert found[f"{top}/.github/hooks"].placeholder == f"{top}/.github/hooks"
+    workspace = found[f"{top}/team.code-workspace"]
+    assert workspace.exists and workspace.placeholder is None
+
+
+def test_places_in_home_inside_a_written_folder_stay_read_only(tmp_path: Path) -> None:
+    """A write grant under home that holds a place that runs as the person (not a
+    holder: those refuse the grant) keeps it read-only and holds it when missing."""
+    home = tmp_path / "home"
+    gradle = home / ".gradle"
+    gradle.mkdir(parents=True)
+    (gradle / "gradle.properties").write_text("org.gradle.jvmargs=-Xmx1g\n")
+    found = by_name(analyze(str(gradle), home=str(home)))
+    assert found[f"{gradle}/init.d"].placeholder == f"{gradle}/init.d"  # held: missing
+    assert found[f"{gradle}/gradle.properties"].exists
 
 
 def test_existing_dot_files_are_protected_as_they_are(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from supervisor.macos.profile import (
     sandbox_exec_argv,
 )
 from supervisor.macos.programs import Companion
-from supervisor.policy import DEFAULT_HIDES
+from supervisor.policy import credential_names
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "macos"
 HOME = "/Users/me"
@@ -67,7 +67,7 @@ def defaults(*, lnk: str | None = LNK) -> list[Grant]:
     """What effective_policy adds on a Mac: the default hides (three present), $LNK_HOME
     and the installation (a venv in home, and Homebrew's Python)."""
     found = []
-    for name in DEFAULT_HIDES:
+    for name in credential_names("darwin"):
         target = HOME + name[1:] if name in PRESENT else None
         found.append(Grant(name, target, "hide", CREDENTIALS, None, None,
                            is_dir=PRESENT.get(name, True)))

@@ -18,7 +18,7 @@ from supervisor.linux.plan import (
     MountOp,
     build_plan,
 )
-from supervisor.policy import DEFAULT_HIDES, Context, effective_policy
+from supervisor.policy import Context, credential_names, effective_policy
 from supervisor.spec import load_spec, parse_spec
 
 HOME = "/home/u"
@@ -65,7 +65,7 @@ def spec_grant(name: str, target: str | None, access: str, key: str, line: int =
 def default_hides(**targets: str) -> list[Grant]:
     """The default hides with the given targets (by bare name: ssh=...), the rest missing."""
     found = []
-    for name in DEFAULT_HIDES:
+    for name in credential_names("linux"):
         short = name.removeprefix("~/.").replace("/", "_").replace("-", "_")
         target = targets.get(short)
         found.append(Grant(name, target, "hide", CREDENTIALS, None, None,

@@ -23,10 +23,10 @@ from supervisor.grants import (
     resolve,
 )
 from supervisor.policy import (
-    DEFAULT_HIDES,
     Context,
     PathRule,
     Policy,
+    credential_names,
     effective_policy,
     installation_paths,
 )
@@ -87,7 +87,7 @@ def by_name(snapshot: Snapshot, name: str) -> Grant:
 
 
 def default_hides(names_left_out: tuple[str, ...] = ()) -> tuple[PathRule, ...]:
-    return tuple(PathRule(n, "hide", True, CREDENTIALS) for n in DEFAULT_HIDES
+    return tuple(PathRule(n, "hide", True, CREDENTIALS) for n in credential_names("linux")
                  if n not in names_left_out)
 
 
@@ -155,7 +155,7 @@ def test_a_spec_naming_the_runtime_dir_or_a_credential_replaces_the_default_hide
     spec = parse_spec(b'[files]\nread = ["~/.ssh", "/run/user/1000"]\n', "spec.toml")
     rules = effective_policy(spec, tree.context(runtime_dir="/run/user/1000")).rules
     hides = [r.name for r in rules if r.access == "hide"]
-    assert hides == [*DEFAULT_HIDES[1:], "$LNK_HOME"]
+    assert hides == [*(n for n in credential_names("linux") if n != "~/.ssh"), "$LNK_HOME"]
 
 
 def test_context_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_default_spec_snapshot(tree: Tree) -> None:
         grants=(
             Grant(".", str(tree.proj), "write", "files.write[0]", "files.write[0]", 6),
             *(Grant(n, hidden.get(n), "hide", CREDENTIALS, None, None, False,
-                    is_dir=n != "~/.netrc") for n in DEFAULT_HIDES),
+                    is_dir=n != "~/.netrc") for n in credential_names("linux")),
             Grant("$LNK_HOME", str(tree.lnk), "hide", SETTINGS, None, None),
         ),
         programs=None,

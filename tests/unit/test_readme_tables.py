@@ -1,0 +1,20 @@
+"""The README prints the rules lnk-sandbox follows as tables: they must be the code's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supervisor.runs_as_you import AGENT_SETTINGS, CREDENTIALS
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def test_every_credential_place_is_in_the_readme() -> None:
+    for credential in CREDENTIALS:
+        assert f"| `{credential.name}` | {credential.tool} | {credential.os} |" in README, (
+            credential.name)
+
+
+def test_every_agent_setting_is_in_the_readme() -> None:
+    for setting in AGENT_SETTINGS:
+        assert f"`{setting.name}`" in README, setting.name
