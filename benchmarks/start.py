@@ -4,6 +4,8 @@ Both are measured in the same run, as whole processes, alternating, and the medi
 printed in milliseconds with their ratio. Bare bwrap gets the default spec's mounts in
 path form and runs /bin/true itself: what lnk-sandbox adds is the supervisor's start,
 resolving and pinning, the inner confiner's interpreter, and waiting for the status.
+The proxy row is the same start in proxy mode (an empty allow list): the proxy's
+listeners, the network helper joining the sandbox, and the wait for it before the go.
 
     .venv/bin/python benchmarks/start.py [--runs N]
 """
@@ -69,17 +71,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lnk-bench-") as workdir:
         bare = bare_bwrap_args(workdir)
         lnk = [LNK, "sandbox", "run", "--", "/bin/true"]
+        spec = os.path.join(workdir, "proxy.toml")
+        with open(spec, "w") as handle:
+            handle.write('[network]\nmode = "proxy"\nallow = []\n')
+        proxy = [LNK, "sandbox", "run", "--yes", "--spec", spec, "--", "/bin/true"]
         for _ in range(3):
             timed(bare, workdir)
             timed(lnk, workdir)
-        bare_ms, lnk_ms = [], []
+            timed(proxy, workdir)
+        bare_ms, lnk_ms, proxy_ms = [], [], []
         for _ in range(runs):
             bare_ms.append(timed(bare, workdir))
             lnk_ms.append(timed(lnk, workdir))
+            proxy_ms.append(timed(proxy, workdir))
     b, s = statistics.median(bare_ms), statistics.median(lnk_ms)
+    p = statistics.median(proxy_ms)
     print(f"bare bwrap, same mounts:        median {b:6.1f} ms  (n={runs})")
     print(f"lnk sandbox run -- /bin/true:   median {s:6.1f} ms  (n={runs})")
-    print(f"ratio: {s / b:.1f}x bare bwrap (target: at most 10x)")
+    print(f"  the same in proxy mode:       median {p:6.1f} ms  (n={runs})")
+    print(f"ratio: {s / b:.1f}x bare bwrap (target: at most 10x); proxy mode {p / b:.1f}x")
 
 
 if __name__ == "__main__":
