@@ -10,6 +10,7 @@ from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
 from ..grants import Snapshot
+from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
@@ -30,15 +31,19 @@ def plan_for(snapshot: Snapshot) -> LaunchPlan:
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
         plan = with_resolv_conf(plan, PLAN_SOURCE, ResolvConfHost.probe())
+    if snapshot.network.sockets():
+        from .network import with_unix_sockets
+
+        plan = with_unix_sockets(plan, snapshot.network.sockets())
     return plan
 
 
 def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
-    extra = None
+    extra = snapshot.network.environment()
     if snapshot.network_mode == "proxy":
         from .network import proxy_environment
 
-        extra = proxy_environment()
+        extra.update(proxy_environment())
     return build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign,
                              extra=extra)
 
@@ -123,6 +128,7 @@ def launch_and_supervise(
     report: str | None = None,
     learn: bool = False,
     judge: Judge | None = None,
+    decide: Decide | None = None,
 ) -> Outcome:
     """Launch and supervise one run. `learn` opens every program and records in `judge`."""
     cache = CheckCache(snapshot.lnk_home)
@@ -134,12 +140,15 @@ def launch_and_supervise(
     loaders = program_loaders(snapshot)
     config = inner_config(plan, snapshot, layers, loaders)
     events = EventLog(report)
-    # Proxy mode: the proxy's folder and sockets exist before bwrap, the helper after it.
+    if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+        say(unix_sockets_gap(layers.landlock_abi))
+    # The run's folder and exposed ports exist before bwrap, the helper's job after it.
     network = None
-    if snapshot.network_mode == "proxy":  # the proxy's modules load only for proxy mode
-        from .network import NetworkRun
+    if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
+        from .network import NetworkRun, open_decider
 
-        network = NetworkRun.open(snapshot.lnk_home, snapshot.network_allow, events)
+        decider = open_decider(decide, snapshot) if decide is not None else None
+        network = NetworkRun.open(snapshot, events, decider)
         plan = network.plan(plan)
 
     def watch_factory(listener: int) -> ExecWatch:
@@ -177,8 +186,9 @@ def launch_and_supervise(
         events.close()
 
 
-def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
-    outcome = launch_and_supervise(snapshot, argv, report=report)
+def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+              decide: Decide | None = None) -> int:
+    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide)
     if outcome.problem is not None:
         raise outcome.problem
     if outcome.exec_failure is not None:

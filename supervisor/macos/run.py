@@ -37,6 +37,7 @@ from ..environment import build_environment
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Grant, Snapshot
+from ..netpolicy import Decide
 from ..terminal import foreground_terminal, give_terminal
 from .logwatch import LOG, Lineage, LogStream, Namer, log_stream_argv
 from .profile import SANDBOX_EXEC, MacHost, Profile, compile_profile, sandbox_exec_argv
@@ -223,7 +224,8 @@ class MacLauncher:
         self.quiet = quiet
         self.settle_limit = settle_limit
 
-    def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
+    def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+            decide: Decide | None = None) -> int:
         events = EventLog(report)
         try:
             outcome = self._launch(snapshot, argv, learn=False, events=events)
@@ -356,8 +358,9 @@ def preflight_macos(snapshot: Snapshot, *, sandbox_exec: str = SANDBOX_EXEC) -> 
     profile_for(snapshot, temp=None)
 
 
-def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
-    return MacLauncher().run(snapshot, argv, report=report)
+def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+              decide: Decide | None = None) -> int:
+    return MacLauncher().run(snapshot, argv, report=report, decide=decide)
 
 
 def learn_macos(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:

@@ -31,6 +31,12 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
 BODY = "served by the host's loopback\n"
 PROXY_SPEC = '[network]\nmode = "proxy"\nallow = ["localhost"]\n'
+
+
+def proxy_spec(port: int) -> str:
+    """`localhost` allowed on `port`: the one way to a service of the host's loopback
+    by name (the address guard refuses `localhost` without a port)."""
+    return f'[network]\nmode = "proxy"\nallow = ["localhost:{port}"]\n'
 REFUSED_NAME = "not-allowed.invalid"
 LOG_VARIABLE = "LNK_SANDBOX_TEST_RESOLVER_LOG"
 
@@ -170,7 +176,8 @@ def test_proxy_http_reaches_an_allowed_name_and_refuses_another(
         f"http://{REFUSED_NAME}/; "
         f'curl -s --noproxy "" -p -o /dev/null -w "connect %{{http_connect}}\\n" '
         f"http://{REFUSED_NAME}:8080/; echo curl=$?")
-    done = _run(sandbox, script, env={LOG_VARIABLE: str(resolver_log)})
+    done = _run(sandbox, script, env={LOG_VARIABLE: str(resolver_log)},
+                spec=proxy_spec(host_server.port))
     assert done.stdout.splitlines()[1:] == [
         BODY.strip(), BODY.strip(), "absolute 403", "connect 403", "curl=56"], done.stderr
     assert host_server.paths == ["/absolute", "/tunnel"]
@@ -210,7 +217,7 @@ def test_proxy_socks5_reaches_an_allowed_name_and_refuses_another(
     done = sandbox.run(
         PYTHON_INSIDE, "-c", SOCKS_CLIENT, f"name,localhost,{port}",
         f"name,{REFUSED_NAME},{port}", f"address,127.0.0.1,{port}",
-        spec=PROXY_SPEC, env={LOG_VARIABLE: str(resolver_log)})
+        spec=proxy_spec(host_server.port), env={LOG_VARIABLE: str(resolver_log)})
     assert done.stdout.splitlines() == [
         "STARTED",
         "SOCKS localhost reply=0 HTTP/1.0 200 OK",
@@ -218,7 +225,7 @@ def test_proxy_socks5_reaches_an_allowed_name_and_refuses_another(
         "SOCKS 127.0.0.1 reply=2",  # an address is allowed only when listed
     ], done.stderr
     curl = _run(sandbox, f'curl -sS --noproxy "" -x "$ALL_PROXY" http://localhost:{port}/curl',
-                env={LOG_VARIABLE: str(resolver_log)})
+                env={LOG_VARIABLE: str(resolver_log)}, spec=proxy_spec(host_server.port))
     assert curl.stdout.splitlines()[1:] == [BODY.strip()], curl.stderr
     assert host_server.paths == ["/socks", "/curl"]
     assert _asked(resolver_log) == ["localhost", "localhost"]
@@ -285,7 +292,7 @@ def test_proxy_dns_answers_allowed_names_only(sandbox: Sandbox, resolver_log: Pa
     done = sandbox.run(
         PYTHON_INSIDE, "-c", DNS_CLIENT, "localhost,1,udp", "localhost,28,udp",
         f"{REFUSED_NAME},1,udp", "localhost,1,tcp", f"{REFUSED_NAME},28,tcp",
-        spec=PROXY_SPEC, env={LOG_VARIABLE: str(resolver_log)})
+        spec=proxy_spec(80), env={LOG_VARIABLE: str(resolver_log)})
     v4, v6 = _host_addresses("localhost", 4), _host_addresses("localhost", 6)
     assert done.stdout.splitlines() == [
         "STARTED",
