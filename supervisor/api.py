@@ -76,13 +76,20 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
 
 
 def run(command: list[str], *, spec: str | None = None, yes: bool = False,
-        report: str | None = None) -> int:
-    """Run `command` in a sandbox; its exit status (the design's: 125, 126, 127...)."""
+        report: str | None = None, decide_fd: int | None = None,
+        decide_timeout: float = DEFAULT_DECIDE_TIMEOUT) -> int:
+    """Run `command` in a sandbox; its exit status (the design's: 125, 126, 127...).
+
+    `decide_fd`: one end of a socket the caller holds the other end of; a destination no
+    `[network]` list names is asked about on it (proxy mode; see proxy/decider.py), and
+    refused without a verdict within `decide_timeout` seconds.
+    """
     from .run import run_snapshot, snapshot_for
 
     snapshot = snapshot_for(spec)
     ensure_allowed(snapshot, yes=yes)
-    return run_snapshot(snapshot, command, report=report)
+    return run_snapshot(snapshot, command, report=report,
+                        decide=_decide(decide_fd, decide_timeout))
 
 
 def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,

@@ -46,6 +46,28 @@ class Decide(NamedTuple):
     timeout: float = DEFAULT_DECIDE_TIMEOUT
 
 
+LOOPBACK = "localhost,127.0.0.1,::1"
+
+
+def proxy_environment(http_port: int, socks_port: int) -> dict[str, str]:
+    """The variables that send the sandbox's clients to the proxy's listeners.
+
+    socks5h: names go to the proxy unresolved. NO_PROXY keeps loopback off the proxy
+    (on Linux the sandbox's own, whose servers are the program's own; forwarded ports on
+    either OS). Upper and lower case both, since clients differ (curl reads only the
+    lower-case http_proxy). NODE_USE_ENV_PROXY=1 makes Node's own fetch and http obey
+    them (Node 24 and newer), which it otherwise does not.
+    """
+    values = {
+        "HTTP_PROXY": f"http://127.0.0.1:{http_port}",
+        "HTTPS_PROXY": f"http://127.0.0.1:{http_port}",
+        "ALL_PROXY": f"socks5h://127.0.0.1:{socks_port}",
+        "NO_PROXY": LOOPBACK,
+    }
+    return {**values, **{name.lower(): value for name, value in values.items()},
+            "NODE_USE_ENV_PROXY": "1"}
+
+
 def needs_helper(mode: str, rules: NetworkRules) -> bool:
     """Whether a run needs the network helper (Linux): proxy mode, or ports."""
     return mode == "proxy" or bool(rules.forward or rules.expose)

@@ -69,23 +69,13 @@ if TYPE_CHECKING:
 RESOLV_CONF = "/etc/resolv.conf"
 PLAN_SOURCE = "<the run's private folder>/resolv.conf"
 READY_TIMEOUT = 30.0
-LOOPBACK = "localhost,127.0.0.1,::1"
 
 
 def proxy_environment() -> dict[str, str]:
-    """The variables that send the sandbox's clients to the helper's listeners.
+    """The proxy variables for the helper's fixed ports inside the sandbox."""
+    from ..netpolicy import proxy_environment as variables
 
-    socks5h: names go to the proxy unresolved. NO_PROXY keeps the sandbox's own loopback,
-    whose servers are the program's own, off the proxy. Upper and lower case both, since
-    clients differ (curl reads only the lower-case http_proxy).
-    """
-    values = {
-        "HTTP_PROXY": f"http://127.0.0.1:{HTTP_PORT}",
-        "HTTPS_PROXY": f"http://127.0.0.1:{HTTP_PORT}",
-        "ALL_PROXY": f"socks5h://127.0.0.1:{SOCKS_PORT}",
-        "NO_PROXY": LOOPBACK,
-    }
-    return {**values, **{name.lower(): value for name, value in values.items()}}
+    return variables(HTTP_PORT, SOCKS_PORT)
 
 
 class ResolvConfHost(NamedTuple):

@@ -476,13 +476,19 @@ class _Compiler:
             *system.fixed_rules(),
             *self.commands(),
             *system.system_file_rules(run=self.open_exec, report=self.learn),
-            *system.network_rules(self.snapshot.network_mode, self.host.proxy_ports),
+            *system.network_rules(self.snapshot.network_mode, self.host.proxy_ports,
+                                  forward=self.snapshot.network.forward,
+                                  expose=self.snapshot.network.expose),
         ]
         if self.snapshot.network_mode == "proxy" and not self.host.proxy_ports:
             self.notes.append("proxy mode, but no proxy runs for this launch: no network")
         files, level = self.files()
         lines += files
         lines += self.renames(level, keychains)
+        if self.snapshot.network.unix is not None:
+            lines += system.unix_socket_rules([
+                self.params.path(s.target, "UNIX", f"{s.key}: {s.name}")
+                for s in self.snapshot.network.sockets() if s.target is not None])
         lines += system.always_closed(keychains_param, exec_ops=self.open_exec)
         spaced: list[str] = []
         for i, line in enumerate(lines):

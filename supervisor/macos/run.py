@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..dotfiles import Protected, analyze
 from ..environment import build_environment
@@ -42,11 +42,15 @@ from ..terminal import foreground_terminal, give_terminal
 from .logwatch import LOG, Lineage, LogStream, Namer, log_stream_argv
 from .profile import SANDBOX_EXEC, MacHost, Profile, compile_profile, sandbox_exec_argv
 
+if TYPE_CHECKING:
+    from .proxy import MacProxy
+
 KILL_GRACE = 10.0
 WAITID = hasattr(os, "waitid")  # not on macOS before Python 3.13
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 TEMP_NAME = "the run's own temp folder (TMPDIR)"
+PLAN_PROXY_PORTS = (3128, 1080)
 
 
 def protections(snapshot: Snapshot) -> list[Protected]:
@@ -59,15 +63,20 @@ def protections(snapshot: Snapshot) -> list[Protected]:
     return found
 
 
-def profile_for(snapshot: Snapshot, *, temp: str | None, learn: bool = False) -> Profile:
-    host = MacHost(home=os.path.realpath(snapshot.home), temp=temp)
+def profile_for(snapshot: Snapshot, *, temp: str | None, learn: bool = False,
+                proxy_ports: tuple[int, ...] = ()) -> Profile:
+    host = MacHost(home=os.path.realpath(snapshot.home), temp=temp, proxy_ports=proxy_ports)
     return compile_profile(snapshot, protections(snapshot), host, learn=learn)
 
 
-def sandbox_environment(snapshot: Snapshot, temp: str | None) -> dict[str, str]:
+def sandbox_environment(snapshot: Snapshot, temp: str | None,
+                        proxy: dict[str, str] | None = None) -> dict[str, str]:
     """The command's whole environment, from `[env]`; dyld's injection variables
-    (DYLD_*) never pass, as the loader's never do on Linux."""
-    extra = {"TMPDIR": temp + "/"} if temp else None
+    (DYLD_*) never pass, as the loader's never do on Linux. `proxy`: proxy mode's
+    variables; a named socket's variable (SSH_AUTH_SOCK) is kept as on Linux."""
+    extra = {**snapshot.network.environment(), **(proxy or {})}
+    if temp:
+        extra["TMPDIR"] = temp + "/"
     env = build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign,
                             extra=extra)
     return {k: v for k, v in env.items() if not k.startswith("DYLD_")}
@@ -86,13 +95,18 @@ def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
     """`lnk sandbox plan --os macos`: the profile and its parameters, on any OS."""
     import shlex
 
-    # A stand-in for the folder each run makes (mkdtemp names it when the run starts).
+    # Stand-ins for the folder each run makes (mkdtemp names it when the run starts) and
+    # the proxy's ports (the kernel picks them when the run starts).
     temp = os.path.join(os.path.realpath(tempfile.gettempdir()), "lnk-sandbox-RUN")
-    profile = profile_for(snapshot, temp=temp)
+    ports = PLAN_PROXY_PORTS if snapshot.network_mode == "proxy" else ()
+    profile = profile_for(snapshot, temp=temp, proxy_ports=ports)
     out.write(f"# spec: {snapshot.source}\n# the Seatbelt profile for sandbox-exec (-p) "
               "and its parameters (-D); not run on this machine unless it is a Mac\n")
     out.write(profile.listing())
     out.write(f"# {TEMP_NAME}: made for each run, in place of {temp}\n")
+    if ports:
+        out.write(f"# the proxy's ports on localhost: picked for each run, in place of "
+                  f"{ports[0]} (HTTP) and {ports[1]} (SOCKS5)\n")
     out.write("# command: " + shlex.join([SANDBOX_EXEC, "-p", "PROFILE",
                                           *(f"-D{k}=..." for k, _ in profile.parameters),
                                           "--", *command]) + "\n")
@@ -228,7 +242,7 @@ class MacLauncher:
             decide: Decide | None = None) -> int:
         events = EventLog(report)
         try:
-            outcome = self._launch(snapshot, argv, learn=False, events=events)
+            outcome = self._launch(snapshot, argv, learn=False, events=events, decide=decide)
         finally:
             events.close()
         return outcome.status
@@ -251,60 +265,85 @@ class MacLauncher:
     # -- one launch --------------------------------------------------------------------
 
     def _launch(self, snapshot: Snapshot, argv: list[str], *, learn: bool,
-                events: EventLog | None, temp_out: list[str] | None = None) -> _Outcome:
+                events: EventLog | None, temp_out: list[str] | None = None,
+                decide: Decide | None = None) -> _Outcome:
         temp = os.path.realpath(tempfile.mkdtemp(prefix="lnk-sandbox-"))
         if temp_out is not None:
             temp_out.append(temp)
+        proxy = None
         try:
-            env = sandbox_environment(snapshot, temp)
+            if snapshot.network_mode == "proxy":  # the proxy loads only for proxy mode
+                from .proxy import MacProxy
+
+                proxy = MacProxy(snapshot, events, decide)
+            env = sandbox_environment(snapshot, temp,
+                                      proxy.environment() if proxy else None)
             if not _found(argv[0], env):
                 say(f"cannot run {argv[0]}: not found")
                 return _Outcome(127)
-            profile = profile_for(snapshot, temp=temp, learn=learn)
+            profile = profile_for(snapshot, temp=temp, learn=learn,
+                                  proxy_ports=proxy.ports if proxy else ())
             for note in profile.notes:
                 say(note)
             command = sandbox_exec_argv(profile, argv, sandbox_exec=self.sandbox_exec)
             if not learn and snapshot.programs is None:
-                return self._finish(self._plain(command, env), None)
+                if proxy is None:
+                    return self._finish(self._plain(command, env), None)
+                return self._finish(self._supervised(command, env, None, proxy), None)
             namer = Namer(events, learn=learn)
-            return self._finish(self._watched(command, env, namer, learn=learn), namer)
+            return self._finish(self._supervised(command, env, namer, proxy, learn=learn),
+                                namer)
         finally:
+            if proxy is not None:
+                proxy.close()
             shutil.rmtree(temp, ignore_errors=True)
 
     def _plain(self, command: list[str], env: dict[str, str]) -> int:
-        """No program list: nothing to name, so no log and no event loop."""
+        """No program list and no proxy: nothing to name or serve, so no event loop."""
         child = _Child(command, env)
         try:
             return child.wait()
         finally:
             child.close()
 
-    def _watched(self, command: list[str], env: dict[str, str], namer: Namer, *,
-                 learn: bool) -> int:
+    def _supervised(self, command: list[str], env: dict[str, str], namer: Namer | None,
+                    proxy: MacProxy | None, *, learn: bool = False) -> int:
+        """The command under the event loop: with `log stream` read beside it to name
+        refused programs (`namer`), and the proxy served (`proxy`)."""
         import anyio
 
-        stream = LogStream(log_stream_argv(self.log), namer)
-        try:
-            stream.start()
-        except OSError as err:
-            self._without_log(learn, f"cannot start {self.log}: {err.strerror}")
-            return self._plain(command, env)
+        stream = None
+        if namer is not None:
+            stream = LogStream(log_stream_argv(self.log), namer)
+            try:
+                stream.start()
+            except OSError as err:
+                self._without_log(learn, f"cannot start {self.log}: {err.strerror}")
+                stream = None
+                if proxy is None:
+                    return self._plain(command, env)
 
         async def supervise() -> int:
             status = 0
             problem: Exception | None = None
             async with anyio.create_task_group() as group:
-                group.start_soon(stream.read)
+                if proxy is not None:
+                    group.start_soon(proxy.serve)
+                if stream is not None:
+                    group.start_soon(stream.read)
                 try:
-                    if not await stream.wait_attached(self.attach_timeout):
+                    if stream is not None and not await stream.wait_attached(
+                            self.attach_timeout):
                         why = "it ended" if stream.ended else (
                             f"it did not attach within {self.attach_timeout:g} s")
                         self._without_log(learn, f"{self.log} stream cannot be read: {why}")
                     child = _Child(command, env)
-                    namer.lineage = Lineage(child.pid)
+                    if namer is not None:
+                        namer.lineage = Lineage(child.pid)
                     try:
                         status = await child.wait_async()
-                        await stream.settle(quiet=self.quiet, limit=self.settle_limit)
+                        if stream is not None:
+                            await stream.settle(quiet=self.quiet, limit=self.settle_limit)
                     finally:
                         child.close()
                 except Exception as err:  # raised after the group, not wrapped in one
@@ -318,7 +357,8 @@ class MacLauncher:
         try:
             return _run_loop(supervise)
         finally:
-            stream.stop()
+            if stream is not None:
+                stream.stop()
 
     def _without_log(self, learn: bool, why: str) -> None:
         if learn:

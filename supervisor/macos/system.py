@@ -156,10 +156,13 @@ def system_file_rules(*, run: bool, report: bool) -> list[str]:
     ]
 
 
-def network_rules(mode: str, proxy_ports: tuple[int, ...]) -> list[str]:
+def network_rules(mode: str, proxy_ports: tuple[int, ...], *, forward: tuple[int, ...] = (),
+                  expose: tuple[int, ...] = ()) -> list[str]:
     """none: no network at all (there is no loopback of the sandbox's own on macOS);
     proxy: the supervisor's proxy on localhost, and nothing else; host: open, but path
-    sockets only where the files rules reach (as a mount would on Linux)."""
+    sockets only where the files rules reach (as a mount would on Linux). `forward`:
+    ports of the host's loopback the sandbox may connect to; `expose`: ports it may
+    listen on there (none and proxy modes): the host's loopback is the sandbox's own."""
     if mode == "host":
         return [
             ";; Network: host. Any address; DNS through mDNSResponder; TLS trust.",
@@ -173,10 +176,11 @@ def network_rules(mode: str, proxy_ports: tuple[int, ...]) -> list[str]:
             f"    (global-name {quoted(TRUST_SERVICES[-1])}))",
             '(allow sysctl-read (sysctl-name-prefix "net.routetable"))',
         ]
+    lines: list[str] = []
     if mode == "proxy" and proxy_ports:
         ports = [f'    (remote ip "localhost:{int(port)}")' for port in proxy_ports]
         ports[-1] += ")"
-        return [
+        lines = [
             ";; Network: proxy. Only the supervisor's proxy on localhost; names go to it",
             ";; unresolved, so no DNS. TLS trust for what the proxy tunnels.",
             "(allow system-socket (socket-domain AF_INET) (socket-domain AF_INET6))",
@@ -186,9 +190,34 @@ def network_rules(mode: str, proxy_ports: tuple[int, ...]) -> list[str]:
             *[f"    (global-name {quoted(s)})" for s in TRUST_SERVICES[:-1]],
             f"    (global-name {quoted(TRUST_SERVICES[-1])}))",
         ]
-    if mode == "proxy":
-        return [";; Network: proxy, but no proxy runs for this launch: no network at all."]
-    return [";; Network: none. No address at all; path sockets only where files rules reach."]
+    elif mode == "proxy":
+        lines = [";; Network: proxy, but no proxy runs for this launch: no network at all."]
+    else:
+        lines = [";; Network: none. No address at all; path sockets only where files rules "
+                 "reach."]
+    if forward or expose:
+        lines += [";; [network] forward and expose: single ports of the host's loopback.",
+                  "(allow system-socket (socket-domain AF_INET) (socket-domain AF_INET6))"]
+        lines += [f'(allow network-outbound (remote ip "localhost:{int(port)}"))'
+                  for port in forward]
+        for port in expose:
+            lines += [f'(allow network-bind (local ip "localhost:{int(port)}"))',
+                      f'(allow network-inbound (local ip "localhost:{int(port)}"))']
+    return lines
+
+
+def unix_socket_rules(params: list[str]) -> list[str]:
+    """`[network] unix` present: path sockets only where named (each a parameter). After
+    the files rules, whose folders carry their sockets, so that it narrows them [U: a
+    path filter on network-outbound, as the files rules give it, matches only path
+    sockets, never an address]."""
+    lines = [";; [network] unix: no path socket but the named ones.",
+             '(deny network-outbound (subpath "/"))']
+    if params:
+        lines += ["(allow network-outbound",
+                  *[f'    (literal (param "{name}"))' for name in params]]
+        lines[-1] += ")"
+    return lines
 
 
 def always_closed(keychains_param: str, *, exec_ops: bool) -> list[str]:

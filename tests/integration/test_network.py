@@ -158,6 +158,7 @@ def test_proxy_environment_and_resolv_conf(sandbox: Sandbox) -> None:
     assert [line for line in lines if "=" in line] == sorted([
         "ALL_PROXY=socks5h://127.0.0.1:1080", f"HTTPS_PROXY={http_proxy}",
         f"HTTP_PROXY={http_proxy}", "NO_PROXY=localhost,127.0.0.1,::1",
+        "NODE_USE_ENV_PROXY=1",
         "all_proxy=socks5h://127.0.0.1:1080", f"http_proxy={http_proxy}",
         f"https_proxy={http_proxy}", "no_proxy=localhost,127.0.0.1,::1",
     ])

@@ -95,6 +95,7 @@ def test_proxy_environment() -> None:
     assert proxy_environment() == {
         "HTTP_PROXY": http, "HTTPS_PROXY": http, "ALL_PROXY": socks, "NO_PROXY": loopback,
         "http_proxy": http, "https_proxy": http, "all_proxy": socks, "no_proxy": loopback,
+        "NODE_USE_ENV_PROXY": "1",
     }
     # The caller's own proxy is replaced; a value the spec sets wins.
     env = build_environment({"PATH": "/bin", "HTTP_PROXY": "http://corp:8080"},
