@@ -66,8 +66,11 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return shared
 
 
+NO_RULES = NetworkRules()
+
+
 def snapshot(folder: Path, allow: tuple[str, ...], *, mode: str = "proxy",
-             rules: NetworkRules = NetworkRules()) -> Snapshot:
+             rules: NetworkRules = NO_RULES) -> Snapshot:
     project = folder.parent / "proj"
     project.mkdir(exist_ok=True)
     return Snapshot(
