@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import platform
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import SandboxError
+
+if TYPE_CHECKING:
+    from .grants import Snapshot
 
 GAP_LOADER = (
     "the dynamic loader runs any file it can read (`ld.so ./x`): Landlock's execute "
@@ -26,8 +29,14 @@ GAP_HOST_ABSTRACT = (
     "abstract unix sockets (D-Bus, X11 and others) can be connected to"
 )
 GAP_SOCKETS = (
-    "a path socket under a read grant can be connected to (connect() needs no write "
-    "right); hide its folder if the sandbox must not reach it"
+    "a path socket inside a folder the spec grants (read or write) can be connected to "
+    "(connect() needs no write right); sockets elsewhere are not mounted. Name the ones "
+    "the command needs in [network] unix and hide the folders of the others"
+)
+GAP_UNIX = (
+    "[network] unix makes the named sockets reachable, but path sockets inside the folders "
+    "the spec grants stay reachable too: only Landlock's RESOLVE_UNIX right (ABI 9, Linux "
+    "7.1) can close them, and lnk-sandbox does not apply it yet"
 )
 
 
@@ -135,13 +144,43 @@ def check(spec_path: str | None) -> Report:
         report.problems.append(
             "the spec lists programs, which only Landlock enforces, and this kernel has "
             "no Landlock")
+    report.layers += network_layers(snapshot)
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
-    report.gaps.append(GAP_SOCKETS)
+    abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
+    report.gaps.append(GAP_SOCKETS if snapshot.network.unix is None else
+                       f"{GAP_UNIX}; this kernel has {abi}")
     if snapshot.network_mode == "host" and machine.landlock_abi < 6:
         report.gaps.append(GAP_HOST_ABSTRACT)
     report.can_launch = not report.problems
     return report
+
+
+def network_layers(snapshot: Snapshot) -> list[str]:
+    """What holds the network, as a person should read it."""
+    mode = snapshot.network_mode
+    rules = snapshot.network
+    layers = {
+        "none": ["network: a namespace of its own with its own loopback only"],
+        "host": ["network: the host's, shared"],
+        "proxy": ["network: a namespace of its own; the only way out is the proxy, which "
+                  "decides on each name before looking it up and refuses the loopback, "
+                  "private, link-local and metadata addresses a name resolves to unless "
+                  "[network] allow names them"],
+    }[mode]
+    if rules.deny:
+        layers.append("network: refused even when allowed: " + ", ".join(rules.deny))
+    if rules.forward:
+        layers.append("network: the host's loopback ports " + ", ".join(
+            map(str, rules.forward)) + " reachable inside at the same ports")
+    if rules.expose:
+        layers.append("network: the sandbox's ports " + ", ".join(map(str, rules.expose))
+                      + " reachable at the host's loopback")
+    if rules.unix is not None:
+        named = [s.name for s in rules.sockets()]
+        layers.append("network: path sockets " + (", ".join(named) if named else "none")
+                      + " bound in ([network] unix)")
+    return layers
 
 
 def render(report: Report) -> str:
