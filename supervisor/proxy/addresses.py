@@ -75,7 +75,8 @@ class Kind(NamedTuple):
 
     def describe(self) -> str:
         """`a loopback address`, `a NAT64 form of the private address 10.0.0.1`."""
-        article = "an" if self.kind[0] in "aeiou" else "a"
+        article = "an" if self.kind.startswith(("un", "a", "e", "i", "o")) and \
+            not self.kind.startswith("uni") else "a"
         if self.form is None:
             return f"{article} {self.kind} address"
         return f"the {self.form} form of {article} {self.kind} address ({self.carried})"
@@ -87,6 +88,14 @@ def parse(text: str) -> Address | None:
         return ipaddress.ip_address(text.partition("%")[0])
     except ValueError:
         return None
+
+
+def text(address: Address) -> str:
+    """An address as events and answers write it: an IPv4-mapped one as ::ffff:a.b.c.d
+    (Python before 3.13 writes ::ffff:7f00:1, which hides the address it carries)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return f"::ffff:{address.ipv4_mapped}"
+    return str(address)
 
 
 def canonical(address: Address) -> Address:

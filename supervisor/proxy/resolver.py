@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import anyio
 import anyio.to_thread
 
+from .addresses import text as address_text
 from .rules import is_host_name
 
 HOSTS = "/etc/hosts"
@@ -92,9 +93,9 @@ def _lookup(name: str, family: int) -> list[str]:
         raise LookupFailed(name, "NXDOMAIN", "not a host name") from None
     addresses: list[str] = []
     for _family, _type, _proto, _name, sockaddr in found:
-        text = str(ipaddress.ip_address(sockaddr[0]))
-        if text not in addresses:
-            addresses.append(text)
+        written = address_text(ipaddress.ip_address(sockaddr[0]))
+        if written not in addresses:
+            addresses.append(written)
     addresses.sort(key=lambda a: ipaddress.ip_address(a).version)
     return addresses
 
@@ -117,9 +118,9 @@ def hosts_addresses(name: str, family: int = socket.AF_UNSPEC, path: str = HOSTS
                 except (UnicodeDecodeError, ValueError):
                     continue
                 version = _VERSIONS.get(family)
-                text = str(address)
-                if (version is None or address.version == version) and text not in found:
-                    found.append(text)
+                written = address_text(address)
+                if (version is None or address.version == version) and written not in found:
+                    found.append(written)
     except OSError:
         return []
     found.sort(key=lambda a: ipaddress.ip_address(a).version)
