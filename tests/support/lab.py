@@ -141,7 +141,8 @@ def prove(address: str, port: int) -> str:
 
 def main() -> int:
     split = sys.argv.index("--")
-    config: dict[str, Any] = json.loads(open(sys.argv[1]).read())
+    with open(sys.argv[1]) as handle:
+        config: dict[str, Any] = json.load(handle)
     command = sys.argv[split + 1:]
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     for address in config["addresses"]:
@@ -153,11 +154,11 @@ def main() -> int:
     for address in ["127.0.0.1", "::1", *config["addresses"]]:
         http_server(address, port, seen)
     dns_server(config["zone"], seen)
-    resolv = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
-    resolv.write(f"nameserver {DNS_ADDRESS}\noptions timeout:2 attempts:1\n")
-    resolv.close()
-    os.chmod(resolv.name, 0o644)
-    subprocess.run(["mount", "--bind", resolv.name, "/etc/resolv.conf"], check=True)
+    fd, resolv = tempfile.mkstemp(suffix=".conf")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"nameserver {DNS_ADDRESS}\noptions timeout:2 attempts:1\n")
+    os.chmod(resolv, 0o644)
+    subprocess.run(["mount", "--bind", resolv, "/etc/resolv.conf"], check=True)
     proof = {target: prove(target, port) for target in config.get("prove", [])}
     with seen.lock:
         seen.requests.clear()  # what the proof asked is not what the sandbox did
@@ -165,7 +166,7 @@ def main() -> int:
     with seen.lock, open(config["log"], "w") as handle:
         json.dump({"proof": proof, "requests": seen.requests,
                    "questions": seen.questions}, handle)
-    os.unlink(resolv.name)
+    os.unlink(resolv)
     return status
 
 
