@@ -61,7 +61,7 @@ class EventLog:
 
     def __init__(self, report_path: str | None = None, *, quiet: bool = False):
         self._lock = threading.Lock()
-        self._said: set[tuple[str, str]] = set()
+        self._said: set[tuple[str, str, str]] = set()
         self.events: list[Event] = []
         self.dropped = 0
         self._quiet = quiet
@@ -78,8 +78,11 @@ class EventLog:
                 self.dropped += 1
                 return
             self.events.append(event)
-            first = (kind, resolved) not in self._said
-            self._said.add((kind, resolved))
+            # Once per thing refused, and per reason where there is one (a decider's
+            # answer differs from one port of a name to another).
+            said = (kind, resolved, reason)
+            first = said not in self._said
+            self._said.add(said)
             if self._report is not None:
                 os.write(self._report, (json.dumps(event._asdict()) + "\n").encode())
         if first and not self._quiet:

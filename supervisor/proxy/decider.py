@@ -43,6 +43,7 @@ where it differs, and why:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections import OrderedDict
@@ -189,7 +190,9 @@ class Decider:
                     await anyio.wait_writable(self.fd)
                     continue
                 except OSError as err:
-                    self._lose(f"writing to it failed: {err.strerror}")
+                    self._lose("it closed its end" if err.errno in (errno.EPIPE,
+                                                                     errno.ECONNRESET)
+                               else f"writing to it failed: {err.strerror}")
                     return
                 data = data[written:]
 
