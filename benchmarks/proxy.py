@@ -11,11 +11,14 @@ latency printed is the median of the rounds' medians, the throughput the best of
 The ratios proxy / direct are printed last.
 
 `--relay WAY:BYTES` (repeatable) measures the proxy once per relay way and chunk, through
-the supervisor's LNK_PROXY_RELAY and LNK_PROXY_BUFFER (proxy/relay.py): `splice:1048576`,
-`copy:262144`, ...; without it, the default.
+the supervisor's LNK_PROXY_RELAY and LNK_PROXY_BUFFER (proxy/relay.py): `hybrid:1048576`
+(the default: copy until a read fills 64 KiB, then splice), `splice:1048576`,
+`copy:262144`, ...; without it, the default. `--baseline LNK` measures another
+installation's `lnk` (an older checkout's venv) in the same rounds, so that a before and
+an after share the machine's load: its rows are marked [baseline].
 
     .venv/bin/python benchmarks/proxy.py [--size-mib N] [--requests N] [--downloads N]
-        [--rounds N] [--relay WAY:BYTES ...]
+        [--rounds N] [--relay WAY:BYTES ...] [--baseline PATH/TO/lnk]
 """
 
 from __future__ import annotations
@@ -96,17 +99,17 @@ def serve(size: int) -> http.server.ThreadingHTTPServer:
 
 
 def measure(way: str, port: int, *, size: int, requests: int, downloads: int,
-            folder: str, relay: str | None = None) -> dict[str, float]:
+            folder: str, relay: str | None = None, lnk: str = LNK) -> dict[str, float]:
     mode = "host" if way == "direct" else "proxy"
     spec = Path(folder) / f"{mode}.toml"
     allow = f'\nallow = ["localhost:{port}"]' if mode == "proxy" else ""
     spec.write_text(f'[network]\nmode = "{mode}"{allow}\n')
     env = dict(os.environ)
-    if relay is not None:
+    if relay is not None and relay != "baseline":
         kind, _, size_text = relay.partition(":")
         env["LNK_PROXY_RELAY"], env["LNK_PROXY_BUFFER"] = kind, size_text
     done = subprocess.run(
-        [LNK, "sandbox", "run", "--yes", "--spec", str(spec), "--", PYTHON_INSIDE, "-c",
+        [lnk, "sandbox", "run", "--yes", "--spec", str(spec), "--", PYTHON_INSIDE, "-c",
          CLIENT, str(port), str(size), str(requests), str(downloads), way],
         cwd=folder, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:
@@ -122,11 +125,14 @@ def main() -> None:
     parser.add_argument("--downloads", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--relay", action="append", metavar="WAY:BYTES")
+    parser.add_argument("--baseline", metavar="LNK")
     args = parser.parse_args()
     size = args.size_mib << 20
     server = serve(size)
     port = server.server_address[1]
     relays: list[str | None] = list(args.relay or [None])
+    if args.baseline:
+        relays.append("baseline")
     ways = [("direct", None)] + [(way, relay) for relay in relays
                                  for way in ("absolute", "tunnel")]
     runs: dict[tuple[str, str | None], list[dict[str, float]]] = {w: [] for w in ways}
@@ -137,7 +143,8 @@ def main() -> None:
                 for way, relay in ways:
                     runs[(way, relay)].append(measure(
                         way, port, size=size, requests=args.requests,
-                        downloads=args.downloads, folder=folder, relay=relay))
+                        downloads=args.downloads, folder=folder, relay=relay,
+                        lnk=args.baseline if relay == "baseline" else LNK))
     finally:
         server.shutdown()
     results = {key: {"latency": statistics.median(r["latency"] for r in found),

@@ -70,7 +70,7 @@ async def handle(stream: RawStream, gate: Gate) -> None:
 async def _tunnel(stream: RawStream, conn: h11.Connection, request: h11.Request,
                   gate: Gate) -> None:
     host, port = split_authority(request.target.decode("ascii", "replace"), default=None)
-    upstream = await gate.open(host, port, stream.peer())
+    upstream = await gate.open(host, port, stream)
     async with upstream:
         stream.buffer = bytes(conn.trailing_data[0])  # sent right behind the CONNECT
         await stream.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -94,7 +94,7 @@ async def _forward(stream: RawStream, conn: h11.Connection,
     authority = f"[{host}]" if ":" in host else host
     headers = [(b"host", (authority if port == 80 else f"{authority}:{port}").encode()),
                *((k, v) for k, v in headers if k != b"host"), (b"connection", b"close")]
-    upstream = await gate.open(host, port, stream.peer())
+    upstream = await gate.open(host, port, stream)
     async with upstream:
         out = h11.Connection(h11.CLIENT)
         pending = out.send(h11.Request(method=request.method, target=path,

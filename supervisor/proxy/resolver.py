@@ -104,24 +104,45 @@ def hosts_addresses(name: str, family: int = socket.AF_UNSPEC, path: str = HOSTS
                     ) -> list[str]:
     """The addresses the hosts file gives `name` (lower case, no final dot), IPv4 first,
     of `family` (AF_UNSPEC: both); none when it does not list it."""
-    wanted = name.encode("ascii", "replace")
-    found: list[str] = []
+    version = _VERSIONS.get(family)
+    return [address for address in _hosts_table(path).get(name, ())
+            if version is None or ipaddress.ip_address(address).version == version]
+
+
+# The hosts file read last: (device, inode, size, mtime in ns) -> name -> addresses. One
+# stat per lookup tells whether it changed; reading it again cost seven calls.
+_HOSTS: dict[str, tuple[tuple[int, int, int, int], dict[str, list[str]]]] = {}
+
+
+def _hosts_table(path: str) -> dict[str, list[str]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return {}
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    cached = _HOSTS.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    table: dict[str, list[str]] = {}
     try:
         with open(path, "rb") as handle:
-            for line in handle:
-                fields = line.split(b"#", 1)[0].split()
-                if len(fields) < 2 or not any(field.lower().rstrip(b".") == wanted
-                                              for field in fields[1:]):
-                    continue
-                try:
-                    address = ipaddress.ip_address(fields[0].decode("ascii"))
-                except (UnicodeDecodeError, ValueError):
-                    continue
-                version = _VERSIONS.get(family)
-                written = address_text(address)
-                if (version is None or address.version == version) and written not in found:
-                    found.append(written)
+            lines = handle.read(1 << 22).splitlines()
     except OSError:
-        return []
-    found.sort(key=lambda a: ipaddress.ip_address(a).version)
-    return found
+        return {}
+    for line in lines:
+        fields = line.split(b"#", 1)[0].split()
+        if len(fields) < 2:
+            continue
+        try:
+            written = address_text(ipaddress.ip_address(fields[0].decode("ascii")))
+        except (UnicodeDecodeError, ValueError):
+            continue
+        for field in fields[1:]:
+            names = table.setdefault(field.lower().rstrip(b".").decode("ascii", "replace"),
+                                     [])
+            if written not in names:
+                names.append(written)
+    for names in table.values():
+        names.sort(key=lambda a: ipaddress.ip_address(a).version)
+    _HOSTS[path] = (key, table)
+    return table

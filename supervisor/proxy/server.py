@@ -25,18 +25,19 @@ import anyio
 import anyio.abc
 
 from ..state import ensure_private_dir
-from . import http, names, socks
 from .streams import RawStream, serve_listener
 from .upstream import Gate
 
 HTTP, SOCKS, DNS_TCP, DNS_UDP = "http", "socks", "dns-tcp", "dns-udp"
 Handler = Callable[[RawStream, Gate], Awaitable[None]]
 
-HANDLERS: dict[str, Handler] = {
-    HTTP: http.handle,
-    SOCKS: socks.handle,
-    DNS_TCP: names.handle_tcp,
-}
+
+def handlers() -> dict[str, Handler]:
+    """The protocols' handlers, imported when serving starts: h11 and dnspython cost
+    about 90 ms here, which the sandbox's start (waiting for its listeners) need not."""
+    from . import http, names, socks
+
+    return {HTTP: http.handle, SOCKS: socks.handle, DNS_TCP: names.handle_tcp}
 RESOLV_CONF = "resolv.conf"
 # Connections served at once, per run: beyond it a new one is closed at once, so a
 # sandbox opening connections in a loop cannot take every descriptor the supervisor has
@@ -55,6 +56,9 @@ class ProxyServer:
 
     async def serve(self, listeners: Mapping[str, Sequence[socket.socket]]) -> None:
         """Serve every listener (by kind) until cancelled; the decider's task too."""
+        from . import names
+
+        by_kind = handlers()
         async with anyio.create_task_group() as group:
             if self.gate.decider is not None:
                 group.start_soon(self.gate.decider.serve)
@@ -63,7 +67,7 @@ class ProxyServer:
                     if kind == DNS_UDP:
                         group.start_soon(names.serve_udp, sock, self.gate, group)
                     else:
-                        group.start_soon(serve_listener, sock, self._one(HANDLERS[kind]),
+                        group.start_soon(serve_listener, sock, self._one(by_kind[kind]),
                                          group)
 
     def _one(self, handler: Handler) -> Callable[[RawStream], Coroutine[Any, Any, None]]:

@@ -64,7 +64,7 @@ async def handle(stream: RawStream, gate: Gate) -> None:
         return
     host, port = destination
     try:
-        upstream = await gate.open(host, port, stream.peer())
+        upstream = await gate.open(host, port, stream)
     except Refused:
         await _reply(stream, NOT_ALLOWED)
         return

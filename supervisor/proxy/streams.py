@@ -27,7 +27,9 @@ from typing import Any
 import anyio
 import anyio.abc
 
-CHUNK = 262144
+# What a handshake reads at once: a request or response head fits, and the buffer stays
+# below malloc's mmap threshold (128 KiB), so a read costs no mmap and munmap of its own.
+CHUNK = 65536
 
 
 class RawStream(anyio.abc.ByteStream):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from ..events import EventLog
-from .decider import Decider, Peer
+from .decider import Decider
 from .resolver import LookupFailed, Resolver
 from .rules import ADDRESS, AddressRefusal, Decision, NetworkLists
 from .streams import RawStream, connect_tcp
@@ -78,10 +78,13 @@ class Gate:
             self.events.add("network", decision.subject, refusal.address, refusal.rule, 0,
                             reason=address_reason(refusal))
 
-    async def decide(self, host: str, port: int, peer: Peer | None = None) -> Decision:
-        """The decision on `host`:`port`; Refused (reported) when it is not allowed."""
+    async def decide(self, host: str, port: int, asking: RawStream | None = None
+                     ) -> Decision:
+        """The decision on `host`:`port`; Refused (reported) when it is not allowed.
+        `asking`: the sandbox's connection, whose peer the decider's question names."""
         decision = self.lists.decide(host, port)
         if decision.unlisted and self.decider is not None:
+            peer = asking.peer() if asking is not None else None
             decision = await self.decider.ask(decision, peer)
         if not decision.allowed:
             self.refuse(decision)
@@ -96,10 +99,11 @@ class Gate:
                     return decision.verdict(True, "the decider allowed it for the run")
         return decision
 
-    async def open(self, host: str, port: int, peer: Peer | None = None) -> RawStream:
+    async def open(self, host: str, port: int, asking: RawStream | None = None
+                   ) -> RawStream:
         """A connection to `host`:`port` if the lists (or the decider) and the address
         guard let it through."""
-        decision = await self.decide(host, port, peer)
+        decision = await self.decide(host, port, asking)
         literal = _literal(decision.host)
         addresses = [literal] if literal else []
         if not addresses:
