@@ -325,17 +325,22 @@ class NetworkRun:
         from ..proxy.ports import serve_expose, serve_forward
         from ..proxy.server import ProxyServer
 
-        async with anyio.create_task_group() as tasks:
-            if self.gate is not None:
-                proxy = {kind: handed.pop(kind, []) for kind in
-                         ("http", "socks", "dns-tcp", "dns-udp")}
-                tasks.start_soon(ProxyServer(self.gate).serve, proxy)
-            for port in self.snapshot.network.forward:
-                tasks.start_soon(serve_forward, handed.pop(f"forward-{port}", []), port,
-                                 self.events, tasks)
-            for port, sockets in self.exposed.items():
-                tasks.start_soon(serve_expose, sockets, port, self._make_socket,
-                                 self.events, tasks)
+        try:
+            async with anyio.create_task_group() as tasks:
+                if self.gate is not None:
+                    proxy = {kind: handed.get(kind, []) for kind in
+                             ("http", "socks", "dns-tcp", "dns-udp")}
+                    tasks.start_soon(ProxyServer(self.gate).serve, proxy)
+                for port in self.snapshot.network.forward:
+                    tasks.start_soon(serve_forward, handed.get(f"forward-{port}", []), port,
+                                     self.events, tasks)
+                for port, sockets in self.exposed.items():
+                    tasks.start_soon(serve_expose, sockets, port, self._make_socket,
+                                     self.events, tasks)
+        finally:
+            for sockets in handed.values():  # a harness's process runs many runs
+                for sock in sockets:
+                    sock.close()
 
     async def _make_socket(self, version: int) -> socket.socket:
         """A TCP socket made by the helper inside the sandbox's network namespace."""

@@ -31,10 +31,14 @@ def plan_for(snapshot: Snapshot) -> LaunchPlan:
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
         plan = with_resolv_conf(plan, PLAN_SOURCE, ResolvConfHost.probe())
-    if snapshot.network.sockets():
+    # A named socket that is gone since the snapshot refuses the launch when pinned, but
+    # an optional one is left out, as an optional grant is.
+    sockets = tuple(s for s in snapshot.network.sockets()
+                    if not s.optional or os.path.lexists(s.target or ""))
+    if sockets:
         from .network import with_unix_sockets
 
-        plan = with_unix_sockets(plan, snapshot.network.sockets())
+        plan = with_unix_sockets(plan, sockets)
     return plan
 
 

@@ -97,7 +97,14 @@ class Decider:
 
     async def serve(self) -> None:
         """Say hello, then read verdicts until the descriptor ends (a task of the run)."""
+        was_blocking = os.get_blocking(self.fd)
         os.set_blocking(self.fd, False)
+        try:
+            await self._serve()
+        finally:
+            os.set_blocking(self.fd, was_blocking)  # the caller's, as it was
+
+    async def _serve(self) -> None:
         try:
             await self._write(self._hello)
         finally:
