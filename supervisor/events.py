@@ -84,7 +84,10 @@ class EventLog:
             first = said not in self._said
             self._said.add(said)
             if self._report is not None:
-                os.write(self._report, (json.dumps(event._asdict()) + "\n").encode())
+                record = event._asdict()
+                if not event.reason:
+                    del record["reason"]  # a program's refusal reads as it always did
+                os.write(self._report, (json.dumps(record) + "\n").encode())
         if first and not self._quiet:
             say(event.message())
 
