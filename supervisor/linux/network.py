@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from ..grants import Snapshot
     from ..netpolicy import Decide, UnixSocket
     from ..proxy.decider import Decider
-    from ..proxy.server import RunFolder
+    from ..proxy.runfolder import RunFolder
     from ..proxy.upstream import Gate
     from .supervise import Supervision
 
@@ -164,11 +164,12 @@ class NetworkRun:
     (`Supervision.fail`).
     """
 
-    def __init__(self, snapshot: Snapshot, events: EventLog, gate: Gate | None,
+    def __init__(self, snapshot: Snapshot, events: EventLog, decide: Decide | None,
                  folder: RunFolder | None, exposed: dict[int, list[socket.socket]]):
         self.snapshot = snapshot
         self.events = events
-        self.gate = gate
+        self.decide = decide
+        self.gate: Gate | None = None
         self.folder = folder
         self.exposed = exposed
         self.go = threading.Event()
@@ -179,24 +180,20 @@ class NetworkRun:
         self._ctl_lock: Any = None
 
     @staticmethod
-    def open(snapshot: Snapshot, events: EventLog, decider: Decider | None = None
+    def open(snapshot: Snapshot, events: EventLog, decide: Decide | None = None
              ) -> NetworkRun:
-        """Bind what must be bound before bwrap (the run's folder, exposed ports), and
-        spawn the helper; LaunchError when an exposed port is taken."""
-        from ..proxy.ports import listen_host
-        from ..proxy.resolver import Resolver
-        from ..proxy.rules import NetworkLists
-        from ..proxy.server import RunFolder
-        from ..proxy.upstream import Gate
+        """Make what must be there before bwrap (the run's folder, exposed ports' host
+        listeners) and spawn the helper; LaunchError when an exposed port is taken.
+        Nothing here loads the event loop's or the proxy's modules: that is done in
+        `service`, while bwrap and the inner start."""
+        from ..proxy.runfolder import RunFolder
 
-        gate = folder = None
+        folder = None
         exposed: dict[int, list[socket.socket]] = {}
         run = None
         try:
             if snapshot.network_mode == "proxy":
                 folder = RunFolder.open(snapshot.lnk_home)
-                lists = NetworkLists.from_texts(snapshot.network_allow, snapshot.network.deny)
-                gate = Gate(lists, Resolver.from_environment(), events, decider)
             for port in snapshot.network.expose:
                 try:
                     exposed[port] = listen_host(port)
@@ -206,7 +203,7 @@ class NetworkRun:
                         f"listened on: {err.strerror}",
                         hint="stop what listens there, or expose another port",
                         errno=err.errno) from None
-            run = NetworkRun(snapshot, events, gate, folder, exposed)
+            run = NetworkRun(snapshot, events, decide, folder, exposed)
             run._ctl = run._spawn_helper()
         except BaseException:
             if run is not None:
@@ -220,10 +217,23 @@ class NetworkRun:
             raise
         return run
 
+    def _open_gate(self) -> None:
+        """The proxy's decisions, lookups and decider (proxy mode), made in the loop."""
+        if self.snapshot.network_mode != "proxy":
+            return
+        from ..proxy.resolver import Resolver
+        from ..proxy.rules import NetworkLists
+        from ..proxy.upstream import Gate
+
+        decider = open_decider(self.decide, self.snapshot) if self.decide else None
+        lists = NetworkLists.from_texts(self.snapshot.network_allow,
+                                        self.snapshot.network.deny)
+        self.gate = Gate(lists, Resolver.from_environment(), self.events, decider)
+
     def listeners(self) -> tuple[Listen, ...]:
         """What the helper makes inside: the proxy's, then each forwarded port's."""
         wanted: list[Listen] = []
-        if self.gate is not None:
+        if self.snapshot.network_mode == "proxy":
             wanted += [Listen("http", "127.0.0.1", HTTP_PORT),
                        Listen("socks", "127.0.0.1", SOCKS_PORT),
                        Listen("dns-tcp", "127.0.0.1", DNS_PORT),
@@ -251,6 +261,7 @@ class NetworkRun:
 
         self._ctl_lock = anyio.Lock()
         try:
+            self._open_gate()
             async with anyio.create_task_group() as group:
                 handed = await self._start(supervision)
                 if handed is not None:
@@ -440,6 +451,34 @@ class NetworkRun:
         self.exposed = {}
         if self.folder is not None:
             self.folder.close()
+
+
+def listen_host(port: int) -> list[socket.socket]:
+    """The host's loopback listeners for an exposed `port` (::1 where the host has it);
+    OSError when 127.0.0.1:`port` is taken."""
+    made: list[socket.socket] = []
+    try:
+        for address in ("127.0.0.1", "::1"):
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((address, port))
+                sock.listen(128)
+            except OSError as err:
+                sock.close()
+                if family == socket.AF_INET6 and err.errno in (errno.EADDRNOTAVAIL,
+                                                               errno.EAFNOSUPPORT):
+                    continue
+                raise
+            made.append(sock)
+    except BaseException:
+        for sock in made:
+            sock.close()
+        raise
+    return made
 
 
 def _receive(ctl: socket.socket) -> tuple[bytes, list[int]]:

@@ -149,10 +149,9 @@ def launch_and_supervise(
     # The run's folder and exposed ports exist before bwrap, the helper's job after it.
     network = None
     if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
-        from .network import NetworkRun, open_decider
+        from .network import NetworkRun
 
-        decider = open_decider(decide, snapshot) if decide is not None else None
-        network = NetworkRun.open(snapshot, events, decider)
+        network = NetworkRun.open(snapshot, events, decide)
         plan = network.plan(plan)
 
     def watch_factory(listener: int) -> ExecWatch:

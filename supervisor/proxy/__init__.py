@@ -20,5 +20,5 @@ like refused programs.
 - `socks`: SOCKS5 CONNECT with names and addresses;
 - `names`, `dnswire`: the sandbox's DNS;
 - `ports`: `[network] forward` and `expose`;
-- `server`: serving the listeners, and the run's private folder.
+- `server`: serving the listeners; `runfolder`: the run's private folder (resolv.conf).
 """

@@ -21,7 +21,6 @@ import struct
 import anyio
 import anyio.abc
 
-from . import dnswire as wire
 from .resolver import LookupFailed
 from .streams import RawStream
 from .upstream import Gate
@@ -54,6 +53,8 @@ async def answer(gate: Gate, name: str, rdtype: int) -> tuple[str, list[str]]:
 
 async def reply(gate: Gate, query: bytes, *, udp: bool) -> bytes | None:
     """The reply to one query in wire format, or None when none is due."""
+    from . import dnswire as wire  # dnspython: loaded on the first query, not at start
+
     question = wire.read_query(query)
     if not isinstance(question, wire.Question):
         return question

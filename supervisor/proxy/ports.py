@@ -142,31 +142,3 @@ def _connected(sock: socket.socket) -> bool:
     except OSError:
         return False
     return True
-
-
-def listen_host(port: int) -> list[socket.socket]:
-    """The host's loopback listeners for an exposed `port` (::1 where the host has it);
-    OSError when 127.0.0.1:`port` is taken."""
-    made: list[socket.socket] = []
-    try:
-        for address in LOOPBACKS:
-            family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                sock.bind((address, port))
-                sock.listen(128)
-            except OSError as err:
-                sock.close()
-                if family == socket.AF_INET6 and err.errno in (errno.EADDRNOTAVAIL,
-                                                               errno.EAFNOSUPPORT):
-                    continue
-                raise
-            made.append(sock)
-    except BaseException:
-        for sock in made:
-            sock.close()
-        raise
-    return made

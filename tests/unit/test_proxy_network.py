@@ -28,7 +28,7 @@ from supervisor.linux.network import (
 )
 from supervisor.linux.plan import LaunchPlan, MountOp
 from supervisor.proxy.rules import NetworkLists
-from supervisor.proxy.server import remove_stale
+from supervisor.proxy.runfolder import remove_stale
 
 ETC = MountOp("ro-bind", "/etc", "/etc", "system folder")
 TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
