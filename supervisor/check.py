@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import SandboxError
+from .netpolicy import UNIX_SOCKETS_ABI
 
 if TYPE_CHECKING:
     from .grants import Snapshot
@@ -36,7 +37,7 @@ GAP_SOCKETS = (
 GAP_UNIX = (
     "[network] unix makes the named sockets reachable, but path sockets inside the folders "
     "the spec grants stay reachable too: only Landlock's RESOLVE_UNIX right (ABI 9, Linux "
-    "7.1) can close them, and lnk-sandbox does not apply it yet"
+    "7.1) closes them, which lnk-sandbox applies where the kernel has it"
 )
 
 
@@ -148,8 +149,13 @@ def check(spec_path: str | None) -> Report:
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
-    report.gaps.append(GAP_SOCKETS if snapshot.network.unix is None else
-                       f"{GAP_UNIX}; this kernel has {abi}")
+    if snapshot.network.unix is None:
+        report.gaps.append(GAP_SOCKETS)
+    elif machine.landlock_abi < UNIX_SOCKETS_ABI:
+        report.gaps.append(f"{GAP_UNIX}; this kernel has {abi}")
+    else:
+        report.layers.append(f"Landlock ABI {machine.landlock_abi}: no path socket made "
+                             "outside the sandbox but the named ones (RESOLVE_UNIX)")
     if snapshot.network_mode == "host" and machine.landlock_abi < 6:
         report.gaps.append(GAP_HOST_ABSTRACT)
     report.can_launch = not report.problems

@@ -24,9 +24,10 @@ from .errors import SpecError
 
 SSH_AUTH_SOCK = "SSH_AUTH_SOCK"
 # Landlock's right over connecting to path sockets (LANDLOCK_ACCESS_FS_RESOLVE_UNIX) came
-# with ABI 9, Linux 7.1: below it nothing of the kernel's closes a path socket the mounts
-# show, short of refusing every unix socket (sandbox-runtime's seccomp), which would
-# close the named ones too.
+# with ABI 9, Linux 7.1, and closes every socket but the named ones there (confine.py):
+# below it nothing of the kernel's closes a path socket the mounts show, short of
+# refusing every unix socket (sandbox-runtime's seccomp), which would close the named
+# ones too.
 UNIX_SOCKETS_ABI = 9
 DEFAULT_DECIDE_TIMEOUT = 30.0
 
@@ -35,7 +36,7 @@ def unix_sockets_gap(abi: int) -> str:
     """What `[network] unix` leaves open on a kernel below UNIX_SOCKETS_ABI."""
     return (f"[network] unix: the named sockets are reachable, and path sockets inside the "
             f"folders the spec grants stay reachable too: closing those needs Landlock ABI "
-            f"{UNIX_SOCKETS_ABI} (Linux 7.1), and this kernel has "
+            f"{UNIX_SOCKETS_ABI} (Linux 7.1, RESOLVE_UNIX), and this kernel has "
             f"{f'ABI {abi}' if abi else 'no Landlock'}")
 
 

@@ -618,22 +618,30 @@ def test_a_named_agent_socket_works_and_others_stay_closed(
         assert kept.stderr == "Error connecting to agent: No such file or directory\n"
 
 
-def test_a_socket_inside_a_granted_folder_is_the_stated_gap(sandbox: Sandbox) -> None:
-    """With [network] unix on a kernel below Landlock ABI 9, a path socket inside a
-    granted folder is still reachable, and the run says so: the gap as it stands."""
+def test_a_socket_inside_a_granted_folder_with_the_key(sandbox: Sandbox) -> None:
+    """With [network] unix, a path socket inside a granted folder that is not named: on a
+    kernel with Landlock's RESOLVE_UNIX (ABI 9) EACCES; below it still reachable, the
+    stated gap, and the run says so."""
     from support.capabilities import landlock_abi
 
-    if landlock_abi() >= 9:
-        pytest.fail("this kernel has Landlock's RESOLVE_UNIX: close the gap, then this test")
     inside = sandbox.project / "app.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(str(inside))
         listener.listen()
         os.chmod(inside, 0o777)
-        done = sandbox.run(PYTHON_INSIDE, "-c", UNIX_CONNECT, str(inside),
-                           spec='[files]\nwrite = ["."]\n[network]\nunix = []\n')
-    assert done.stdout.splitlines() == ["STARTED <unset>", f"{inside} connected"]
-    assert "path sockets inside the folders the spec grants stay reachable too" in done.stderr
+        spec = '[files]\nwrite = ["."]\n[network]\nunix = []\n'
+        done = sandbox.run(PYTHON_INSIDE, "-c", UNIX_CONNECT, str(inside), spec=spec)
+        without = sandbox.run(PYTHON_INSIDE, "-c", UNIX_CONNECT, str(inside),
+                              spec='[files]\nwrite = ["."]\n')
+    gap = "path sockets inside the folders the spec grants stay reachable too"
+    if landlock_abi() >= 9:
+        assert done.stdout.splitlines() == ["STARTED <unset>", f"{inside} EACCES"]
+        assert gap not in done.stderr
+    else:
+        assert done.stdout.splitlines() == ["STARTED <unset>", f"{inside} connected"]
+        assert gap in done.stderr
+    # Without the key, the sockets of the grants stay theirs on every kernel.
+    assert without.stdout.splitlines() == ["STARTED <unset>", f"{inside} connected"]
 
 
 def test_a_unix_entry_that_is_no_socket_is_a_spec_error(sandbox: Sandbox) -> None:

@@ -193,3 +193,42 @@ def test_remembered_permissions_of_specs_without_the_keys_hold(tmp_path: Path) -
     same_elsewhere = plain._replace(network=NetworkRules(unix=(UnixSocket(
         "$X", False, "network.unix[0]", 9, "/a.sock"),)))
     assert digest(moved) == digest(same_elsewhere)  # where the spec wrote it: no matter
+
+
+# -- Landlock's RESOLVE_UNIX (ABI 9): compiled here; run only on a kernel that has it -------
+
+def _landlock_rules(unix: tuple[UnixSocket, ...] | None) -> list[tuple[str, list[str]]]:
+    from supervisor.grants import Snapshot
+    from supervisor.linux.confine import landlock_rules
+    from supervisor.linux.plan import LaunchPlan, MountOp
+
+    plan = LaunchPlan(ops=(MountOp("ro-bind", "/usr", "/usr"), MountOp("bind", "/p", "/p"),
+                           MountOp("ro-bind", "/run/agent.sock", "/run/agent.sock")),
+                      chdir="/p", root_mode=False, share_net=False,
+                      interpreter="/usr/bin/python3")
+    snapshot = Snapshot(version=1, source="s.toml", home="/h", cwd="/p", lnk_home="/h/.lnk",
+                        uid=1000, grants=(), programs=None, network_mode="none",
+                        network_allow=(), env_keep=(), env_assign=(), agent=None,
+                        session=None, network=NetworkRules(unix=unix))
+    return landlock_rules(plan, snapshot, {})
+
+
+def test_without_the_key_the_grants_keep_their_sockets() -> None:
+    rules = dict(_landlock_rules(None))
+    assert "resolve_unix" in rules["/usr"] and "resolve_unix" in rules["/p"]
+
+
+def test_with_the_key_only_the_named_sockets_may_be_resolved() -> None:
+    named = UnixSocket("$SSH_AUTH_SOCK", False, "network.unix[0]", 2, "/run/agent.sock",
+                       "SSH_AUTH_SOCK")
+    rules = _landlock_rules((named,))
+    assert [dest for dest, rights in rules if "resolve_unix" in rights] == ["/run/agent.sock"]
+    assert ("/run/agent.sock", ["resolve_unix"]) in rules
+    from inner import landlock
+
+    # On a file, as the kernel takes it there (ACCESS_FILE holds RESOLVE_UNIX); dropped
+    # on a kernel before ABI 9, which neither knows nor refuses it.
+    assert landlock.access_mask(["resolve_unix"], abi=9, directory=False) == 1 << 16
+    assert landlock.access_mask(["resolve_unix"], abi=7, directory=False) == 0
+    assert landlock.handled_fs(9) & (1 << 16)
+    assert not landlock.handled_fs(7) & (1 << 16)
