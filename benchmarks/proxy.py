@@ -1,14 +1,24 @@
 """Proxy cost: a download through proxy mode's proxy against the same download direct.
 
-One HTTP server on the host's 127.0.0.1; one client program, run in two sandboxes in
-the same run: a host-mode one that connects to the server directly, and a proxy-mode one
-(`localhost` allowed) that goes through the helper and the supervisor's proxy, as an
-absolute-URI request and as a CONNECT tunnel. Each measures, inside its sandbox (the
-sandbox's start is left out), the median time of a request for a one-byte body on a new
-connection (latency) and the best throughput of a large download; the ratios proxy /
-direct are printed last.
+One HTTP server on the host's 127.0.0.1; one client program, run in sandboxes in the
+same run: a host-mode one that connects to the server directly, and proxy-mode ones
+(`localhost:PORT` allowed) that go through the supervisor's proxy, as an absolute-URI
+request and as a CONNECT tunnel. Each measures, inside its sandbox (the sandbox's start
+is left out), the median time of a request for a one-byte body on a new connection
+(latency) and the best throughput of a large download. The ways take turns for
+`--rounds` rounds, so that a load that comes and goes on the machine falls on each: the
+latency printed is the median of the rounds' medians, the throughput the best of all.
+The ratios proxy / direct are printed last.
+
+`--relay WAY:BYTES` (repeatable) measures the proxy once per relay way and chunk, through
+the supervisor's LNK_PROXY_RELAY and LNK_PROXY_BUFFER (proxy/relay.py): `hybrid:1048576`
+(the default: copy until a read fills 64 KiB, then splice), `splice:1048576`,
+`copy:262144`, ...; without it, the default. `--baseline LNK` measures another
+installation's `lnk` (an older checkout's venv) in the same rounds, so that a before and
+an after share the machine's load: its rows are marked [baseline].
 
     .venv/bin/python benchmarks/proxy.py [--size-mib N] [--requests N] [--downloads N]
+        [--rounds N] [--relay WAY:BYTES ...] [--baseline PATH/TO/lnk]
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import argparse
 import http.server
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -88,15 +99,19 @@ def serve(size: int) -> http.server.ThreadingHTTPServer:
 
 
 def measure(way: str, port: int, *, size: int, requests: int, downloads: int,
-            folder: str) -> dict[str, float]:
+            folder: str, relay: str | None = None, lnk: str = LNK) -> dict[str, float]:
     mode = "host" if way == "direct" else "proxy"
     spec = Path(folder) / f"{mode}.toml"
-    allow = '\nallow = ["localhost"]' if mode == "proxy" else ""
+    allow = f'\nallow = ["localhost:{port}"]' if mode == "proxy" else ""
     spec.write_text(f'[network]\nmode = "{mode}"{allow}\n')
+    env = dict(os.environ)
+    if relay is not None and relay != "baseline":
+        kind, _, size_text = relay.partition(":")
+        env["LNK_PROXY_RELAY"], env["LNK_PROXY_BUFFER"] = kind, size_text
     done = subprocess.run(
-        [LNK, "sandbox", "run", "--yes", "--spec", str(spec), "--", PYTHON_INSIDE, "-c",
+        [lnk, "sandbox", "run", "--yes", "--spec", str(spec), "--", PYTHON_INSIDE, "-c",
          CLIENT, str(port), str(size), str(requests), str(downloads), way],
-        cwd=folder, capture_output=True, text=True, timeout=600)
+        cwd=folder, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{way}: exit {done.returncode}\n{done.stderr}")
     result: dict[str, float] = json.loads(done.stdout)
@@ -108,29 +123,47 @@ def main() -> None:
     parser.add_argument("--size-mib", type=int, default=64)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--downloads", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--relay", action="append", metavar="WAY:BYTES")
+    parser.add_argument("--baseline", metavar="LNK")
     args = parser.parse_args()
     size = args.size_mib << 20
     server = serve(size)
     port = server.server_address[1]
+    relays: list[str | None] = list(args.relay or [None])
+    if args.baseline:
+        relays.append("baseline")
+    ways = [("direct", None)] + [(way, relay) for relay in relays
+                                 for way in ("absolute", "tunnel")]
+    runs: dict[tuple[str, str | None], list[dict[str, float]]] = {w: [] for w in ways}
     try:
         with tempfile.TemporaryDirectory() as folder:
             os.environ.setdefault("LNK_HOME", os.path.join(folder, ".lnk"))
-            results = {way: measure(way, port, size=size, requests=args.requests,
-                                  downloads=args.downloads, folder=folder)
-                       for way in ("direct", "absolute", "tunnel")}
+            for _ in range(args.rounds):
+                for way, relay in ways:
+                    runs[(way, relay)].append(measure(
+                        way, port, size=size, requests=args.requests,
+                        downloads=args.downloads, folder=folder, relay=relay,
+                        lnk=args.baseline if relay == "baseline" else LNK))
     finally:
         server.shutdown()
-    direct = results["direct"]
-    print(f"{'':<28}{'latency (median)':>18}{'throughput (best)':>20}")
-    for way, label in (("direct", "direct (host mode)"),
-                       ("absolute", "proxy, absolute URI"),
-                       ("tunnel", "proxy, CONNECT tunnel")):
-        result = results[way]
-        print(f"{label:<28}{result['latency'] * 1000:>15.2f} ms"
+    results = {key: {"latency": statistics.median(r["latency"] for r in found),
+                     "throughput": max(r["throughput"] for r in found)}
+               for key, found in runs.items()}
+    direct = results[("direct", None)]
+    print(f"{'':<40}{'latency (median)':>18}{'throughput (best)':>20}")
+    for (way, relay), result in results.items():
+        label = {"direct": "direct (host mode)", "absolute": "proxy, absolute URI",
+                 "tunnel": "proxy, CONNECT tunnel"}[way]
+        if relay:
+            label += f" [{relay}]"
+        print(f"{label:<40}{result['latency'] * 1000:>15.2f} ms"
               f"{result['throughput'] / 2**20:>15.0f} MiB/s")
-    for way in ("absolute", "tunnel"):
-        result = results[way]
-        print(f"ratio {way:<9} latency x{result['latency'] / direct['latency']:.2f} "
+    for (way, relay), result in results.items():
+        if way == "direct":
+            continue
+        print(f"ratio {way:<9}{f' [{relay}]' if relay else '':<20} latency "
+              f"x{result['latency'] / direct['latency']:.2f} "
               f"(+{(result['latency'] - direct['latency']) * 1000:.2f} ms), "
               f"throughput x{result['throughput'] / direct['throughput']:.2f}")
 

@@ -4,8 +4,12 @@ Both are measured in the same run, as whole processes, alternating, and the medi
 printed in milliseconds with their ratio. Bare bwrap gets the default spec's mounts in
 path form and runs /bin/true itself: what lnk-sandbox adds is the supervisor's start,
 resolving and pinning, the inner confiner's interpreter, and waiting for the status.
+The proxy row is the same start in proxy mode (an empty allow list): the proxy's
+listeners, the network helper joining the sandbox, and the wait for it before the go.
+`--baseline LNK` times another installation's `lnk` (an older checkout's venv) in the
+same alternation, so that a before and an after share the machine's load.
 
-    .venv/bin/python benchmarks/start.py [--runs N]
+    .venv/bin/python benchmarks/start.py [--runs N] [--baseline PATH/TO/lnk]
 """
 
 from __future__ import annotations
@@ -84,7 +88,9 @@ def timed(command: list[str], cwd: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=40)
-    runs = parser.parse_args().runs
+    parser.add_argument("--baseline", metavar="LNK")
+    args = parser.parse_args()
+    runs = args.runs
     with tempfile.TemporaryDirectory(prefix="lnk-bench-") as workdir:
         # The dot-file folders a start holds with placeholders exist already, for both:
         # bare bwrap then binds the same folders lnk does.
@@ -92,17 +98,30 @@ def main() -> None:
             os.mkdir(os.path.join(workdir, name))
         bare = bare_bwrap_args(workdir)
         lnk = [LNK, "sandbox", "run", "--", "/bin/true"]
+        spec = os.path.join(workdir, "proxy.toml")
+        with open(spec, "w") as handle:
+            handle.write('[network]\nmode = "proxy"\nallow = []\n')
+        proxy = [LNK, "sandbox", "run", "--yes", "--spec", spec, "--", "/bin/true"]
+        commands = {"bare": bare, "lnk": lnk, "proxy": proxy}
+        if args.baseline:
+            commands["baseline lnk"] = [args.baseline, *lnk[1:]]
+            commands["baseline proxy"] = [args.baseline, *proxy[1:]]
         for _ in range(3):
-            timed(bare, workdir)
-            timed(lnk, workdir)
-        bare_ms, lnk_ms = [], []
+            for command in commands.values():
+                timed(command, workdir)
+        times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(runs):
-            bare_ms.append(timed(bare, workdir))
-            lnk_ms.append(timed(lnk, workdir))
-    b, s = statistics.median(bare_ms), statistics.median(lnk_ms)
+            for name, command in commands.items():
+                times[name].append(timed(command, workdir))
+    median = {name: statistics.median(found) for name, found in times.items()}
+    b, s, p = median["bare"], median["lnk"], median["proxy"]
     print(f"bare bwrap, same mounts:        median {b:6.1f} ms  (n={runs})")
     print(f"lnk sandbox run -- /bin/true:   median {s:6.1f} ms  (n={runs})")
-    print(f"ratio: {s / b:.1f}x bare bwrap (target: at most 10x)")
+    print(f"  the same in proxy mode:       median {p:6.1f} ms  (n={runs})")
+    if args.baseline:
+        print(f"baseline lnk:                   median {median['baseline lnk']:6.1f} ms")
+        print(f"  the same in proxy mode:       median {median['baseline proxy']:6.1f} ms")
+    print(f"ratio: {s / b:.1f}x bare bwrap (target: at most 10x); proxy mode {p / b:.1f}x")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,10 @@ Facts (checked on Linux 6.18, ABI 7; see shared/reference/linux-kernel-interface
   inode: a hard link shares its rules, a copy does not; rules on a symlink's target.
 - Rights per ABI: 1 (5.13) the thirteen first ones; 2 (5.19) REFER; 3 (6.2) TRUNCATE;
   4 (6.7) the TCP network rights; 5 (6.10) IOCTL_DEV; 6 (6.12) the scopes, abstract unix
-  sockets and signals; 7 (6.15) the restrict_self logging flags.
+  sockets and signals; 7 (6.15) the restrict_self logging flags; 8 (7.0) TSYNC; 9 (7.1)
+  RESOLVE_UNIX: connect() and sendmsg() to a path socket, allowed beneath a rule that
+  grants it (a rule on the socket file itself may: it is a file right) or to a socket
+  made in the same domain, else EACCES. Not run here: this machine's kernel has ABI 7.
 - Reparenting a file (rename or link into another directory) needs REFER on both sides;
   a refusal there is EXDEV (so mv falls back to copying), other refusals EACCES. Before
   ABI 2 reparenting is always refused.
@@ -76,6 +79,7 @@ FS_RIGHTS: Mapping[str, int] = {
     "refer": 1 << 13,
     "truncate": 1 << 14,
     "ioctl_dev": 1 << 15,
+    "resolve_unix": 1 << 16,
 }
 """LANDLOCK_ACCESS_FS_* by lower-case name."""
 
@@ -84,11 +88,12 @@ FS_RIGHTS_ABI: Mapping[str, int] = {
     "refer": 2,
     "truncate": 3,
     "ioctl_dev": 5,
+    "resolve_unix": 9,
 }
 """The ABI that introduced each filesystem right."""
 
 FILE_RIGHTS: frozenset[str] = frozenset(
-    {"execute", "write_file", "read_file", "truncate", "ioctl_dev"})
+    {"execute", "write_file", "read_file", "truncate", "ioctl_dev", "resolve_unix"})
 """The rights a rule on a file (not a directory) may hold; others are EINVAL there."""
 
 SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0

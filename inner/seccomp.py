@@ -128,6 +128,7 @@ CLONE_NEW_ANY = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | C
 # 0xffffffff, which only asks; the others (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) turn
 # off memory protections for every program the process runs after.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
+F_SETLEASE = 1024
 S_ISUID = 0o4000
 S_ISGID = 0o2000
 O_CREAT = 0o100  # the same on x86_64 and aarch64
@@ -169,6 +170,9 @@ POLICY: tuple[Rule, ...] = (
     ("mknod", EPERM, ((1, "any", S_ISUID | S_ISGID),)),
     ("mknodat", EPERM, ((2, "any", S_ISUID | S_ISGID),)),
     ("openat2", ENOSYS, ()),
+    # A lease on a file the sandbox may open makes every writer outside wait for it
+    # (up to fs.lease-break-time, 45 s) and tells it who came: no sandbox holds one.
+    ("fcntl", EPERM, ((1, "in", (F_SETLEASE,)),)),
     ("socket", errno.EAFNOSUPPORT, ((0, "in", (AF_ALG, AF_VSOCK)),)),
     ("clone", EPERM, ((0, "any", CLONE_NEW_ANY),)),
     ("personality", EPERM, ((0, "not in", PERSONALITIES),)),

@@ -64,6 +64,7 @@ _COMMON = {
 _X86_64 = {
     "open": 2,
     "ioctl": 16,
+    "fcntl": 72,
     "socket": 41,
     "clone": 56,
     "execve": 59,
@@ -132,6 +133,7 @@ _X86_64 = {
 
 _AARCH64 = {
     "lookup_dcookie": 18,
+    "fcntl": 25,
     "mknodat": 33,
     "ioctl": 29,
     "umount2": 39,

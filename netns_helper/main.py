@@ -2,124 +2,95 @@
 
 Its steps, in this order:
 1. die with the supervisor (PR_SET_PDEATHSIG), checking it is still the parent;
-2. read the job (the sandbox's reaper pid, its network namespace's inode, the run folder);
-3. on the host side, open all it needs: the run folder, the reaper's pidfd and namespaces
-   (checked against bwrap's report);
+2. read the job (the sandbox's reaper pid, its network namespace's inode, the listeners);
+3. on the host side, open the reaper's pidfd and namespaces (checked against bwrap's
+   report);
 4. join the user namespace, then the network namespace: every import is done by then and
    none started a thread, since a threaded process cannot join a user namespace;
-5. wait for bwrap's loopback (up, with 127.0.0.1), through pyroute2;
-6. open the listeners on 127.0.0.1 (made now, they are the sandbox's), say ready;
-7. serve until the sandbox's reaper exits or the supervisor's channel closes.
+5. make the listeners on 127.0.0.1 there (made now, they are the sandbox's), waiting for
+   bwrap's loopback address, and hand them to the supervisor, which serves them itself;
+6. until the sandbox's reaper exits or the supervisor's channel closes, make a socket
+   inside whenever the supervisor asks for one (a port the sandbox exposes).
 
-Every failure before ready is sent to the supervisor as structured data, which ends the
-run with status 125; after ready, the helper's death does the same (the supervisor
-watches it), so the sandbox is never left with a silently dead network.
+It imports the standard library only, and nothing of it starts a thread: its start is
+on the path of every proxy-mode start (the go waits for its listeners), so it loads no
+event loop and no netlink library. Every failure before ready is sent to the supervisor
+as structured data, which ends the run with status 125; after ready, the helper's death
+does the same (the supervisor watches it), so the sandbox is never left with a silently
+dead network.
 """
 
 from __future__ import annotations
 
-import asyncio
+import array
+import errno
+import json
 import os
+import select
 import socket
 import sys
 import time
 
-# Imported here, before joining: none of these starts a thread (a test pins that), and
-# nothing may be imported after the join that would need the host's view.
-from pyroute2 import IPRoute  # type: ignore[import-untyped]
+from .namespaces import JoinError, die_with_parent, join, open_namespaces
+from .protocol import EXIT_DONE, EXIT_FAILED, MAX_MESSAGE, Job, Listen, failure, ready
 
-try:  # the faster loop where installed; it starts no thread either
-    import uvloop
-except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
-    uvloop = None  # type: ignore[assignment]
-
-from . import bridge
-from .namespaces import JoinError, Namespaces, die_with_parent, join, open_namespaces
-from .protocol import (
-    DNS_PORT,
-    EXIT_DONE,
-    EXIT_FAILED,
-    HTTP_PORT,
-    HTTP_SOCKET,
-    MAX_MESSAGE,
-    SOCKS_PORT,
-    SOCKS_SOCKET,
-    Job,
-    failure,
-    ready,
-)
-
-IFF_UP = 0x1
 LOOPBACK_WAIT = 10.0
 
 
-def wait_loopback(timeout: float = LOOPBACK_WAIT) -> None:
-    """Wait until bwrap has brought `lo` up with 127.0.0.1 (it does so concurrently).
+def make_listener(item: Listen, deadline: float) -> socket.socket | None:
+    """One listener inside; None for an optional one whose address is not there.
 
-    The helper never configures it itself: bwrap adds the address with NLM_F_EXCL and
-    dies on EEXIST, so doing its work first would break the sandbox's start.
+    bwrap adds 127.0.0.1 to the sandbox's loopback concurrently (the helper never
+    configures it: bwrap adds the address with NLM_F_EXCL and dies on EEXIST), so a bind
+    before it is there fails with EADDRNOTAVAIL and is tried again. A listener needs no
+    more than the address: nothing connects before the target runs, after bwrap's set-up.
     """
-    deadline = time.monotonic() + timeout
-    with IPRoute() as ipr:
-        while True:
-            indexes = ipr.link_lookup(ifname="lo")
-            if indexes:
-                link = ipr.get_links(indexes[0])[0]
-                addresses = {a.get_attr("IFA_ADDRESS")
-                             for a in ipr.get_addr(index=indexes[0], family=socket.AF_INET)}
-                if link["flags"] & IFF_UP and "127.0.0.1" in addresses:
-                    return
-            if time.monotonic() > deadline:
-                raise JoinError("loopback", "the sandbox's loopback never came up with "
-                                "127.0.0.1")
-            time.sleep(0.002)
-
-
-def _listen() -> tuple[list[tuple[socket.socket, str]], socket.socket, socket.socket]:
-    try:
-        return ([(bridge.listen_tcp(HTTP_PORT), HTTP_SOCKET),
-                 (bridge.listen_tcp(SOCKS_PORT), SOCKS_SOCKET)],
-                bridge.listen_tcp(DNS_PORT), bridge.listen_udp(DNS_PORT))
-    except OSError as err:
-        raise JoinError("listen", f"listening on 127.0.0.1 inside: {err.strerror}",
-                        err.errno) from None
-
-
-async def _serve(ctl: socket.socket, namespaces: Namespaces, run_dir: str,
-                 listeners: tuple[list[tuple[socket.socket, str]], socket.socket,
-                                  socket.socket]) -> None:
-    loop = asyncio.get_running_loop()
-    loop.set_exception_handler(_said_once)
-    stop = asyncio.Event()
-
-    def on_ctl() -> None:
+    family = socket.AF_INET6 if ":" in item.address else socket.AF_INET
+    kind = socket.SOCK_DGRAM if item.kind == "udp" else socket.SOCK_STREAM
+    while True:
+        sock = socket.socket(family, kind)
         try:
-            if ctl.recv(MAX_MESSAGE):
-                return
-        except BlockingIOError:
-            return
+            if kind == socket.SOCK_STREAM:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((item.address, item.port))
+            if kind == socket.SOCK_STREAM:
+                sock.listen(1024)
+            return sock
+        except OSError as err:
+            sock.close()
+            if err.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) and item.optional:
+                return None
+            if err.errno == errno.EADDRNOTAVAIL and time.monotonic() < deadline:
+                time.sleep(0.001)
+                continue
+            raise JoinError("listen", f"listening on {item.address}:{item.port} inside: "
+                            f"{err.strerror}", err.errno) from None
+
+
+def serve(ctl: socket.socket, pidfd: int) -> None:
+    """Make sockets inside on request until the sandbox or the supervisor is gone."""
+    while True:
+        readable, _, _ = select.select([ctl.fileno(), pidfd], [], [])
+        if pidfd in readable:
+            return  # the sandbox's reaper exited
+        try:
+            message = ctl.recv(MAX_MESSAGE)
         except OSError:
-            pass
-        stop.set()  # the supervisor is gone
-
-    ctl.setblocking(False)
-    loop.add_reader(ctl.fileno(), on_ctl)
-    loop.add_reader(namespaces.pidfd, stop.set)  # the sandbox's reaper exited
-    forwards, dns_tcp, dns_udp = listeners
-    forwards = [(sock, os.path.join(run_dir, name)) for sock, name in forwards]
-    await bridge.serve(forwards, dns_tcp, dns_udp, run_dir, stop)
-
-
-_said: set[str] = set()
-
-
-def _said_once(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
-    """An error in one connection's callback: one line on stderr, never a traceback."""
-    error = context.get("exception")
-    text = f"{type(error).__name__}: {error}" if error else str(context.get("message"))
-    if text not in _said and len(_said) < 16:
-        _said.add(text)
-        sys.stderr.write(f"lnk-sandbox: network helper: {text}\n")
+            return
+        if not message:
+            return  # the supervisor is gone
+        try:
+            request = json.loads(message)
+            family = {4: socket.AF_INET, 6: socket.AF_INET6}[request["socket"]]
+            made = socket.socket(family, socket.SOCK_STREAM)
+        except (ValueError, KeyError, TypeError) as err:
+            _send(ctl, json.dumps({"error": f"not a request: {err}"}).encode())
+            continue
+        except OSError as err:
+            _send(ctl, json.dumps({"error": err.strerror}).encode())
+            continue
+        with made:
+            _send(ctl, b'{"socket": true}', [made.fileno()])
 
 
 def run(ctl: socket.socket, parent: int) -> int:
@@ -129,36 +100,30 @@ def run(ctl: socket.socket, parent: int) -> int:
         if not message:
             return EXIT_DONE
         job = Job.decode(message)
-        try:
-            folder = os.open(job.run_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as err:
-            raise JoinError("open run folder", f"{job.run_dir}: {err.strerror}",
-                            err.errno) from None
-        # A short path to every socket, whatever the folder's length (sun_path: 108).
-        run_dir = f"/proc/self/fd/{folder}"
         namespaces = open_namespaces(job.pid, job.net_inode)
         join(namespaces)
         namespaces.close()
-        wait_loopback()
-        listeners = _listen()
+        deadline = time.monotonic() + LOOPBACK_WAIT
+        made = [(item.name, make_listener(item, deadline)) for item in job.listen]
     except JoinError as err:
         _send(ctl, failure(err.step, err.message, err.errno))
         return EXIT_FAILED
     except Exception as err:
         _send(ctl, failure("helper", f"{type(err).__name__}: {err}"))
         return EXIT_FAILED
-    _send(ctl, ready())
-    serving = _serve(ctl, namespaces, run_dir, listeners)
-    if uvloop is not None:
-        uvloop.run(serving)
-    else:
-        asyncio.run(serving)
+    listeners = [(name, sock) for name, sock in made if sock is not None]
+    _send(ctl, ready([name for name, _ in listeners]), [s.fileno() for _, s in listeners])
+    for _, sock in listeners:
+        sock.close()  # the supervisor's now; the helper keeps no way into them
+    serve(ctl, namespaces.pidfd)
     return EXIT_DONE
 
 
-def _send(ctl: socket.socket, message: bytes) -> None:
+def _send(ctl: socket.socket, message: bytes, fds: list[int] | None = None) -> None:
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds \
+        else []
     try:
-        ctl.send(message)
+        ctl.sendmsg([message], ancillary)
     except OSError:
         pass
 

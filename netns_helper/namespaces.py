@@ -18,8 +18,7 @@ Facts (checked on Linux 6.x; see the reference, section 6):
 - PR_SET_PDEATHSIG fires when the *thread* that forked the helper exits: the supervisor
   spawns it from its main thread, which runs the event loop for the whole run. It is set
   after exec here, so the helper checks its parent is still the supervisor right after.
-- pyroute2's `netns.setns` creates a missing *named* namespace by default (O_CREAT);
-  given an fd and flags=0 it only joins.
+- Both are joined by descriptor (setns(2) through libc), never by name: nothing is made.
 """
 
 from __future__ import annotations
@@ -119,13 +118,10 @@ def join(namespaces: Namespaces) -> None:
         code = ctypes.get_errno()
         raise JoinError("setns user", f"joining the sandbox's user namespace: "
                         f"{os.strerror(code)}", code)
-    from pyroute2 import netns  # type: ignore[import-untyped]
-
-    try:
-        netns.setns(namespaces.net, flags=0, libc=_libc)
-    except OSError as err:
+    if _libc.setns(namespaces.net, CLONE_NEWNET) != 0:
+        code = ctypes.get_errno()
         raise JoinError("setns net", f"joining the sandbox's network namespace: "
-                        f"{os.strerror(err.errno or 0)}", err.errno) from None
+                        f"{os.strerror(code)}", code)
 
 
 def _check_below(fd: int, owner: int) -> None:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from .errors import SandboxError
 from .grants import Snapshot
+from .netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
 from .spec import DEFAULT_SPEC_NAME
 
 
@@ -75,13 +76,20 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
 
 
 def run(command: list[str], *, spec: str | None = None, yes: bool = False,
-        report: str | None = None) -> int:
-    """Run `command` in a sandbox; its exit status (the design's: 125, 126, 127...)."""
+        report: str | None = None, decide_fd: int | None = None,
+        decide_timeout: float = DEFAULT_DECIDE_TIMEOUT) -> int:
+    """Run `command` in a sandbox; its exit status (the design's: 125, 126, 127...).
+
+    `decide_fd`: one end of a socket the caller holds the other end of; a destination no
+    `[network]` list names is asked about on it (proxy mode; see proxy/decider.py), and
+    refused without a verdict within `decide_timeout` seconds.
+    """
     from .run import run_snapshot, snapshot_for
 
     snapshot = snapshot_for(spec)
     ensure_allowed(snapshot, yes=yes)
-    return run_snapshot(snapshot, command, report=report)
+    return run_snapshot(snapshot, command, report=report,
+                        decide=_decide(decide_fd, decide_timeout))
 
 
 def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
@@ -110,14 +118,21 @@ def _launcher() -> str:
     return path if os.access(path, os.X_OK) else "lnk-sandbox"
 
 
-def exec_saved(snapshot_id: str, command: list[str], *, report: str | None = None) -> int:
+def exec_saved(snapshot_id: str, command: list[str], *, report: str | None = None,
+               decide_fd: int | None = None,
+               decide_timeout: float = DEFAULT_DECIDE_TIMEOUT) -> int:
     """Run `command` confined by a saved snapshot; never resolves a name again."""
     from .permissions import load_snapshot
     from .policy import Context
     from .run import run_snapshot
 
     snapshot = load_snapshot(Context.current().lnk_home, snapshot_id)
-    return run_snapshot(snapshot, command, report=report)
+    return run_snapshot(snapshot, command, report=report,
+                        decide=_decide(decide_fd, decide_timeout))
+
+
+def _decide(fd: int | None, timeout: float) -> Decide | None:
+    return None if fd is None else Decide(fd, timeout)
 
 
 def describe(spec: str | None = None) -> dict[str, Any]:

@@ -14,6 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import SandboxError
+from .netpolicy import UNIX_SOCKETS_ABI
+
+if TYPE_CHECKING:
+    from .grants import Snapshot
 
 if TYPE_CHECKING:
     from .grants import Snapshot
@@ -34,8 +38,14 @@ GAP_HOST_ABSTRACT = (
     "abstract unix sockets (D-Bus, X11 and others) can be connected to"
 )
 GAP_SOCKETS = (
-    "a path socket under a read grant can be connected to (connect() needs no write "
-    "right); hide its folder if the sandbox must not reach it"
+    "a path socket inside a folder the spec grants (read or write) can be connected to "
+    "(connect() needs no write right); sockets elsewhere are not mounted. Name the ones "
+    "the command needs in [network] unix and hide the folders of the others"
+)
+GAP_UNIX = (
+    "[network] unix makes the named sockets reachable, but path sockets inside the folders "
+    "the spec grants stay reachable too: only Landlock's RESOLVE_UNIX right (ABI 9, Linux "
+    "7.1) closes them, which lnk-sandbox applies where the kernel has it"
 )
 
 
@@ -157,9 +167,17 @@ def check(spec_path: str | None) -> Report:
             "so nothing the kernel grants root by uid or ownership applies; the folders it "
             "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
     report.exposed = exposed_credentials(snapshot)
+    report.layers += network_layers(snapshot)
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
-    report.gaps.append(GAP_SOCKETS)
+    abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
+    if snapshot.network.unix is None:
+        report.gaps.append(GAP_SOCKETS)
+    elif machine.landlock_abi < UNIX_SOCKETS_ABI:
+        report.gaps.append(f"{GAP_UNIX}; this kernel has {abi}")
+    else:
+        report.layers.append(f"Landlock ABI {machine.landlock_abi}: no path socket made "
+                             "outside the sandbox but the named ones (RESOLVE_UNIX)")
     if snapshot.network_mode == "host" and machine.landlock_abi < 6:
         report.gaps.append(GAP_HOST_ABSTRACT)
     report.can_launch = not report.problems
@@ -184,6 +202,33 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
                 else "holds it"
             found.append(f"{name}: {grant.key or grant.reason} ({grant.name}) {how}")
     return found
+
+
+def network_layers(snapshot: Snapshot) -> list[str]:
+    """What holds the network, as a person should read it."""
+    mode = snapshot.network_mode
+    rules = snapshot.network
+    layers = {
+        "none": ["network: a namespace of its own with its own loopback only"],
+        "host": ["network: the host's, shared"],
+        "proxy": ["network: a namespace of its own; the only way out is the proxy, which "
+                  "decides on each name before looking it up and refuses the loopback, "
+                  "private, link-local and metadata addresses a name resolves to unless "
+                  "[network] allow names them"],
+    }[mode]
+    if rules.deny:
+        layers.append("network: refused even when allowed: " + ", ".join(rules.deny))
+    if rules.forward:
+        layers.append("network: the host's loopback ports " + ", ".join(
+            map(str, rules.forward)) + " reachable inside at the same ports")
+    if rules.expose:
+        layers.append("network: the sandbox's ports " + ", ".join(map(str, rules.expose))
+                      + " reachable at the host's loopback")
+    if rules.unix is not None:
+        named = [s.name for s in rules.sockets()]
+        layers.append("network: path sockets " + (", ".join(named) if named else "none")
+                      + " bound in ([network] unix)")
+    return layers
 
 
 def render(report: Report) -> str:

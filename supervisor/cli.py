@@ -24,7 +24,7 @@ USAGE_STATUS = 125
 # read without argparse, which (with gettext and shutil) costs each start about 5 ms
 # here. Anything else (help, a typo, another command) goes to argparse, which owns the
 # grammar and every message.
-_FAST_VALUED = ("--spec", "--report")
+_FAST_VALUED = ("--spec", "--report", "--decide-fd", "--decide-timeout")
 _FAST_FLAGS = ("--yes",)
 
 
@@ -35,21 +35,21 @@ def _fast(argv: list[str]) -> dict[str, Any] | None:
     split = argv.index("--")
     head, command = argv[1:split], argv[split + 1:]
     found: dict[str, Any] = {"action": argv[0], "spec": None, "report": None, "yes": False,
-                             "command": command}
+                             "decide_fd": None, "decide_timeout": None, "command": command}
     if argv[0] == "exec":
         if not head or head[0].startswith("-"):
             return None
         found["snapshot_id"], head = head[0], head[1:]
-    allowed_valued = _FAST_VALUED if argv[0] == "run" else ("--report",)
+    allowed_valued = _FAST_VALUED if argv[0] == "run" else _FAST_VALUED[1:]
     index = 0
     while index < len(head):
         word = head[index]
         name, equals, value = word.partition("=")
         if name in allowed_valued and equals and value:
-            found[name[2:]] = value
+            found[name[2:].replace("-", "_")] = value
         elif word in allowed_valued and index + 1 < len(head):
             index += 1
-            found[word[2:]] = head[index]
+            found[word[2:].replace("-", "_")] = head[index]
         elif word in _FAST_FLAGS and argv[0] == "run":
             found["yes"] = True
         else:
@@ -95,6 +95,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     run = command("run", "run a command in a sandbox", yes=True)
     run.add_argument("--report", metavar="FILE",
                      help="write every refusal to FILE as JSON lines")
+    _decide_options(run)
     command("learn", "run once with every program open; print the [commands] lines for "
             "what ran", yes=True)
     check = command("check", "what this machine enforces for a spec", rest=False)
@@ -111,8 +112,36 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     saved.add_argument("snapshot_id", metavar="ID")
     saved.add_argument("--report", metavar="FILE",
                        help="write every refusal to FILE as JSON lines")
+    _decide_options(saved)
     saved.add_argument("command", nargs=argparse.REMAINDER)
     return parser
+
+
+def _decide_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--decide-fd", metavar="N",
+                        help="ask on descriptor N (a socket) about destinations no "
+                        "[network] list names, one JSON line each (proxy mode)")
+    parser.add_argument("--decide-timeout", metavar="SECONDS",
+                        help="refuse when no verdict comes within SECONDS (default 30)")
+
+
+def _decide(args: Any) -> dict[str, Any]:
+    """--decide-fd and --decide-timeout as the API's keyword arguments."""
+    found: dict[str, Any] = {}
+    if args.decide_fd is not None:
+        if not str(args.decide_fd).isdigit():
+            raise SpecError(f"--decide-fd {args.decide_fd!r} is not a descriptor number",
+                            file="<command line>")
+        found["decide_fd"] = int(args.decide_fd)
+    if args.decide_timeout is not None:
+        try:
+            found["decide_timeout"] = float(args.decide_timeout)
+        except ValueError:
+            raise SpecError(f"--decide-timeout {args.decide_timeout!r} is not a number of "
+                            "seconds", file="<command line>") from None
+        if args.decide_fd is None:
+            raise SpecError("--decide-timeout without --decide-fd", file="<command line>")
+    return found
 
 
 def _print_plan(spec: str | None, command: list[str]) -> int:
@@ -146,9 +175,10 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
 
     if args.action == "run":
         return api.run(_command(args.command), spec=args.spec, yes=args.yes,
-                       report=args.report)
+                       report=args.report, **_decide(args))
     if args.action == "exec":
-        return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report)
+        return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report,
+                              **_decide(args))
     if args.action == "learn":
         from .run import learn_snapshot, snapshot_for
 

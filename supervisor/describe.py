@@ -44,6 +44,10 @@ class Description:
     env_set: dict[str, str]
     agent: str | None
     session: str | None
+    network_deny: list[str]
+    network_forward: list[int]
+    network_expose: list[int]
+    network_unix: list[Described] | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,6 +84,13 @@ def describe(snapshot: Snapshot) -> Description:
         env_set=dict(snapshot.env_assign),
         agent=snapshot.agent,
         session=snapshot.session,
+        network_deny=list(snapshot.network.deny),
+        network_forward=list(snapshot.network.forward),
+        network_expose=list(snapshot.network.expose),
+        network_unix=None if snapshot.network.unix is None else [
+            Described(u.name, u.target, u.key + (f" ({u.variable} kept)" if u.variable
+                                                 else ""))
+            for u in snapshot.network.unix],
     )
 
 
@@ -154,6 +165,7 @@ def render(description: Description) -> str:
                "proxy": "only through the proxy, to: " + (", ".join(d.network_allow)
                                                           or "no name")}
     lines.append(f"network: {network.get(d.network_mode, d.network_mode)}")
+    _network_lines(d, lines)
     lines.append("environment kept: " + (", ".join(d.env_keep) or "none"))
     for name, value in sorted(d.env_set.items()):
         lines.append(f"environment set: {name}={value}")
@@ -162,3 +174,25 @@ def render(description: Description) -> str:
     if d.session:
         lines.append(f"session: {d.session}")
     return "\n".join(lines) + "\n"
+
+
+def _network_lines(d: Description, lines: list[str]) -> None:
+    """The rest of `[network]`: what the proxy refuses, ports, unix sockets."""
+    if d.network_deny:
+        lines.append("  refused even when allowed: " + ", ".join(d.network_deny))
+    for port in d.network_forward:
+        lines.append(f"  forwarded in: the host's loopback port {port}, at the sandbox's "
+                     f"127.0.0.1:{port}    (network.forward)")
+    for port in d.network_expose:
+        lines.append(f"  exposed out: the sandbox's port {port}, at the host's "
+                     f"127.0.0.1:{port}    (network.expose)")
+    if d.network_unix is None:
+        return
+    if not d.network_unix:
+        lines.append("  unix sockets: none (path sockets closed where the kernel can)")
+    for item in d.network_unix:
+        shown = item.name if item.target in (None, item.name) else \
+            f"{item.name} -> {item.target}"
+        if item.target is None:
+            shown += " (missing: left out)"
+        lines.append(f"  unix socket: {shown}    ({item.why})")

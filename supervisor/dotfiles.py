@@ -86,6 +86,7 @@ GIT_DIR_METADATA: tuple[tuple[str, Kind, str, bytes], ...] = (
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
 MAX_SUBMODULES = 1000  # gitlinks followed in all, nested ones too
+MAX_INDEX_SIZE = 256 << 20  # a git index read for its gitlinks: what a huge repository's is
 _STUB_READ_LIMIT = 64 * 1024
 _GITFILE_PREFIX = b"gitdir: "
 
@@ -677,10 +678,8 @@ def _gitlinks(index: str, sha256: bool) -> list[str]:
     does not parse yields what was read before the fault: git refuses such an index
     too, and runs nothing in a submodule then.
     """
-    try:
-        with open(index, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    data = _read_small(index, limit=MAX_INDEX_SIZE)
+    if data is None:
         return []
     oid = 32 if sha256 else 20
     if data[:4] != b"DIRC" or (_GITLINK_BYTES not in data and not _may_split(data, oid)):
@@ -758,19 +757,50 @@ def _shared_index(data: bytes, position: int, oid: int) -> str | None:
 
 
 def _read_small(path: str, limit: int = 4096) -> bytes | None:
-    """A regular file's first `limit` bytes, or None (missing, a folder, unreadable)."""
+    """A regular file's first `limit` bytes, or None (missing, a folder, unreadable).
+
+    What is read here lies where an earlier sandbox could write, and the reader may be
+    root: so the path is first opened O_PATH (which opens nothing: no device is armed,
+    no pipe waited on), and only a regular file is opened again to be read, through
+    that very descriptor. (macOS has no O_PATH: there a non-blocking open, then fstat.)"""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = _open_regular(path)
     except OSError:
         return None
+    if fd is None:
+        return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, limit)
+        chunks = []
+        while limit > 0:
+            chunk = os.read(fd, min(limit, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            limit -= len(chunk)
+        return b"".join(chunks)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _open_regular(path: str) -> int | None:
+    """A read descriptor of `path` when it is a regular file, else None."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+    o_path = getattr(os, "O_PATH", 0)
+    if not o_path:
+        fd = os.open(path, flags)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return fd
+    where = os.open(path, o_path | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(where).st_mode):
+            return None
+        return os.open(f"/proc/self/fd/{where}", flags)
+    finally:
+        os.close(where)
 
 
 def _read_gitfile(path: str) -> str | None:

@@ -1,7 +1,8 @@
 """Refusals as structured events: one type, a bounded store, said once, written as JSON.
 
-Events come from the exec watch (a program the list refused) and the proxy (a name not
-allowed); they are known from the mechanism that saw them, never guessed from output.
+Events come from the exec watch (a program the list refused) and the network (a name or
+address refused, and the use of a forwarded or exposed port, which is reported too);
+they are known from the mechanism that saw them, never guessed from output.
 Each refused thing is said once per run on stderr; every event goes to the report file
 a harness asked for (`--report FILE`, JSON lines), up to a bound that keeps a program
 refusing in a loop from filling the disk.
@@ -26,9 +27,11 @@ def say(text: str) -> None:
 class Event(NamedTuple):
     """One refusal.
 
-    kind: "program" or "network"; `subject` what was asked (the path given to execve,
-    the host:port), `resolved` what it was judged as (the file, the address), `rule` the
-    spec's key that decided, `pid` the caller as the supervisor sees it (0: unknown).
+    kind: "program", "network", or "forward" / "expose" (a port used, not refused);
+    `subject` what was asked (the path given to execve, the host:port), `resolved` what
+    it was judged as (the file, the name or the address found), `rule` the spec's key
+    that decided, `pid` the caller as the supervisor sees it (0: unknown), `reason` why,
+    where the rule alone does not say (the address's kind, the decider's answer).
     """
 
     kind: str
@@ -37,10 +40,19 @@ class Event(NamedTuple):
     rule: str
     pid: int
     time: float
+    reason: str = ""
 
     def message(self) -> str:
         if self.kind == "program":
             return f"refused {self.resolved} (not in [commands])"
+        if self.kind == "forward":
+            return f"the sandbox reached the host's {self.subject} ([network] forward)"
+        if self.kind == "expose":
+            return f"the host reached the sandbox's {self.subject} ([network] expose)"
+        if self.rule == "network.deny":
+            return f"refused {self.subject} (in [network] deny)"
+        if self.reason:
+            return f"refused {self.subject}: {self.reason}"
         return f"refused {self.subject} (not in [network] allow)"
 
 
@@ -51,23 +63,30 @@ class EventLog:
         """`report_fd`: where to write every event as a JSON line (host_files.open_report
         opens it), owned by the log from here on."""
         self._lock = threading.Lock()
-        self._said: set[tuple[str, str]] = set()
+        self._said: set[tuple[str, str, str]] = set()
         self.events: list[Event] = []
         self.dropped = 0
         self._quiet = quiet
         self._report = report_fd
 
-    def add(self, kind: str, subject: str, resolved: str, rule: str, pid: int) -> None:
-        event = Event(kind, subject, resolved, rule, pid, time.time())
+    def add(self, kind: str, subject: str, resolved: str, rule: str, pid: int, *,
+            reason: str = "") -> None:
+        event = Event(kind, subject, resolved, rule, pid, time.time(), reason)
         with self._lock:
             if len(self.events) >= MAX_EVENTS:
                 self.dropped += 1
                 return
             self.events.append(event)
-            first = (kind, resolved) not in self._said
-            self._said.add((kind, resolved))
+            # Once per thing refused, and per reason where there is one (a decider's
+            # answer differs from one port of a name to another).
+            said = (kind, resolved, reason)
+            first = said not in self._said
+            self._said.add(said)
             if self._report is not None:
-                os.write(self._report, (json.dumps(event._asdict()) + "\n").encode())
+                record = event._asdict()
+                if not event.reason:
+                    del record["reason"]  # a program's refusal reads as it always did
+                os.write(self._report, (json.dumps(record) + "\n").encode())
         if first and not self._quiet:
             say(event.message())
 

@@ -16,6 +16,7 @@ import stat
 from typing import Any, NamedTuple
 
 from .errors import SpecError
+from .netpolicy import NetworkRules, resolve_unix
 from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
 from .spec import DEFAULT_SPEC_NAME
@@ -61,6 +62,7 @@ class Snapshot(NamedTuple):
     env_assign: tuple[tuple[str, str], ...]
     agent: str | None
     session: str | None
+    network: NetworkRules = NetworkRules()
 
     def to_json(self) -> str:
         return json.dumps(to_plain(self), sort_keys=True, separators=(",", ":"))
@@ -86,6 +88,7 @@ class Snapshot(NamedTuple):
             env_assign=tuple((k, v) for k, v in data["env_assign"]),
             agent=data["agent"],
             session=data["session"],
+            network=NetworkRules.from_plain(data.get("network")),
         )
 
     def written(self) -> tuple[str, ...]:
@@ -287,6 +290,8 @@ class _Resolver:
             env_assign=self.policy.env_assign,
             agent=self.policy.agent,
             session=self.policy.session,
+            network=resolve_unix(self.policy.network, home=self.context.home,
+                                 lnk_home=self.context.lnk_home, source=self.policy.source),
         )
 
     def check_contradictions(self, grants: tuple[Grant, ...]) -> tuple[Grant, ...]:

@@ -1,9 +1,14 @@
 """Names a proxy-mode sandbox may reach: `[network] allow` patterns, as plain data.
 
 A pattern is an exact name (`pypi.org`), a wildcard for subdomains only
-(`*.githubusercontent.com` matches `raw.githubusercontent.com`, not the bare name), or an
-address literal, each with an optional `:port`. The decision is made on the name as the
-program asked for it, before any lookup, so a refused name is never resolved.
+(`*.githubusercontent.com` matches `raw.githubusercontent.com`, not the bare name), an
+address literal, or an address range (`10.0.0.0/8`, `[fd00::/8]`), each with an optional
+`:port`. The decision is made on the name as the program asked for it, before any
+lookup, so a refused name is never resolved. An address or range written here is also
+what opens a private address a name resolves to (`proxy/addresses.py`).
+
+`[network] deny` takes the same forms, without the checks against opening too much (a
+deny of `*.com` closes a top-level domain, which is what it says).
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ class HostPattern:
     """One allowed destination.
 
     `name` is lower-case without a trailing dot; `wildcard` means subdomains of `name`
-    only; `port` None means any port; `address` is set for an address literal.
+    only; `port` None means any port; `address` is set for an address literal, `network`
+    (its CIDR text) for a range.
     """
 
     text: str
@@ -49,16 +55,31 @@ class HostPattern:
     wildcard: bool
     port: int | None
     address: str | None
+    network: str | None = None
+
+    @property
+    def is_address(self) -> bool:
+        """An address or a range: it matches literals only, never a name."""
+        return self.address is not None or self.network is not None
 
     def matches(self, host: str, port: int) -> bool:
         if self.port is not None and port != self.port:
             return False
         host = normalize_host(host)
-        if self.address is not None:
-            return _as_address(host) == self.address
+        if self.is_address:
+            address = _as_address(host)
+            return address is not None and self.holds(address)
         if self.wildcard:
             return host.endswith("." + self.name)
         return host == self.name
+
+    def holds(self, address: str) -> bool:
+        """Whether this address pattern names `address` (canonical text), any port."""
+        if self.address is not None:
+            return address == self.address
+        if self.network is None:
+            return False
+        return ipaddress.ip_address(address) in ipaddress.ip_network(self.network)
 
 
 def normalize_host(host: str) -> str:
@@ -74,6 +95,20 @@ def _as_address(text: str) -> str | None:
         return str(ipaddress.ip_address(text))
     except ValueError:
         return None
+
+
+def _as_network(text: str) -> str:
+    """A range's canonical CIDR text; HostPatternError when it is not one."""
+    try:
+        network = ipaddress.ip_network(text)
+    except ValueError as err:
+        message = str(err)
+        if "has host bits set" in message:
+            wide = ipaddress.ip_network(text, strict=False)
+            raise HostPatternError(f"{text!r} has bits set past its prefix; write "
+                                   f"{wide}") from None
+        raise HostPatternError(f"{text!r} is not an address range") from None
+    return str(network)
 
 
 def _split_port(text: str) -> tuple[str, int | None]:
@@ -99,16 +134,26 @@ def _parse_port(text: str) -> int:
     return int(text)
 
 
-def parse_host_pattern(text: str) -> HostPattern:
-    """Validate one `[network] allow` entry, refusing patterns that open too much."""
+def parse_host_pattern(text: str, *, deny: bool = False) -> HostPattern:
+    """Validate one `[network] allow` entry, refusing patterns that open too much; with
+    `deny`, one `[network] deny` entry, which may close as much as it likes."""
     if not text or text != text.strip():
         raise HostPatternError("a pattern must be a non-empty name without spaces")
     host, port = _split_port(text)
     bare = normalize_host(host)
+    if "/" in bare:
+        network = _as_network(bare)
+        if not deny and ipaddress.ip_network(network).prefixlen == 0:
+            raise HostPatternError(f"{network!r} opens every address; list the ranges the "
+                                   "command needs")
+        return HostPattern(text, network, False, port, None, network)
     address = _as_address(bare)
     if address is not None:
         return HostPattern(text, address, False, port, address)
     if bare == "*" or (bare.startswith("*") and not bare.startswith("*.")):
+        if deny:
+            raise HostPatternError("'*' alone is no name; to reach nothing, leave allow "
+                                   "empty or use mode = \"none\"")
         raise HostPatternError("'*' alone opens every name; list the names the command needs")
     wildcard = bare.startswith("*.")
     name = bare[2:] if wildcard else bare
@@ -117,6 +162,8 @@ def parse_host_pattern(text: str) -> HostPattern:
     labels = name.split(".")
     if not all(_LABEL.match(label) for label in labels):
         raise HostPatternError(f"{name!r} is not a valid host name")
+    if deny:
+        return HostPattern(text, name, wildcard, port, None)
     if wildcard and len(labels) == 1:
         raise HostPatternError(
             f"'*.{name}' opens a whole top-level domain; name the domains inside it"

@@ -39,6 +39,12 @@ def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
         | ({"commit": True} if g.get("commit") else {})  # absent before files.commit
         for g in data["grants"]
     ]
+    network = data.pop("network")
+    if snapshot.network != type(snapshot.network)():  # absent from specs without its keys
+        if network["unix"] is not None:
+            network["unix"] = [{k: u[k] for k in ("name", "target", "variable")}
+                               for u in network["unix"]]
+        data["network"] = network
     return data
 
 

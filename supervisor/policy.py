@@ -19,6 +19,7 @@ import sys
 from typing import Literal, NamedTuple
 
 from .environment import DEFAULT_KEEP
+from .netpolicy import NetworkRules
 from .spec import Spec
 
 Access = Literal["read", "write", "hide", "protect"]
@@ -133,6 +134,7 @@ class Policy(NamedTuple):
     env_assign: tuple[tuple[str, str], ...]
     agent: str | None
     session: str | None
+    network: NetworkRules = NetworkRules()
 
 
 def effective_policy(spec: Spec, context: Context) -> Policy:
@@ -192,4 +194,10 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
         env_assign=spec.env.assign,
         agent=spec.agent,
         session=spec.session,
+        network=NetworkRules(
+            deny=tuple(p.text for p in spec.network.deny),
+            forward=spec.network.forward,
+            expose=spec.network.expose,
+            unix=spec.network.unix,
+        ),
     )

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
+from .errors import SandboxError
 from .grants import Snapshot, resolve
+from .netpolicy import Decide
 from .policy import Context, Policy, effective_policy
 from .spec import Spec, load_spec
 from .state import ensure_private_dir
@@ -43,18 +45,48 @@ def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snaps
     return resolve(policy, context)
 
 
-def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
+def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+                 decide: Decide | None = None) -> int:
     """Launch `argv` confined by `snapshot` and supervise it; the exit status.
 
-    `report` names a file that gets every refusal as a JSON line.
+    `report` names a file that gets every refusal as a JSON line; `decide` the run's
+    decider for destinations no list names (proxy mode).
     """
-    if sys.platform == "darwin":
-        from .macos.run import run_macos
+    if decide is not None:
+        check_decide(decide, snapshot)
+    from .terminal import restore_flags, standard_flags
 
-        return run_macos(snapshot, argv, report=report)
-    from .linux.run import run_linux
+    flags = standard_flags()
+    try:
+        if sys.platform == "darwin":
+            from .macos.run import run_macos
 
-    return run_linux(snapshot, argv, report=report)
+            return run_macos(snapshot, argv, report=report, decide=decide)
+        from .linux.run import run_linux
+
+        return run_linux(snapshot, argv, report=report, decide=decide)
+    finally:
+        restore_flags(flags)
+
+
+def check_decide(decide: Decide, snapshot: Snapshot) -> None:
+    """The decider's descriptor is open, kept from every process started from here on,
+    and meaningful (proxy mode); SandboxError otherwise."""
+    if snapshot.network_mode != "proxy":
+        raise SandboxError(
+            f"--decide-fd decides on destinations the proxy is asked for, and the spec's "
+            f"network mode is {snapshot.network_mode!r}",
+            hint='set [network] mode = "proxy", or leave out --decide-fd')
+    if not decide.timeout > 0:
+        raise SandboxError(f"--decide-timeout {decide.timeout:g}: must be more than 0 "
+                           "seconds")
+    try:
+        os.fstat(decide.fd)
+        os.set_inheritable(decide.fd, False)  # never bwrap's, the helper's or the sandbox's
+    except OSError as err:
+        raise SandboxError(f"--decide-fd {decide.fd}: {err.strerror}",
+                           hint="pass a descriptor open in lnk-sandbox: one end of a "
+                           "socket whose other end the harness holds") from None
 
 
 def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:

@@ -17,6 +17,7 @@ from .errors import SpecError
 
 if TYPE_CHECKING:
     from .hostnames import HostPattern
+    from .netpolicy import UnixSocket
 
 DEFAULT_SPEC_NAME = "<default spec>"
 DEFAULT_SPEC_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default_spec.toml")
@@ -28,6 +29,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PROGRAM_NAME = re.compile(r"^[^/\x00]+$")
 
 _TOP_KEYS = ("agent", "session", "files", "commands", "network", "env")
+_NETWORK_KEYS = ("mode", "allow", "deny", "forward", "expose", "unix")
+_PROXY_PORTS = (3128, 1080, 53)  # netns_helper.protocol's: the proxy's own inside
+_MAX_PORTS = 64
 _FILES_KEYS = ("read", "write", "hide", "write_dot_files", "commit")
 _GRANT_TABLE_KEYS = ("path", "optional")
 
@@ -72,10 +76,16 @@ class Commands(NamedTuple):
 
 
 class Network(NamedTuple):
-    """`[network]`. `allow` only means something in proxy mode."""
+    """`[network]`. `allow` and `deny` only mean something in proxy mode; `forward` and
+    `expose` (ports) in none and proxy modes; `unix` None (absent) leaves path sockets
+    under the grants as they are, a tuple (even empty) names the only ones to reach."""
 
     mode: NetworkMode = "none"
     allow: tuple[HostPattern, ...] = ()
+    deny: tuple[HostPattern, ...] = ()
+    forward: tuple[int, ...] = ()
+    expose: tuple[int, ...] = ()
+    unix: tuple[UnixSocket, ...] | None = None
 
 
 class Env(NamedTuple):
@@ -178,7 +188,14 @@ class _Validator:
             )
         return text
 
-    def path_text(self, value: str, key: str) -> str:
+    def path_text(self, value: str, key: str, *, variables: bool = False) -> str:
+        if variables and value.startswith("$"):
+            name, slash, tail = value[1:].partition("/")
+            if not _ENV_NAME.match(name):
+                raise self.error(key, f"{value!r}: ${name} is not a variable name",
+                                 hint="write $NAME, or $NAME/path, or an absolute path")
+            suffix = self.path_text("/" + tail, key).lstrip("/") if slash else ""
+            return f"${name}/{suffix}" if suffix else f"${name}"
         if value != "/" and value.endswith("/"):
             value = value.rstrip("/") or "/"
         value = re.sub(r"/{2,}", "/", value)
@@ -202,7 +219,7 @@ class _Validator:
             )
         return "/".join([head, *rest]) if rest else (head or "/")
 
-    def grant(self, value: object, key: str) -> PathGrant:
+    def grant(self, value: object, key: str, *, variables: bool = False) -> PathGrant:
         optional = False
         if isinstance(value, dict):
             table = self.table(value, key, _GRANT_TABLE_KEYS)
@@ -220,7 +237,7 @@ class _Validator:
                     f"{_kind(value)}"
                 )
             raw = self.string(value, key)
-        path = self.path_text(raw, key)
+        path = self.path_text(raw, key, variables=variables)
         return PathGrant(path, optional, key, self.locator.line(key))
 
     def grants(self, value: object, key: str) -> tuple[PathGrant, ...]:
@@ -294,7 +311,7 @@ class _Validator:
         return Commands(tuple(programs), self.locator.line("commands.programs"))
 
     def network(self, value: object) -> Network:
-        table = self.table(value, "network", ("mode", "allow"))
+        table = self.table(value, "network", _NETWORK_KEYS)
         mode = table.get("mode", "none")
         if not isinstance(mode, str):
             # Checked first: a repr of any other value could itself fail (a huge number).
@@ -306,26 +323,86 @@ class _Validator:
                 f"{mode!r} is not a network mode",
                 hint="use \"none\" (loopback only), \"proxy\" (names in allow) or \"host\"",
             )
-        allow_text = self.string_list(table.get("allow", []), "network.allow")
-        if allow_text and mode != "proxy":
-            raise self.error(
-                "network.allow",
-                f"names are allowed only in proxy mode, and mode is {mode!r}",
-                hint='set mode = "proxy", or remove allow',
-            )
-        if not allow_text:  # hostnames (and ipaddress) load only for a list to check
-            return Network(cast(NetworkMode, mode), ())
+        allow = self.host_patterns(table, "allow", mode)
+        deny = self.host_patterns(table, "deny", mode)
+        forward = self.ports(table, "forward", mode)
+        expose = self.ports(table, "expose", mode)
+        for i, port in enumerate(expose):
+            if port in forward:
+                raise self.error(f"network.expose[{i}]", f"port {port} is also forwarded",
+                                 hint="a port is either forwarded in or exposed out; keep "
+                                 "one of the two")
+        unix = self.unix_sockets(table["unix"]) if "unix" in table else None
+        return Network(cast(NetworkMode, mode), allow, deny, forward, expose, unix)
+
+    def host_patterns(self, table: dict[str, Any], name: str, mode: str
+                      ) -> tuple[HostPattern, ...]:
+        key = f"network.{name}"
+        texts = self.string_list(table.get(name, []), key)
+        if texts and mode != "proxy":
+            what = "names are allowed" if name == "allow" else "a deny list applies"
+            raise self.error(key, f"{what} only in proxy mode, and mode is {mode!r}",
+                             hint=f'set mode = "proxy", or remove {name}')
+        if not texts:  # hostnames (and ipaddress) load only for a list to check
+            return ()
         from .hostnames import HostPatternError, parse_host_pattern
 
         patterns = []
-        for i, text in enumerate(allow_text):
+        for i, text in enumerate(texts):
             try:
-                patterns.append(parse_host_pattern(text))
+                patterns.append(parse_host_pattern(text, deny=name == "deny"))
             except HostPatternError as err:
-                raise self.error(f"network.allow[{i}]", f"{text!r}: {err}") from None
+                raise self.error(f"{key}[{i}]", f"{text!r}: {err}") from None
         if len({p.text for p in patterns}) != len(patterns):
-            raise self.error("network.allow", "a name is listed twice")
-        return Network(cast(NetworkMode, mode), tuple(patterns))
+            raise self.error(key, "a name is listed twice")
+        return tuple(patterns)
+
+    def ports(self, table: dict[str, Any], name: str, mode: str) -> tuple[int, ...]:
+        key = f"network.{name}"
+        if name not in table:
+            return ()
+        values = table[name]
+        if not isinstance(values, list):
+            raise self.error(key, f"must be a list of port numbers, not {_kind(values)}")
+        if values and mode == "host":
+            raise self.error(key, "host mode shares the host's network, whose loopback "
+                             "ports the sandbox reaches (and serves) already",
+                             hint=f'use mode = "none" or "proxy" with {name}, or remove it')
+        if len(values) > _MAX_PORTS:
+            raise self.error(key, f"at most {_MAX_PORTS} ports")
+        ports: list[int] = []
+        for i, port in enumerate(values):
+            item = f"{key}[{i}]"
+            if isinstance(port, bool) or not isinstance(port, int):
+                raise self.error(item, f"must be a port number, not {_kind(port)}",
+                                 hint="write the number without quotes, as in [5432]")
+            if not 0 < port < 65536:
+                raise self.error(item, f"{port} is not a port number from 1 to 65535")
+            if mode == "proxy" and port in _PROXY_PORTS:
+                raise self.error(item, f"port {port} is the proxy's own inside the sandbox",
+                                 hint="3128 (HTTP), 1080 (SOCKS5) and 53 (DNS) are taken "
+                                 "in proxy mode")
+            if port in ports:
+                raise self.error(key, f"port {port} is listed twice")
+            ports.append(port)
+        return tuple(ports)
+
+    def unix_sockets(self, value: object) -> tuple[UnixSocket, ...]:
+        from .netpolicy import UnixSocket
+
+        if not isinstance(value, list):
+            raise self.error("network.unix", f"must be a list of paths, not {_kind(value)}")
+        found: list[UnixSocket] = []
+        for i, item in enumerate(value):
+            key = f"network.unix[{i}]"
+            grant = self.grant(item, key, variables=True)
+            if grant.path.startswith("."):
+                raise self.error(key, f"{grant.path!r}: a socket is named by an absolute "
+                                 "path, '~/...', or $NAME (a variable holding its path)")
+            if any(s.name == grant.path for s in found):
+                raise self.error(key, f"{grant.path!r} is listed twice")
+            found.append(UnixSocket(grant.path, grant.optional, key, grant.line))
+        return tuple(found)
 
     def env(self, value: object) -> Env:
         table = self.table(value, "env", ("keep", "set"))

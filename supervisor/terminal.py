@@ -33,3 +33,32 @@ def give_terminal(fd: int | None, pgid: int) -> None:
         pass
     finally:
         signal.signal(signal.SIGTTOU, previous)
+
+
+def standard_flags() -> dict[int, int]:
+    """The file status flags of stdin, stdout and stderr, as they are before a run.
+
+    The sandbox shares these open files with the shell or harness that started it, and
+    fcntl(F_SETFL) changes the open file itself: a program that leaves O_NONBLOCK set
+    on the terminal breaks the shell's next read (EAGAIN) after the run."""
+    import fcntl
+
+    flags = {}
+    for fd in (0, 1, 2):
+        try:
+            flags[fd] = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError:
+            continue
+    return flags
+
+
+def restore_flags(flags: dict[int, int]) -> None:
+    """Put back what a run changed of `standard_flags()` (O_NONBLOCK, O_APPEND...)."""
+    import fcntl
+
+    for fd, value in flags.items():
+        try:
+            if fcntl.fcntl(fd, fcntl.F_GETFL) != value:
+                fcntl.fcntl(fd, fcntl.F_SETFL, value)
+        except OSError:
+            continue

@@ -23,12 +23,16 @@ from typing import NamedTuple
 from ..errors import LaunchError
 from .plan import INNER_PARENT, LaunchPlan, MountOp
 
+
 # The inner confiner's entry: `-I -S` keep the interpreter from reading the environment,
 # site-packages or the working directory; the package is on a fixed read-only path.
-INNER_BOOT = (
-    f"import sys;sys.path.insert(0,{INNER_PARENT!r});"
-    "from inner.main import main;main(int(sys.argv[1]))"
-)
+def inner_boot(parent: str) -> str:
+    """The inner's entry, its package's folder put on sys.path."""
+    return (f"import sys;sys.path.insert(0,{parent!r});"
+            "from inner.main import main;main(int(sys.argv[1]))")
+
+
+INNER_BOOT = inner_boot(INNER_PARENT)
 
 
 class BwrapInfo(NamedTuple):
@@ -120,7 +124,8 @@ def bwrap_args(
     for op in plan.ops:
         args.extend(_op_args(op, fd_of))
     args += ["--chdir", plan.chdir, "--json-status-fd", json_status_fd]
-    args += ["--", plan.interpreter, "-I", "-S", "-c", INNER_BOOT, config_fd]
+    args += ["--", plan.interpreter, "-I", "-S", "-c", inner_boot(plan.inner_parent),
+             config_fd]
     return args
 
 

@@ -49,14 +49,19 @@ def landlock_rules(
     script), already resolved to the file's own path.
     """
     unrestricted = snapshot.programs is None
-    extra = ("execute",) if unrestricted else ()
+    extra: tuple[str, ...] = ("execute",) if unrestricted else ()
+    named = snapshot.network.unix is not None
+    if not named:
+        # Without [network] unix, a path socket the mounts show stays reachable, as it
+        # is where the kernel has no RESOLVE_UNIX (ABI 9): the right goes with the grants.
+        extra += ("resolve_unix",)
     rules: list[tuple[str, list[str]]] = []
     for op in plan.ops:
         rights: tuple[str, ...]
         if op.kind == "ro-bind" and is_within(op.dest, "/proc"):
             rights = READ  # a global file of /proc, bound read-only over itself
         elif op.kind == "ro-bind":
-            rights = ("read_dir",) if op.dest == "/" else READ + extra
+            rights = READ + extra  # "/" too, when a spec grants it
         elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest == "/tmp"):
             rights = WRITE + extra
         elif op.kind == "proc":
@@ -68,6 +73,9 @@ def landlock_rules(
         rules.append((op.dest, list(rights)))
     if not any(dest == "/" for dest, _ in rules):
         rules.insert(0, ("/", ["read_dir"]))  # `ls /` lists the mount points, nothing more
+    for sock in snapshot.network.sockets() if named else ():
+        # Each named socket, and no other one made outside the sandbox (ABI 9).
+        rules.append((sock.target or "", ["resolve_unix"]))
     for program in snapshot.programs or ():
         if host_access(plan, program.target) is None:
             raise SpecError(

@@ -157,10 +157,13 @@ class PrivateMounts:
         self.copies: list[tuple[int, bool]] = []
 
     def copy(self, pinned: PinnedPath, path: str, *, idmap: bool) -> int:
-        """A detached copy of the mount tree at `pinned`, idmapped when `idmap`."""
+        """A detached copy of the mount at `pinned`, idmapped when `idmap`: then of that
+        mount alone, not of what is mounted inside it (a folder bound there from
+        elsewhere, with a root daemon's socket in it, would be the sandbox's too)."""
+        recursive = 0 if idmap else _AT_RECURSIVE
         try:
             tree = _call(_OPEN_TREE, pinned.fd, b"", _OPEN_TREE_CLONE | _OPEN_TREE_CLOEXEC
-                         | _AT_EMPTY_PATH | _AT_RECURSIVE)
+                         | _AT_EMPTY_PATH | recursive)
         except OSError as err:
             raise LaunchError(f"root mode could not copy the mount of {path}: "
                               f"{err.strerror}", errno=err.errno) from None
@@ -168,8 +171,7 @@ class PrivateMounts:
             if idmap:
                 attr = struct.pack("=QQQQ", _MOUNT_ATTR_IDMAP, 0, 0, self.userns)
                 buffer = ctypes.create_string_buffer(attr, len(attr))
-                _call(_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH | _AT_RECURSIVE, buffer,
-                      len(attr))
+                _call(_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH, buffer, len(attr))
         except OSError as err:
             os.close(tree)
             if err.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):

@@ -122,8 +122,7 @@ def present_ops(plan: LaunchPlan) -> LaunchPlan:
         if optional and not os.path.lexists(op.dest):
             continue
         kept.append(op)
-    return LaunchPlan(tuple(kept), plan.chdir, plan.root_mode, plan.share_net,
-                      plan.interpreter, plan.notes)
+    return plan._replace(ops=tuple(kept))
 
 
 def _idmap(plan: LaunchPlan, fds: dict[int, int], pinned_at: dict[int, PinnedPath],

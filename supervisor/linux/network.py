@@ -1,11 +1,15 @@
-"""Proxy mode on Linux: the sandbox's resolv.conf and environment, and the network helper.
+"""The network on Linux beyond bwrap's namespaces: proxy mode, ports, unix sockets.
 
-`none` and `host` need nothing here: bwrap's --unshare-net (none, the default, and proxy)
-leaves the sandbox its own loopback only, and host shares the host's. Proxy mode adds:
-- to the plan, a read-only /etc/resolv.conf naming 127.0.0.1 (`with_resolv_conf`);
-- to the environment, the proxy variables (`proxy_environment`);
-- to the run, `NetworkRun`: the proxy's unix listeners, and the netns_helper process that
-  joins the sandbox and bridges 127.0.0.1 there to them; the inner's go waits for it.
+`none` and `host` alone need nothing here: bwrap's --unshare-net (none, the default, and
+proxy) leaves the sandbox its own loopback only, and host shares the host's. Then:
+- proxy mode adds to the plan a read-only /etc/resolv.conf naming 127.0.0.1
+  (`with_resolv_conf`), to the environment the proxy variables (`proxy_environment`);
+- `[network] unix` adds a read-only bind of each named socket at its own path
+  (`with_unix_sockets`), and its variable (SSH_AUTH_SOCK) to the environment;
+- proxy mode, `forward` and `expose` add to the run `NetworkRun`: the netns_helper process
+  that joins the sandbox's namespaces and makes the listeners inside (the proxy's, and
+  each forwarded port's), which it hands to the supervisor to serve; the inner's go waits
+  for them. Exposed ports are bound on the host's loopback before bwrap starts.
 
 Facts:
 - bwrap's `--json-status-fd` gives `{"child-pid": N, "net-namespace": INODE, ...}` once
@@ -13,11 +17,14 @@ Facts:
   at a time, so the exit line stays in the pipe for `Supervision.finish`.
 - The helper is spawned from the main thread, which runs the event loop for the whole
   run: its PR_SET_PDEATHSIG follows the thread that forked it. It is spawned when the
-  run's network is opened, before bwrap, so that its interpreter's start and imports
-  (about 150 ms here) overlap bwrap's and the inner's; it is handed its job (the sandbox
-  to join) once bwrap reports the sandbox. It gets a process group of its own, so a
-  signal meant for the supervisor's group reaches the target (through the supervisor)
-  and not the helper.
+  run's network is opened, before bwrap, so that its interpreter's start overlaps bwrap's
+  and the inner's; it is handed its job (the sandbox to join) once bwrap reports the
+  sandbox. It gets a process group of its own, so a signal meant for the supervisor's
+  group reaches the target (through the supervisor) and not the helper.
+- A listening socket keeps the network namespace it was made in: the supervisor accepts
+  on the helper's, from its own namespace, and the connection is the sandbox's.
+- A path socket is reached through the file system, whatever the network namespace:
+  binding the socket's inode at its path (bwrap makes a file there) is all it takes.
 - /etc/resolv.conf may be a link (to /run/systemd/resolve/stub-resolv.conf, say): bwrap
   cannot mount over a link (it tries to create the file where it points, in a folder it
   may only read), so the file is mounted where the link leads, and the link inside,
@@ -26,6 +33,9 @@ Facts:
 
 from __future__ import annotations
 
+import array
+import errno
+import functools
 import json
 import os
 import signal
@@ -34,36 +44,38 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from netns_helper.protocol import HTTP_PORT, MAX_MESSAGE, SOCKS_PORT, Job
+from netns_helper.protocol import (
+    DNS_PORT,
+    HTTP_PORT,
+    MAX_LISTENERS,
+    MAX_MESSAGE,
+    SOCKS_PORT,
+    Job,
+    Listen,
+)
 
 from ..errors import HelperError, LaunchError
 from .plan import LaunchPlan, MountOp
 
 if TYPE_CHECKING:
     from ..events import EventLog
-    from ..proxy.server import ProxyServer
+    from ..grants import Snapshot
+    from ..netpolicy import Decide, UnixSocket
+    from ..proxy.decider import Decider
+    from ..proxy.runfolder import RunFolder
+    from ..proxy.upstream import Gate
     from .supervise import Supervision
 
 RESOLV_CONF = "/etc/resolv.conf"
 PLAN_SOURCE = "<the run's private folder>/resolv.conf"
 READY_TIMEOUT = 30.0
-LOOPBACK = "localhost,127.0.0.1,::1"
 
 
 def proxy_environment() -> dict[str, str]:
-    """The variables that send the sandbox's clients to the helper's listeners.
+    """The proxy variables for the helper's fixed ports inside the sandbox."""
+    from ..netpolicy import proxy_environment as variables
 
-    socks5h: names go to the proxy unresolved. NO_PROXY keeps the sandbox's own loopback,
-    whose servers are the program's own, off the proxy. Upper and lower case both, since
-    clients differ (curl reads only the lower-case http_proxy).
-    """
-    values = {
-        "HTTP_PROXY": f"http://127.0.0.1:{HTTP_PORT}",
-        "HTTPS_PROXY": f"http://127.0.0.1:{HTTP_PORT}",
-        "ALL_PROXY": f"socks5h://127.0.0.1:{SOCKS_PORT}",
-        "NO_PROXY": LOOPBACK,
-    }
-    return {**values, **{name.lower(): value for name, value in values.items()}}
+    return variables(HTTP_PORT, SOCKS_PORT)
 
 
 class ResolvConfHost(NamedTuple):
@@ -101,12 +113,28 @@ def with_resolv_conf(plan: LaunchPlan, source: str, host: ResolvConfHost) -> Lau
     reason = "proxy mode: names are asked of the helper on 127.0.0.1"
     if host.dest != RESOLV_CONF:
         reason += f" ({RESOLV_CONF} leads here)"
-    op = MountOp("ro-bind", host.dest, source, reason)
+    return _before_remounts(plan, [MountOp("ro-bind", host.dest, source, reason)])
+
+
+def with_unix_sockets(plan: LaunchPlan, sockets: tuple[UnixSocket, ...]) -> LaunchPlan:
+    """The plan with each named socket bound read-only at its own path (pure): after
+    every grant and hide, so that none covers it (a socket in a hidden folder such as
+    $XDG_RUNTIME_DIR or ~/.ssh stays reachable), and before the closing remount-ro ops.
+    A socket needs no write right of its mount to be connected to."""
+    # Run by root a named socket is the sandbox's own (idmapped): the person named it.
+    ops = [MountOp("ro-bind", s.target, s.target, f"{s.key}: {s.name}",
+                   idmapped=plan.root_mode) for s in sockets if s.target is not None]
+    return _before_remounts(plan, ops) if ops else plan
+
+
+def _before_remounts(plan: LaunchPlan, new: list[MountOp]) -> LaunchPlan:
+    """Mounted after every grant and before the closing remount-ro ops, which need the
+    root writable for bwrap to make the mount points."""
     ops = list(plan.ops)
     at = len(ops)
     while at > 0 and ops[at - 1].kind == "remount-ro":
         at -= 1
-    ops.insert(at, op)
+    ops[at:at] = new
     return _replace_ops(plan, tuple(ops))
 
 
@@ -128,55 +156,119 @@ def _replace_ops(plan: LaunchPlan, ops: tuple[MountOp, ...], note: str | None = 
 
 
 class NetworkRun:
-    """Proxy mode for one run: the proxy's folder and listeners, and the helper.
+    """The run's network beyond bwrap's namespaces: the proxy (proxy mode), forwarded
+    and exposed ports, and the helper that joins the sandbox for them.
 
-    `go` is set once the helper listens inside; the inner's go waits on it, so the
-    target never starts before its way out is there. A helper that fails to start, or
-    dies before the sandbox ends, ends the run with status 125 (`Supervision.fail`).
+    `go` is set once the helper's listeners are the supervisor's; the inner's go waits on
+    it, so the target never starts before its way out is there. A helper that fails to
+    start, or dies before the sandbox ends, ends the run with status 125
+    (`Supervision.fail`).
     """
 
-    def __init__(self, server: ProxyServer):
-        self.server = server
+    def __init__(self, snapshot: Snapshot, events: EventLog, decide: Decide | None,
+                 folder: RunFolder | None, exposed: dict[int, list[socket.socket]]):
+        self.snapshot = snapshot
+        self.events = events
+        self.decide = decide
+        self.gate: Gate | None = None
+        self.folder = folder
+        self.exposed = exposed
         self.go = threading.Event()
         self.helper_pid: int | None = None
         self._helper_pidfd: int | None = None
         self._reaper_pidfd: int | None = None
         self._ctl: socket.socket | None = None
+        self._ctl_lock: Any = None
 
     @staticmethod
-    def open(lnk_home: str, allow: tuple[str, ...], events: EventLog) -> NetworkRun:
-        from ..proxy.resolver import Resolver
-        from ..proxy.rules import Allowlist
-        from ..proxy.server import ProxyServer
-        from ..proxy.upstream import Gate
+    def open(snapshot: Snapshot, events: EventLog, decide: Decide | None = None
+             ) -> NetworkRun:
+        """Make what must be there before bwrap (the run's folder, exposed ports' host
+        listeners) and spawn the helper; LaunchError when an exposed port is taken.
+        Nothing here loads the event loop's or the proxy's modules: that is done in
+        `service`, while bwrap and the inner start."""
+        from ..proxy.runfolder import RunFolder
 
-        gate = Gate(Allowlist.from_texts(allow), Resolver.from_environment(), events)
-        run = NetworkRun(ProxyServer.open(lnk_home, gate))
+        folder = None
+        exposed: dict[int, list[socket.socket]] = {}
+        run = None
         try:
+            if snapshot.network_mode == "proxy":
+                folder = RunFolder.open(snapshot.lnk_home)
+            for port in snapshot.network.expose:
+                try:
+                    exposed[port] = listen_host(port)
+                except OSError as err:
+                    raise LaunchError(
+                        f"[network] expose: port {port} of the host's loopback cannot be "
+                        f"listened on: {err.strerror}",
+                        hint="stop what listens there, or expose another port",
+                        errno=err.errno) from None
+            run = NetworkRun(snapshot, events, decide, folder, exposed)
             run._ctl = run._spawn_helper()
         except BaseException:
-            run.close()
+            if run is not None:
+                run.close()
+            else:
+                for sockets in exposed.values():
+                    for sock in sockets:
+                        sock.close()
+                if folder is not None:
+                    folder.close()
             raise
         return run
 
+    def _open_gate(self) -> None:
+        """The proxy's decisions, lookups and decider (proxy mode), made in the loop."""
+        if self.snapshot.network_mode != "proxy":
+            return
+        from ..proxy.resolver import Resolver
+        from ..proxy.rules import NetworkLists
+        from ..proxy.upstream import Gate
+
+        decider = open_decider(self.decide, self.snapshot) if self.decide else None
+        lists = NetworkLists.from_texts(self.snapshot.network_allow,
+                                        self.snapshot.network.deny)
+        self.gate = Gate(lists, Resolver.from_environment(), self.events, decider)
+
+    def listeners(self) -> tuple[Listen, ...]:
+        """What the helper makes inside: the proxy's, then each forwarded port's."""
+        wanted: list[Listen] = []
+        if self.snapshot.network_mode == "proxy":
+            wanted += [Listen("http", "127.0.0.1", HTTP_PORT),
+                       Listen("socks", "127.0.0.1", SOCKS_PORT),
+                       Listen("dns-tcp", "127.0.0.1", DNS_PORT),
+                       Listen("dns-udp", "127.0.0.1", DNS_PORT, "udp")]
+        for port in self.snapshot.network.forward:
+            wanted += [Listen(f"forward-{port}", "127.0.0.1", port),
+                       Listen(f"forward-{port}", "::1", port, optional=True)]
+        return tuple(wanted)
+
     def supervise_options(self) -> dict[str, Any]:
-        """What `supervise` needs for proxy mode: the loop at once, the service, the go."""
+        """What `supervise` needs: the loop at once, the service, the go."""
         return {"needs_loop": True, "services": [self.service], "go_conditions": [self.go]}
 
     def plan(self, plan: LaunchPlan) -> LaunchPlan:
         """`plan` (made by `plan_for`) with this run's resolv.conf as the source."""
-        ops = tuple(op._replace(source=self.server.resolv_conf)
-                    if op.source == PLAN_SOURCE else op for op in plan.ops)
-        return plan._replace(ops=ops)
+        if self.folder is None:
+            return plan
+        source = self.folder.resolv_conf
+        return plan._replace(ops=tuple(op._replace(source=source) if op.source == PLAN_SOURCE
+                                       else op for op in plan.ops))
 
     async def service(self, supervision: Supervision) -> None:
-        """Serve the proxy and keep the helper for the run (a task in the run's loop)."""
+        """Serve the network and keep the helper for the run (a task in the run's loop)."""
         import anyio
 
+        self._ctl_lock = anyio.Lock()
         try:
+            self._open_gate()
             async with anyio.create_task_group() as group:
-                group.start_soon(self.server.serve)
-                await self._keep_helper(supervision)
+                handed = await self._start(supervision)
+                if handed is not None:
+                    self.go.set()
+                    group.start_soon(self._serve, handed)
+                    await self._keep_helper()
                 group.cancel_scope.cancel()
         except BaseExceptionGroup as group_error:
             problems = group_error.subgroup(HelperError)
@@ -188,15 +280,19 @@ class NetworkRun:
                 problem = problems.exceptions[0]
                 assert isinstance(problem, HelperError)
                 supervision.fail(problem)
+        except HelperError as problem:
+            supervision.fail(problem)
         finally:
             self._stop_helper()
 
-    async def _keep_helper(self, supervision: Supervision) -> None:
+    async def _start(self, supervision: Supervision) -> dict[str, list[socket.socket]] | None:
+        """Hand the helper its job; the listeners it made, by name (None: the sandbox
+        ended first, and finish() says why)."""
         import anyio
 
         status = await _read_status_line(supervision.launched.json_status)
         if status is None:
-            return  # bwrap ended before making the sandbox: finish() says why
+            return None  # bwrap ended before making the sandbox
         pid, net = status.get("child-pid"), status.get("net-namespace")
         if not isinstance(pid, int) or not isinstance(net, int):
             raise HelperError(f"bubblewrap reported no sandbox pid and network namespace "
@@ -204,14 +300,18 @@ class NetworkRun:
         try:
             self._reaper_pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
-            return  # the sandbox is gone already: finish() says why
+            return None
+        if self.gate is not None and self.gate.decider is not None:
+            from .peers import describe_peer
+
+            self.gate.decider.describe_peer = functools.partial(describe_peer, net)
         ctl = self._ctl
         assert ctl is not None
-        ctl.send(Job(pid=pid, net_inode=net, run_dir=self.server.folder).encode())
+        ctl.send(Job(pid=pid, net_inode=net, listen=self.listeners()).encode())
         with anyio.move_on_after(READY_TIMEOUT):
             await anyio.wait_readable(ctl)
         try:
-            message = ctl.recv(MAX_MESSAGE)
+            message, fds = _receive(ctl)
         except BlockingIOError:
             raise HelperError(f"the network helper did not start within {READY_TIMEOUT:.0f} "
                               "seconds") from None
@@ -220,10 +320,65 @@ class NetworkRun:
                               f"({self._helper_status()})")
         reply: dict[str, Any] = json.loads(message)
         if not reply.get("ready"):
+            for fd in fds:
+                os.close(fd)
             if _readable(self._reaper_pidfd):
-                return  # the sandbox ended first (its own failure): finish() says why
+                return None  # the sandbox ended first (its own failure)
             raise _startup_error(reply)
-        self.go.set()
+        names = reply.get("listeners", [])
+        handed: dict[str, list[socket.socket]] = {}
+        for name, fd in zip(names, fds, strict=True):
+            handed.setdefault(str(name), []).append(socket.socket(fileno=fd))
+        return handed
+
+    async def _serve(self, handed: dict[str, list[socket.socket]]) -> None:
+        import anyio
+
+        from ..proxy.ports import serve_expose, serve_forward
+        from ..proxy.server import ProxyServer
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                if self.gate is not None:
+                    proxy = {kind: handed.get(kind, []) for kind in
+                             ("http", "socks", "dns-tcp", "dns-udp")}
+                    tasks.start_soon(ProxyServer(self.gate).serve, proxy)
+                for port in self.snapshot.network.forward:
+                    tasks.start_soon(serve_forward, handed.get(f"forward-{port}", []), port,
+                                     self.events, tasks)
+                for port, sockets in self.exposed.items():
+                    tasks.start_soon(serve_expose, sockets, port, self._make_socket,
+                                     self.events, tasks)
+        finally:
+            for sockets in handed.values():  # a harness's process runs many runs
+                for sock in sockets:
+                    sock.close()
+
+    async def _make_socket(self, version: int) -> socket.socket:
+        """A TCP socket made by the helper inside the sandbox's network namespace."""
+        import anyio
+
+        ctl = self._ctl
+        if ctl is None:
+            raise OSError(errno.ENOTCONN, "the network helper is gone")
+        async with self._ctl_lock:
+            ctl.send(json.dumps({"socket": version}).encode())
+            while True:
+                try:
+                    message, fds = _receive(ctl)
+                    break
+                except BlockingIOError:
+                    await anyio.wait_readable(ctl)
+        reply = json.loads(message) if message else {"error": "the helper is gone"}
+        if not fds:
+            raise OSError(errno.EIO, str(reply.get("error")))
+        for extra in fds[1:]:
+            os.close(extra)
+        return socket.socket(fileno=fds[0])
+
+    async def _keep_helper(self) -> None:
+        import anyio
+
         assert self._helper_pidfd is not None
         await anyio.wait_readable(self._helper_pidfd)
         if _readable(self._reaper_pidfd):
@@ -291,7 +446,63 @@ class NetworkRun:
 
     def close(self) -> None:
         self._stop_helper()
-        self.server.close()
+        for sockets in self.exposed.values():
+            for sock in sockets:
+                sock.close()
+        self.exposed = {}
+        if self.folder is not None:
+            self.folder.close()
+
+
+def listen_host(port: int) -> list[socket.socket]:
+    """The host's loopback listeners for an exposed `port` (::1 where the host has it);
+    OSError when 127.0.0.1:`port` is taken."""
+    made: list[socket.socket] = []
+    try:
+        for address in ("127.0.0.1", "::1"):
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((address, port))
+                sock.listen(128)
+            except OSError as err:
+                sock.close()
+                if family == socket.AF_INET6 and err.errno in (errno.EADDRNOTAVAIL,
+                                                               errno.EAFNOSUPPORT):
+                    continue
+                raise
+            made.append(sock)
+    except BaseException:
+        for sock in made:
+            sock.close()
+        raise
+    return made
+
+
+def _receive(ctl: socket.socket) -> tuple[bytes, list[int]]:
+    """One message and the descriptors beside it (BlockingIOError when none waits)."""
+    message, ancillary, _, _ = ctl.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(
+        MAX_LISTENERS * array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC)
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return message, list(fds)
+
+
+def open_decider(decide: Decide, snapshot: Snapshot) -> Decider:
+    """The run's decider on `decide.fd` (proxy mode only: checked by the caller)."""
+    from ..events import say
+    from ..proxy.decider import Decider
+
+    def gone(why: str) -> None:
+        say(f"{why}: destinations outside [network] allow are refused from now on")
+
+    return Decider(decide.fd, timeout=decide.timeout, allow=snapshot.network_allow,
+                   deny=snapshot.network.deny, on_gone=gone)
 
 
 def _startup_error(reply: dict[str, Any]) -> HelperError:

@@ -42,6 +42,9 @@ SYSTEM_FOLDERS = LINUX_SYSTEM_FOLDERS
 # interpreter's sys.path (`-I -S` shows neither site-packages nor the working directory).
 INNER_MOUNT = "/run/lnk-sandbox/inner"
 INNER_PARENT = "/run/lnk-sandbox"
+# With '/' granted the root is the host's, read-only, where bwrap can make no mount
+# point: the package goes in the sandbox's own fresh /dev instead.
+INNER_PARENT_UNDER_ROOT = "/dev/.lnk-sandbox"
 
 
 class MountOp(NamedTuple):
@@ -163,6 +166,7 @@ class LaunchPlan(NamedTuple):
     interpreter: str
     notes: tuple[str, ...] = ()
     holds: tuple[Wanted, ...] = ()
+    inner_parent: str = INNER_PARENT
 
 
 def _depth(path: str) -> int:
@@ -256,9 +260,11 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     holds = _dot_files(grants, layout, mounts, add)
     if root_mode:
+        _refuse_root_write_grants(grants)
         _refuse_root_sockets(layout, grants, mounts)
 
-    extra: list[MountOp] = [MountOp("ro-bind", INNER_MOUNT, layout.inner_source,
+    inner_parent = INNER_PARENT_UNDER_ROOT if "/" in targets else INNER_PARENT
+    extra: list[MountOp] = [MountOp("ro-bind", f"{inner_parent}/inner", layout.inner_source,
                                     "the inner confiner")]
     prefix = layout.interpreter_prefix
     # Mounted unless readable already: a hidden prefix would leave the inner unable to start.
@@ -283,7 +289,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     late.append(MountOp("remount-ro", "/", reason="nothing new at the root"))
     ordered = [op for _, _, op in sorted(layered, key=lambda t: (t[0], t[1]))]
     if root_mode:
-        ordered = _idmapped(ordered, grants)
+        root, ordered = _idmapped(root, grants), _idmapped(ordered, grants)
     cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") else "/"
     return LaunchPlan(
         ops=(*root, *ordered, *extra, *late),
@@ -292,36 +298,81 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         share_net=snapshot.network_mode == "host",
         interpreter=layout.interpreter,
         holds=tuple(holds),
+        inner_parent=inner_parent,
     )
 
 
 def _idmapped(ops: list[MountOp], grants: tuple[Grant, ...]) -> list[MountOp]:
-    """Run by root, the binds the sandbox sees as root's own (idmapped.py): what lies in
-    a write grant (the grant, and the read-only protections in it, so that git's
-    ownership check finds the repository its user's), and a file a read grant names.
-    A folder granted for reading is read as another user of the machine would."""
-    written = [g.target for g in grants if g.access == "write" and g.target]
-    named = {g.target for g in grants if g.access == "read" and g.target and not g.is_dir}
-    return [op._replace(idmapped=True) if op.kind in ("bind", "ro-bind") and (
-        op.dest in named or any(is_within(op.dest, w) for w in written)) else op
-        for op in ops]
+    """Run by root, the binds the sandbox sees as root's own (idmapped.py): every grant,
+    and what is bound inside one (dot-file protections, placeholders: git checks that
+    the repository is its user's). Not a socket, pipe or device a read grant names: a
+    root daemon's socket would then be the sandbox's to connect to. The system folders,
+    /proc and lnk-sandbox's own code are never mapped: they are read as another user of
+    the machine would."""
+    granted = [g.target for g in grants if g.target and (g.is_dir or g.access == "write")]
+    named = {g.target for g in grants if g.access == "read" and g.target and not g.is_dir
+             and _is_regular(g.target)}
+    return [op._replace(idmapped=True) if op.kind in ("bind", "ro-bind")
+            and not is_within(op.dest, "/proc") and (
+                op.dest in named or any(is_within(op.dest, w) for w in granted)) else op
+            for op in ops]
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+# Run by root, no write grant may be at or inside these: root's own services act on what
+# is there as root's (cron jobs, units, the loader's preload list, package databases).
+ROOT_SYSTEM_FOLDERS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                       "/libx32", "/boot", "/opt", "/var", "/run", "/proc", "/sys", "/dev")
+# ...nor a folder every user shares, itself (a folder inside one is fine).
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _refuse_root_write_grants(grants: tuple[Grant, ...]) -> None:
+    """Run by root, the sandbox owns the files of the folders it writes (idmapped): a
+    system folder would let it write what root's services run, a shared folder itself
+    other services' private files there."""
+    for grant in grants:
+        if grant.access != "write" or not grant.target:
+            continue
+        target = grant.target
+        in_shared = any(is_within(target, t) and target != t for t in SHARED_FOLDERS)
+        system = next((f for f in ROOT_SYSTEM_FOLDERS if is_within(target, f)), None)
+        if target in SHARED_FOLDERS or (system and not in_shared):
+            what = (f"the shared folder {target} itself" if target in SHARED_FOLDERS
+                    else f"{target}, in {system}, which root's own services read")
+            raise LaunchError(
+                f"run by root, a sandbox owns the files of the folders it writes, and "
+                f"{grant.key or grant.reason} ({grant.name}) is {what}",
+                hint="grant a project folder of its own (a folder inside /tmp or /var/tmp "
+                "is fine), or run lnk-sandbox as a user other than root")
 
 
 def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
                          mounts: list[tuple[str, str]]) -> None:
-    """Run by root, no write grant may hold a socket a root daemon listens on: the
-    sandbox would be its owner there (_root_sockets)."""
+    """Run by root, no grant may show a socket a root process listens on: the sandbox
+    would be its owner there (grants are idmapped) and a daemon that trusts its
+    socket's mode alone (Docker's) would do what it asks. A socket the spec hides, or
+    names in [network] unix (the person's choice, bound on its own), is not refused."""
     for path in layout.root_sockets:
-        if _deepest(path, mounts) != "write":
+        if _deepest(path, mounts) not in ("read", "write"):
             continue
-        grant = max((g for g in grants if g.access == "write" and g.target
-                     and is_within(path, g.target)), key=lambda g: _depth(g.target or "/"))
+        grant = max((g for g in grants if g.access in ("read", "write") and g.target
+                     and is_within(path, g.target)), key=lambda g: _depth(g.target or "/"),
+                    default=None)
+        if grant is None or (grant.target == path and grant.access == "read"):
+            continue  # named itself: bound as it is, not mapped (_idmapped)
         raise LaunchError(
             f"{path} is a socket a root process listens on, inside {grant.target} "
-            f"({grant.key or grant.reason}), which the sandbox writes: run by root, it "
-            "would be the socket's owner there and could connect to it",
-            hint="grant a folder that holds no daemon's socket (a project, not /run), "
-            "or run lnk-sandbox as a user other than root",
+            f"({grant.key or grant.reason}): run by root, the sandbox would be its owner "
+            "there and could connect to it",
+            hint=f'hide it (files.hide = ["{path}"]) or its folder, grant a folder that '
+            "holds no daemon's socket, or run lnk-sandbox as a user other than root",
         )
 
 

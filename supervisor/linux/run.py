@@ -11,6 +11,7 @@ from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
 from ..grants import Snapshot
 from ..host_files import open_report
+from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
@@ -20,6 +21,8 @@ from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
+    from ..proxy.runfolder import RunFolder
+    from .socket_relay import SocketRelay
     from .watch import ExecWatch, Judge
 
 
@@ -32,15 +35,23 @@ def plan_for(snapshot: Snapshot) -> LaunchPlan:
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
         plan = with_resolv_conf(plan, PLAN_SOURCE, ResolvConfHost.probe())
+    # A named socket that is gone since the snapshot refuses the launch when pinned, but
+    # an optional one is left out, as an optional grant is.
+    sockets = tuple(s for s in snapshot.network.sockets()
+                    if not s.optional or os.path.lexists(s.target or ""))
+    if sockets:
+        from .network import with_unix_sockets
+
+        plan = with_unix_sockets(plan, sockets)
     return plan
 
 
 def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
-    extra = None
+    extra = snapshot.network.environment()
     if snapshot.network_mode == "proxy":
         from .network import proxy_environment
 
-        extra = proxy_environment()
+        extra.update(proxy_environment())
     return build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign,
                              extra=extra)
 
@@ -125,6 +136,7 @@ def launch_and_supervise(
     report: str | None = None,
     learn: bool = False,
     judge: Judge | None = None,
+    decide: Decide | None = None,
 ) -> Outcome:
     """Launch and supervise one run. `learn` opens every program and records in `judge`."""
     cache = CheckCache(snapshot.lnk_home)
@@ -136,13 +148,18 @@ def launch_and_supervise(
     loaders = program_loaders(snapshot)
     config = inner_config(plan, snapshot, layers, loaders)
     events = EventLog(open_report(report, snapshot.written()) if report else None)
-    # Proxy mode: the proxy's folder and sockets exist before bwrap, the helper after it.
+    if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+        say(unix_sockets_gap(layers.landlock_abi))
+    # The run's folder and exposed ports exist before bwrap, the helper's job after it.
     network = None
-    if snapshot.network_mode == "proxy":  # the proxy's modules load only for proxy mode
+    if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
         from .network import NetworkRun
 
-        network = NetworkRun.open(snapshot.lnk_home, snapshot.network_allow, events)
+        network = NetworkRun.open(snapshot, events, decide)
         plan = network.plan(plan)
+    relay = _relay_named_sockets(snapshot, plan)
+    if relay is not None:
+        plan = relay[0].plan(plan)
 
     def watch_factory(listener: int) -> ExecWatch:
         """Made when the inner hands its listener over: the watch (and ctypes) load only
@@ -174,9 +191,32 @@ def launch_and_supervise(
         finally:
             held.release()
     finally:
+        if relay is not None:
+            relay[0].close()
+            relay[1].close()
         if network is not None:
             network.close()
         events.close()
+
+
+def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan
+                         ) -> tuple[SocketRelay, RunFolder] | None:
+    """Run by root, the sockets [network] unix names, relayed as root (socket_relay)."""
+    if not plan.root_mode:
+        return None
+    targets = [s.target for s in snapshot.network.sockets() if s.target is not None
+               and os.path.lexists(s.target)]
+    if not targets:
+        return None
+    from ..proxy.runfolder import RunFolder
+    from .socket_relay import SocketRelay
+
+    folder = RunFolder.open(snapshot.lnk_home)
+    try:
+        return SocketRelay(folder.folder, targets), folder
+    except BaseException:
+        folder.close()
+        raise
 
 
 def _committed_tops(snapshot: Snapshot) -> dict[str, frozenset[str]]:
@@ -198,9 +238,10 @@ def _say_new_submodules(before: dict[str, frozenset[str]]) -> None:
                 f"drop it with `git rm --cached {path}`")
 
 
-def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
+def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+              decide: Decide | None = None) -> int:
     committed = _committed_tops(snapshot)
-    outcome = launch_and_supervise(snapshot, argv, report=report)
+    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide)
     _say_new_submodules(committed)
     if outcome.problem is not None:
         raise outcome.problem

@@ -70,11 +70,15 @@ def git_settings(env: Mapping[str, str], readable: Callable[[str], bool]) -> dic
 
 def sandbox_environment(snapshot: Snapshot, temp: str | None, *,
                         readable: Callable[[str], bool] | None = None,
-                        caller: Mapping[str, str] | None = None) -> dict[str, str]:
+                        caller: Mapping[str, str] | None = None,
+                        proxy: Mapping[str, str] | None = None) -> dict[str, str]:
     """The command's whole environment. `readable` says whether the sandbox reads a
-    resolved path (the profile's answer); without it git's settings are left alone."""
+    resolved path (the profile's answer); without it git's settings are left alone.
+    `proxy`: proxy mode's variables; a named socket's variable (SSH_AUTH_SOCK) is kept
+    as on Linux."""
+    extra = {**snapshot.network.environment(), **(proxy or {}), **temp_settings(temp)}
     env = build_environment(os.environ if caller is None else caller, keep=snapshot.env_keep,
-                            assign=snapshot.env_assign, extra=temp_settings(temp))
+                            assign=snapshot.env_assign, extra=extra)
     if readable is not None:
         assigned = {name for name, _ in snapshot.env_assign}
         for name, value in git_settings(env, readable).items():

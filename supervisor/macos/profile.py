@@ -532,13 +532,19 @@ class _Compiler:
             *self.commands(),
             *system.system_file_rules(run=self.open_exec, report=self.learn),
             *self.terminals(),
-            *system.network_rules(self.snapshot.network_mode, self.host.proxy_ports),
+            *system.network_rules(self.snapshot.network_mode, self.host.proxy_ports,
+                                  forward=self.snapshot.network.forward,
+                                  expose=self.snapshot.network.expose),
         ]
         if self.snapshot.network_mode == "proxy" and not self.host.proxy_ports:
             self.notes.append("proxy mode, but no proxy runs for this launch: no network")
         files, level = self.files()
         lines += files
         lines += self.renames(level, keychains)
+        if self.snapshot.network.unix is not None:
+            lines += system.unix_socket_rules([
+                self.params.path(s.target, "UNIX", f"{s.key}: {s.name}")
+                for s in self.snapshot.network.sockets() if s.target is not None])
         keychain_rule = self.render("deny", self.hide_ops(), [_Filter(
             "subpath", keychains, "~/" + system.KEYCHAINS, "the person's keychains")],
             "KEYCHAINS")

@@ -28,6 +28,7 @@ Facts (not run on a Mac here):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -36,13 +37,14 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..dotfiles import Protected, analyze
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Grant, Snapshot
 from ..host_files import open_report
+from ..netpolicy import Decide
 from ..terminal import foreground_terminal, give_terminal
 from .environment import sandbox_environment
 from .host import boot_session, mac_host, sandboxed
@@ -58,11 +60,15 @@ from .profile import (
 )
 from .programs import Toolchain, runs_instead
 
+if TYPE_CHECKING:
+    from .proxy import MacProxy
+
 KILL_GRACE = 10.0
 WAITID = hasattr(os, "waitid")  # not on macOS before Python 3.13
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 TEMP_NAME = "the run's own temp folder (TMPDIR)"
+PLAN_PROXY_PORTS = (3128, 1080)
 NESTED = LaunchError(
     "lnk-sandbox runs inside a Seatbelt sandbox already, and sandboxes do not nest: "
     "sandbox-exec cannot apply a profile from here",
@@ -92,14 +98,17 @@ class Prepared:
 
 def prepare(snapshot: Snapshot, *, temp: str | None, toolchain: Toolchain,
             learn: bool = False, with_terminals: bool = True,
-            caller: Mapping[str, str] | None = None) -> Prepared:
+            caller: Mapping[str, str] | None = None, proxy_ports: tuple[int, ...] = (),
+            proxy_env: Mapping[str, str] | None = None) -> Prepared:
     """What this Mac holds for the launch, the environment and the profile built on it.
     The environment is built twice: the stubs' lookup reads its DEVELOPER_DIR, and git's
-    settings follow what the profile lets the sandbox read."""
-    base = sandbox_environment(snapshot, temp, caller=caller)
+    settings follow what the profile lets the sandbox read. `proxy_ports` and `proxy_env`:
+    proxy mode's ports on localhost and the variables naming them."""
+    base = sandbox_environment(snapshot, temp, caller=caller, proxy=proxy_env)
     host = mac_host(snapshot, temp=temp, env=base, toolchain=toolchain,
                     with_terminals=with_terminals)
-    env = sandbox_environment(snapshot, temp, caller=caller,
+    host = dataclasses.replace(host, proxy_ports=proxy_ports)
+    env = sandbox_environment(snapshot, temp, caller=caller, proxy=proxy_env,
                               readable=lambda path: readable(snapshot, host, path))
     profile = compile_profile(snapshot, protections(snapshot), host, learn=learn)
     return Prepared(host, env, profile)
@@ -121,12 +130,16 @@ def print_plan(snapshot: Snapshot, command: list[str], out: TextIO, *,
 
     # A stand-in for the folder each run makes (mkdtemp names it when the run starts).
     temp = os.path.join(os.path.realpath(tempfile.gettempdir()), "lnk-sandbox-RUN")
+    ports = PLAN_PROXY_PORTS if snapshot.network_mode == "proxy" else ()
     profile = prepare(snapshot, temp=temp, toolchain=toolchain or Toolchain(),
-                      with_terminals=False).profile
+                      with_terminals=False, proxy_ports=ports).profile
     out.write(f"# spec: {snapshot.source}\n# the Seatbelt profile for sandbox-exec (-p) "
               "and its parameters (-D); not run on this machine unless it is a Mac\n")
     out.write(profile.listing())
     out.write(f"# {TEMP_NAME}: made for each run, in place of {temp}\n")
+    if ports:
+        out.write(f"# the proxy's ports on localhost: picked for each run, in place of "
+                  f"{ports[0]} (HTTP) and {ports[1]} (SOCKS5)\n")
     out.write("# command: " + shlex.join([SANDBOX_EXEC, "-p", "PROFILE",
                                           *(f"-D{k}=..." for k, _ in profile.parameters),
                                           "--", *command]) + "\n")
@@ -268,10 +281,11 @@ class MacLauncher:
         self.settle_limit = settle_limit
         self.probe_timeout = probe_timeout
 
-    def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
+    def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+            decide: Decide | None = None) -> int:
         events = EventLog(open_report(report, snapshot.written()) if report else None)
         try:
-            outcome = self._launch(snapshot, argv, learn=False, events=events)
+            outcome = self._launch(snapshot, argv, learn=False, events=events, decide=decide)
         finally:
             events.close()
         return outcome.status
@@ -305,14 +319,22 @@ class MacLauncher:
     # -- one launch --------------------------------------------------------------------
 
     def _launch(self, snapshot: Snapshot, argv: list[str], *, learn: bool,
-                events: EventLog | None, temp_out: list[str] | None = None) -> _Outcome:
+                events: EventLog | None, temp_out: list[str] | None = None,
+                decide: Decide | None = None) -> _Outcome:
         if self.nested():
             raise NESTED
         temp = os.path.realpath(tempfile.mkdtemp(prefix="lnk-sandbox-"))
         if temp_out is not None:
             temp_out.append(temp)
+        proxy = None
         try:
-            prepared = prepare(snapshot, temp=temp, toolchain=self.toolchain, learn=learn)
+            if snapshot.network_mode == "proxy":  # the proxy loads only for proxy mode
+                from .proxy import MacProxy
+
+                proxy = MacProxy(snapshot, events, decide)
+            prepared = prepare(snapshot, temp=temp, toolchain=self.toolchain, learn=learn,
+                               proxy_ports=proxy.ports if proxy else (),
+                               proxy_env=proxy.environment() if proxy else None)
             env, profile = prepared.env, prepared.profile
             if not _found(argv[0], env):
                 say(f"cannot run {argv[0]}: not found")
@@ -322,11 +344,17 @@ class MacLauncher:
             command = sandbox_exec_argv(profile, argv, sandbox_exec=self.sandbox_exec)
             if not learn and snapshot.programs is None:
                 self._check_profile(snapshot, profile, env)
-                return self._finish(self._plain(command, env), None, env)
+                if proxy is None:
+                    return self._finish(self._plain(command, env), None, env)
+                status = self._watched(command, env, profile, None, snapshot, proxy=proxy)
+                return self._finish(status, None, env)
             namer = Namer(events, learn=learn)
-            status = self._watched(command, env, profile, namer, snapshot, learn=learn)
+            status = self._watched(command, env, profile, namer, snapshot, learn=learn,
+                                   proxy=proxy)
             return self._finish(status, namer, env)
         finally:
+            if proxy is not None:
+                proxy.close()
             shutil.rmtree(temp, ignore_errors=True)
 
     def _check_profile(self, snapshot: Snapshot, profile: Profile,
@@ -386,31 +414,44 @@ class MacLauncher:
                 return False
 
     def _watched(self, command: list[str], env: dict[str, str], profile: Profile,
-                 namer: Namer, snapshot: Snapshot, *, learn: bool) -> int:
+                 namer: Namer | None, snapshot: Snapshot, *, learn: bool = False,
+                 proxy: MacProxy | None = None) -> int:
+        """The command under the event loop: with `log stream` read beside it to name
+        refused programs (`namer`), and the proxy served (`proxy`)."""
         import anyio
 
-        stream = LogStream(log_stream_argv(self.log), namer)
-        try:
-            stream.start()
-        except OSError as err:
-            self._without_log(learn, f"cannot start {self.log}: {err.strerror}",
-                              "`log` ships with macOS at /usr/bin/log")
-            self._check_profile(snapshot, profile, env)
-            return self._plain(command, env)
+        stream = None
+        if namer is not None:
+            stream = LogStream(log_stream_argv(self.log), namer)
+            try:
+                stream.start()
+            except OSError as err:
+                self._without_log(learn, f"cannot start {self.log}: {err.strerror}",
+                                  "`log` ships with macOS at /usr/bin/log")
+                self._check_profile(snapshot, profile, env)
+                stream = None
+                if proxy is None:
+                    return self._plain(command, env)
 
         async def supervise() -> int:
             status = 0
             problem: Exception | None = None
             async with anyio.create_task_group() as group:
-                group.start_soon(stream.read)
+                if proxy is not None:
+                    group.start_soon(proxy.serve)
+                if stream is not None:
+                    group.start_soon(stream.read)
                 try:
-                    if not await self._ready(stream, namer, profile, env):
+                    if stream is not None and namer is not None and not await self._ready(
+                            stream, namer, profile, env):
                         self._without_log(learn, *stream.failure())
                     child = _Child(command, env)
-                    namer.lineage = Lineage(child.pid)
+                    if namer is not None:
+                        namer.lineage = Lineage(child.pid)
                     try:
                         status = await child.wait_async()
-                        await stream.settle(quiet=self.quiet, limit=self.settle_limit)
+                        if stream is not None:
+                            await stream.settle(quiet=self.quiet, limit=self.settle_limit)
                     finally:
                         child.close()
                 except Exception as err:  # raised after the group, not wrapped in one
@@ -424,7 +465,8 @@ class MacLauncher:
         try:
             return _run_loop(supervise)
         finally:
-            stream.stop()
+            if stream is not None:
+                stream.stop()
 
     def _without_log(self, learn: bool, what: str, fix: str) -> None:
         if learn:
@@ -466,8 +508,9 @@ def preflight_macos(snapshot: Snapshot, *, sandbox_exec: str = SANDBOX_EXEC) -> 
     prepare(snapshot, temp=None, toolchain=Toolchain(), with_terminals=False)
 
 
-def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None) -> int:
-    return MacLauncher().run(snapshot, argv, report=report)
+def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+              decide: Decide | None = None) -> int:
+    return MacLauncher().run(snapshot, argv, report=report, decide=decide)
 
 
 def learn_macos(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:

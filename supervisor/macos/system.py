@@ -214,10 +214,13 @@ def system_file_rules(*, run: bool, report: bool) -> list[str]:
     ]
 
 
-def network_rules(mode: str, proxy_ports: tuple[int, ...]) -> list[str]:
+def network_rules(mode: str, proxy_ports: tuple[int, ...], *, forward: tuple[int, ...] = (),
+                  expose: tuple[int, ...] = ()) -> list[str]:
     """none: no network at all (there is no loopback of the sandbox's own on macOS);
     proxy: the supervisor's proxy on localhost, and nothing else; host: open, but path
-    sockets only where the files rules reach (as a mount would on Linux)."""
+    sockets only where the files rules reach (as a mount would on Linux). `forward`:
+    ports of the host's loopback the sandbox may connect to; `expose`: ports it may
+    listen on there (none and proxy modes): the host's loopback is the sandbox's own."""
     if mode == "host":
         return [
             ";; Network: host. Any address; DNS through mDNSResponder (and resolv.conf for",
@@ -231,8 +234,9 @@ def network_rules(mode: str, proxy_ports: tuple[int, ...]) -> list[str]:
             *_listed("(allow mach-lookup", [
                 f"    (global-name {quoted(s)})" for s in (*DNS_SERVICES, *TRUST_SERVICES)]),
         ]
+    lines: list[str] = []
     if mode == "proxy" and proxy_ports:
-        return [
+        lines = [
             ";; Network: proxy. Only the supervisor's proxy on localhost; names go to it",
             ";; unresolved, so no DNS. TLS trust for what the proxy tunnels.",
             "(allow system-socket (socket-domain AF_INET) (socket-domain AF_INET6))",
@@ -241,9 +245,32 @@ def network_rules(mode: str, proxy_ports: tuple[int, ...]) -> list[str]:
             *_listed("(allow mach-lookup",
                      [f"    (global-name {quoted(s)})" for s in TRUST_SERVICES]),
         ]
-    if mode == "proxy":
-        return [";; Network: proxy, but no proxy runs for this launch: no network at all."]
-    return [";; Network: none. No address at all; path sockets only in write grants."]
+    elif mode == "proxy":
+        lines = [";; Network: proxy, but no proxy runs for this launch: no network at all."]
+    else:
+        lines = [";; Network: none. No address at all; path sockets only in write grants."]
+    if forward or expose:
+        lines += [";; [network] forward and expose: single ports of the host's loopback.",
+                  "(allow system-socket (socket-domain AF_INET) (socket-domain AF_INET6))"]
+        lines += [f'(allow network-outbound (remote ip "localhost:{int(port)}"))'
+                  for port in forward]
+        for port in expose:
+            lines += [f'(allow network-bind (local ip "localhost:{int(port)}"))',
+                      f'(allow network-inbound (local ip "localhost:{int(port)}"))']
+    return lines
+
+
+def unix_socket_rules(params: list[str]) -> list[str]:
+    """`[network] unix` present: path sockets only where named (each a parameter). After
+    the files rules, whose folders carry their sockets, so that it narrows them [U: a
+    path filter on network-outbound, as the files rules give it, matches only path
+    sockets, never an address]."""
+    lines = [";; [network] unix: no path socket but the named ones.",
+             '(deny network-outbound (subpath "/"))']
+    if params:
+        lines += _listed("(allow network-outbound",
+                         [f'    (literal (param "{name}"))' for name in params])
+    return lines
 
 
 def always_closed(keychains_rule: list[str]) -> list[str]:

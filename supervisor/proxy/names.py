@@ -1,75 +1,113 @@
-"""The name service the helper's DNS asks: decided here, looked up here, never forwarded.
+"""The sandbox's DNS on 127.0.0.1:53 (UDP and TCP): decided here, looked up here, and
+the answer judged like any address the proxy would connect to.
 
-One JSON line per question (`{"id", "name", "type"}`), one per answer (`{"id", "rcode",
-"addresses"}`), answered as each lookup ends (a slow name holds up no other). A name the
-allow list refuses is answered REFUSED and reported, and nothing is looked up for it. An
-allowed name is looked up once for every address family, and the helper keeps the family
-asked for, so a name with only IPv4 addresses answers AAAA with no records (NOERROR)
-rather than NXDOMAIN, as a DNS server would. Other record types of an allowed name get
-no records: the proxy connects by address, so nothing more is needed.
+A name the lists refuse is answered REFUSED and reported, and nothing is looked up for
+it; the decider is never asked (a name is of no use inside but through the proxy, which
+asks), though a name it allowed for the run is answered. An allowed name is looked up
+once for every address family, and the family asked is kept, so a name with only IPv4
+addresses answers AAAA with no records (NOERROR) rather than NXDOMAIN, as a DNS server
+would. Every address found is judged by the resolved-address guard with the port unknown
+(an allow entry on any port names it): a refused one is left out of the answer and
+reported, and a name left with none is answered REFUSED. So a name rebound to 127.0.0.1
+gives the sandbox no address of the host's, whatever the proxy would then be asked.
+Other record types of an allowed name get no records: the proxy connects by address.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import socket
+import struct
 
 import anyio
 import anyio.abc
 
 from .resolver import LookupFailed
-from .upstream import CHUNK, Gate
+from .streams import RawStream
+from .upstream import Gate
 
 A, AAAA = 1, 28
-MAX_LINE = 4096
+MAX_UDP_IN_FLIGHT = 256
 
 
 async def answer(gate: Gate, name: str, rdtype: int) -> tuple[str, list[str]]:
     """The rcode and addresses for one question."""
-    decision = gate.allowlist.decide_name(name)
+    decision = gate.remembered(gate.lists.decide_name(name))
     if not decision.allowed:
         gate.refuse(decision)
         return "REFUSED", []
     if rdtype not in (A, AAAA):
         return "NOERROR", []
     try:
-        return "NOERROR", await gate.resolver.resolve(decision.host)
+        found = await gate.resolver.resolve(decision.host)
     except LookupFailed as err:
         return err.rcode, []
-
-
-async def handle(stream: anyio.abc.ByteStream, gate: Gate) -> None:
-    """Serve the helper's questions on one connection until it closes."""
-    lock = anyio.Lock()
-
-    async def reply(question: dict[str, Any]) -> None:
-        ident = question.get("id")
-        name, rdtype = question.get("name"), question.get("type")
-        if isinstance(name, str) and isinstance(rdtype, int) and len(name) <= 255:
-            rcode, addresses = await answer(gate, name, rdtype)
+    kept = []
+    for address in found:
+        refusal = gate.lists.judge_address(address, None, decision)
+        if refusal is None:
+            kept.append(address)
         else:
-            rcode, addresses = "REFUSED", []
-        line = json.dumps({"id": ident, "rcode": rcode, "addresses": addresses}) + "\n"
-        async with lock:
-            try:
-                await stream.send(line.encode())
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
+            gate.refuse_address(decision, refusal)
+    return ("NOERROR", kept) if kept else ("REFUSED", [])
 
-    buffer = b""
-    async with anyio.create_task_group() as group:
-        while True:
-            try:
-                buffer += await stream.receive(CHUNK)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                break
-            *lines, buffer = buffer.split(b"\n")
-            if len(buffer) > MAX_LINE:
-                break
-            for line in lines:
+
+async def reply(gate: Gate, query: bytes, *, udp: bool) -> bytes | None:
+    """The reply to one query in wire format, or None when none is due."""
+    from . import dnswire as wire  # dnspython: loaded on the first query, not at start
+
+    question = wire.read_query(query)
+    if not isinstance(question, wire.Question):
+        return question
+    if len(question.name) > 255:
+        return wire.answer(question, "REFUSED", [], udp=udp)
+    rcode, addresses = await answer(gate, question.name, question.rdtype)
+    return wire.answer(question, rcode, addresses, udp=udp)
+
+
+async def serve_udp(sock: socket.socket, gate: Gate, group: anyio.abc.TaskGroup) -> None:
+    """Answer datagrams until cancelled, each in a task; beyond MAX_UDP_IN_FLIGHT
+    unanswered at once a query is dropped, as a busy server drops it."""
+    sock.setblocking(False)
+    in_flight = 0
+
+    async def one(data: bytes, peer: tuple[str, int]) -> None:
+        nonlocal in_flight
+        try:
+            answered = await reply(gate, data, udp=True)
+            if answered is not None:
                 try:
-                    question = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(question, dict):
-                    group.start_soon(reply, question)
+                    sock.sendto(answered, peer)
+                except OSError:
+                    pass
+        finally:
+            in_flight -= 1
+
+    while True:
+        try:
+            data, peer = sock.recvfrom(65535)
+        except BlockingIOError:
+            await anyio.wait_readable(sock)
+            continue
+        except OSError:
+            continue
+        if in_flight >= MAX_UDP_IN_FLIGHT:
+            continue
+        in_flight += 1
+        group.start_soon(one, data, peer)
+
+
+async def handle_tcp(stream: RawStream, gate: Gate) -> None:
+    """DNS over TCP: two-byte lengths before each message, answered in order."""
+    data = b""
+    while True:
+        while len(data) < 2 or len(data) < 2 + struct.unpack("!H", data[:2])[0]:
+            try:
+                data += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                return
+        size = struct.unpack("!H", data[:2])[0]
+        query, data = data[2:2 + size], data[2 + size:]
+        answered = await reply(gate, query, udp=False)
+        if answered is None:
+            return
+        await stream.send(struct.pack("!H", len(answered)) + answered)

@@ -1,8 +1,16 @@
-"""The allow list of proxy mode, decided on the name as the program asked for it.
+"""Proxy mode's lists, decided on the name as the program asked for it, and on the
+addresses an allowed name resolves to.
 
-Plain data and pure functions: nothing here looks a name up. An address literal is
-allowed only when the list names that address; a name only by a name pattern, so
-`localhost` does not open 127.0.0.1, nor 127.0.0.1 `localhost`.
+Plain data and pure functions: nothing here looks a name up. In order:
+1. `[network] deny` refuses a name or address it matches, whatever else says;
+2. `[network] allow` allows one it matches; a name matches only name patterns and an
+   address literal only address patterns, so `localhost` does not open 127.0.0.1, nor
+   127.0.0.1 `localhost`;
+3. anything else is unlisted: refused, unless the run's decider allows it (`decider.py`).
+Then each address found for an allowed name is judged (`judge_address`): an address in a
+deny range is refused, and one that is not public (`addresses.py`) is refused unless an
+allow entry names it or its range (on the port asked), or it is a loopback address of
+`localhost` allowed with a port.
 
 A name must be a host name to be allowed at all (labels of letters, digits, `-` and `_`,
 1 to 63 bytes, 253 in all), whatever pattern its text would match: the text is what the
@@ -18,8 +26,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..hostnames import HostPattern, normalize_host, parse_host_pattern
+from .addresses import Kind, canonical, classify
+from .addresses import parse as parse_address
 
 _HOST_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
 MAX_NAME = 253  # a name's text without its final dot; 255 bytes in DNS's wire format
@@ -38,17 +49,34 @@ def printable(text: str) -> str:
                    for c in text)
 
 
+ALLOW, DENY, DECIDE, ADDRESS = "network.allow", "network.deny", "network.decide", \
+    "network.address"
+
+
 @dataclass(frozen=True)
 class Decision:
-    """The outcome for one destination: `pattern` is the allow entry that matched."""
+    """The outcome for one destination.
+
+    `rule` is the key that decided: ALLOW (allowed by `pattern`, or refused as in no
+    list: unlisted), DENY (refused by `pattern`), DECIDE (the run's decider; `reason`
+    says how it ended).
+    """
 
     host: str
     port: int | None
     pattern: HostPattern | None
+    allowed: bool = False
+    rule: str = ALLOW
+    reason: str | None = None
+
+    def verdict(self, allowed: bool, reason: str) -> Decision:
+        """This destination as the decider's verdict left it."""
+        return Decision(self.host, self.port, None, allowed, DECIDE, reason)
 
     @property
-    def allowed(self) -> bool:
-        return self.pattern is not None
+    def unlisted(self) -> bool:
+        """In no list: what a decider may be asked about."""
+        return not self.allowed and self.rule == ALLOW and self.pattern is None
 
     @property
     def subject(self) -> str:
@@ -59,40 +87,96 @@ class Decision:
         return f"{host}:{self.port}"
 
 
+class AddressRefusal(NamedTuple):
+    """An address refused for an allowed name: `rule` ADDRESS (its `kind`) or DENY."""
+
+    address: str
+    rule: str
+    kind: Kind | None
+    pattern: HostPattern | None = None
+
+    def describe(self) -> str:
+        if self.kind is not None:
+            return self.kind.describe()
+        assert self.pattern is not None
+        return f"in [network] deny ({self.pattern.text})"
+
+
 @dataclass(frozen=True)
-class Allowlist:
-    """`[network] allow`, validated. Empty: every destination is refused."""
+class NetworkLists:
+    """`[network] allow` and `deny`, validated. Both empty: every destination is
+    refused (unless a decider allows it)."""
 
     patterns: tuple[HostPattern, ...] = ()
+    denied: tuple[HostPattern, ...] = ()
 
     @staticmethod
-    def from_texts(texts: tuple[str, ...] | list[str]) -> Allowlist:
+    def from_texts(texts: tuple[str, ...] | list[str],
+                   deny: tuple[str, ...] | list[str] = ()) -> NetworkLists:
         """From the snapshot's texts (validated when the spec was read)."""
-        return Allowlist(tuple(parse_host_pattern(text) for text in texts))
+        return NetworkLists(tuple(parse_host_pattern(text) for text in texts),
+                            tuple(parse_host_pattern(text, deny=True) for text in deny))
 
     def decide(self, host: str, port: int) -> Decision:
         """Whether the program may reach `host` on `port`."""
         name = normalize_host(host)
         if not _address_or_host_name(name):
             return Decision(printable(name), port, None)
+        for pattern in self.denied:
+            if pattern.matches(name, port):
+                return Decision(name, port, pattern, rule=DENY)
         for pattern in self.patterns:
             if pattern.matches(name, port):
-                return Decision(name, port, pattern)
+                return Decision(name, port, pattern, allowed=True)
         return Decision(name, port, None)
 
     def decide_name(self, host: str) -> Decision:
         """Whether a DNS question for `host` is answered: allowed on some port.
 
         An address pattern answers no name; a name's port is unknown to DNS, so a name
-        allowed only on one port is still answered (the proxy holds the port).
+        allowed only on one port is still answered (the proxy holds the port), and one
+        denied only on one port is still answered too.
         """
         name = normalize_host(host)
         if not is_host_name(name):
             return Decision(printable(name), None, None)
+        for pattern in self.denied:
+            if not pattern.is_address and pattern.port is None and pattern.matches(name, 0):
+                return Decision(name, None, pattern, rule=DENY)
         for pattern in self.patterns:
-            if pattern.address is None and pattern.matches(name, pattern.port or 0):
-                return Decision(name, None, pattern)
+            if not pattern.is_address and pattern.matches(name, pattern.port or 0):
+                return Decision(name, None, pattern, allowed=True)
         return Decision(name, None, None)
+
+    def judge_address(self, text: str, port: int | None, decision: Decision
+                      ) -> AddressRefusal | None:
+        """Whether an address found for the allowed `decision` may be reached (None) or
+        answered (`port` None: DNS, where an entry on any port names it)."""
+        parsed = parse_address(text)
+        if parsed is None:
+            return AddressRefusal(text, ADDRESS, Kind("unreadable"))
+        address = str(canonical(parsed))
+        for pattern in self.denied:
+            if pattern.is_address and _on_port(pattern, port) and pattern.holds(address):
+                return AddressRefusal(text, DENY, None, pattern)
+        kind = classify(parsed)
+        if kind is None:
+            return None
+        for pattern in self.patterns:
+            if pattern.is_address and _on_port(pattern, port) and pattern.holds(address):
+                return None
+        named = decision.pattern
+        if (kind.kind == "loopback" and kind.form is None and named is not None
+                and not named.wildcard and named.name == "localhost"
+                and named.port is not None and (port is None or port == named.port)):
+            return None
+        return AddressRefusal(text, ADDRESS, kind)
+
+
+
+
+def _on_port(pattern: HostPattern, port: int | None) -> bool:
+    return port is None or pattern.port is None or pattern.port == port
 
 
 def _address_or_host_name(name: str) -> bool:

@@ -15,7 +15,9 @@ import struct
 import anyio
 import anyio.abc
 
-from .upstream import CHUNK, Gate, Refused, Unreachable, relay
+from .relay import relay
+from .streams import CHUNK, RawStream
+from .upstream import Gate, Refused, Unreachable
 
 VERSION = 5
 NO_AUTH = 0
@@ -38,7 +40,7 @@ HANDSHAKE_TIMEOUT = 60.0
 class _Reader:
     """Exact reads from a stream, keeping what came beyond them."""
 
-    def __init__(self, stream: anyio.abc.ByteStream):
+    def __init__(self, stream: RawStream):
         self.stream = stream
         self.buffer = b""
 
@@ -50,7 +52,7 @@ class _Reader:
         return data
 
 
-async def handle(stream: anyio.abc.ByteStream, gate: Gate) -> None:
+async def handle(stream: RawStream, gate: Gate) -> None:
     """Serve one connection from the sandbox."""
     reader = _Reader(stream)
     try:
@@ -62,7 +64,7 @@ async def handle(stream: anyio.abc.ByteStream, gate: Gate) -> None:
         return
     host, port = destination
     try:
-        upstream = await gate.open(host, port)
+        upstream = await gate.open(host, port, stream)
     except Refused:
         await _reply(stream, NOT_ALLOWED)
         return
@@ -73,8 +75,7 @@ async def handle(stream: anyio.abc.ByteStream, gate: Gate) -> None:
         return
     async with upstream:
         await _reply(stream, SUCCEEDED)
-        if reader.buffer:
-            await upstream.send(reader.buffer)
+        stream.buffer = reader.buffer  # sent right behind the request
         await relay(stream, upstream)
 
 

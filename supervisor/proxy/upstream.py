@@ -1,9 +1,14 @@
-"""Reaching an allowed destination, and relaying bytes between two streams.
+"""Reaching an allowed destination: the one way out for HTTP and SOCKS5 alike.
 
-`Gate.open` is the one way out for HTTP and SOCKS5 alike, in this order: decide on the
-name as asked (a refusal is an event, and nothing is looked up), resolve it here, then
-connect to the addresses found, in order. An address literal is connected to as it is,
-since only a listed address is allowed at all.
+`Gate.open`, in this order:
+1. decide on the name as asked (`rules.py`): denied or unlisted is refused, and reported,
+   with nothing looked up, unless the run's decider allows an unlisted one (`decider.py`);
+2. resolve it here (an address literal is taken as it is);
+3. judge every address found (the resolved-address guard): a refused one is reported,
+   naming the address, and never connected to;
+4. connect to the addresses left, in order.
+The address connected to is always one this process found and judged itself: a name the
+sandbox resolved before (and whose answer may have changed since) plays no part.
 """
 
 from __future__ import annotations
@@ -12,22 +17,29 @@ import ipaddress
 from dataclasses import dataclass, field
 
 import anyio
-import anyio.abc
 
 from ..events import EventLog
+from .decider import Decider
 from .resolver import LookupFailed, Resolver
-from .rules import Allowlist, Decision
+from .rules import ADDRESS, AddressRefusal, Decision, NetworkLists
+from .streams import RawStream, connect_tcp
 
 CONNECT_TIMEOUT = 10.0
-CHUNK = 262144
 
 
 class Refused(Exception):
-    """The allow list refused the destination (already reported as an event)."""
+    """The destination is refused (already reported as an event); `text` says why."""
 
-    def __init__(self, decision: Decision):
-        super().__init__(f"{decision.subject} is not in [network] allow")
+    def __init__(self, decision: Decision, text: str | None = None):
+        if text is None:
+            text = f"{decision.subject} is not in [network] allow"
+            if decision.rule == "network.deny":
+                text = f"{decision.subject} is in [network] deny"
+            elif decision.reason:
+                text = f"{decision.subject}: {decision.reason}"
+        super().__init__(text)
         self.decision = decision
+        self.text = text
 
 
 class Unreachable(Exception):
@@ -39,28 +51,59 @@ class Unreachable(Exception):
         self.reason = reason
 
 
+def address_reason(refusal: AddressRefusal) -> str:
+    """Why an address found for a name was refused, and what would open it."""
+    if refusal.rule != ADDRESS:
+        return f"it resolves to {refusal.address}, {refusal.describe()}"
+    return (f"it resolves to {refusal.address}, {refusal.describe()}; name that address "
+            "or its range in [network] allow to reach it")
+
+
 @dataclass
 class Gate:
-    """The decision, the lookup and the events of one run, shared by every protocol."""
+    """The decisions, the lookup and the events of one run, shared by every protocol."""
 
-    allowlist: Allowlist
+    lists: NetworkLists
     resolver: Resolver = field(default_factory=Resolver)
     events: EventLog | None = None
+    decider: Decider | None = None
 
     def refuse(self, decision: Decision) -> None:
         if self.events is not None:
-            self.events.add("network", decision.subject, decision.host, "network.allow", 0)
+            self.events.add("network", decision.subject, decision.host, decision.rule, 0,
+                            reason=decision.reason or "")
 
-    def check(self, host: str, port: int) -> Decision:
-        decision = self.allowlist.decide(host, port)
+    def refuse_address(self, decision: Decision, refusal: AddressRefusal) -> None:
+        if self.events is not None:
+            self.events.add("network", decision.subject, refusal.address, refusal.rule, 0,
+                            reason=address_reason(refusal))
+
+    async def decide(self, host: str, port: int, asking: RawStream | None = None
+                     ) -> Decision:
+        """The decision on `host`:`port`; Refused (reported) when it is not allowed.
+        `asking`: the sandbox's connection, whose peer the decider's question names."""
+        decision = self.lists.decide(host, port)
+        if decision.unlisted and self.decider is not None:
+            peer = asking.peer() if asking is not None else None
+            decision = await self.decider.ask(decision, peer)
         if not decision.allowed:
             self.refuse(decision)
             raise Refused(decision)
         return decision
 
-    async def open(self, host: str, port: int) -> anyio.abc.SocketStream:
-        """A connection to `host`:`port` if the allow list lets it through."""
-        decision = self.check(host, port)
+    def remembered(self, decision: Decision) -> Decision:
+        """A DNS question's decision, with the decider's remembered allows (never asked)."""
+        if decision.unlisted and self.decider is not None:
+            for (host, _port), allowed in self.decider.remembered.items():
+                if allowed and host == decision.host:
+                    return decision.verdict(True, "the decider allowed it for the run")
+        return decision
+
+    async def open(self, host: str, port: int, asking: RawStream | None = None
+                   ) -> RawStream:
+        """A connection to `host`:`port` if the lists (or the decider) and the address
+        guard let it through."""
+        decision = await self.decide(host, port, asking)
         literal = _literal(decision.host)
         addresses = [literal] if literal else []
         if not addresses:
@@ -69,17 +112,25 @@ class Gate:
             except LookupFailed as err:
                 raise Unreachable(decision.subject, "resolve", err.reason) from None
         last: Unreachable | None = None
+        refused: AddressRefusal | None = None
         for address in addresses:
+            refusal = self.lists.judge_address(address, port, decision)
+            if refusal is not None:
+                self.refuse_address(decision, refusal)
+                refused = refused or refusal
+                continue
             try:
                 with anyio.fail_after(CONNECT_TIMEOUT):
-                    return await anyio.connect_tcp(address, port)
+                    return await connect_tcp(address, port)
             except TimeoutError:
                 last = Unreachable(decision.subject, "timeout", f"{address}: timed out")
             except OSError as err:
                 last = Unreachable(decision.subject, "refused",
                                    f"{address}: {err.strerror or err}")
-        assert last is not None
-        raise last
+        if last is not None:
+            raise last
+        assert refused is not None
+        raise Refused(decision, f"{decision.subject}: {address_reason(refused)}")
 
 
 def _literal(host: str) -> str | None:
@@ -87,28 +138,3 @@ def _literal(host: str) -> str | None:
         return str(ipaddress.ip_address(host))
     except ValueError:
         return None
-
-
-async def relay(one: anyio.abc.ByteStream, other: anyio.abc.ByteStream) -> None:
-    """Copy bytes both ways until both directions end; a half-close is passed on."""
-
-    async def pump(source: anyio.abc.ByteStream, sink: anyio.abc.ByteStream,
-                   group: anyio.abc.TaskGroup) -> None:
-        try:
-            while True:
-                try:
-                    chunk = await source.receive(CHUNK)
-                except anyio.EndOfStream:
-                    break
-                await sink.send(chunk)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            group.cancel_scope.cancel()  # a reset: the other direction is over too
-            return
-        try:
-            await sink.send_eof()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            group.cancel_scope.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(pump, one, other, group)
-        group.start_soon(pump, other, one, group)

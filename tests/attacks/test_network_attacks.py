@@ -46,6 +46,7 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
+from support.netlab import Lab
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -53,6 +54,14 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 LOG_VARIABLE = "LNK_SANDBOX_TEST_RESOLVER_LOG"
 LOCALHOST_ONLY = '[network]\nmode = "proxy"\nallow = ["localhost"]\n'
 ZONE_SPEC = '[network]\nmode = "proxy"\nallow = ["*.allowed.test"]\n'
+# The zone's names point at the test's servers on 127.0.0.1, which the address guard
+# opens only where the spec names the address.
+ZONE_TO_LOOPBACK = '[network]\nmode = "proxy"\nallow = ["*.allowed.test", "127.0.0.1"]\n'
+
+
+def localhost_on(port: int) -> str:
+    """`localhost` on one port: the way to one service of the host's loopback by name."""
+    return f'[network]\nmode = "proxy"\nallow = ["localhost:{port}"]\n'
 REFUSED = 5  # DNS rcode
 NOERROR, FORMERR, SERVFAIL, NXDOMAIN, NOTIMP = 0, 1, 2, 3, 4
 SOCKS_OK, SOCKS_NOT_ALLOWED, SOCKS_UNREACHABLE = 0, 2, 4
@@ -549,7 +558,7 @@ def test_a_name_under_an_allowed_wildcard_reaches_that_zone_only(
         {"op": "getaddrinfo", "name": "www.allowed.test"},
         *({"op": "dns", "name": name, "type": kind} for kind in (TXT, MX, ANY, CNAME, SRV)),
     ]
-    results, _ = attack(host_dns.supervised(sandbox), attacks, spec=ZONE_SPEC,
+    results, _ = attack(host_dns.supervised(sandbox), attacks, spec=ZONE_TO_LOOPBACK,
                         log=resolver_log)
     assert results[0] == {"id": True, "qr": 1, "rcode": NXDOMAIN, "records": []}
     assert results[1] == {"id": True, "qr": 1, "rcode": NXDOMAIN, "records": []}
@@ -665,7 +674,7 @@ def test_a_cname_chain_is_never_followed_by_the_proxy_nor_shown_to_the_sandbox(
                                "HTTP/1.1\r\nHost: x\r\n\r\n"},
         {"op": "socks", "atyp": 3, "host": "www.elsewhere.test", "port": server.port},
     ]
-    results, _ = attack(host_dns.supervised(sandbox), attacks, spec=ZONE_SPEC,
+    results, _ = attack(host_dns.supervised(sandbox), attacks, spec=ZONE_TO_LOOPBACK,
                         log=resolver_log)
     assert results[0] == {"id": True, "qr": 1, "rcode": NOERROR,
                           "records": [["chain.allowed.test", A, "127.0.0.1"]]}
@@ -764,7 +773,7 @@ def test_trailing_dots_upper_case_and_localhost_variants(
         {"op": "dns", "name": "localhost.localdomain", "type": A},
         {"op": "dns", "name": "ip6-localhost", "type": AAAA},
     ]
-    results, _ = attack(sandbox, attacks, spec=LOCALHOST_ONLY, log=resolver_log)
+    results, _ = attack(sandbox, attacks, spec=localhost_on(port), log=resolver_log)
     assert results[:len(same)] == [{"reply": SOCKS_OK, "response": "HTTP/1.0 200 OK"}] * 4
     rest = results[len(same):]
     assert rest[:len(near)] == [{"reply": SOCKS_NOT_ALLOWED}] * len(near)
@@ -817,7 +826,7 @@ def test_http_decides_on_the_uri_it_connects_to_never_the_host_header(
         {"op": "http", "send": f"CONNECT localhost:{port} HTTP/1.1\r\nHost: localhost\r\n\r\n",
          "then": f"GET http://{evil}:{other}/proxied HTTP/1.1\r\nHost: {evil}\r\n\r\n"},
     ]
-    results, done = attack(sandbox, attacks, spec=LOCALHOST_ONLY, log=resolver_log)
+    results, done = attack(sandbox, attacks, spec=localhost_on(port), log=resolver_log)
     assert results[0] == {"status": "HTTP/1.1 200 OK", "body": "served /uri-allowed\n"}
     assert results[1] == {"status": "HTTP/1.1 400 Bad Request",
                           "body": "lnk-sandbox: bad request: Found multiple Host: headers\n"}
@@ -1051,3 +1060,164 @@ def test_the_proxys_unix_sockets_are_out_of_reach(
     assert own == [{"errno": errno.ENOENT}] * 3
     assert server.requests == []
     assert asked(resolver_log) == []
+
+
+# -- the resolved-address guard: an allowed name leading to the host or a private network ---
+
+LAB_PORT = 8080
+PUBLIC = "198.51.100.7"  # no private kind: what a name may lead to
+GUARD_SPEC = f'[network]\nmode = "proxy"\nallow = ["*.allowed.test:{LAB_PORT}"]\n'
+# name -> (its address, how a refusal describes it); each with a real server there but
+# the last, which needs a NAT64 gateway this lab has not.
+REFUSED_KINDS = {
+    "loop.allowed.test": ("127.0.0.1", "a loopback address"),
+    "private.allowed.test": ("10.77.0.7", "a private address"),
+    "cgnat.allowed.test": ("100.77.0.7", "a carrier-grade NAT address"),
+    "linklocal.allowed.test": ("169.254.77.7", "a link-local address"),
+    "metadata.allowed.test": ("169.254.169.254", "a cloud metadata address"),
+    "mapped.allowed.test": ("::ffff:127.0.0.1",
+                            "the IPv4-mapped form of a loopback address (127.0.0.1)"),
+    "ula.allowed.test": ("fd77::7", "a unique local address"),
+    "zero.allowed.test": ("0.0.0.0", "an unspecified address"),
+    "nat64.allowed.test": ("64:ff9b::a4d:7",
+                           "the NAT64 form of a private address (10.77.0.7)"),
+}
+
+
+def guard_lab(sandbox: Sandbox, extra: dict[str, list[list[str]]] | None = None) -> Lab:
+    zone = {f"{name}.": [[address]] for name, (address, _) in REFUSED_KINDS.items()}
+    zone["public.allowed.test."] = [[PUBLIC]]
+    zone.update(extra or {})
+    addresses = ["10.77.0.7", "100.77.0.7", "169.254.77.7", "169.254.169.254", "fd77::7",
+                 PUBLIC]
+    reachable = [a for a, _ in REFUSED_KINDS.values() if not a.startswith("64:")]
+    return Lab(sandbox.base, zone, addresses, prove=[*reachable, PUBLIC], port=LAB_PORT)
+
+
+def _name_attacks(name: str) -> list[dict[str, Any]]:
+    return [
+        {"op": "http", "send": f"GET http://{name}:{LAB_PORT}/absolute HTTP/1.1\r\n"
+                               f"Host: {name}\r\n\r\n"},
+        {"op": "http", "send": f"CONNECT {name}:{LAB_PORT} HTTP/1.1\r\nHost: {name}\r\n\r\n",
+         "then": "GET /tunnel HTTP/1.0\r\n\r\n"},
+        {"op": "socks", "atyp": 3, "host": name, "port": LAB_PORT,
+         "send": "GET /socks HTTP/1.0\r\n\r\n"},
+        {"op": "dns", "name": name, "type": A},
+        {"op": "dns", "name": name, "type": AAAA, "transport": "tcp"},
+        {"op": "getaddrinfo", "name": name},
+    ]
+
+
+def test_an_allowed_name_never_leads_to_the_host_or_a_private_network(
+        sandbox: Sandbox, resolver_log: Path) -> None:
+    """Each kind the guard refuses, with a server listening at that address, proven
+    reachable from outside the sandbox first; by HTTP, CONNECT, SOCKS5 and the sandbox's
+    own DNS, refused and reported naming the address found. A public address of the same
+    zone, served by the same lab, goes through: the refusals are the guard's."""
+    lab = guard_lab(sandbox)
+    report = sandbox.base / "report.jsonl"
+    names = [*REFUSED_KINDS, "public.allowed.test"]
+    attacks = [one for name in names for one in _name_attacks(name)]
+    done = lab.supervised(sandbox).lnk(
+        "run", "--report", str(report), "--", PYTHON_INSIDE, "-c", ATTACKER,
+        json.dumps(attacks), spec=GUARD_SPEC, env={LOG_VARIABLE: str(resolver_log)},
+        timeout=180)
+    results = _results(done.stdout, len(attacks), done.stderr)
+    log = lab.log()
+    for address, _ in REFUSED_KINDS.values():
+        if not address.startswith("64:"):
+            served = "127.0.0.1" if address in ("0.0.0.0", "::ffff:127.0.0.1") else address
+            assert log["proof"][address] == f"200 served by {served}", address
+    assert log["proof"][PUBLIC] == f"200 served by {PUBLIC}"
+    for index, (name, (address, kind)) in enumerate(REFUSED_KINDS.items()):
+        absolute, tunnel, socks, dns_a, dns_aaaa, resolved = results[index * 6:index * 6 + 6]
+        why = (f"{name}:{LAB_PORT}: it resolves to {address}, {kind}; name that address "
+               "or its range in [network] allow to reach it")
+        assert absolute == {"status": "HTTP/1.1 403 Forbidden",
+                            "body": f"lnk-sandbox: {why}\n"}, name
+        assert tunnel == {"status": "HTTP/1.1 403 Forbidden"}, name
+        assert socks == {"reply": SOCKS_NOT_ALLOWED}, name
+        assert dns_a == dns_aaaa == {"id": True, "qr": 1, "rcode": REFUSED, "records": []}
+        assert resolved == {"gaierror": socket.EAI_AGAIN}, name
+        assert f"lnk-sandbox: refused {name}:{LAB_PORT}: it resolves to {address}" \
+            in done.stderr
+    public = results[len(REFUSED_KINDS) * 6:]
+    assert public[0] == {"status": "HTTP/1.1 200 OK", "body": f"served by {PUBLIC}\n"}
+    assert public[1] == {"status": "HTTP/1.1 200 Connection established",
+                         "tunnel": "HTTP/1.0 200 OK"}
+    assert public[2] == {"reply": SOCKS_OK, "response": "HTTP/1.0 200 OK"}
+    assert public[3]["records"] == [["public.allowed.test", A, PUBLIC]]
+    assert public[4] == {"id": True, "qr": 1, "rcode": NOERROR, "records": []}
+    assert public[5] == {"addresses": [PUBLIC]}
+    # Only the public address was ever reached; the refused ones, never.
+    assert sorted(path for _, _, path in log["requests"]) == ["/absolute", "/socks",
+                                                               "/tunnel"]
+    assert {server for server, _, _ in log["requests"]} == {PUBLIC}
+    events = [json.loads(line) for line in report.read_text().splitlines()]
+    refused = {(e["resolved"], e["rule"]) for e in events}
+    assert refused == {(address, "network.address")
+                       for address, _ in REFUSED_KINDS.values()}
+    assert done.returncode == 0
+
+
+def test_a_dns_answer_that_changes_between_two_lookups(
+        sandbox: Sandbox, resolver_log: Path) -> None:
+    """DNS rebinding: the first lookup gives a public address (the sandbox's own DNS
+    answers it), the next ones 127.0.0.1. The proxy looks the name up itself for each
+    connection and judges what it finds then; the address the sandbox was given earlier
+    is of no use to it (an address literal needs its own allow entry)."""
+    lab = guard_lab(sandbox, {"rebind.allowed.test.": [[PUBLIC], ["127.0.0.1"]]})
+    name = "rebind.allowed.test"
+    attacks = [
+        {"op": "dns", "name": name, "type": A},
+        {"op": "http", "send": f"GET http://{name}:{LAB_PORT}/rebound HTTP/1.1\r\n"
+                               f"Host: {name}\r\n\r\n"},
+        {"op": "socks", "atyp": 3, "host": name, "port": LAB_PORT},
+        {"op": "socks", "atyp": 1, "host": PUBLIC, "port": LAB_PORT},
+        {"op": "dns", "name": name, "type": A, "transport": "tcp"},
+    ]
+    results, done = attack(lab.supervised(sandbox), attacks, spec=GUARD_SPEC,
+                           log=resolver_log)
+    assert results[0] == {"id": True, "qr": 1, "rcode": NOERROR,
+                          "records": [[name, A, PUBLIC]]}
+    assert results[1]["status"] == "HTTP/1.1 403 Forbidden"
+    assert "it resolves to 127.0.0.1, a loopback address" in results[1]["body"]
+    assert results[2:4] == [{"reply": SOCKS_NOT_ALLOWED}] * 2
+    assert results[4] == {"id": True, "qr": 1, "rcode": REFUSED, "records": []}
+    log = lab.log()
+    assert log["requests"] == []
+    assert [kind for asked, kind in log["questions"] if asked == f"{name}."].count("A") == 4
+    assert asked(resolver_log) == [name] * 4
+    assert f"lnk-sandbox: refused {name}:{LAB_PORT}: it resolves to 127.0.0.1" in done.stderr
+
+
+def test_an_address_the_spec_names_is_reached_by_name(sandbox: Sandbox,
+                                                      resolver_log: Path) -> None:
+    """The way to a private service: name its address (or range) in allow."""
+    lab = guard_lab(sandbox)
+    spec = (f'[network]\nmode = "proxy"\nallow = ["*.allowed.test:{LAB_PORT}", '
+            f'"10.77.0.0/16:{LAB_PORT}"]\ndeny = ["metadata.allowed.test"]\n')
+    attacks = [
+        {"op": "http", "send": f"GET http://private.allowed.test:{LAB_PORT}/named "
+                               "HTTP/1.1\r\nHost: x\r\n\r\n"},
+        {"op": "socks", "atyp": 1, "host": "10.77.0.7", "port": LAB_PORT,
+         "send": "GET /literal HTTP/1.0\r\n\r\n"},
+        {"op": "dns", "name": "private.allowed.test", "type": A},
+        {"op": "http", "send": f"GET http://loop.allowed.test:{LAB_PORT}/ HTTP/1.1\r\n"
+                               "Host: x\r\n\r\n"},
+        {"op": "http", "send": f"GET http://metadata.allowed.test:{LAB_PORT}/ HTTP/1.1\r\n"
+                               "Host: x\r\n\r\n"},
+        {"op": "dns", "name": "metadata.allowed.test", "type": A},
+    ]
+    results, done = attack(lab.supervised(sandbox), attacks, spec=spec, log=resolver_log)
+    assert results[0] == {"status": "HTTP/1.1 200 OK", "body": "served by 10.77.0.7\n"}
+    assert results[1] == {"reply": SOCKS_OK, "response": "HTTP/1.0 200 OK"}
+    assert results[2]["records"] == [["private.allowed.test", A, "10.77.0.7"]]
+    assert results[3]["status"] == "HTTP/1.1 403 Forbidden"
+    assert results[4] == {"status": "HTTP/1.1 403 Forbidden", "body": "lnk-sandbox: "
+                          f"metadata.allowed.test:{LAB_PORT} is in [network] deny\n"}
+    assert results[5] == {"id": True, "qr": 1, "rcode": REFUSED, "records": []}
+    assert sorted(p for _, _, p in lab.log()["requests"]) == ["/literal", "/named"]
+    assert "metadata.allowed.test" not in asked(resolver_log)  # denied: never looked up
+    assert "lnk-sandbox: refused metadata.allowed.test:8080 (in [network] deny)" \
+        in done.stderr

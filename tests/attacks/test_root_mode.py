@@ -227,33 +227,64 @@ def test_a_file_the_spec_names_stays_readable(root_sandbox: Sandbox) -> None:
 
 # -- sockets of daemons that trust uid 0 -----------------------------------------------------
 
-@pytest.mark.parametrize("mode", [0o600, 0o660])
-def test_a_root_only_socket_under_a_read_grant(root_sandbox: Sandbox, mode: int) -> None:
-    """A daemon's socket that only root may connect to (dockerd's is root:docker 0660)
-    would take the sandbox's uid 0 for root. One that anyone may use stays usable."""
+@pytest.mark.parametrize("mode", [0o600, 0o660, 0o666])
+def test_a_root_daemons_socket_under_a_read_grant(root_sandbox: Sandbox, mode: int) -> None:
+    """Run by root a grant is the sandbox's own (idmapped): a root daemon's socket under
+    it would be one it may connect to as owner (dockerd's is root:docker 0660), and a
+    0666 one one whose daemon may trust the peer uid. The launch is refused, naming the
+    socket and the way out; hidden, the run goes on and the socket is not there."""
     folder = root_sandbox.base / "run"
     folder.mkdir()
-    servers = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(folder / "daemon.sock"))
+    os.chmod(folder / "daemon.sock", mode)
+    server.listen(4)
     try:
-        for name, socket_mode in (("daemon.sock", mode), ("public.sock", 0o666)):
-            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            server.bind(str(folder / name))
-            os.chmod(folder / name, socket_mode)
-            server.listen(4)
-            servers.append(server)
         spec = f'[files]\nwrite = ["."]\nread = ["{folder}"]\n'
-        code = ("import os, socket\nprint('STARTED', flush=True)\n"
-                "for name in ('daemon.sock', 'public.sock'):\n"
-                "    s = socket.socket(socket.AF_UNIX)\n"
-                "    try:\n"
-                f"        s.connect('{folder}/' + name); print(name, 0)\n"
-                "    except OSError as err:\n        print(name, err.errno)\n")
-        done = root_sandbox.run(PYTHON_INSIDE, "-c", code, spec=spec)
-        assert done.stdout.split("\n")[:3] == [
-            "STARTED", f"daemon.sock {EACCES}", "public.sock 0"], done
+        done = root_sandbox.run("/bin/true", spec=spec)
+        assert done.returncode == 125, done
+        assert f"{folder}/daemon.sock is a socket a root process listens on" in done.stderr
+        hidden = spec + f'hide = ["{folder}/daemon.sock"]\n'
+        root_sandbox.probe("connect-unix", str(folder / "daemon.sock"),
+                           spec=hidden).expect(errno.ECONNREFUSED)
     finally:
-        for server in servers:
-            server.close()
+        server.close()
+
+
+def test_a_socket_a_read_grant_names_stays_the_daemons(root_sandbox: Sandbox) -> None:
+    """A socket (or pipe) named by a read grant is bound as it is, not mapped: root's
+    0600 socket stays closed to the sandbox's uid (the person names it in [network]
+    unix to hand it over)."""
+    folder = root_sandbox.base / "private"
+    folder.mkdir(mode=0o700)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(folder / "daemon.sock"))
+    os.chmod(folder / "daemon.sock", 0o600)
+    server.listen(4)
+    try:
+        spec = f'[files]\nwrite = ["."]\nread = ["{folder}/daemon.sock"]\n'
+        root_sandbox.probe("connect-unix", str(folder / "daemon.sock"),
+                           spec=spec).expect(EACCES)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("folder", ["/etc", "/etc/cron.d", "/usr/local/bin", "/var/lib",
+                                   "/run", "/tmp", "/var/tmp"])
+def test_root_refuses_a_write_grant_of_what_root_runs(root_sandbox: Sandbox,
+                                                      folder: str) -> None:
+    """Run by root the sandbox owns the files of what it writes: a system folder (cron,
+    the loader's preload list, units), or a shared temp folder itself (other services'
+    private files), is refused whether the spec names it or it is the working folder."""
+    if not os.path.isdir(folder):
+        pytest.skip(f"{folder} is not on this machine")
+    done = root_sandbox.run("/bin/true", spec=f'[files]\nwrite = ["{folder}"]\n')
+    assert done.returncode == 125, done
+    # (The test's home is in /tmp: there the grant is refused first for holding it.)
+    assert ("run by root, a sandbox owns the files of the folders it writes" in done.stderr
+            or "holds the home folder" in done.stderr), done.stderr
+    done = root_sandbox.run("/bin/true", cwd=Path(folder))
+    assert done.returncode == 125, done
 
 
 def test_a_write_grant_holding_a_root_daemons_socket_is_refused(root_sandbox: Sandbox) -> None:
@@ -336,8 +367,9 @@ def test_the_owners_rights_over_devices_terminal_and_proc(sandbox: Sandbox,
     lines = output.read_text().split("\n")
     assert lines[0] == "STARTED", (lines, done.stderr)
     results = dict(line.split() for line in lines[1:] if line)
+    # A lease: refused by the filter in every mode (EPERM), whoever owns the file.
     assert results == {"dev": str(EPERM), "stdout": str(EPERM), "proc": str(EPERM),
-                       "lease": str(EACCES)}, (results, done.stderr)
+                       "lease": str(EPERM)}, (results, done.stderr)
     for path, mode in modes.items():
         assert os.stat(path).st_mode == mode
     assert stat.S_IMODE(output.stat().st_mode) == 0o600
@@ -421,3 +453,34 @@ def test_nothing_outside_the_grants_is_writable_or_private_readable(
     private = [path for path in readable
                if not path.startswith(own_network) and not _others_may_read(path)]
     assert private == [], private[:20]
+
+
+def test_the_shells_open_files_keep_their_flags(sandbox: Sandbox, landlock: bool) -> None:
+    """stdout is the file the harness or shell gave: O_NONBLOCK set on it inside would
+    stay on the shell's file after the run (its next read fails with EAGAIN)."""
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    try:
+        code = ("import fcntl, os\nprint('STARTED', flush=True)\n"
+                "fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_NONBLOCK)\n")
+        done = subprocess.run([*sandbox.who.prefix, *_run_command(sandbox, code, landlock)],
+                              cwd=sandbox.project, env=sandbox.env(), stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert os.read(read_end, 100) == b"STARTED\n"
+        assert not fcntl.fcntl(write_end, fcntl.F_GETFL) & os.O_NONBLOCK
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_whole_root_granted_for_reading(sandbox: Sandbox) -> None:
+    """read = ["/"]: the host's root, read-only (the inner's package goes in the fresh
+    /dev, where bwrap may make its mount point)."""
+    done = sandbox.run("/bin/sh", "-c", "echo STARTED; test -r /usr/bin/env && echo READ; "
+                       "touch /usr/lnk-probe; echo TOUCH=$?",
+                       spec='[files]\nread = ["/"]\nwrite = ["."]\n')
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["STARTED", "READ"] and "TOUCH=1" in lines, done
+    assert not os.path.exists("/usr/lnk-probe")

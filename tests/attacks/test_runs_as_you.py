@@ -387,3 +387,17 @@ def test_a_link_planted_at_the_report_path_is_not_followed(sandbox: Sandbox) -> 
     done = sandbox.lnk("run", "--report", "logs/.bashrc", "--", "/bin/true")
     assert done.returncode == 125 and "logs is a link" in done.stderr
     assert bashrc.read_text() == "# the person's\n"
+
+
+@pytest.mark.parametrize("plant", ["fifo", "device-link"])
+def test_a_planted_index_neither_hangs_nor_is_followed(sandbox: Sandbox, plant: str) -> None:
+    """Under files.commit the index is writable: a pipe or a link to a device there is
+    read by the supervisor (for the submodules it lists) after the run and at the next
+    start, as the person or as root. Neither blocks, nor opens the device."""
+    make_repository(sandbox)
+    make = ("rm .git/index && mkfifo .git/index" if plant == "fifo" else
+            "rm .git/index && ln -s /dev/zero .git/index")
+    first = sandbox.run("/bin/sh", "-c", f"echo STARTED; {make}", spec=COMMIT, timeout=30)
+    assert first.returncode == 0 and first.stdout.startswith("STARTED"), first
+    second = sandbox.run("/bin/echo", "NEXT", spec=COMMIT, timeout=30)
+    assert second.returncode == 0 and second.stdout == "NEXT\n", second

@@ -5,7 +5,8 @@ then performs one action and prints `RESULT ok` (exit 0) or `RESULT errno=N` (ex
 tests assert EPERM, not "failed". Anything else exits 99 with a traceback.
 
 Actions: write PATH | read PATH | list PATH | mkdir PATH | stat PATH | rename A B |
-unlink PATH | exec PATH [ARG...] | connect HOST PORT | abstract NAME | env NAME |
+unlink PATH | exec PATH [ARG...] | connect HOST PORT | connect-unix PATH |
+abstract NAME | env NAME |
 caps | syscall NR [ARG...] | calls NR[,ARG...] ... | tiocsti | int80 | fexecve PATH |
 memfd-exec FLAGS PATH | memfd FLAGS | sleep-handle SIG CODE
 
@@ -47,6 +48,11 @@ def act(action: str, args: list) -> None:
 
         with socket.create_connection((args[0], int(args[1])), timeout=5):
             pass
+    elif action == "connect-unix":
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(args[0])
     elif action == "abstract":
         import socket
 

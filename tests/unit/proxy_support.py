@@ -1,8 +1,9 @@
 """A proxy of the supervisor's, served in-process, and an upstream on loopback.
 
-`serve_proxy(test)` runs `test(proxy)` under anyio with the proxy's listeners in a
-temporary `$LNK_HOME` and a resolver that answers from a table and records what it was
-asked, so a test sees exactly which names were looked up (none for a refused one).
+`serve_proxy(test)` runs `test(proxy)` under anyio with the proxy's listeners on the
+host's loopback (as macOS has them, and as the helper hands them over on Linux) and a
+resolver that answers from a table and records what it was asked, so a test sees exactly
+which names were looked up (none for a refused one).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import anyio
 import anyio.abc
 
 from supervisor.events import EventLog
+from supervisor.proxy.decider import Decider
 from supervisor.proxy.resolver import Resolver
-from supervisor.proxy.rules import Allowlist
-from supervisor.proxy.server import ProxyServer
+from supervisor.proxy.rules import NetworkLists
+from supervisor.proxy.server import DNS_TCP, DNS_UDP, HTTP, SOCKS, ProxyServer
 from supervisor.proxy.upstream import Gate
 
 
@@ -41,12 +43,26 @@ class Running:
     events: EventLog
     upstream_port: int
     received: list[bytes]
+    ports: dict[str, int]
 
-    async def connect(self, socket_name: str) -> anyio.abc.SocketStream:
-        return await anyio.connect_unix(str(Path(self.server.folder) / socket_name))
+    async def connect(self, kind: str) -> anyio.abc.SocketStream:
+        """A connection to the proxy's listener of `kind` (http, socks, dns-tcp)."""
+        return await anyio.connect_tcp("127.0.0.1", self.ports[kind])
 
     def refused(self) -> list[tuple[str, str, str]]:
         return [(e.subject, e.resolved, e.rule) for e in self.events.events]
+
+
+def _listeners() -> dict[str, list[socket.socket]]:
+    made: dict[str, list[socket.socket]] = {}
+    for kind in (HTTP, SOCKS, DNS_TCP, DNS_UDP):
+        sock = socket.socket(socket.AF_INET,
+                             socket.SOCK_DGRAM if kind == DNS_UDP else socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        if kind != DNS_UDP:
+            sock.listen(64)
+        made[kind] = [sock]
+    return made
 
 
 async def read_all(stream: anyio.abc.ByteStream) -> bytes:
@@ -90,7 +106,8 @@ async def _upstream(stream: anyio.abc.SocketStream, received: list[bytes]) -> No
 
 
 def serve_proxy(tmp_path: Path, allow: list[str], test: Callable[[Running], Awaitable[None]],
-                table: dict[str, list[str]] | None = None) -> None:
+                *, table: dict[str, list[str]] | None = None, deny: list[str] | None = None,
+                decider: Decider | None = None) -> None:
     async def main() -> None:
         received: list[bytes] = []
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0,
@@ -98,17 +115,24 @@ def serve_proxy(tmp_path: Path, allow: list[str], test: Callable[[Running], Awai
         port = listener.extra(anyio.abc.SocketAttribute.local_port)
         names = FakeNames(table if table is not None else {"localhost": ["127.0.0.1"]})
         events = EventLog(quiet=True)
-        gate = Gate(Allowlist.from_texts(allow), Resolver(lookup=names), events)
-        server = ProxyServer.open(str(tmp_path / "lnk"), gate)
+        # "{port}" in an entry is the upstream's port: `localhost:{port}` reaches it.
+        allowed = [text.replace("{port}", str(port)) for text in allow]
+        gate = Gate(NetworkLists.from_texts(allowed, deny or []), Resolver(lookup=names),
+                    events, decider)
+        server = ProxyServer(gate)
+        listeners = _listeners()
+        ports = {kind: socks[0].getsockname()[1] for kind, socks in listeners.items()}
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(listener.serve, lambda s: _upstream(s, received))
-                group.start_soon(server.serve)
+                group.start_soon(server.serve, listeners)
                 with anyio.fail_after(10):
-                    await test(Running(server, names, events, port, received))
+                    await test(Running(server, names, events, port, received, ports))
                 group.cancel_scope.cancel()
         finally:
-            server.close()
+            for socks in listeners.values():
+                for sock in socks:
+                    sock.close()
             await listener.aclose()
 
     anyio.run(main)

@@ -12,6 +12,7 @@ ACCEPTED = [
     ["run", "--spec", "s.toml", "--", "make"],
     ["run", "--spec=s.toml", "--yes", "--report", "r.jsonl", "--", "sh", "-c", "x -- y"],
     ["run", "--yes", "--", "--help"],
+    ["run", "--decide-fd", "3", "--decide-timeout=2.5", "--", "curl", "x"],
 ]
 EXEC = "0123456789abcdef0123456789abcdef"
 LEFT_TO_ARGPARSE = [
@@ -41,9 +42,10 @@ def test_the_fast_reading_agrees_with_argparse(argv: list[str]) -> None:
 def test_exec_as_wrap_prints_it() -> None:
     assert _fast(["exec", EXEC, "--", "true", "--"]) == {
         "action": "exec", "snapshot_id": EXEC, "spec": None, "report": None, "yes": False,
-        "command": ["true", "--"]}
+        "decide_fd": None, "decide_timeout": None, "command": ["true", "--"]}
     assert _fast(["exec", EXEC, "--report=r.jsonl", "--", "true"])["report"] == "r.jsonl"
     assert _fast(["exec", EXEC, "--report", "r", "--", "x"])["command"] == ["x"]
+    assert _fast(["exec", EXEC, "--decide-fd=4", "--", "x"])["decide_fd"] == "4"
 
 
 @pytest.mark.parametrize("argv", LEFT_TO_ARGPARSE)

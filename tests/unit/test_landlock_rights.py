@@ -19,9 +19,10 @@ def test_bits_are_the_kernels() -> None:
     assert landlock.FS_RIGHTS["refer"] == 1 << 13
     assert landlock.FS_RIGHTS["truncate"] == 1 << 14
     assert landlock.FS_RIGHTS["ioctl_dev"] == 1 << 15
+    assert landlock.FS_RIGHTS["resolve_unix"] == 1 << 16
     assert set(landlock.FS_RIGHTS_ABI) == set(landlock.FS_RIGHTS)
-    assert sorted(landlock.FILE_RIGHTS) == ["execute", "ioctl_dev", "read_file", "truncate",
-                                            "write_file"]
+    assert sorted(landlock.FILE_RIGHTS) == ["execute", "ioctl_dev", "read_file",
+                                            "resolve_unix", "truncate", "write_file"]
 
 
 @pytest.mark.parametrize(("abi", "added", "handled"), [
@@ -31,7 +32,9 @@ def test_bits_are_the_kernels() -> None:
     (4, ["refer", "truncate"], (1 << 15) - 1),   # ABI 4 adds only network rights
     (5, ["refer", "truncate", "ioctl_dev"], (1 << 16) - 1),
     (7, ["refer", "truncate", "ioctl_dev"], (1 << 16) - 1),
-    (9, ["refer", "truncate", "ioctl_dev"], (1 << 16) - 1),  # none we do not know
+    (8, ["refer", "truncate", "ioctl_dev"], (1 << 16) - 1),  # ABI 8 adds TSYNC only
+    (9, ["refer", "truncate", "ioctl_dev", "resolve_unix"], (1 << 17) - 1),
+    (10, ["refer", "truncate", "ioctl_dev", "resolve_unix"], (1 << 17) - 1),  # UDP only
 ])
 def test_rights_per_abi(abi: int, added: list[str], handled: int) -> None:
     assert landlock.known_rights(abi) == ABI1_RIGHTS + added
@@ -67,7 +70,7 @@ def test_grant_helpers() -> None:
     assert landlock.rights_for_read_grant() == ["read_file", "read_dir"]
     assert landlock.rights_for_read_grant(execute=True) == ["read_file", "read_dir", "execute"]
     write = landlock.rights_for_write_grant()
-    assert set(write) == set(landlock.FS_RIGHTS) - {"execute", "ioctl_dev"}
+    assert set(write) == set(landlock.FS_RIGHTS) - {"execute", "ioctl_dev", "resolve_unix"}
     assert "execute" in landlock.rights_for_write_grant(execute=True)
 
 

@@ -204,7 +204,8 @@ def test_the_root_granted_replaces_the_system_folders() -> None:
         *ROOT[len(SYSTEM):],
         MountOp("bind", CWD, CWD, "files.write[0]: ."),
         MountOp("tmpfs", f"{HOME}/.ssh", reason=f"{CREDENTIALS}: ~/.ssh"),
-        INNER,
+        # The host's root is read-only: the inner's package goes in the fresh /dev.
+        INNER._replace(dest="/dev/.lnk-sandbox/inner"),
         MountOp("remount-ro", f"{HOME}/.ssh", reason="hidden folder"),
         *LATE,
     ]
@@ -540,9 +541,8 @@ def test_host_access_follows_the_deepest_mount() -> None:
 
 def test_root_mode_maps_what_the_sandbox_writes_and_files_named_for_reading() -> None:
     """Run by root the sandbox is another uid: the binds it must see as root's own are
-    idmapped (the write grants and what is bound inside them, a file a read grant
-    names); a folder granted for reading is read as another user would, and the system
-    folders and the inner's package are never mapped."""
+    idmapped (every grant and what is bound inside one, a regular file a read grant
+    names); the system folders and the inner's package are never mapped."""
     snap = snapshot(
         spec_grant(".", CWD, "write", "files.write[0]"),
         spec_grant("./vendor", f"{CWD}/vendor", "read", "files.read[0]"),
@@ -551,6 +551,6 @@ def test_root_mode_maps_what_the_sandbox_writes_and_files_named_for_reading() ->
     )
     plan = build_plan(snap, LAYOUT, root_mode=True)
     mapped = {op.dest for op in plan.ops if op.idmapped}
-    assert mapped == {CWD, f"{CWD}/vendor", "/etc/shadow"}
+    assert mapped == {CWD, f"{CWD}/vendor", "/srv/data", "/etc/shadow"}
     assert not build_plan(snap, LAYOUT, root_mode=False).ops[-1].idmapped
     assert not any(op.idmapped for op in build_plan(snap, LAYOUT, root_mode=False).ops)

@@ -15,7 +15,7 @@ from supervisor.proxy.http import BadRequest, split_authority
 from supervisor.proxy.server import MAX_CONNECTIONS
 from tests.unit.proxy_support import Running, read_all, serve_proxy
 
-HTTP = "http.sock"
+HTTP = "http"
 
 
 async def _ask(running: Running, request: bytes) -> bytes:
@@ -42,7 +42,7 @@ def test_absolute_uri_goes_upstream_in_origin_form(tmp_path: Path) -> None:
         assert running.names.asked == ["localhost"]
         assert running.refused() == []
 
-    serve_proxy(tmp_path, ["localhost"], test)
+    serve_proxy(tmp_path, ["localhost:{port}"], test)
 
 
 @pytest.mark.parametrize("framing", ["length", "chunked"])
@@ -60,7 +60,7 @@ def test_a_request_body_is_passed_on(tmp_path: Path, framing: str) -> None:
         assert sent.startswith(b"POST /upload HTTP/1.1\r\n")
         assert sent.endswith(b"hello" if framing == "length" else b"5\r\nhello\r\n0\r\n\r\n")
 
-    serve_proxy(tmp_path, ["localhost"], test)
+    serve_proxy(tmp_path, ["localhost:{port}"], test)
 
 
 def test_connect_tunnels_bytes_both_ways(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_connect_tunnels_bytes_both_ways(tmp_path: Path) -> None:
         assert reply == b"HTTP/1.1 200 Connection established\r\n\r\necho:ping"
         assert running.names.asked == ["localhost"]
 
-    serve_proxy(tmp_path, ["localhost"], test)
+    serve_proxy(tmp_path, ["localhost:{port}"], test)
 
 
 @pytest.mark.parametrize("request_line", [
@@ -93,7 +93,7 @@ def test_a_name_not_allowed_gets_403_and_is_never_looked_up(tmp_path: Path,
         assert running.refused() == [(f"elsewhere.example:{running.upstream_port}",
                                       "elsewhere.example", "network.allow")]
 
-    serve_proxy(tmp_path, ["localhost"], test)
+    serve_proxy(tmp_path, ["localhost:{port}"], test)
 
 
 def test_patterns_decide_by_name_port_and_address(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_bad_requests_and_unreachable_names(tmp_path: Path, request_bytes: bytes
         assert reply.split(b" ", 2)[1] == status, reply
         assert b"Connection: close" in reply
 
-    serve_proxy(tmp_path, ["localhost", "*.example.test"], test)
+    serve_proxy(tmp_path, ["localhost:{port}", "localhost:1", "*.example.test"], test)
 
 
 @pytest.mark.parametrize(("text", "default", "expected"), [
@@ -166,4 +166,4 @@ def test_connections_beyond_the_limit_are_closed_at_once(tmp_path: Path) -> None
         assert reply.startswith(b"HTTP/1.1 200 OK")
         assert running.server.connections == 0
 
-    serve_proxy(tmp_path, ["localhost"], test)
+    serve_proxy(tmp_path, ["localhost:{port}"], test)

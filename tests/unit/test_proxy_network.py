@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from netns_helper.protocol import Job
+from netns_helper.protocol import Job, Listen
 from supervisor.environment import build_environment
 from supervisor.errors import LaunchError
 from supervisor.linux.network import (
@@ -27,8 +27,8 @@ from supervisor.linux.network import (
     with_resolv_conf,
 )
 from supervisor.linux.plan import LaunchPlan, MountOp
-from supervisor.proxy.rules import Allowlist
-from supervisor.proxy.server import remove_stale
+from supervisor.proxy.rules import NetworkLists
+from supervisor.proxy.runfolder import remove_stale
 
 ETC = MountOp("ro-bind", "/etc", "/etc", "system folder")
 TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
@@ -95,6 +95,7 @@ def test_proxy_environment() -> None:
     assert proxy_environment() == {
         "HTTP_PROXY": http, "HTTPS_PROXY": http, "ALL_PROXY": socks, "NO_PROXY": loopback,
         "http_proxy": http, "https_proxy": http, "all_proxy": socks, "no_proxy": loopback,
+        "NODE_USE_ENV_PROXY": "1",
     }
     # The caller's own proxy is replaced; a value the spec sets wins.
     env = build_environment({"PATH": "/bin", "HTTP_PROXY": "http://corp:8080"},
@@ -104,17 +105,23 @@ def test_proxy_environment() -> None:
 
 
 def test_the_job_round_trips() -> None:
-    job = Job(pid=42, net_inode=4026531840, run_dir="/home/u/.lnk/run/net-1-x")
+    job = Job(pid=42, net_inode=4026531840,
+              listen=(Listen("http", "127.0.0.1", 3128),
+                      Listen("dns-udp", "127.0.0.1", 53, "udp"),
+                      Listen("forward-5432", "::1", 5432, optional=True)))
     assert Job.decode(job.encode()) == job
 
 
 def test_importing_the_helper_starts_no_thread() -> None:
-    """A second thread would make joining the user namespace fail (EINVAL)."""
-    code = ("import os, netns_helper.main, netns_helper.bridge, netns_helper.dns; "
-            "print(len(os.listdir('/proc/self/task')))")
+    """A second thread would make joining the user namespace fail (EINVAL); and it loads
+    the standard library only (its start is on every proxy-mode start's path)."""
+    code = ("import os, sys, netns_helper.main; "
+            "print(len(os.listdir('/proc/self/task')), "
+            "sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'anyio', 'asyncio', 'uvloop', 'pyroute2', 'dns', 'supervisor'}))")
     done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True,
                           text=True, check=True)
-    assert done.stdout == "1\n"
+    assert done.stdout == "1 []\n"
 
 
 def test_the_helper_refuses_a_bad_command_line() -> None:
@@ -153,7 +160,7 @@ def _a_dead_pid() -> int:
     ("0:0:0:0:0:0:0:1", 80, True),
 ])
 def test_the_allow_list(host: str, port: int, allowed: bool) -> None:
-    allow = Allowlist.from_texts(["pypi.org", "*.githubusercontent.com", "internal.example:8443",
+    allow = NetworkLists.from_texts(["pypi.org", "*.githubusercontent.com", "internal.example:8443",
                                   "10.0.0.1", "[::1]"])
     decision = allow.decide(host, port)
     assert decision.allowed is allowed
@@ -161,7 +168,7 @@ def test_the_allow_list(host: str, port: int, allowed: bool) -> None:
 
 
 def test_names_for_dns_ignore_the_port_and_never_match_an_address() -> None:
-    allow = Allowlist.from_texts(["internal.example:8443", "10.0.0.1"])
+    allow = NetworkLists.from_texts(["internal.example:8443", "10.0.0.1"])
     assert allow.decide_name("internal.example").allowed
     assert not allow.decide_name("10.0.0.1").allowed
     assert allow.decide_name("Internal.Example.").subject == "internal.example"

@@ -14,7 +14,7 @@ import pytest
 
 from tests.unit.proxy_support import Running, read_all, serve_proxy
 
-SOCKS = "socks.sock"
+SOCKS = "socks"
 
 
 def _name(host: str, port: int) -> bytes:
@@ -45,7 +45,7 @@ def test_an_allowed_name_is_connected_and_relayed(tmp_path: Path) -> None:
         assert reply == b"\x05\x00\x00\x01" + bytes(6) + b"echo:hi"
         assert running.names.asked == ["localhost"]
 
-    serve_proxy(tmp_path, ["localhost"], test)
+    serve_proxy(tmp_path, ["localhost:{port}"], test)
 
 
 @pytest.mark.parametrize(("address", "code"), [
@@ -64,7 +64,7 @@ def test_reply_codes(tmp_path: Path, address: bytes, code: int) -> None:
             assert running.names.asked == []
             assert len(running.refused()) == 1
 
-    serve_proxy(tmp_path, ["localhost", "*.example.test"], test)
+    serve_proxy(tmp_path, ["localhost:{port}", "*.example.test"], test)
 
 
 def test_a_listed_address_and_a_refused_port(tmp_path: Path) -> None:
@@ -89,4 +89,4 @@ def test_only_connect_and_no_authentication(tmp_path: Path) -> None:
         assert reply[1] == 7
         assert running.names.asked == []
 
-    serve_proxy(tmp_path, ["localhost"], test)
+    serve_proxy(tmp_path, ["localhost:{port}"], test)

@@ -1,10 +1,9 @@
-"""DNS's wire format inside the sandbox: questions out of queries, answers into replies.
+"""DNS's wire format: questions out of the sandbox's queries, answers into replies.
 
-The helper only speaks the format (dnspython); whether a name is answered, and with
-which addresses, is the supervisor's decision and lookup, asked over its name service.
-A query the helper cannot read is answered FORMERR (or dropped when not even its header
-is there); anything but one IN-class question of a standard query is refused without
-asking: no name of it is ever looked up.
+Only the format (dnspython); whether a name is answered, and with which addresses, is
+`names.py`'s. A query that cannot be read is answered FORMERR (or dropped when not even
+its header is there); anything but one IN-class question of a standard query is refused
+without a decision: no name of it is ever looked up.
 """
 
 from __future__ import annotations
