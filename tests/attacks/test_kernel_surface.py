@@ -90,6 +90,7 @@ def test_root_mode_remounts_nothing(root_sandbox: Sandbox) -> None:
 
 @pytest.mark.requires_landlock(abi=1)
 @pytest.mark.requires_seccomp_notify
+@pytest.mark.requires_memfd_noexec_seal
 @pytest.mark.parametrize("flags", ["0x0", "0x10", "0x1"])
 def test_code_run_from_memory(sandbox: Sandbox, flags: str) -> None:
     result = sandbox.probe("memfd", flags, spec=LISTED).expect(0)
