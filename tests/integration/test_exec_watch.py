@@ -8,9 +8,12 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from supervisor.linux.openat2 import SYS_OPENAT2
+from support.held import HeldCall
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns,
@@ -55,6 +58,65 @@ def test_a_refused_program_is_named_once_and_a_listed_one_not(
         assert event["kind"] == "program"
         assert event["rule"] == "commands.programs"
         assert event["pid"] > 0
+
+
+def _bwrap_of(supervisor: int) -> int:
+    """The supervisor's bwrap: its one child named bwrap."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            comm, fields = stat[stat.index("(") + 1: stat.rindex(")")], stat.rsplit(")", 1)[1]
+            if comm == "bwrap" and int(fields.split()[1]) == supervisor:
+                return int(entry)
+    raise AssertionError(f"no bwrap under {supervisor}")
+
+
+def _ended(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie not yet reaped, or gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+@pytest.mark.requires_root  # to trace the supervisor, whoever runs it
+def test_a_refusal_judged_after_the_sandbox_ended_is_still_named(
+    sandbox: Sandbox, watch_env: dict[str, str]
+) -> None:
+    """The watch lets an exec go on before it judges the file: the refused program may
+    end, and the whole sandbox with it, before the judgement opens the file through the
+    sandbox's root. Here that order is forced: the watch's first openat2 (the judgement)
+    is held with ptrace until bwrap has ended, so the sandbox's mounts are gone unless
+    the watch keeps them."""
+    with subprocess.Popen(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(sandbox.write_spec(LISTED)),
+         "--yes", "--", "/bin/sh", "-c", "echo STARTED; read go; /usr/bin/ls; echo LS=$?"],
+        cwd=sandbox.project, env=sandbox.env({**watch_env, "LNK_EXEC_WATCH_RECEIVERS": "1"}),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            assert process.stdout.readline() == "STARTED\n"
+            bwrap = _bwrap_of(process.pid)
+            with HeldCall(process.pid, SYS_OPENAT2) as held:
+                process.stdin.write("go\n")
+                process.stdin.flush()
+                held.wait_held(timeout=30)
+                end = time.monotonic() + 30
+                while not _ended(bwrap) and time.monotonic() < end:
+                    time.sleep(0.01)
+                assert _ended(bwrap), "the sandbox did not end while the judgement waited"
+            out, err = process.communicate(timeout=60)
+        except BaseException:
+            process.kill()
+            raise
+    assert out.splitlines()[-1] == "LS=126"
+    named = [line for line in err.splitlines() if line.startswith("lnk-sandbox: ")]
+    assert named == ["lnk-sandbox: refused /usr/bin/ls (not in [commands])"]
 
 
 def test_a_scripts_interpreter_is_judged_too(sandbox: Sandbox, watch_env: dict[str, str]
