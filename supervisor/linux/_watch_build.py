@@ -150,8 +150,10 @@ static int open_in_root(int root, const char *path, int flags) {
 static int judge(struct lnk_watch *w, const char *path, unsigned long long *dev,
                  unsigned long long *ino, char *resolved, char *head, size_t headsize,
                  ssize_t *headlen) {
-    int fd = open_in_root(w->root, path, O_RDONLY);
-    if (fd < 0) fd = open_in_root(w->root, path, O_PATH);
+    /* Non-blocking: a FIFO exec'd (the kernel refuses it) would wait for a writer and
+       stall this receiver; an unreadable file is still judged through O_PATH. */
+    int fd = open_in_root(w->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) { fd = open_in_root(w->root, path, O_PATH); head = NULL; }
     if (fd < 0) return 0;
     struct stat st;
     int wanted = 0;

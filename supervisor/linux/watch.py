@@ -307,14 +307,23 @@ class ExecWatch:
 
     def _judge_file(self, pid: int, asked: str, path: str, script: str | None) -> None:
         assert self.root is not None
-        try:
-            fd = openat2(self.root, path, os.O_RDONLY, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
-        except OSError:
-            return  # gone, or unreadable: the kernel's answer stands, unnamed
+        fd, readable = None, True
+        # Non-blocking: the sandbox may exec a FIFO (the kernel refuses it), whose plain
+        # open would wait for a writer and stall this receiver, and with it every exec
+        # after. An unreadable file (mode 0711) is still judged, through O_PATH.
+        for flags in (os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY, os.O_PATH):
+            try:
+                fd = openat2(self.root, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+                break
+            except OSError:
+                readable = False
+        if fd is None:
+            return  # gone: the kernel's answer stands, unnamed
         try:
             info = os.fstat(fd)
             identity = (info.st_dev, info.st_ino)
-            head = os.pread(fd, 256, 0) if script is None and stat.S_ISREG(info.st_mode) else b""
+            head = (os.pread(fd, 256, 0) if readable and script is None
+                    and stat.S_ISREG(info.st_mode) else b"")
             wanted = self.judge.wants(identity)
             resolved = _inside_path(fd) if wanted else None
         finally:

@@ -119,6 +119,20 @@ def test_a_refusal_judged_after_the_sandbox_ended_is_still_named(
     assert named == ["lnk-sandbox: refused /usr/bin/ls (not in [commands])"]
 
 
+def test_a_fifo_run_as_a_program_stalls_nothing(sandbox: Sandbox, watch_env: dict[str, str]
+                                               ) -> None:
+    """The kernel refuses to exec a FIFO; the watch judging it must not wait for a writer
+    (a plain open would), or its receiver (here the only one) and every exec after wait."""
+    spec = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "python3"]\n'
+    done = sandbox.run(
+        "/bin/sh", "-c",
+        "echo STARTED; python3 -c 'import os; os.mkfifo(\"f\")'; ./f; echo F=$?; "
+        "/bin/sh -c 'echo SECOND'",
+        spec=spec, env={**watch_env, "LNK_EXEC_WATCH_RECEIVERS": "1"}, timeout=30)
+    assert done.stdout.splitlines() == ["STARTED", "F=126", "SECOND"]
+    assert f"lnk-sandbox: refused {sandbox.project}/f (not in [commands])" in done.stderr
+
+
 def test_a_scripts_interpreter_is_judged_too(sandbox: Sandbox, watch_env: dict[str, str]
                                             ) -> None:
     script = sandbox.project / "tool.pl"
