@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -167,6 +168,16 @@ def test_memory_files_under_a_list_never_run(sandbox: Sandbox, flags: str,
 def test_memory_files_asking_for_the_seal_run_as_they_are(sandbox: Sandbox) -> None:
     result = sandbox.probe("memfd", "0x8", spec=LISTED).expect(0)
     assert "proc_exec=13" in result.stdout and "chmod=1" in result.stdout
+
+
+def test_memory_files_under_a_list_are_refused_where_the_kernel_cannot_seal(
+        sandbox: Sandbox) -> None:
+    """Before Linux 6.3 (emulated here: MFD_NOEXEC_SEAL answered EINVAL) the watch cannot
+    seal, so under a list memfd_create is refused with ENOSYS; without a list memory
+    files are made as asked."""
+    sandbox.probe("memfd", "0x0", spec=LISTED, memfd_seal=False).expect(errno.ENOSYS)
+    result = sandbox.probe("memfd", "0x0", memfd_seal=False).expect(0)
+    assert "proc_exec=0" in result.stdout
 
 
 def test_memory_files_of_huge_pages_are_refused(sandbox: Sandbox) -> None:
