@@ -9,7 +9,8 @@ import pytest
 
 from support.sandbox import Sandbox
 
-pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+pytestmark = [pytest.mark.kernel_matrix, pytest.mark.requires_bwrap,
+              pytest.mark.requires_userns]
 
 LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh"]\n'
 

@@ -36,6 +36,7 @@ def watch_env(request: pytest.FixtureRequest) -> dict[str, str]:
     return {"LNK_EXEC_WATCH": "python"}
 
 
+@pytest.mark.kernel_matrix
 def test_a_refused_program_is_named_once_and_a_listed_one_not(
     sandbox: Sandbox, watch_env: dict[str, str]
 ) -> None:
@@ -84,6 +85,7 @@ def _ended(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
+@pytest.mark.kernel_matrix
 @pytest.mark.requires_root  # to trace the supervisor, whoever runs it
 def test_a_refusal_judged_after_the_sandbox_ended_is_still_named(
     sandbox: Sandbox, watch_env: dict[str, str]
@@ -164,12 +166,14 @@ def test_memory_files_under_a_list_never_run(sandbox: Sandbox, flags: str,
     assert fields["cloexec"] == ("1" if int(flags, 16) & 1 else "0")
 
 
+@pytest.mark.kernel_matrix
 @pytest.mark.requires_memfd_noexec_seal
 def test_memory_files_asking_for_the_seal_run_as_they_are(sandbox: Sandbox) -> None:
     result = sandbox.probe("memfd", "0x8", spec=LISTED).expect(0)
     assert "proc_exec=13" in result.stdout and "chmod=1" in result.stdout
 
 
+@pytest.mark.kernel_matrix
 def test_memory_files_under_a_list_are_refused_where_the_kernel_cannot_seal(
         sandbox: Sandbox) -> None:
     """Before Linux 6.3 (emulated here: MFD_NOEXEC_SEAL answered EINVAL) the watch cannot
@@ -180,11 +184,13 @@ def test_memory_files_under_a_list_are_refused_where_the_kernel_cannot_seal(
     assert "proc_exec=0" in result.stdout
 
 
+@pytest.mark.kernel_matrix
 def test_memory_files_of_huge_pages_are_refused(sandbox: Sandbox) -> None:
     """On every kernel: EINVAL, checked first, as on a kernel without huge pages."""
     sandbox.probe("memfd", "0x4", spec=LISTED).expect(22)
 
 
+@pytest.mark.kernel_matrix
 @pytest.mark.requires_memfd_noexec_seal
 def test_a_jit_keeps_executable_memory_under_a_list(sandbox: Sandbox) -> None:
     code = (
@@ -209,12 +215,14 @@ def test_a_jit_keeps_executable_memory_under_a_list(sandbox: Sandbox) -> None:
 
 @pytest.mark.parametrize("flags", [
     "0x0", pytest.param("0x10", marks=pytest.mark.requires_memfd_noexec_seal)])
+@pytest.mark.kernel_matrix
 def test_without_a_list_memory_files_run_as_asked(sandbox: Sandbox, flags: str) -> None:
     """Plain and (where the kernel has it) MFD_EXEC: executable, as asked."""
     result = sandbox.probe("memfd", flags).expect(0)
     assert "proc_exec=0" in result.stdout and "chmod=0" in result.stdout
 
 
+@pytest.mark.kernel_matrix
 def test_learn_lists_what_ran_and_leaves_out_what_the_sandbox_wrote(
     sandbox: Sandbox, watch_env: dict[str, str]
 ) -> None:
@@ -254,6 +262,7 @@ def test_learn_writes_nothing(sandbox: Sandbox) -> None:
     assert "[commands]" in done.stdout
 
 
+@pytest.mark.kernel_matrix
 def test_nothing_runs_unwatched_once_the_supervisor_is_gone(sandbox: Sandbox) -> None:
     loop = ("echo STARTED; echo READY; "
             "while :; do cat /dev/null; echo ran >> execs.log; done")

@@ -111,6 +111,7 @@ def test_loader_variables_reach_neither_bwrap_nor_the_command(sandbox: Sandbox) 
     assert lines[2] == "0"  # bwrap's pid 1 inside had none either
 
 
+@pytest.mark.kernel_matrix
 def test_sigpipe_is_default_again_inside(sandbox: Sandbox) -> None:
     result = sandbox.run("/bin/sh", "-c", "yes | head -1")
     assert result.returncode == 0
@@ -157,6 +158,7 @@ def test_bwrap_setup_failure_is_125_with_its_message(sandbox: Sandbox) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.kernel_matrix
 def test_root_mode_drops_every_capability(root_sandbox: Sandbox) -> None:
     sandbox = root_sandbox
     result = sandbox.probe("caps").expect(0)
@@ -169,6 +171,7 @@ def test_root_mode_drops_every_capability(root_sandbox: Sandbox) -> None:
     assert done.stdout.splitlines()[-1] != "0"
 
 
+@pytest.mark.kernel_matrix
 def test_unprivileged_user_keeps_its_uid(sandbox: Sandbox) -> None:
     result = sandbox.probe("caps").expect(0)
     fields = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)

@@ -30,6 +30,8 @@ import pytest
 
 from inner import prctl, seccomp, syscalls
 
+pytestmark = pytest.mark.kernel_matrix
+
 ARCH = syscalls.native_arch()
 TABLE = syscalls.TABLES[ARCH]
 TIMEOUT = 20.0
