@@ -149,7 +149,7 @@ printf '%s\n' "$@" >"$ROOTFS/srv/lnk-sandbox-pytest-args"
 image=$CACHE/root.img
 size_mb=$(( $(du -sm "$ROOTFS" | cut -f1) + 2048 ))
 rm -f "$image"
-low mke2fs -q -t ext4 -L lnk-root -d "$ROOTFS" "$image" "${size_mb}M"
+low mke2fs -q -t ext4 -L lnk-root -d "$ROOTFS" "$image" "${size_mb}M" >/dev/null
 say "checkout set up and image made in $(($(date +%s) - start)) s"
 
 # -- one boot per kernel and Landlock setting ------------------------------------------------

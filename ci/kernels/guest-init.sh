@@ -35,17 +35,22 @@ cd /srv/lnk-sandbox
 listed=$out/listed.toml
 printf '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh"]\n' >"$listed"
 chmod 644 "$listed"
-for spec in "" "$listed"; do
-    for who in root lnk-test; do
-        prefix=""
-        [ "$who" = root ] || prefix="setpriv --reuid=lnk-test --regid=lnk-test --init-groups"
+for who in root lnk-test; do
+    # A home and a project of the user's own: a spec may not write a folder holding home.
+    base=/tmp/lnk-check-$who
+    mkdir -p "$base/home" "$base/project"
+    chown -R "$who:" "$base"
+    prefix=""
+    [ "$who" = root ] || prefix="setpriv --reuid=lnk-test --regid=lnk-test --init-groups"
+    for spec in "" "$listed"; do
         echo "== lnk sandbox check ${spec:+--spec listed.toml }as $who"
         # shellcheck disable=SC2086
-        (cd /tmp && HOME=/tmp $prefix /srv/lnk-sandbox/.venv/bin/lnk sandbox check \
-            ${spec:+--spec "$spec"} 2>&1)
+        (cd "$base/project" && HOME=$base/home $prefix /srv/lnk-sandbox/.venv/bin/lnk \
+            sandbox check ${spec:+--spec "$spec"} 2>&1)
         echo "(exit $?)"
     done
 done >"$out/check.txt"
+echo "lnk-kernel-init: running the tests" >/dev/console
 
 start=$(date +%s)
 # The arguments the host chose (one a line), then where the results go.
@@ -55,6 +60,8 @@ while IFS= read -r arg; do set -- "$@" "$arg"; done </srv/lnk-sandbox-pytest-arg
     >"$out/pytest.txt" 2>&1
 echo $? >"$out/pytest.rc"
 echo $(($(date +%s) - start)) >"$out/pytest.seconds"
+echo "lnk-kernel-init: tests done in $(cat "$out/pytest.seconds") s: $(tail -n 1 "$out/pytest.txt")" \
+    >/dev/console
 
 (cd "$out" && tar -cf /dev/vdb .)
 sync

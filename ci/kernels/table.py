@@ -52,11 +52,16 @@ def table(folder: Path) -> bool:
         print(f"   skipped {count:3}: {reason}")
     for name, message in failed:
         print(f"   FAILED {name}: {message[0] if message else ''}"[:200])
-    check = read(folder / "check.txt")
-    for line in check.splitlines():
-        if line.startswith(("==", "  Landlock", "  MFD_NOEXEC_SEAL", "  ADDFD", "  seccomp",
-                            "  exec watch", "  layer: memory", "  layer: exec")):
-            print(f"   check {line.strip()}")
+    # What `lnk sandbox check` said there: the machine once, then each spec's verdict.
+    blocks = read(folder / "check.txt").split("== lnk sandbox check ")[1:]
+    for number, block in enumerate(blocks):
+        title, *lines = block.splitlines()
+        if number == 0:
+            print("   check: " + "; ".join(" ".join(line.split()) for line in lines
+                                          if line.startswith("  ") and ":" not in line[:20]))
+        for line in lines:
+            if line.startswith(("spec ", "  layer: memory", "  layer: exec", "  problem")):
+                print(f"   check {title}: {line.strip()}"[:220])
     return not failed
 
 
