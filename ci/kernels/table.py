@@ -35,8 +35,10 @@ def table(folder: Path) -> bool:
         print(f"   no results came back (the boot took {boot or '?'} s); see console.log")
         return False
     passed, failed, skipped = [], [], Counter[str]()
+    seconds: Counter[str] = Counter()
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        seconds[case.get("classname", "").rpartition(".")[2]] += float(case.get("time") or 0)
         outcome = next((child for child in case if child.tag in
                         ("failure", "error", "skipped")), None)
         if outcome is None:
@@ -48,6 +50,8 @@ def table(folder: Path) -> bool:
             failed.append((name, (outcome.get("message") or "").splitlines()[:1]))
     print(f"   passed {len(passed)}, failed {len(failed)}, skipped {sum(skipped.values())}"
           f"   tests {tests or '?'} s, boot to power-off {boot or '?'} s")
+    print("   seconds by module: " + ", ".join(f"{module} {spent:.0f}"
+                                             for module, spent in seconds.most_common()))
     for reason, count in skipped.most_common():
         print(f"   skipped {count:3}: {reason}")
     for name, message in failed:
