@@ -62,10 +62,10 @@ command -v debootstrap >/dev/null 2>&1 || need="$need debootstrap"
 command -v mke2fs >/dev/null 2>&1 || need="$need e2fsprogs"
 if [ -n "$need" ]; then
     say "installing$need"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt-get update -qq
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive low apt-get install -y -qq --no-install-recommends $need \
-        >/dev/null
+    low env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        $need >/dev/null
 fi
 
 # -- the root filesystem, once ---------------------------------------------------------------
@@ -74,7 +74,8 @@ unmount_chroot() {
     for m in $mounted; do umount -l "$m" 2>/dev/null || true; done
     mounted=""
 }
-trap unmount_chroot EXIT INT TERM
+trap unmount_chroot EXIT
+trap 'unmount_chroot; exit 130' INT TERM
 in_chroot() {
     low env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
         DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" "$@"
