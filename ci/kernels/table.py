@@ -62,7 +62,8 @@ def table(folder: Path) -> bool:
         title, *lines = block.splitlines()
         if number == 0:
             print("   check: " + "; ".join(" ".join(line.split()) for line in lines
-                                          if line.startswith("  ") and ":" not in line[:20]))
+                                          if line.startswith("  ") and ":" not in line[:20]
+                                          and not line.startswith("  - ")))
         for line in lines:
             if line.startswith(("spec ", "  layer: memory", "  layer: exec", "  problem")):
                 print(f"   check {title}: {line.strip()}"[:220])
