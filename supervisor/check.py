@@ -63,6 +63,8 @@ class Machine:
     addfd_send: bool = False
     memfd_noexec_seal: bool = False
     landlock_abi: int = 0
+    listener_taken: bool = False  # another seccomp listener holds this process
+    exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
 
 
 @dataclass
@@ -102,6 +104,8 @@ def probe_machine(lnk_home: str) -> Machine:
     machine.addfd_send = probes.addfd_send()
     machine.memfd_noexec_seal = probes.memfd_noexec_seal()
     machine.landlock_abi = probes.landlock_abi()
+    machine.listener_taken = machine.seccomp_listener and not probes.listener_free()
+    machine.exec_watch = _exec_watch(machine.seccomp_listener and not machine.listener_taken)
     if machine.landlock_abi:
         cache.record("landlock_abi", machine.landlock_abi)
     if machine.seccomp_listener:
@@ -109,6 +113,44 @@ def probe_machine(lnk_home: str) -> Machine:
         if machine.addfd_send and machine.memfd_noexec_seal:
             cache.record("sealed_memfd", True)
     return machine
+
+
+def _exec_watch(listener: bool) -> str:
+    """Which exec watch a watched run gets here: none without a listener; else the
+    compiled one where setup.py built it (and LNK_EXEC_WATCH does not ask for Python)."""
+    if not listener:
+        return "none"
+    if os.environ.get("LNK_EXEC_WATCH") == "python":
+        return "python"
+    from .linux.watch import compiled_available
+
+    return "compiled" if compiled_available() else "python"
+
+
+def memory_files(machine: Machine) -> str:
+    """What a memfd_create gets under a program list here (run.py's decide_layers makes
+    the same choice from the same probes)."""
+    listener = machine.seccomp_listener and not machine.listener_taken
+    missing = [name for name, there in (("a seccomp listener of its own", listener),
+                                        ("ADDFD_FLAG_SEND", machine.addfd_send),
+                                        ("MFD_NOEXEC_SEAL (Linux 6.3)",
+                                         machine.memfd_noexec_seal)) if not there]
+    if not missing:
+        return ("memory files: made by the exec watch with MFD_NOEXEC_SEAL added and "
+                "handed over with ADDFD_FLAG_SEND: writable and mappable executable, "
+                "never run")
+    return ("memory files: refused with ENOSYS, since the exec watch cannot seal them "
+            f"without {' and '.join(missing)}; a program must fall back from memfd_create")
+
+
+def watch_layer(machine: Machine) -> str:
+    if machine.exec_watch == "none":
+        why = ("another seccomp listener holds this process" if machine.listener_taken
+               else "no seccomp listener")
+        return f"exec watch: none ({why}): refused programs go unnamed"
+    kind = ("compiled (C, built by setup.py)" if machine.exec_watch == "compiled" else
+            "Python (the compiled part was not built, or LNK_EXEC_WATCH=python)")
+    return f"exec watch: {kind}: names every program the list refuses"
 
 
 def check(spec_path: str | None) -> Report:
@@ -154,7 +196,8 @@ def check(spec_path: str | None) -> Report:
     elif machine.landlock_abi:
         names = ", ".join(p.name for p in snapshot.programs) or "none"
         report.layers.append(f"programs: only {names} (and their loaders), by Landlock")
-        report.layers.append("memory files: refused with ENOSYS")
+        report.layers.append(watch_layer(machine))
+        report.layers.append(memory_files(machine))
     else:
         report.problems.append(
             "the spec lists programs, which only Landlock enforces, and this kernel has "
@@ -243,10 +286,12 @@ def render(report: Report) -> str:
         f"  bubblewrap          {m.bwrap_version or 'missing'}"
         + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
         f"  user namespaces     {yes[m.user_namespaces]}",
-        f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)",
+        f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)"
+        + (", but another listener holds this process" if m.listener_taken else ""),
         f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",
         f"  MFD_NOEXEC_SEAL     {yes[m.memfd_noexec_seal]}",
         f"  Landlock            {'ABI ' + str(m.landlock_abi) if m.landlock_abi else 'none'}",
+        f"  exec watch          {m.exec_watch}",
         f"spec {report.spec}: " + ("can launch here" if report.can_launch else
                                     "cannot launch here"),
     ]

@@ -5,7 +5,13 @@ Markers (each probes the real thing, once per session):
 - requires_userns: the unprivileged test user can make a user namespace;
 - requires_landlock(abi=N): the kernel offers Landlock at ABI N or newer;
 - requires_seccomp_notify: seccomp user notification works here;
-- requires_root: the tests run as root.
+- requires_root: the tests run as root;
+- requires_memfd_noexec_seal: memfd_create takes MFD_NOEXEC_SEAL (and MFD_EXEC), so the
+  exec watch can make sealed memory files (without it they are refused under a list).
+
+`kernel_matrix` marks the tests whose outcome depends on the kernel's features (seccomp,
+Landlock's ABI, memory files, the exec watch, namespaces): ci/kernels.sh runs them under
+each kernel Debian's packages offer. It gates nothing.
 
 A test skips with the reason only where the machine truly lacks the capability. Under
 CI (`CI=true`) or `LNK_MUST_RUN=1`, such a skip fails instead: CI's machine has them all,
@@ -43,6 +49,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         "requires_bwrap": caps.bwrap_problem,
         "requires_userns": caps.userns_problem,
         "requires_seccomp_notify": caps.notify_problem,
+        "requires_memfd_noexec_seal": caps.memfd_noexec_seal_problem,
     }
     for marker in item.iter_markers():
         if marker.name in probes and (reason := probes[marker.name]()):

@@ -77,7 +77,7 @@ SOURCE = r"""
 
 struct lnk_watch {
     int listener, execve_nr, execveat_nr, record, restricted;
-    int root, done;
+    int root, mounts, done;
     unsigned long long *allowed;
     size_t nallowed;
     pthread_mutex_t lead;
@@ -90,7 +90,7 @@ struct lnk_watch *lnk_watch_new(int listener, int execve_nr, int execveat_nr, in
     struct lnk_watch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->listener = listener; w->execve_nr = execve_nr; w->execveat_nr = execveat_nr;
-    w->record = record; w->restricted = restricted; w->root = -1;
+    w->record = record; w->restricted = restricted; w->root = -1; w->mounts = -1;
     w->allowed = calloc(nallowed ? nallowed * 2 : 1, sizeof *w->allowed);
     if (!w->allowed) { free(w); return NULL; }
     memcpy(w->allowed, allowed, nallowed * 2 * sizeof *allowed);
@@ -103,6 +103,7 @@ struct lnk_watch *lnk_watch_new(int listener, int execve_nr, int execveat_nr, in
 void lnk_watch_free(struct lnk_watch *w) {
     if (!w) return;
     if (w->root >= 0) close(w->root);
+    if (w->mounts >= 0) close(w->mounts);
     free(w->allowed);
     pthread_mutex_destroy(&w->lead);
     pthread_mutex_destroy(&w->root_lock);
@@ -149,8 +150,10 @@ static int open_in_root(int root, const char *path, int flags) {
 static int judge(struct lnk_watch *w, const char *path, unsigned long long *dev,
                  unsigned long long *ino, char *resolved, char *head, size_t headsize,
                  ssize_t *headlen) {
-    int fd = open_in_root(w->root, path, O_RDONLY);
-    if (fd < 0) fd = open_in_root(w->root, path, O_PATH);
+    /* Non-blocking: a FIFO exec'd (the kernel refuses it) would wait for a writer and
+       stall this receiver; an unreadable file is still judged through O_PATH. */
+    int fd = open_in_root(w->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) { fd = open_in_root(w->root, path, O_PATH); head = NULL; }
     if (fd < 0) return 0;
     struct stat st;
     int wanted = 0;
@@ -167,6 +170,23 @@ static int judge(struct lnk_watch *w, const char *path, unsigned long long *dev,
     }
     close(fd);
     return wanted;
+}
+
+/* The sandbox's root, and its mount namespace held for the run (watch.py's _hold_root
+   says why: judged after the exec went on, a file of a sandbox that has ended is found
+   only while its namespace, and so its mounts, are held). */
+static void hold_root(struct lnk_watch *w, int pid) {
+    pthread_mutex_lock(&w->root_lock);
+    if (w->root < 0) {
+        char link[64];
+        snprintf(link, sizeof link, "/proc/%d/ns/mnt", pid);
+        int mounts = open(link, O_RDONLY | O_CLOEXEC);
+        snprintf(link, sizeof link, "/proc/%d/root", pid);
+        int root = mounts < 0 ? -1 : open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0 && mounts >= 0) close(mounts);
+        else if (root >= 0) { w->mounts = mounts; w->root = root; }
+    }
+    pthread_mutex_unlock(&w->root_lock);
 }
 
 static void send_continue(int listener, unsigned long long id) {
@@ -201,16 +221,8 @@ static int on_exec(struct lnk_watch *w, struct seccomp_notif *n, struct lnk_even
                 snprintf(path, sizeof path, "%s/%s", strcmp(base, "/") ? base : "", ev->asked);
             }
         }
-        if (have && w->root < 0) {
-            pthread_mutex_lock(&w->root_lock);
-            if (w->root < 0) {
-                char link[64];
-                snprintf(link, sizeof link, "/proc/%d/root", n->pid);
-                w->root = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC);
-            }
-            pthread_mutex_unlock(&w->root_lock);
-            if (w->root < 0) have = 0;
-        }
+        if (have && w->root < 0) hold_root(w, n->pid);
+        if (have && w->root < 0) have = 0;
         if (have && ioctl(w->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0) have = 0;
     }
     send_continue(w->listener, n->id);

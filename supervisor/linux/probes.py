@@ -49,6 +49,29 @@ def listener() -> bool:
         return False
 
 
+def listener_free() -> bool:
+    """Whether a sandbox started from this process can have a listener of its own.
+
+    One filter chain has one listener: under another (this process inside another
+    sandbox's watch) NEW_LISTENER fails with EBUSY, and the inner then runs without the
+    exec watch. listener() asks the kernel without installing, so it cannot see that; a
+    forked child installs an allow-all filter with a listener to find out.
+    """
+
+    def child() -> int:
+        from inner import prctl
+
+        prctl.set_no_new_privs()
+        program = seccomp.build_program(syscalls.native_arch(), memfd="allow",
+                                        exec_notify=False)
+        fd = seccomp.install(program, listener=True)
+        if fd is not None:
+            os.close(fd)
+        return 0
+
+    return _forked(lambda: _errno_of(child)) == 0
+
+
 def _errno_of(call: Callable[[], object]) -> int:
     try:
         call()

@@ -123,6 +123,7 @@ class ExecWatch:
         self._memfd = numbers["memfd_create"]
         self.reader = notify.MemoryReader()
         self.root: int | None = None
+        self._mounts: int | None = None  # the sandbox's mount namespace, held (see _hold_root)
         self._root_lock = threading.Lock()
         self.failure: BaseException | None = None
         self.on_failure: Callable[[], None] | None = None
@@ -150,9 +151,10 @@ class ExecWatch:
     def join(self, timeout: float | None = None) -> None:
         for thread in self._threads:
             thread.join(timeout)
-        if self.root is not None:
-            os.close(self.root)
-            self.root = None
+        for fd in (self.root, self._mounts):
+            if fd is not None:
+                os.close(fd)
+        self.root = self._mounts = None
         if self._native is not None and not any(t.is_alive() for t in self._threads):
             _watchc.lib.lnk_watch_free(self._native)
             self._native = None
@@ -272,10 +274,7 @@ class ExecWatch:
                                        else f"/proc/{pid}/fd/{dirfd}")
                     path = f"{base.rstrip('/')}/{asked}"
                 if self.root is None:
-                    with self._root_lock:
-                        if self.root is None:
-                            self.root = os.open(f"/proc/{pid}/root",
-                                                os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                    self._hold_root(pid)
             except OSError:
                 path = None
             if path is not None and not notify.id_valid(self.listener, notification.id):
@@ -284,16 +283,47 @@ class ExecWatch:
         if path is not None and self.root is not None:
             self._judge_file(pid, asked, path, None)
 
+    def _hold_root(self, pid: int) -> None:
+        """Open the sandbox's root, and hold its mount namespace for the rest of the run.
+
+        The file is judged after the exec went on, so the sandbox may have ended by then
+        (a refused program exits at once). When its last process exits, the kernel
+        unmounts the whole tree of its mount namespace, and a root fd alone then shows
+        the bare mount points: the file is gone and the refusal would go unnamed. An open
+        /proc/PID/ns/mnt keeps the namespace, and every mount in it, until the watch
+        closes it. Both are opened while the caller waits on the watch, so it is alive.
+        """
+        with self._root_lock:
+            if self.root is not None:
+                return
+            mounts = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                self.root = os.open(f"/proc/{pid}/root",
+                                    os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                os.close(mounts)
+                raise
+            self._mounts = mounts
+
     def _judge_file(self, pid: int, asked: str, path: str, script: str | None) -> None:
         assert self.root is not None
-        try:
-            fd = openat2(self.root, path, os.O_RDONLY, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
-        except OSError:
-            return  # gone, or unreadable: the kernel's answer stands, unnamed
+        fd, readable = None, True
+        # Non-blocking: the sandbox may exec a FIFO (the kernel refuses it), whose plain
+        # open would wait for a writer and stall this receiver, and with it every exec
+        # after. An unreadable file (mode 0711) is still judged, through O_PATH.
+        for flags in (os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY, os.O_PATH):
+            try:
+                fd = openat2(self.root, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+                break
+            except OSError:
+                readable = False
+        if fd is None:
+            return  # gone: the kernel's answer stands, unnamed
         try:
             info = os.fstat(fd)
             identity = (info.st_dev, info.st_ino)
-            head = os.pread(fd, 256, 0) if script is None and stat.S_ISREG(info.st_mode) else b""
+            head = (os.pread(fd, 256, 0) if readable and script is None
+                    and stat.S_ISREG(info.st_mode) else b"")
             wanted = self.judge.wants(identity)
             resolved = _inside_path(fd) if wanted else None
         finally:

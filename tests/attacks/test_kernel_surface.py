@@ -44,6 +44,7 @@ def test_terminal_injection_at_a_real_terminal(sandbox: Sandbox, request_code: s
 
 # -- mounts and namespaces ---------------------------------------------------------------
 
+@pytest.mark.kernel_matrix
 def test_a_nested_user_namespace_to_remount_read_only_binds(sandbox: Sandbox,
                                                            landlock: bool) -> None:
     done = sandbox.run(
@@ -59,6 +60,7 @@ def test_a_nested_user_namespace_to_remount_read_only_binds(sandbox: Sandbox,
     assert not os.path.exists("/usr/lnk-probe")
 
 
+@pytest.mark.kernel_matrix
 def test_mount_the_new_mount_api_and_pivot_root(sandbox: Sandbox, landlock: bool) -> None:
     calls = [
         (f"{number('mount')},0,0,0,0x20,0", EPERM),  # MS_REMOUNT
@@ -88,8 +90,10 @@ def test_root_mode_remounts_nothing(root_sandbox: Sandbox) -> None:
 
 # -- running code without the execute right ---------------------------------------------
 
+@pytest.mark.kernel_matrix
 @pytest.mark.requires_landlock(abi=1)
 @pytest.mark.requires_seccomp_notify
+@pytest.mark.requires_memfd_noexec_seal
 @pytest.mark.parametrize("flags", ["0x0", "0x10", "0x1"])
 def test_code_run_from_memory(sandbox: Sandbox, flags: str) -> None:
     result = sandbox.probe("memfd", flags, spec=LISTED).expect(0)
@@ -97,11 +101,13 @@ def test_code_run_from_memory(sandbox: Sandbox, flags: str) -> None:
     assert "chmod=1" in result.stdout
 
 
+@pytest.mark.kernel_matrix
 @pytest.mark.requires_landlock(abi=1)
 def test_a_hugetlb_memory_file(sandbox: Sandbox) -> None:
     sandbox.probe("memfd", "0x4", spec=LISTED).expect(errno.EINVAL)
 
 
+@pytest.mark.kernel_matrix
 def test_fexecve_and_execveat_by_descriptor(sandbox: Sandbox, landlock: bool) -> None:
     sandbox.probe("fexecve", "/usr/bin/true", landlock=landlock).expect(EPERM)
     calls = [f"{number('execveat')},0,0,0,0,0x1000", f"{number('execveat')},3,0,0,0,0x1100"]
@@ -139,6 +145,7 @@ def test_the_loader_runs_a_readable_file_the_stated_gap(sandbox: Sandbox) -> Non
 
 # -- io_uring, and processes outside -----------------------------------------------------
 
+@pytest.mark.kernel_matrix
 def test_io_uring_is_unavailable_to_open_around_the_filter(sandbox: Sandbox,
                                                           landlock: bool) -> None:
     calls = [f"{number('io_uring_setup')},8,0", f"{number('io_uring_enter')},3,1,0,0,0,0",
@@ -147,6 +154,7 @@ def test_io_uring_is_unavailable_to_open_around_the_filter(sandbox: Sandbox,
     assert _codes(result.stdout) == [EPERM, EPERM, EPERM]
 
 
+@pytest.mark.kernel_matrix
 def test_no_process_outside_is_visible_or_signalled(sandbox: Sandbox, landlock: bool) -> None:
     outside = subprocess.Popen(["sleep", "30"])
     try:
@@ -187,6 +195,7 @@ def test_the_environment_cannot_load_code_into_the_sandbox(sandbox: Sandbox) -> 
     assert names.isdisjoint(env)
 
 
+@pytest.mark.kernel_matrix
 def test_the_hosts_abstract_sockets_in_host_mode(sandbox: Sandbox, landlock: bool) -> None:
     """With the host's network shared, Landlock's scope closes the host's abstract
     sockets (ABI 6+); without it they are reachable: the gap `check` states."""

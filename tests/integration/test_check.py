@@ -9,7 +9,8 @@ import pytest
 
 from support.sandbox import Sandbox
 
-pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+pytestmark = [pytest.mark.kernel_matrix, pytest.mark.requires_bwrap,
+              pytest.mark.requires_userns]
 
 LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh"]\n'
 
@@ -81,3 +82,58 @@ def test_check_names_the_host_modes_abstract_socket_gap_without_scopes(sandbox: 
     assert any("abstract unix sockets" in gap for gap in without["gaps"])
     none = json.loads(sandbox.lnk("check", "--json", landlock=False).stdout)
     assert not any("abstract unix sockets" in gap for gap in none["gaps"])
+
+
+@pytest.mark.requires_landlock(abi=1)
+@pytest.mark.requires_seccomp_notify
+@pytest.mark.requires_memfd_noexec_seal
+def test_check_says_memory_files_are_made_sealed_under_a_list_where_the_kernel_can(
+        sandbox: Sandbox) -> None:
+    report = json.loads(sandbox.lnk("check", "--json", spec=LISTED).stdout)
+    assert report["machine"]["memfd_noexec_seal"] is True
+    assert [layer for layer in report["layers"] if layer.startswith("memory files:")] == [
+        "memory files: made by the exec watch with MFD_NOEXEC_SEAL added and handed over "
+        "with ADDFD_FLAG_SEND: writable and mappable executable, never run"]
+
+
+@pytest.mark.requires_landlock(abi=1)
+def test_check_says_memory_files_are_refused_under_a_list_without_the_seal(
+        sandbox: Sandbox) -> None:
+    """As on a kernel before Linux 6.3 (emulated: MFD_NOEXEC_SEAL answered EINVAL)."""
+    report = json.loads(sandbox.lnk("check", "--json", spec=LISTED, memfd_seal=False).stdout)
+    assert report["machine"]["memfd_noexec_seal"] is False
+    memory = [layer for layer in report["layers"] if layer.startswith("memory files:")]
+    assert len(memory) == 1
+    assert memory[0].startswith("memory files: refused with ENOSYS")
+    assert "MFD_NOEXEC_SEAL (Linux 6.3)" in memory[0]
+    unrestricted = json.loads(sandbox.lnk("check", "--json", memfd_seal=False).stdout)
+    assert "programs: any program may run; memory files are made as asked" in (
+        unrestricted["layers"])
+
+
+@pytest.mark.requires_landlock(abi=1)
+@pytest.mark.requires_seccomp_notify
+def test_check_names_the_exec_watch_that_runs(sandbox: Sandbox) -> None:
+    from supervisor.linux.watch import compiled_available
+
+    if not compiled_available():
+        pytest.fail("the compiled exec watch was not built (setup.py needs gcc and "
+                    "Python's headers)")
+    watches = {
+        "compiled": sandbox.lnk("check", "--json", spec=LISTED),
+        "python": sandbox.lnk("check", "--json", spec=LISTED,
+                              env={"LNK_EXEC_WATCH": "python"}),
+        "none": sandbox.lnk("check", "--json", spec=LISTED, other_listener=True),
+    }
+    for expected, done in watches.items():
+        report = json.loads(done.stdout)
+        assert report["machine"]["exec_watch"] == expected
+    none = json.loads(watches["none"].stdout)
+    assert none["machine"]["listener_taken"] is True
+    assert ("exec watch: none (another seccomp listener holds this process): refused "
+            "programs go unnamed") in none["layers"]
+    assert "refused with ENOSYS, since the exec watch cannot seal them without a seccomp " \
+        "listener of its own" in " ".join(none["layers"])
+    text = sandbox.lnk("check", spec=LISTED).stdout
+    assert "  exec watch          compiled\n" in text
+    assert "layer: exec watch: compiled" in text

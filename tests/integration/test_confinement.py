@@ -106,6 +106,7 @@ def _codes(result: ProbeResult) -> list[int]:
             if line.startswith("CALL ")]
 
 
+@pytest.mark.kernel_matrix
 def test_every_refused_call_gets_its_errno_and_the_program_goes_on(
     sandbox: Sandbox, landlock: bool
 ) -> None:
@@ -154,6 +155,7 @@ def test_the_filter_and_no_new_privs_are_in_place(sandbox: Sandbox) -> None:
 LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "cat"]\n'
 
 
+@pytest.mark.kernel_matrix
 @pytest.mark.requires_landlock(abi=1)
 def test_a_program_list_runs_listed_programs_only(sandbox: Sandbox) -> None:
     done = sandbox.run(
@@ -190,6 +192,7 @@ def test_the_command_itself_refused_by_the_list_is_126(sandbox: Sandbox) -> None
     assert listed.returncode == 7
 
 
+@pytest.mark.kernel_matrix
 @pytest.mark.requires_landlock(abi=1)
 def test_memory_files_under_a_list_are_refused_without_the_watch(sandbox: Sandbox) -> None:
     """Under another listener the sandbox's filter can have none: no watch to seal."""
@@ -199,6 +202,7 @@ def test_memory_files_under_a_list_are_refused_without_the_watch(sandbox: Sandbo
     assert "no exec watch" in result.stderr
 
 
+@pytest.mark.kernel_matrix
 def test_without_a_list_memory_files_are_made_as_asked(sandbox: Sandbox, landlock: bool) -> None:
     result = sandbox.probe("calls", f"{number('memfd_create')},0,1", landlock=landlock)
     result.expect(0)
@@ -213,6 +217,7 @@ def test_without_landlock_a_program_list_refuses_the_launch(sandbox: Sandbox) ->
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.kernel_matrix
 def test_without_landlock_an_unrestricted_spec_runs_confined_by_bwrap_and_the_filter(
     sandbox: Sandbox,
 ) -> None:
@@ -232,6 +237,7 @@ def _widened(sandbox: Sandbox, extra: str, landlock: bool, *command: str) -> Pro
     return ProbeResult(done.returncode, done.stdout, done.stderr)
 
 
+@pytest.mark.kernel_matrix
 def test_landlock_holds_the_grants_again_inside_a_wide_mount(
     sandbox: Sandbox, landlock: bool
 ) -> None:

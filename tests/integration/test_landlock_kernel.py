@@ -27,6 +27,8 @@ import pytest
 from inner import landlock
 from support import capabilities as caps
 
+pytestmark = pytest.mark.kernel_matrix
+
 REPO = Path(__file__).resolve().parents[2]
 NO_LANDLOCK = REPO / "tests" / "support" / "no_landlock.py"
 PR_SET_NO_NEW_PRIVS = 38

@@ -134,6 +134,7 @@ print("ECHO", client.recv(4).decode())
 """
 
 
+@pytest.mark.kernel_matrix
 @pytest.mark.parametrize("mode", ["none", "proxy"])
 def test_a_server_on_the_sandboxs_own_loopback_works(sandbox: Sandbox, mode: str) -> None:
     spec = f'[network]\nmode = "{mode}"\n'
@@ -166,6 +167,7 @@ def test_proxy_environment_and_resolv_conf(sandbox: Sandbox) -> None:
     assert "nameserver 127.0.0.1" in lines
 
 
+@pytest.mark.kernel_matrix
 def test_proxy_http_reaches_an_allowed_name_and_refuses_another(
         sandbox: Sandbox, host_server: HostServer, resolver_log: Path) -> None:
     # NO_PROXY names the sandbox's own loopback, so `localhost` (the host's, allowed)
@@ -389,6 +391,7 @@ def test_the_helper_is_gone_after_the_run(sandbox: Sandbox, how: str) -> None:
     assert _gone(tree), [(pid, _cmdline(pid)) for pid in tree if Path(f"/proc/{pid}").exists()]
 
 
+@pytest.mark.kernel_matrix
 def test_the_helper_killed_mid_run_ends_the_run_with_125(sandbox: Sandbox) -> None:
     process, helper = _start(sandbox)
     tree = descendants(process.pid)

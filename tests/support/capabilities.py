@@ -37,6 +37,17 @@ def landlock_abi() -> int:
     return int(abi) if abi > 0 else 0
 
 
+@functools.cache
+def memfd_noexec_seal_problem() -> str | None:
+    """Whether memfd_create takes MFD_NOEXEC_SEAL: without it (before Linux 6.3) the
+    exec watch cannot seal memory files, and under a program list they are refused."""
+    try:
+        os.close(os.memfd_create("lnk-test-probe", 0x8 | 0x1))  # NOEXEC_SEAL | CLOEXEC
+    except OSError as err:
+        return f"the kernel's memfd_create has no MFD_NOEXEC_SEAL ({err.strerror})"
+    return None
+
+
 _NOTIFY_PROBE = r"""
 import ctypes, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)

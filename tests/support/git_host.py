@@ -5,6 +5,7 @@ write, so a test can tell what ran outside."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -12,13 +13,22 @@ from .actions import Action, key, name, run_actions
 from .sandbox import Sandbox
 
 
-def attack(box: Sandbox, expected: dict[Action, int | str], *, spec: str | None = None,
-           cwd: Path | None = None) -> None:
-    """Run the actions in one sandbox and assert each result, after STARTED."""
+def attack(box: Sandbox, expected: dict[Action, int | str | re.Pattern[str]], *,
+           spec: str | None = None, cwd: Path | None = None) -> None:
+    """Run the actions in one sandbox and assert each result, after STARTED. A pattern
+    stands for an outcome whose wording varies from machine to machine and must match
+    it whole."""
     results, _ = run_actions(box, list(expected), spec=spec, cwd=cwd)
-    wanted = {key(action): name(code) for action, code in expected.items()}
-    assert results == wanted, {k: (results.get(k), v) for k, v in wanted.items()
-                               if results.get(k) != v}
+
+    def wanted(action: Action, code: int | str | re.Pattern[str]) -> str:
+        if isinstance(code, re.Pattern):
+            got = results.get(key(action), "")
+            return got if code.fullmatch(got) else f"matching {code.pattern}"
+        return name(code)
+
+    want = {key(action): wanted(action, code) for action, code in expected.items()}
+    assert results == want, {k: (results.get(k), v) for k, v in want.items()
+                             if results.get(k) != v}
 
 
 def git_env(box: Sandbox) -> dict[str, str]:

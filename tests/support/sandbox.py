@@ -125,13 +125,15 @@ class Sandbox:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         landlock: bool = True,
+        memfd_seal: bool = True,
         other_listener: bool = False,
         yes: bool = True,
         timeout: float = 60,
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run `lnk sandbox ARGS...` as the test's user; `spec` is TOML text, allowed
-        with --yes unless `yes` is False."""
+        with --yes unless `yes` is False. `landlock=False` and `memfd_seal=False` run it as
+        on a kernel without Landlock, or without MFD_NOEXEC_SEAL (before Linux 6.3)."""
         command = [LNK, "sandbox", args[0]]
         if spec is not None:
             command += ["--spec", str(self.write_spec(spec))]
@@ -140,6 +142,8 @@ class Sandbox:
         command += list(args[1:])
         if not landlock:
             command = [sys.executable, str(SUPPORT / "no_landlock.py"), *command]
+        if not memfd_seal:
+            command = [sys.executable, str(SUPPORT / "no_memfd_seal.py"), *command]
         if other_listener:
             command = [sys.executable, str(SUPPORT / "other_listener.py"), *command]
         return subprocess.run(

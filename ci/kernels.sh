@@ -1,0 +1,194 @@
+#!/bin/sh
+# The kernel matrix: the tests marked kernel_matrix, run under each kernel Debian 12's
+# own packages offer, each booted as it ships and again without Landlock in `lsm=`.
+#
+#   ci/kernels.sh [--only LABEL,...] [--rebuild] [-- PYTEST ARGS]
+#
+# Run as root on a Debian 12 machine (it installs QEMU and debootstrap with apt). Once,
+# into the cache (LNK_KERNELS_CACHE, default /var/cache/lnk-kernels, never the
+# repository): a Debian 12 root filesystem made with debootstrap holding the stock kernel
+# (linux-image-amd64, 6.1) and the newest series the security archive offers (6.12), what
+# ci/setup.sh installs, and the test user. Every run: this checkout's files (committed or
+# not) copied in and set up with ci/setup.sh in a chroot (pip needs the network, which the
+# VM has none of), the tree made into an ext4 image with `mke2fs -d` (no loop device),
+# then one boot per kernel and Landlock setting, booted with Debian's own kernel and
+# initrd and `init=` ci/kernels/guest-init.sh, which runs pytest and powers off; the
+# results come back on a second disk as a tar stream. Prints a table per kernel.
+#
+# Facts that shaped it: /dev/kvm here is PVM (it runs only PVM-built guests; a stock
+# kernel never gets past its decompressor), so QEMU's TCG emulation it is, 5 to 15 times
+# slower than the host; virtme-ng's 9p root makes the files the unprivileged test user
+# writes root's. QEMU runs at nice 19: the machine is shared.
+set -eu
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${LNK_KERNELS_CACHE:-/var/cache/lnk-kernels}
+ROOTFS=$CACHE/rootfs
+MIRROR=${LNK_KERNELS_MIRROR:-http://deb.debian.org/debian}
+SECURITY=${LNK_KERNELS_SECURITY:-http://deb.debian.org/debian-security}
+VM_TIMEOUT=${LNK_KERNELS_TIMEOUT:-3600}
+# Bump when the root filesystem's recipe changes: the cached one is then made again.
+RECIPE=1
+PACKAGES="bubblewrap python3 python3-venv python3-dev gcc libc6-dev make git curl perl
+ca-certificates iproute2 procps util-linux passwd kmod initramfs-tools"
+
+only=""
+rebuild=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --only) only="$2"; shift 2 ;;
+        --rebuild) rebuild=1; shift ;;
+        --) shift; break ;;
+        -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "ci/kernels.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+[ $# -gt 0 ] || set -- -m kernel_matrix
+if [ "$(id -u)" != 0 ]; then
+    echo "ci/kernels.sh: run it as root (debootstrap, chroot and the image need root)" >&2
+    exit 2
+fi
+
+say() { printf 'ci/kernels.sh: %s\n' "$*" >&2; }
+low() { nice -n 19 "$@"; }
+
+mkdir -p "$CACHE"
+exec 9>"$CACHE/lock"
+flock -n 9 || { say "another run holds $CACHE/lock"; exit 2; }
+
+# -- the host's tools ------------------------------------------------------------------------
+need=""
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need="$need qemu-system-x86"
+command -v debootstrap >/dev/null 2>&1 || need="$need debootstrap"
+command -v mke2fs >/dev/null 2>&1 || need="$need e2fsprogs"
+if [ -n "$need" ]; then
+    say "installing$need"
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    low env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        $need >/dev/null
+fi
+
+# -- the root filesystem, once ---------------------------------------------------------------
+mounted=""
+unmount_chroot() {
+    for m in $mounted; do umount -l "$m" 2>/dev/null || true; done
+    mounted=""
+}
+trap unmount_chroot EXIT
+trap 'unmount_chroot; exit 130' INT TERM
+in_chroot() {
+    low env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" "$@"
+}
+mount_chroot() {
+    mount -t proc proc "$ROOTFS/proc" && mounted="$ROOTFS/proc $mounted"
+    mount --rbind /dev "$ROOTFS/dev" && mounted="$ROOTFS/dev $mounted"
+    cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
+}
+
+stamp="$RECIPE $PACKAGES"
+if [ "$rebuild" = 1 ] || [ "$(cat "$ROOTFS/.lnk-kernels-recipe" 2>/dev/null)" != "$stamp" ]; then
+    start=$(date +%s)
+    say "making the root filesystem in $ROOTFS (once; a few minutes)"
+    rm -rf "$ROOTFS"
+    low debootstrap --variant=minbase bookworm "$ROOTFS" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 \
+        || { say "debootstrap failed; see $CACHE/debootstrap.log"; exit 1; }
+    cat >"$ROOTFS/etc/apt/sources.list" <<SOURCES
+deb $MIRROR bookworm main
+deb $MIRROR bookworm-updates main
+deb $SECURITY bookworm-security main
+SOURCES
+    mount_chroot
+    in_chroot apt-get update -qq
+    # The stock kernel, and the newest series the archives offer (a linux-image-X.Y-amd64
+    # meta-package: 6.12 in Debian 12's security archive), each with its initrd.
+    newer=$(in_chroot apt-cache pkgnames linux-image- \
+        | grep -E '^linux-image-[0-9]+\.[0-9]+-amd64$' | sort -V | tail -n 1)
+    # shellcheck disable=SC2086
+    in_chroot apt-get install -y -qq --no-install-recommends $PACKAGES linux-image-amd64 \
+        $newer >"$CACHE/packages.log" 2>&1 \
+        || { say "installing packages failed; see $CACHE/packages.log"; exit 1; }
+    in_chroot apt-get clean
+    in_chroot useradd --system --no-create-home --shell /usr/sbin/nologin lnk-test
+    echo lnk-kernels >"$ROOTFS/etc/hostname"
+    printf '127.0.0.1\tlocalhost\n127.0.1.1\tlnk-kernels\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
+        >"$ROOTFS/etc/hosts"
+    mkdir -p "$ROOTFS/srv/lnk-sandbox"
+    chmod 755 "$ROOTFS/srv" "$ROOTFS/srv/lnk-sandbox"
+    unmount_chroot
+    echo "$stamp" >"$ROOTFS/.lnk-kernels-recipe"
+    say "root filesystem made in $(($(date +%s) - start)) s"
+fi
+
+# -- this checkout, set up inside ------------------------------------------------------------
+start=$(date +%s)
+# Tracked and untracked files (not ignored ones): what is being tested, committed or not.
+# The venv stays from the last run; pip brings it up to date.
+dest=$ROOTFS/srv/lnk-sandbox
+find "$dest" -mindepth 1 -maxdepth 1 ! -name .venv -exec rm -rf {} +
+(cd "$REPO" && git ls-files -z --cached --others --exclude-standard \
+    | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$dest"
+mount_chroot
+# pip reaches PyPI as this machine does: its trust store (a proxy's own authority, where
+# there is one) and its pip settings, for the set-up only.
+mount --bind -o ro /etc/ssl/certs "$ROOTFS/etc/ssl/certs" && mounted="$ROOTFS/etc/ssl/certs $mounted"
+pip_env=""
+for name in PIP_CERT PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST PIP_DEFAULT_TIMEOUT \
+        SSL_CERT_FILE REQUESTS_CA_BUNDLE; do
+    value=$(printenv "$name" || true)
+    [ -z "$value" ] || pip_env="$pip_env $name=$value"
+done
+[ ! -f /etc/pip.conf ] || cp /etc/pip.conf "$ROOTFS/etc/pip.conf"
+# shellcheck disable=SC2086
+in_chroot env $pip_env sh -c 'cd /srv/lnk-sandbox && ci/setup.sh' >"$CACHE/setup.log" 2>&1 \
+    || { say "ci/setup.sh in the root filesystem failed; see $CACHE/setup.log"; exit 1; }
+unmount_chroot
+rm -f "$ROOTFS/etc/pip.conf"
+rm -f "$ROOTFS/etc/resolv.conf"
+install -m 755 "$REPO/ci/kernels/guest-init.sh" "$ROOTFS/usr/local/sbin/lnk-kernel-init"
+printf '%s\n' "$@" >"$ROOTFS/srv/lnk-sandbox-pytest-args"
+image=$CACHE/root.img
+size_mb=$(( $(du -sm "$ROOTFS" | cut -f1) + 2048 ))
+rm -f "$image"
+low mke2fs -q -t ext4 -L lnk-root -d "$ROOTFS" "$image" "${size_mb}M" >/dev/null
+say "checkout set up and image made in $(($(date +%s) - start)) s"
+
+# -- one boot per kernel and Landlock setting ------------------------------------------------
+results=$CACHE/results
+rm -rf "$results"
+mkdir -p "$results"
+configs=""
+for vmlinuz in $(ls "$ROOTFS"/boot/vmlinuz-* | sort -V); do
+    release=${vmlinuz##*/vmlinuz-}
+    series=$(echo "$release" | cut -d. -f1-2)
+    configs="$configs $series:$release:landlock $series:$release:no-landlock"
+done
+for config in $configs; do
+    series=${config%%:*}; rest=${config#*:}; release=${rest%%:*}; mode=${rest#*:}
+    label="$series"
+    [ "$mode" = landlock ] || label="$series-no-landlock"
+    if [ -n "$only" ] && ! echo ",$only," | grep -q ",$label,"; then continue; fi
+    lsm=$(sed -n 's/^CONFIG_LSM="\(.*\)"$/\1/p' "$ROOTFS/boot/config-$release")
+    if [ "$mode" = no-landlock ]; then
+        lsm=$(echo "$lsm" | tr , '\n' | grep -vx landlock | paste -sd, -)
+    fi
+    out=$results/$label
+    mkdir -p "$out"
+    truncate -s 64M "$out/disk.tar"
+    say "booting $release ($label, lsm=$lsm) under TCG; console in $out/console.log"
+    start=$(date +%s)
+    status=0
+    low timeout --kill-after=30 "$VM_TIMEOUT" qemu-system-x86_64 \
+        -accel tcg,thread=multi -cpu max -smp 2 -m 4096 \
+        -kernel "$ROOTFS/boot/vmlinuz-$release" -initrd "$ROOTFS/boot/initrd.img-$release" \
+        -append "root=/dev/vda rootfstype=ext4 rw console=ttyS0 panic=-1 lsm=$lsm init=/usr/local/sbin/lnk-kernel-init" \
+        -drive "file=$image,format=raw,if=virtio,snapshot=on" \
+        -drive "file=$out/disk.tar,format=raw,if=virtio" \
+        -device virtio-rng-pci -nic none -no-reboot -display none \
+        -serial "file:$out/console.log" -monitor none </dev/null || status=$?
+    echo $(($(date +%s) - start)) >"$out/seconds"
+    tar -xf "$out/disk.tar" -C "$out" 2>/dev/null || say "$label: no results came back (qemu status $status)"
+    rm -f "$out/disk.tar"
+done
+
+/usr/bin/python3 "$REPO/ci/kernels/table.py" "$results"
