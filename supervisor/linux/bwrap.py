@@ -81,7 +81,9 @@ def _op_args(op: MountOp, fd_of: Callable[[MountOp], str]) -> list[str]:
     if op.kind == "hide-file":
         return ["--ro-bind-data", fd_of(op), op.dest]
     if op.kind == "tmpfs":
-        return ["--tmpfs", op.dest]
+        sized = ["--size", str(op.size)] if op.size is not None else []
+        mode = ["--perms", f"{op.mode:o}"] if op.mode is not None else []
+        return [*sized, *mode, "--tmpfs", op.dest]
     if op.kind == "symlink":
         assert op.source is not None
         return ["--symlink", op.source, op.dest]

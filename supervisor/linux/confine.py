@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from ..errors import SpecError
 from ..grants import Snapshot, is_within
-from .plan import LaunchPlan, host_access
+from .plan import FRESH_MOUNTS, LaunchPlan, host_access
 
 READ = ("read_file", "read_dir")
 WRITE = (
@@ -62,7 +62,7 @@ def landlock_rules(
             rights = READ  # a global file of /proc, bound read-only over itself
         elif op.kind == "ro-bind":
             rights = READ + extra  # "/" too, when a spec grants it
-        elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest == "/tmp"):
+        elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest in FRESH_MOUNTS):
             rights = WRITE + extra
         elif op.kind == "proc":
             rights = PROC

@@ -29,7 +29,7 @@ from ..errors import LaunchError
 from ..terminal import foreground_terminal, give_terminal
 from .bwrap import BwrapInfo, bwrap_args
 from .pinning import LinkInPath, PinnedPath, pin
-from .plan import LaunchPlan, MountOp
+from .plan import FRESH_MOUNTS, LaunchPlan, MountOp
 
 if TYPE_CHECKING:
     from .idmapped import PrivateMounts
@@ -114,7 +114,7 @@ def present_ops(plan: LaunchPlan) -> LaunchPlan:
     """
     kept: list[MountOp] = []
     for op in plan.ops:
-        optional = (op.kind in ("tmpfs", "hide-file") and op.dest != "/tmp") or (
+        optional = (op.kind in ("tmpfs", "hide-file") and op.dest not in FRESH_MOUNTS) or (
             op.kind == "remount-ro" and op.dest != "/"
         )
         if op.dest.startswith("/proc/"):

@@ -6,7 +6,8 @@ a mount hides whatever an earlier mount put beneath it, so the order is the poli
 
 1. the root: `/` when granted, then system folders (read-only, missing ones left out,
    a top-level link such as Debian's `/bin -> usr/bin` made the same link inside),
-   a fresh /proc, a minimal /dev, a fresh /tmp unless /tmp itself is granted;
+   a fresh /proc, a minimal /dev with a writable /dev/shm of the sandbox's own, a fresh
+   /tmp unless /tmp itself is granted;
 2. grants and hides, outer to inner (by depth): the folders holding a hidden one are
    mounted before it is hidden (tmpfs, or an empty file), the grants inside it after;
    read-only protections (the installation, dot files) after the write grant holding
@@ -46,18 +47,41 @@ INNER_PARENT = "/run/lnk-sandbox"
 # point: the package goes in the sandbox's own fresh /dev instead.
 INNER_PARENT_UNDER_ROOT = "/dev/.lnk-sandbox"
 
+# Mounts of the sandbox's own, made fresh inside whatever the host has at that path.
+FRESH_MOUNTS = ("/tmp", "/dev/shm")
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+# The size of each sandbox's own /dev/shm, where POSIX shared memory and semaphores live
+# (Python's multiprocessing, Chromium, PostgreSQL): a tmpfs takes memory only for what is
+# written there, so this is a ceiling, not a reservation. A quarter of the machine's
+# memory, as the kernel's own default for tmpfs is half, and at most 2 GiB, enough for a
+# browser's renderers or a test database (Docker's 64 MiB is a known cause of their
+# crashes). The one place this size is set: `[limits]` replaces it per spec.
+SHM_SIZE_CAP = 2 << 30
+SHM_SIZE = min(_physical_memory() // 4, SHM_SIZE_CAP) or SHM_SIZE_CAP
+
 
 class MountOp(NamedTuple):
     """One bwrap operation. `source` is the host path pinned at launch (binds), or the
     link's text (symlink); `reason` says which rule asked for it. `idmapped`: run by
     root, a bind the sandbox sees as its own (idmapped.py): root's files there are the
-    sandbox's, what it makes there is root's."""
+    sandbox's, what it makes there is root's. `size` and `mode`: a tmpfs's size in
+    bytes and its permissions (None: the kernel's default, and bwrap's 0755)."""
 
     kind: OpKind
     dest: str
     source: str | None = None
     reason: str = ""
     idmapped: bool = False
+    size: int | None = None
+    mode: int | None = None
 
 
 class HostLayout(NamedTuple):
@@ -79,6 +103,7 @@ class HostLayout(NamedTuple):
     lnk_home: str | None = None
     proc_read_only: tuple[str, ...] = ()
     root_sockets: tuple[str, ...] = ()
+    shm_size: int = SHM_SIZE
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -224,6 +249,10 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     # fds, root) is masked, and the filter refuses ptrace and friends against pid 1.
     root.append(MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"))
     root.append(MountOp("dev", "/dev", reason="a minimal /dev"))
+    # Never the host's /dev/shm: its names are host-wide, so another program's shared
+    # memory would be open to the sandbox, and the sandbox's left behind after it.
+    root.append(MountOp("tmpfs", "/dev/shm", reason="shared memory of the sandbox's own",
+                        size=layout.shm_size, mode=0o1777))
     if "/tmp" not in targets:
         root.append(MountOp("tmpfs", "/tmp", reason="a fresh /tmp"))
 

@@ -12,6 +12,7 @@ from supervisor.grants import Grant, Snapshot, resolve
 from supervisor.linux.bwrap import INNER_BOOT, BwrapInfo, bwrap_args
 from supervisor.linux.plan import (
     INNER_MOUNT,
+    SHM_SIZE,
     SYSTEM_FOLDERS,
     HostLayout,
     LaunchPlan,
@@ -49,6 +50,8 @@ PROC_DEV = [
     MountOp("proc", "/proc", reason="a fresh /proc"),
     MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"),
     MountOp("dev", "/dev", reason="a minimal /dev"),
+    MountOp("tmpfs", "/dev/shm", reason="shared memory of the sandbox's own", size=SHM_SIZE,
+            mode=0o1777),
 ]
 FRESH_TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
 ROOT = [*SYSTEM, *PROC_DEV, FRESH_TMP]
@@ -465,6 +468,7 @@ def test_bwrap_arguments_exactly() -> None:
         "--proc", "/proc",
         "--tmpfs", "/proc/1",
         "--dev", "/dev",
+        "--size", str(SHM_SIZE), "--perms", "1777", "--tmpfs", "/dev/shm",
         "--tmpfs", "/tmp",
         "--ro-bind-fd", f"<{HOME}>", HOME,
         "--bind-fd", f"<{CWD}>", CWD,
