@@ -180,6 +180,11 @@ def check(spec_path: str | None) -> Report:
         report.problems.append(err.render())
         report.can_launch = False
         return report
+    from .grants import working_directory_problem
+
+    cwd_problem = working_directory_problem(snapshot, context.system_folders)
+    if cwd_problem is not None:
+        report.problems.append(cwd_problem.render())
     report.layers.append("bubblewrap: only the granted folders are mounted; own pid, ipc, uts, "
                          "user and network namespaces; every capability dropped")
     report.layers.append("seccomp filter: the calls a sandboxed program does not need are "

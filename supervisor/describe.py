@@ -13,7 +13,7 @@ from typing import Any
 
 from .grants import Snapshot, is_within
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class Description:
     network_forward: list[int]
     network_expose: list[int]
     network_unix: list[Described] | None
+    working_directory_seen: bool
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,7 +92,19 @@ def describe(snapshot: Snapshot) -> Description:
             Described(u.name, u.target, u.key + (f" ({u.variable} kept)" if u.variable
                                                  else ""))
             for u in snapshot.network.unix],
+        working_directory_seen=_working_directory_seen(snapshot),
     )
+
+
+def _working_directory_seen(snapshot: Snapshot) -> bool:
+    """Whether a run from this working directory starts (run.require_working_directory)."""
+    import sys
+
+    from .grants import working_directory_problem
+    from .policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS
+
+    system = MACOS_SYSTEM_FOLDERS if sys.platform == "darwin" else LINUX_SYSTEM_FOLDERS
+    return working_directory_problem(snapshot, system) is None
 
 
 def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described],
@@ -138,7 +151,10 @@ def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described],
 def render(description: Description) -> str:
     """The text form, as shown before asking."""
     d = description
-    lines = [f"spec: {d.spec}", f"working directory: {d.working_directory}"]
+    cwd = d.working_directory
+    if not d.working_directory_seen:
+        cwd += "    (the sandbox would not see it: a run from here is refused)"
+    lines = [f"spec: {d.spec}", f"working directory: {cwd}"]
 
     def section(title: str, items: list[Described], empty: str) -> None:
         lines.append(f"{title}:")

@@ -394,6 +394,37 @@ def _seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool
     return best is not None and best[1] in ("read", "write")
 
 
+def working_directory_problem(snapshot: Snapshot, system: tuple[str, ...]) -> SpecError | None:
+    """Why the command could not start in the working directory, or None when it can.
+
+    A sandbox that does not see the working directory would start the command somewhere
+    else (bwrap's fallback is `/`), where a search or a build runs over what it was
+    never meant to. Showing the folder anyway would grant what the spec does not, so the
+    least that still does the job is to refuse, naming the key that would let it start.
+    `system`: the folders every sandbox reads on this OS.
+    """
+    cwd = snapshot.cwd
+    if cwd == "/" or _seen(cwd, snapshot.grants, system):
+        return None  # "/" is the sandbox's own root: where it was started
+    holder = max((g for g in snapshot.grants if g.target and g.access == "hide"
+                  and is_within(cwd, g.target)),
+                 key=lambda g: (g.target or "").count("/"), default=None)
+    if holder is not None:
+        why = holder.key or holder.reason
+        return SpecError(
+            f"the working directory {cwd} is hidden from the sandbox ({why}: "
+            f"{holder.name}), so the command would start elsewhere",
+            file=snapshot.source, key=holder.key, line=holder.line,
+            hint="start lnk-sandbox in a folder the spec grants, or grant this one by "
+            "its own path")
+    return SpecError(
+        f"the working directory {cwd} is in no folder the spec grants, so the command "
+        "would start elsewhere",
+        file=snapshot.source, key="files",
+        hint='add "." to files.read (or files.write) to let the sandbox see it, or start '
+        "lnk-sandbox in a folder the spec grants")
+
+
 def resolve(policy: Policy, context: Context) -> Snapshot:
     """Resolve every name of the policy once; SpecError names the rule that cannot be."""
     return _Resolver(policy, context).resolve()

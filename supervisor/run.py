@@ -45,6 +45,18 @@ def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snaps
     return resolve(policy, context)
 
 
+def require_working_directory(snapshot: Snapshot) -> None:
+    """SpecError when the sandbox would not see the working directory: the command is
+    never started elsewhere without a word (grants.working_directory_problem)."""
+    from .grants import working_directory_problem
+    from .policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS
+
+    system = MACOS_SYSTEM_FOLDERS if sys.platform == "darwin" else LINUX_SYSTEM_FOLDERS
+    problem = working_directory_problem(snapshot, system)
+    if problem is not None:
+        raise problem
+
+
 def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
                  decide: Decide | None = None) -> int:
     """Launch `argv` confined by `snapshot` and supervise it; the exit status.
@@ -52,6 +64,7 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
     `report` names a file that gets every refusal as a JSON line; `decide` the run's
     decider for destinations no list names (proxy mode).
     """
+    require_working_directory(snapshot)
     if decide is not None:
         check_decide(decide, snapshot)
     from .terminal import restore_flags, standard_flags
@@ -91,6 +104,7 @@ def check_decide(decide: Decide, snapshot: Snapshot) -> None:
 
 def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     """Run once with every program open; the status and the `[commands]` lines to add."""
+    require_working_directory(snapshot)
     if sys.platform == "darwin":
         from .macos.run import learn_macos
 
@@ -110,6 +124,7 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
 def preflight(snapshot: Snapshot) -> None:
     """Check now what a launch of `snapshot` would check (SandboxError if it could not),
     without starting anything: for a command saved to run later."""
+    require_working_directory(snapshot)
     if sys.platform == "darwin":
         from .macos.run import preflight_macos
 

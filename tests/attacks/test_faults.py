@@ -46,7 +46,7 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
     cleanup: wherever the kill lands, nothing is left and the next start works."""
     marker = f"lnk-fault-{os.getpid()}-{random.randrange(1 << 30)}"
     spec = sandbox.write_spec(
-        '[files]\nwrite = ["./work"]\n[commands]\nprograms = ["sh", "true"]\n')
+        '[files]\nread = ["."]\nwrite = ["./work"]\n[commands]\nprograms = ["sh", "true"]\n')
     (sandbox.project / "work").mkdir()
     sandbox.chown()
     mounts = _mount_count()

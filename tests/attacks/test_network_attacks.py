@@ -996,7 +996,7 @@ def _waiting(sandbox: Sandbox, spec: str, log: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [*sandbox.who.prefix, LNK, "sandbox", "run", "--yes", "--spec", str(path), "--",
          PYTHON_INSIDE, "-c", ATTACKER, "-"],
-        cwd=sandbox.project, env=sandbox.env({LOG_VARIABLE: str(log)}),
+        cwd=sandbox.working_directory(spec), env=sandbox.env({LOG_VARIABLE: str(log)}),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     lines = [process.stdout.readline(), process.stdout.readline()]

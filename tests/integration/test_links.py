@@ -44,7 +44,7 @@ def _two_stage(sandbox: Sandbox, spec: str, *command: str) -> subprocess.Popen[s
     process = subprocess.Popen(
         [*sandbox.who.prefix, sys.executable, str(SUPPORT / "two_stage.py"), str(path), "--",
          *command],
-        cwd=sandbox.project, env=sandbox.env(), stdin=subprocess.PIPE,
+        cwd=sandbox.working_directory(spec), env=sandbox.env(), stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert process.stdout is not None

@@ -348,7 +348,7 @@ def _start(sandbox: Sandbox) -> tuple[subprocess.Popen[str], int]:
     process = subprocess.Popen(
         [*sandbox.who.prefix, LNK, "sandbox", "run", "--yes", "--spec", str(spec), "--",
          PYTHON_INSIDE, "-c", WAITER],
-        cwd=sandbox.project, env=sandbox.env(), stdin=subprocess.PIPE,
+        cwd=sandbox.working_directory(PROXY_SPEC), env=sandbox.env(), stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     lines = [process.stdout.readline(), process.stdout.readline()]
@@ -512,7 +512,8 @@ def test_expose_serves_a_request_from_the_host(sandbox: Sandbox) -> None:
         [*sandbox.who.prefix, LNK, "sandbox", "run", "--yes", "--spec", str(spec),
          "--report", str(report), "--", PYTHON_INSIDE, "-c", SERVE_INSIDE, str(exposed),
          str(private)],
-        cwd=sandbox.project, env=sandbox.env(), stdin=subprocess.PIPE,
+        cwd=sandbox.working_directory(spec.read_text()), env=sandbox.env(),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     try:
@@ -706,7 +707,8 @@ class Decider:
         if report is not None:
             command += ["--report", str(report)]
         done = subprocess.run([*command, "--", "/bin/sh", "-c", f"echo STARTED; {script}"],
-                              cwd=sandbox.project, env=sandbox.env(), capture_output=True,
+                              cwd=sandbox.working_directory(spec), env=sandbox.env(),
+                              capture_output=True,
                               text=True, timeout=60, pass_fds=[fd])
         assert done.stdout.startswith("STARTED\n"), done.stderr
         return done
@@ -767,7 +769,8 @@ def test_nothing_is_looked_up_before_an_allow(sandbox: Sandbox, resolver_log: Pa
             [*sandbox.who.prefix, LNK, "sandbox", "run", "--yes", "--spec", str(path),
              "--decide-fd", str(fd), "--", "/bin/sh", "-c", "echo STARTED; "
              + _curl(no_port, "no") + "getent hosts decided.invalid; echo getent=$?"],
-            cwd=sandbox.project, env=sandbox.env({LOG_VARIABLE: str(resolver_log)}),
+            cwd=sandbox.working_directory(spec),
+            env=sandbox.env({LOG_VARIABLE: str(resolver_log)}),
             capture_output=True, text=True, timeout=60, pass_fds=[fd])
     finally:
         decider.close()
@@ -804,7 +807,8 @@ def test_a_decider_that_goes_away_or_breaks_the_protocol_fails_closed(
             [*sandbox.who.prefix, LNK, "sandbox", "run", "--yes", "--spec", str(spec),
              "--decide-fd", str(fd), "--", "/bin/sh", "-c",
              "echo STARTED; sleep 0.5; " + _curl(host_server.port, "after")],
-            cwd=sandbox.project, env=sandbox.env(), capture_output=True, text=True,
+            cwd=sandbox.working_directory(spec.read_text()), env=sandbox.env(),
+            capture_output=True, text=True,
             timeout=60, pass_fds=[fd])
     finally:
         decider.theirs.close()
@@ -827,7 +831,8 @@ def test_the_python_api_takes_a_decider_too(sandbox: Sandbox, host_server: HostS
         done = subprocess.run(
             [*sandbox.who.prefix, sys.executable, "-c", code, str(spec), str(fd), "/bin/sh",
              "-c", _curl(host_server.port, "api")],
-            cwd=sandbox.project, env=sandbox.env(), capture_output=True, text=True,
+            cwd=sandbox.working_directory(spec.read_text()), env=sandbox.env(),
+            capture_output=True, text=True,
             timeout=60, pass_fds=[fd])
     finally:
         decider.close()

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,13 +149,35 @@ class Sandbox:
             command = [sys.executable, str(SUPPORT / "other_listener.py"), *command]
         return subprocess.run(
             [*self.who.prefix, *command],
-            cwd=cwd or self.project,
+            cwd=cwd or self.working_directory(spec),
             env=self.env(env),
             capture_output=True,
             text=True,
             timeout=timeout,
             input=input,
         )
+
+    def working_directory(self, spec: str | None) -> Path:
+        """Where lnk starts by default: the project, unless `spec` (TOML text) grants
+        no folder holding it; then `/`, which is where such a command always started
+        inside (a run from a folder the sandbox would not see is refused)."""
+        if spec is None:
+            return self.project
+        try:
+            files = tomllib.loads(spec).get("files", {})
+            names = [entry["path"] if isinstance(entry, dict) else str(entry)
+                     for entry in [*files.get("read", []), *files.get("write", [])]]
+        except (tomllib.TOMLDecodeError, AttributeError, KeyError, TypeError):
+            return self.project  # a spec refused before any run: where it is run is moot
+        for name in names:
+            if name.startswith("."):
+                return self.project  # a name relative to the working directory
+            path = (str(self.home) + name[1:] if name.startswith("~")
+                    else str(self.project) + name[1:] if name.startswith(".") else name)
+            path = os.path.normpath(path)
+            if str(self.project) == path or str(self.project).startswith(path.rstrip("/") + "/"):
+                return self.project
+        return Path("/")
 
     def run(self, *command: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
         """`lnk sandbox run -- COMMAND...`."""
