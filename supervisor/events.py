@@ -86,9 +86,21 @@ class EventLog:
                 record = event._asdict()
                 if not event.reason:
                     del record["reason"]  # a program's refusal reads as it always did
-                os.write(self._report, (json.dumps(record) + "\n").encode())
+                self._write_report((json.dumps(record) + "\n").encode())
         if first and not self._quiet:
             say(event.message())
+
+    def _write_report(self, line: bytes) -> None:
+        """Append one line; a report that cannot be written any more (a full disk) is
+        said once and given up, so the run goes on and its refusals still reach stderr."""
+        assert self._report is not None
+        try:
+            os.write(self._report, line)
+        except OSError as err:
+            os.close(self._report)
+            self._report = None
+            say(f"cannot write the report any more ({err.strerror}): the refusals from "
+                "here on are only said here")
 
     def close(self) -> None:
         with self._lock:

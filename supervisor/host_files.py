@@ -33,9 +33,14 @@ def _within(path: str, folder: str) -> bool:
 
 
 def _refuse(path: str, why: str, err: int | None = None) -> LaunchError:
-    return LaunchError(f"cannot write the report to {path}: {why}",
-                       hint="name a report file outside the folders the sandbox writes, "
-                       "or remove what is there", errno=err)
+    if err in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = "name a file in a folder you may write, such as /tmp/report.jsonl"
+    elif err == errno.ENOENT:
+        hint = "make the folder first, or name a file in a folder that exists"
+    else:
+        hint = ("name a report file outside the folders the sandbox writes, or remove what "
+                "is there")
+    return LaunchError(f"cannot write the report to {path}: {why}", hint=hint, errno=err)
 
 
 def open_report(path: str, written: Sequence[str]) -> int:

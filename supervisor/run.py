@@ -65,6 +65,9 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
     decider for destinations no list names (proxy mode).
     """
     require_working_directory(snapshot)
+    if report is not None and not report:
+        raise SandboxError("--report names no file",
+                           hint="give it a path, as in --report /tmp/refusals.jsonl")
     if decide is not None:
         check_decide(decide, snapshot)
     from .terminal import restore_flags, standard_flags

@@ -127,3 +127,31 @@ def test_a_hidden_working_directory_is_refused(sandbox: Sandbox) -> None:
         "start elsewhere\n"
         "  hint: start lnk-sandbox in a folder the spec grants, or grant this one by its own "
         "path\n"))
+
+
+# -- --report to a path it cannot open -------------------------------------------------------
+
+
+def test_a_report_path_that_cannot_be_opened_is_a_clear_error(sandbox: Sandbox) -> None:
+    missing = sandbox.base / "missing" / "report.jsonl"
+    done = sandbox.lnk("run", "--report", str(missing), "--", "true")
+    assert transcript(done) == (125, "", (
+        f"lnk-sandbox: cannot write the report to {missing}: {sandbox.base}/missing: No such "
+        "file or directory\n"
+        "  hint: make the folder first, or name a file in a folder that exists\n"))
+    done = sandbox.lnk("run", "--report", str(sandbox.base), "--", "true")
+    assert transcript(done) == (125, "", (
+        f"lnk-sandbox: cannot write the report to {sandbox.base}: Is a directory\n"
+        "  hint: name a report file outside the folders the sandbox writes, or remove what "
+        "is there\n"))
+    done = sandbox.lnk("run", "--report", "", "--", "true")
+    assert transcript(done) == (125, "", "lnk-sandbox: --report names no file\n"
+                                "  hint: give it a path, as in --report /tmp/refusals.jsonl\n")
+    if not sandbox.who.is_root:
+        closed = sandbox.base / "closed"
+        closed.mkdir(mode=0o700)  # root's: the test user may not write in it
+        done = sandbox.lnk("run", "--report", f"{closed}/report.jsonl", "--", "true")
+        assert transcript(done) == (125, "", (
+            f"lnk-sandbox: cannot write the report to {closed}/report.jsonl: Permission "
+            "denied\n"
+            "  hint: name a file in a folder you may write, such as /tmp/report.jsonl\n"))

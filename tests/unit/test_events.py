@@ -1,0 +1,34 @@
+"""The refusal log: each refused thing said once on stderr, one report line per refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from supervisor.events import EventLog
+
+
+def test_a_report_that_cannot_be_written_is_given_up_and_said_once(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    log = EventLog(os.open("/dev/full", os.O_WRONLY))
+    log.add("program", "/usr/bin/curl", "/usr/bin/curl", "commands.programs", 7)
+    log.add("program", "/usr/bin/wget", "/usr/bin/wget", "commands.programs", 8)
+    log.close()
+    assert capfd.readouterr().err == (
+        "lnk-sandbox: cannot write the report any more (No space left on device): the "
+        "refusals from here on are only said here\n"
+        "lnk-sandbox: refused /usr/bin/curl (not in [commands])\n"
+        "lnk-sandbox: refused /usr/bin/wget (not in [commands])\n")
+    assert len(log.events) == 2
+
+
+def test_every_refusal_is_one_report_line(tmp_path: Path) -> None:
+    path = tmp_path / "report.jsonl"
+    log = EventLog(os.open(path, os.O_WRONLY | os.O_CREAT), quiet=True)
+    log.add("program", "/usr/bin/curl", "/usr/bin/curl", "commands.programs", 7)
+    log.close()
+    (line,) = path.read_text().splitlines()
+    assert json.loads(line)["pid"] == 7
