@@ -96,8 +96,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     run.add_argument("--report", metavar="FILE",
                      help="write every refusal to FILE as JSON lines")
     _decide_options(run)
-    command("learn", "run once with every program open; print the [commands] lines for "
-            "what ran", yes=True)
+    learn = command("learn", "run once with every program open; print the [commands] "
+                    "lines for what ran", yes=True)
+    learn.add_argument("--output", metavar="FILE",
+                       help="write the [commands] table to FILE (by default it goes to "
+                       "stderr, after the command's own output)")
     check = command("check", "what this machine enforces for a spec", rest=False)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     plan = command("plan", "print the mount plan and bwrap's arguments, or the macOS profile")
@@ -186,8 +189,18 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         snapshot = snapshot_for(args.spec)
         api.ensure_allowed(snapshot, yes=args.yes)
         status, text = learn_snapshot(snapshot, command)
-        sys.stdout.flush()
-        sys.stdout.write(text)
+        if args.output is None:
+            sys.stderr.write(text)  # never mixed with the command's output on stdout
+            return status
+        from .events import say
+        from .host_files import open_report
+
+        fd = open_report(args.output, snapshot.written(), what="what learn found")
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+        say(f"the [commands] table for what ran is in {args.output}")
         return status
     if args.action == "wrap":
         wrapped = api.wrap(_command(args.command), spec=args.spec, yes=args.yes)

@@ -32,18 +32,19 @@ def _within(path: str, folder: str) -> bool:
     return folder in (path, "/") or path.startswith(folder + "/")
 
 
-def _refuse(path: str, why: str, err: int | None = None) -> LaunchError:
+def _refuse(path: str, why: str, err: int | None = None, *, what: str = "the report"
+            ) -> LaunchError:
     if err in (errno.EACCES, errno.EPERM, errno.EROFS):
         hint = "name a file in a folder you may write, such as /tmp/report.jsonl"
     elif err == errno.ENOENT:
         hint = "make the folder first, or name a file in a folder that exists"
     else:
-        hint = ("name a report file outside the folders the sandbox writes, or remove what "
-                "is there")
-    return LaunchError(f"cannot write the report to {path}: {why}", hint=hint, errno=err)
+        hint = ("name a file outside the folders the sandbox writes, or remove what is "
+                "there")
+    return LaunchError(f"cannot write {what} to {path}: {why}", hint=hint, errno=err)
 
 
-def open_report(path: str, written: Sequence[str]) -> int:
+def open_report(path: str, written: Sequence[str], *, what: str = "the report") -> int:
     """An fd to append the report to, the file made (0600) or emptied first.
 
     `written`: the folders the sandbox will write (resolved). LaunchError, naming the
@@ -53,7 +54,7 @@ def open_report(path: str, written: Sequence[str]) -> int:
     wanted = os.path.abspath(path)
     parts = [p for p in wanted.split("/") if p]
     if not parts:
-        raise _refuse(path, "it is a folder")
+        raise _refuse(path, "it is a folder", what=what)
     fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     where = ""
     links = 0
@@ -71,17 +72,18 @@ def open_report(path: str, written: Sequence[str]) -> int:
             try:
                 next_fd = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             except OSError as err:
-                raise _refuse(path, f"{where}/{part}: {err.strerror}", err.errno) from None
+                raise _refuse(path, f"{where}/{part}: {err.strerror}", err.errno,
+                              what=what) from None
             mode = os.fstat(next_fd).st_mode
             if stat.S_ISLNK(mode):
                 os.close(next_fd)
                 link = f"{where}/{part}"
                 if any(_within(link, folder) for folder in written):
                     raise _refuse(path, f"{link} is a link, in a folder the sandbox writes: "
-                                  "a sandbox may have planted it")
+                                  "a sandbox may have planted it", what=what)
                 links += 1
                 if links > _MAX_LINKS:
-                    raise _refuse(path, "too many links", errno.ELOOP)
+                    raise _refuse(path, "too many links", errno.ELOOP, what=what)
                 target = os.readlink(part, dir_fd=fd)
                 rest = [p for p in target.split("/") if p]
                 if target.startswith("/"):
@@ -92,7 +94,8 @@ def open_report(path: str, written: Sequence[str]) -> int:
                 continue
             if not stat.S_ISDIR(mode):
                 os.close(next_fd)
-                raise _refuse(path, f"{where}/{part} is not a folder", errno.ENOTDIR)
+                raise _refuse(path, f"{where}/{part} is not a folder", errno.ENOTDIR,
+                              what=what)
             os.close(fd)
             fd = next_fd
             where = f"{where}/{part}"
@@ -102,12 +105,12 @@ def open_report(path: str, written: Sequence[str]) -> int:
                              | os.O_CLOEXEC | os.O_APPEND, 0o600, dir_fd=fd)
         except OSError as err:
             if err.errno == errno.ELOOP:
-                raise _refuse(path, f"{where}/{name} is a link", err.errno) from None
-            raise _refuse(path, err.strerror or str(err), err.errno) from None
+                raise _refuse(path, f"{where}/{name} is a link", err.errno, what=what) from None
+            raise _refuse(path, err.strerror or str(err), err.errno, what=what) from None
     finally:
         os.close(fd)
     if not stat.S_ISREG(os.fstat(report).st_mode):
         os.close(report)
-        raise _refuse(path, "it is not a regular file")
+        raise _refuse(path, "it is not a regular file", what=what)
     os.ftruncate(report, 0)
     return report

@@ -87,15 +87,59 @@ def summarize(seen: Iterable[Executed], snapshot: Snapshot) -> tuple[list[Learne
                                                                    key=lambda x: x.path)
 
 
+def toml_string(text: str) -> str | None:
+    """`text` as a TOML basic string, or None when TOML cannot hold it (a path whose bytes
+    are not UTF-8: os.fsdecode keeps them as lone surrogates)."""
+    if any("\udc80" <= char <= "\udcff" for char in text):
+        return None
+    out = ['"']
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char < " " or char == "\x7f":  # TOML: no control character but tab, escaped
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return "".join(out) + '"'
+
+
+def _comment(text: str) -> str:
+    """`text` fit for a TOML comment: on one line, with no control character (a command
+    of several lines, or a file name holding a newline, would otherwise end the comment
+    and leave the rest as bare TOML), and undecodable bytes written as \\xNN."""
+    out = []
+    for char in text:
+        if "\udc80" <= char <= "\udcff":
+            out.append(f"\\x{ord(char) - 0xDC00:02x}")
+        elif char < " " or char == "\x7f":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char, f"\\x{ord(char):02x}"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def render(learned: list[Learned], left: list[LeftOut], command: list[str]) -> str:
-    lines = [f"# lnk sandbox learn: the programs `{' '.join(command)}` ran; add to the spec:",
+    """The `[commands]` table to put in the spec, as TOML that parses on its own and that
+    `check` accepts: every name a TOML string, every other line a comment on one line."""
+    import shlex
+
+    lines = [_comment(f"# lnk sandbox learn: the programs `{shlex.join(command)}` ran."),
+             "# Put this [commands] table in the spec (in place of one it has):",
              "[commands]", "programs = ["]
-    width = max((len(item.entry) for item in learned), default=0) + 3
+    kept: list[tuple[str, Learned]] = []
     for item in learned:
-        text = f'    "{item.entry}",'
+        quoted = toml_string(item.entry)
+        if quoted is None:
+            left = [*left, LeftOut(item.path, "its path is not UTF-8, which a spec cannot "
+                                   "name")]
+        else:
+            kept.append((quoted, item))
+    width = max((len(quoted) for quoted, _ in kept), default=0) + 5
+    for quoted, item in kept:
+        text = f"    {quoted},"
         if item.interpreter:
-            text = text.ljust(width + 6) + "  # an interpreter: it runs any code it is given"
+            text = text.ljust(width) + "  # an interpreter: it runs any code it is given"
         lines.append(text)
     lines.append("]")
-    lines += [f"# left out {out.path}: {out.reason}" for out in left]
+    lines += [_comment(f"# left out {out.path}: {out.reason}") for out in left]
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -155,3 +156,53 @@ def test_a_report_path_that_cannot_be_opened_is_a_clear_error(sandbox: Sandbox) 
             f"lnk-sandbox: cannot write the report to {closed}/report.jsonl: Permission "
             "denied\n"
             "  hint: name a file in a folder you may write, such as /tmp/report.jsonl\n"))
+
+
+# -- learn: TOML that check accepts, apart from the command's output ----------------------
+
+SCRIPT = "echo out\ngit --version >/dev/null\nprintf x | sed s/x/y/; echo"
+
+
+def test_learns_table_is_valid_toml_on_stderr_even_for_a_command_of_several_lines(
+        sandbox: Sandbox) -> None:
+    spec = '[files]\nwrite = ["."]\n'
+    done = sandbox.lnk("learn", "--", "sh", "-c", SCRIPT, spec=spec)
+    assert transcript(done) == (0, "out\ny\n", (
+        "# lnk sandbox learn: the programs `sh -c 'echo out\\ngit --version >/dev/null\\n"
+        "printf x | sed s/x/y/; echo'` ran.\n"
+        "# Put this [commands] table in the spec (in place of one it has):\n"
+        "[commands]\n"
+        "programs = [\n"
+        '    "git",\n'
+        '    "sed",\n'
+        '    "sh",   # an interpreter: it runs any code it is given\n'
+        "]\n"))
+    learned = spec + done.stderr
+    assert tomllib.loads(learned)["commands"]["programs"] == ["git", "sed", "sh"]
+    checked = sandbox.lnk("check", spec=learned)
+    assert checked.returncode == 0, checked.stdout
+    assert "can launch here" in checked.stdout
+    # ...and the list it wrote runs the command.
+    assert transcript(sandbox.lnk("run", "--", "sh", "-c", SCRIPT, spec=learned)) == (
+        0, "out\ny\n", "")
+
+
+def test_learn_writes_its_table_to_the_file_named(sandbox: Sandbox) -> None:
+    spec = '[files]\nwrite = ["."]\n'
+    out = sandbox.base / "learned.toml"
+    done = sandbox.lnk("learn", "--output", str(out), "--", "sh", "-c", "echo out", spec=spec)
+    assert transcript(done) == (0, "out\n", "lnk-sandbox: the [commands] table for what ran "
+                                f"is in {out}\n")
+    assert tomllib.loads(out.read_text())["commands"]["programs"] == ["sh"]
+    # Never through a link the sandbox could have planted where it writes.
+    (sandbox.project / "planted.toml").symlink_to(sandbox.home / "victim")
+    done = sandbox.lnk("learn", "--output", str(sandbox.project / "planted.toml"), "--",
+                       "true", spec=spec)
+    assert done.returncode == 125
+    assert done.stderr.endswith(
+        f"lnk-sandbox: cannot write what learn found to {sandbox.project}/planted.toml: "
+        f"{sandbox.project}/planted.toml is a link\n"
+        "  hint: name a file outside the folders the sandbox writes, or remove what is "
+        "there\n")
+    assert not (sandbox.home / "victim").exists()
+
