@@ -76,12 +76,21 @@ def _parser(prog: str) -> argparse.ArgumentParser:
             sys.stderr.write(f"lnk-sandbox: {message}\n")
             raise SystemExit(USAGE_STATUS)
 
-    parser = _Parser(prog=prog, description="Run a command confined by a spec.")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    from . import helptext
 
-    def command(name: str, text: str, *, spec: bool = True, yes: bool = False,
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog=prog, description=helptext.DESCRIPTION, epilog=helptext.EPILOG,
+                     formatter_class=raw)
+    parser.add_argument("--version", action="version", version=version())
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=_Parser,
+                                     title="commands", metavar="COMMAND")
+
+    def command(name: str, text: str = "", *, spec: bool = True, yes: bool = False,
                 rest: bool = True) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = commands.add_parser(name, help=text)
+        text = helptext.COMMANDS[name][0]
+        sub: argparse.ArgumentParser = commands.add_parser(
+            name, help=text, description=text[:1].upper() + text[1:] + ".",
+            epilog=helptext.epilog(name), formatter_class=raw)
         if spec:
             sub.add_argument("--spec", metavar="FILE",
                              help="the spec (TOML); the embedded default without it")
@@ -89,7 +98,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
             sub.add_argument("--yes", action="store_true",
                              help="allow a spec not allowed before without asking")
         if rest:
-            sub.add_argument("command", nargs=argparse.REMAINDER)
+            _rest(sub)
         return sub
 
     run = command("run", "run a command in a sandbox", yes=True)
@@ -116,8 +125,26 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     saved.add_argument("--report", metavar="FILE",
                        help="write every refusal to FILE as JSON lines")
     _decide_options(saved)
-    saved.add_argument("command", nargs=argparse.REMAINDER)
+    _rest(saved)
     return parser
+
+
+def _rest(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]",
+                        help="the command to run, after --")
+
+
+def version() -> str:
+    """`lnk-sandbox VERSION`, from the installed distribution's metadata."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return f"lnk-sandbox {installed('lnk-sandbox')}"
+    except PackageNotFoundError:
+        return "lnk-sandbox (not installed: run from a source tree)"
 
 
 def _decide_options(parser: argparse.ArgumentParser) -> None:
@@ -254,10 +281,16 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
 
 
 def main_lnk() -> NoReturn:
-    """`lnk sandbox ...`: the `sandbox` word first, then the same commands."""
+    """`lnk sandbox ...`: the `sandbox` word first, then the same commands. `lnk --help`
+    and `lnk --version` answer for the sandbox, the one family of commands lnk has."""
     argv = sys.argv[1:]
+    if argv[:1] in (["--help"], ["-h"], ["help"], ["--version"]):
+        _main("lnk sandbox", ["--help" if argv[0] == "help" else argv[0]])
     if not argv or argv[0] != "sandbox":
-        sys.stderr.write("usage: lnk sandbox {run,learn,check,plan,describe,wrap,exec} ...\n")
+        usage = "usage: lnk sandbox COMMAND [ARG...]   (lnk --help lists the commands)\n"
+        what = f"unknown command {argv[0]!r}" if argv else "no command given"
+        sys.stderr.write(f"{usage}lnk: {what}: lnk's commands are under `lnk sandbox`, as "
+                         "in: lnk sandbox run -- make test\n")
         raise SystemExit(USAGE_STATUS)
     _main("lnk sandbox", argv[1:])
 
