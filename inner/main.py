@@ -58,12 +58,39 @@ def _close_fds(keep: int) -> None:
     os.set_inheritable(keep, False)
 
 
+def _missing_interpreter(program: str) -> str | None:
+    """The `#!` interpreter of the script execve found for `program`, when that is what
+    is missing: the kernel answers ENOENT for the script then, as for no file at all.
+    Looked up as execvpe does (a name through PATH, the first file there)."""
+    if "/" in program:
+        candidates = [program]
+    else:
+        path = os.environ.get("PATH") or os.defpath
+        candidates = [os.path.join(folder or ".", program) for folder in path.split(":")]
+    for candidate in candidates:
+        try:
+            with open(candidate, "rb") as handle:
+                head = handle.read(256)
+        except OSError:
+            continue
+        if not head.startswith(b"#!"):
+            return None
+        words = head[2:].split(b"\n", 1)[0].split()
+        if words and not os.path.exists(words[0]):
+            return os.fsdecode(words[0])
+        return None
+    return None
+
+
 def _exec(argv: list[str], status: protocol.Channel) -> NoReturn:
     try:
         os.execvpe(argv[0], argv, os.environ)
     except OSError as err:
         code = err.errno or 0
-        status.send_exec_failure(code, argv[0])
+        interpreter = _missing_interpreter(argv[0]) if code == errno.ENOENT else None
+        status.send_exec_failure(code, argv[0], interpreter)
+        if interpreter is not None:
+            os._exit(126)  # found, but it cannot run: as a shell says of a bad interpreter
         os._exit(127 if code in (2, 20) else 126)  # ENOENT, ENOTDIR: not found
 
 

@@ -2,7 +2,8 @@
 
 A SOCK_SEQPACKET socketpair, so each message arrives whole. The inner sends:
 `L` with the seccomp listener fd (SCM_RIGHTS), `W` when it waits for the go,
-`E<errno> <program>` when execve failed, `C<text>` when a confinement step failed,
+`E<errno> <program>[\0<interpreter>]` when execve failed (the interpreter a script's `#!`
+line names, when it is what is missing), `C<text>` when a confinement step failed,
 `N<name>` for a notice the supervisor says once (`no-landlock`: the launch goes on with
 bwrap and the seccomp filter alone).
 The supervisor answers `G` (go). The inner keeps its end close-on-exec: after a
@@ -47,8 +48,11 @@ class Channel:
         except OSError:
             return False
 
-    def send_exec_failure(self, errno: int, program: str) -> None:
-        self._send(EXEC_FAILED + f"{errno} {program}".encode("utf-8", "surrogateescape"))
+    def send_exec_failure(self, errno: int, program: str, interpreter: str | None = None
+                          ) -> None:
+        """`interpreter`: the script's `#!` interpreter, when that is what is missing."""
+        text = f"{errno} {program}" + (f"\0{interpreter}" if interpreter is not None else "")
+        self._send(EXEC_FAILED + text.encode("utf-8", "surrogateescape"))
 
     def send_notice(self, name: str) -> None:
         self._send(NOTICE + name.encode())

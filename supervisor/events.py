@@ -3,9 +3,9 @@
 Events come from the exec watch (a program the list refused) and the network (a name or
 address refused, and the use of a forwarded or exposed port, which is reported too);
 they are known from the mechanism that saw them, never guessed from output.
-Each refused thing is said once per run on stderr; every event goes to the report file
-a harness asked for (`--report FILE`, JSON lines), up to a bound that keeps a program
-refusing in a loop from filling the disk.
+Each refused thing is said once per run on stderr; each refusal (a thing refused to one
+process) is one line of the report file a harness asked for (`--report FILE`, JSON
+lines), up to a bound that keeps a program refusing in a loop from filling the disk.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Event(NamedTuple):
 
     def message(self) -> str:
         if self.kind == "program":
-            return f"refused {self.resolved} (not in [commands])"
+            return f"refused {self.resolved} ({self.reason or 'not in [commands]'})"
         if self.kind == "forward":
             return f"the sandbox reached the host's {self.subject} ([network] forward)"
         if self.kind == "expose":
@@ -64,6 +64,7 @@ class EventLog:
         opens it), owned by the log from here on."""
         self._lock = threading.Lock()
         self._said: set[tuple[str, str, str]] = set()
+        self._refusals: set[tuple[str, str, str, int, str]] = set()
         self.events: list[Event] = []
         self.dropped = 0
         self._quiet = quiet
@@ -73,6 +74,14 @@ class EventLog:
             reason: str = "") -> None:
         event = Event(kind, subject, resolved, rule, pid, time.time(), reason)
         with self._lock:
+            if kind in ("program", "network"):
+                # One refusal, one record: a shell trying each folder of PATH, a
+                # resolver asking A then AAAA, a client retrying, are the same process
+                # refused the same thing (each use of a forwarded port stays a record).
+                refusal = (kind, resolved, rule, pid, reason)
+                if refusal in self._refusals:
+                    return
+                self._refusals.add(refusal)
             if len(self.events) >= MAX_EVENTS:
                 self.dropped += 1
                 return

@@ -134,11 +134,31 @@ def _parse_port(text: str) -> int:
     return int(text)
 
 
+def _url_hint(text: str) -> str:
+    """What to write for a URL given where a host name is wanted: the proxy decides on
+    the host (and port) a connection is for; it never sees a path inside HTTPS."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host:
+        return "is a URL, and a host name is wanted here"
+    shown = f"[{host}]" if ":" in host else host
+    wanted = f"{shown}:{port}" if port else shown
+    return (f"is a URL, and a host name is wanted here: write {wanted!r} (the proxy decides "
+            "on the host a connection is for, never on a path)")
+
+
 def parse_host_pattern(text: str, *, deny: bool = False) -> HostPattern:
     """Validate one `[network] allow` entry, refusing patterns that open too much; with
     `deny`, one `[network] deny` entry, which may close as much as it likes."""
     if not text or text != text.strip():
         raise HostPatternError("a pattern must be a non-empty name without spaces")
+    if "://" in text:
+        raise HostPatternError(_url_hint(text))
     host, port = _split_port(text)
     bare = normalize_host(host)
     if "/" in bare:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .grants import Snapshot, is_within
 from .linux.watch import Executed
+from .spec import toml_string
 
 # macOS's, resolved as Seatbelt reports them: /tmp and /var are links into /private, and
 # each user's temp folders are below /private/var/folders.
@@ -85,22 +86,6 @@ def summarize(seen: Iterable[Executed], snapshot: Snapshot) -> tuple[list[Learne
         learned[item.path] = Learned(entry, item.path, marked)
     return sorted(learned.values(), key=lambda x: x.entry), sorted(left.values(),
                                                                    key=lambda x: x.path)
-
-
-def toml_string(text: str) -> str | None:
-    """`text` as a TOML basic string, or None when TOML cannot hold it (a path whose bytes
-    are not UTF-8: os.fsdecode keeps them as lone surrogates)."""
-    if any("\udc80" <= char <= "\udcff" for char in text):
-        return None
-    out = ['"']
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char < " " or char == "\x7f":  # TOML: no control character but tab, escaped
-            out.append(f"\\u{ord(char):04X}")
-        else:
-            out.append(char)
-    return "".join(out) + '"'
 
 
 def _comment(text: str) -> str:

@@ -174,7 +174,8 @@ class _Validator:
 
     def string_list(self, value: object, key: str) -> list[str]:
         if not isinstance(value, list):
-            raise self.error(key, f"must be a list of strings, not {_kind(value)}")
+            raise self.error(key, f"must be a list of strings, not {_kind(value)}",
+                             hint=_list_hint(key, value))
         return [self.string(item, f"{key}[{i}]") for i, item in enumerate(value)]
 
     def name(self, value: object, key: str) -> str:
@@ -242,7 +243,8 @@ class _Validator:
 
     def grants(self, value: object, key: str) -> tuple[PathGrant, ...]:
         if not isinstance(value, list):
-            raise self.error(key, f"must be a list of paths, not {_kind(value)}")
+            raise self.error(key, f"must be a list of paths, not {_kind(value)}",
+                             hint=_list_hint(key, value))
         return tuple(self.grant(item, f"{key}[{i}]") for i, item in enumerate(value))
 
     def files(self, value: object) -> Files:
@@ -464,6 +466,30 @@ def _kind(value: object) -> str:
         list: "a list", dict: "a table",
     }
     return names.get(type(value), type(value).__name__)
+
+
+def _list_hint(key: str, value: object) -> str | None:
+    """For one string where a list is wanted (`write = "."`): the list to write."""
+    quoted = toml_string(value) if isinstance(value, str) else None
+    if quoted is None:
+        return None
+    return f"write a list, even of one: {key.rpartition('.')[2]} = [{quoted}]"
+
+
+def toml_string(text: str) -> str | None:
+    """`text` as a TOML basic string, or None when TOML cannot hold it (a path whose bytes
+    are not UTF-8: os.fsdecode keeps them as lone surrogates)."""
+    if any("\udc80" <= char <= "\udcff" for char in text):
+        return None
+    out = ['"']
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char < " " or char == "\x7f":  # TOML: no control character but tab, escaped
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return "".join(out) + '"'
 
 
 def _duplicate_hint(first: str, second: str) -> str:

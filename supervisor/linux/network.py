@@ -301,10 +301,12 @@ class NetworkRun:
             self._reaper_pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             return None
-        if self.gate is not None and self.gate.decider is not None:
-            from .peers import describe_peer
+        if self.gate is not None:
+            from .peers import describe_peer, pid_of_peer
 
-            self.gate.decider.describe_peer = functools.partial(describe_peer, net)
+            self.gate.find_pid = functools.partial(pid_of_peer, net)
+            if self.gate.decider is not None:
+                self.gate.decider.describe_peer = functools.partial(describe_peer, net)
         ctl = self._ctl
         assert ctl is not None
         ctl.send(Job(pid=pid, net_inode=net, listen=self.listeners()).encode())

@@ -23,10 +23,18 @@ from typing import Any
 
 def describe_peer(net_inode: int, peer: tuple[str, int]) -> dict[str, Any] | None:
     """{"pid", "exe", "argv"} of the process whose socket is `peer`, or None."""
+    pid = pid_of_peer(net_inode, peer)
+    return _process(pid) if pid is not None else None
+
+
+def pid_of_peer(net_inode: int, peer: tuple[str, int], proto: str = "tcp") -> int | None:
+    """The pid (as the supervisor sees it) of a process of the sandbox holding the socket
+    whose address is `peer`: a TCP one, or with `proto` "udp" the one a DNS question
+    came from. None when none is found (it closed the socket, or handed it on)."""
     pids = [pid for pid in _pids() if _net_inode(pid) == net_inode]
     if not pids:
         return None
-    inode = _socket_inode(pids[0], *peer)
+    inode = _socket_inode(pids[0], *peer, tables=(proto, proto + "6"))
     if inode is None:
         return None
     wanted = f"socket:[{inode}]"
@@ -38,7 +46,7 @@ def describe_peer(net_inode: int, peer: tuple[str, int]) -> dict[str, Any] | Non
         for fd in fds:
             try:
                 if os.readlink(f"/proc/{pid}/fd/{fd}") == wanted:
-                    return _process(pid)
+                    return pid
             except OSError:
                 continue
     return None
@@ -63,9 +71,10 @@ def hex_address(address: str, port: int) -> str:
     return "".join(f"{word:08X}" for word in words) + f":{port:04X}"
 
 
-def _socket_inode(pid: int, address: str, port: int) -> int | None:
+def _socket_inode(pid: int, address: str, port: int,
+                  tables: tuple[str, ...] = ("tcp", "tcp6")) -> int | None:
     local = hex_address(address, port)
-    for table in ("tcp", "tcp6"):
+    for table in tables:
         try:
             with open(f"/proc/{pid}/net/{table}") as handle:
                 next(handle, None)

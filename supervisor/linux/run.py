@@ -170,7 +170,8 @@ def launch_and_supervise(
 
         nonlocal judge
         if judge is None:
-            judge = Judge(allowed_files(snapshot, loaders))
+            judge = Judge(allowed_files(snapshot, loaders),
+                          listed=frozenset(p.target for p in snapshot.programs or ()))
         judge.record = learn
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
         return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
@@ -248,7 +249,10 @@ def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
     if outcome.exec_failure is not None:
         failure = outcome.exec_failure
         reason = os.strerror(failure.errno) if failure.errno else "failed"
-        if failure.status == 127:
+        if failure.interpreter is not None:
+            reason = (f"its interpreter {failure.interpreter} (its #! line) is not found in "
+                      "the sandbox")
+        elif failure.status == 127:
             reason = "not found in the sandbox"
         say(f"cannot run {failure.program}: {reason}")
     return outcome.status

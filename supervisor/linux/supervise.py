@@ -47,13 +47,17 @@ Service = Callable[["Supervision"], Coroutine[Any, Any, None]]
 
 
 class ExecFailure(NamedTuple):
-    """The inner's execve failed: `errno` and the program as given."""
+    """The inner's execve failed: `errno` and the program as given; `interpreter`, the
+    `#!` interpreter of a script found, when that is what is missing."""
 
     errno: int
     program: str
+    interpreter: str | None = None
 
     @property
     def status(self) -> int:
+        if self.interpreter is not None:
+            return 126  # the script is there, and cannot run
         return 127 if self.errno in (errno.ENOENT, errno.ENOTDIR) else 126
 
 
@@ -115,8 +119,10 @@ class Supervision:
                 except OSError:
                     return
             elif kind == protocol.EXEC_FAILED:
-                code, _, program = body.decode("utf-8", "replace").partition(" ")
-                self.exec_failure = ExecFailure(int(code or 0), program)
+                code, _, rest = body.decode("utf-8", "replace").partition(" ")
+                program, nul, interpreter = rest.partition("\0")
+                self.exec_failure = ExecFailure(int(code or 0), program,
+                                                interpreter if nul else None)
             elif kind == protocol.NOTICE:
                 if body == protocol.NO_LANDLOCK.encode():
                     say("this kernel has no Landlock: bubblewrap's mounts and the seccomp "

@@ -76,16 +76,24 @@ class Executed(NamedTuple):
     interpreter_of: str | None = None
 
 
+CHANGED = ("listed in [commands], but changed since the sandbox started: the list holds "
+           "the file that was there then, since one rebuilt or replaced during the run "
+           "could hold anything the sandbox wrote")
+
+
 class Judge:
     """The list Landlock enforces, as (device, inode); None means every program runs.
 
-    With `record` (learn), every exec seen is kept in `seen` instead of judged.
+    With `record` (learn), every exec seen is kept in `seen` instead of judged. `listed`:
+    the paths of the listed files, to say why a file at one of them is refused anyway
+    (it is another file now).
     """
 
     def __init__(self, allowed: frozenset[tuple[int, int]] | None, *,
-                 record: bool = False) -> None:
+                 record: bool = False, listed: frozenset[str] = frozenset()) -> None:
         self.allowed = allowed
         self.record = record
+        self.listed = listed
         self.seen: list[Executed] = []
 
     def wants(self, identity: tuple[int, int]) -> bool:
@@ -208,8 +216,9 @@ class ExecWatch:
         if self.judge.record:
             self.judge.seen.append(item)
         else:
+            reason = CHANGED if item.path in self.judge.listed else ""
             self.events.add("program", item.asked, item.path or item.asked,
-                            "commands.programs", pid)
+                            "commands.programs", pid, reason=reason)
 
     def _next(self, poller: select.poll) -> notify.Notification | None:
         """The next notification, or None once the sandbox is gone (as the leader)."""

@@ -29,11 +29,13 @@ A, AAAA = 1, 28
 MAX_UDP_IN_FLIGHT = 256
 
 
-async def answer(gate: Gate, name: str, rdtype: int) -> tuple[str, list[str]]:
-    """The rcode and addresses for one question."""
+async def answer(gate: Gate, name: str, rdtype: int,
+                 asking: tuple[tuple[str, int], str] | None = None) -> tuple[str, list[str]]:
+    """The rcode and addresses for one question; `asking`: the asker's address and
+    protocol ("udp" or "tcp"), for the pid a refusal names."""
     decision = gate.remembered(gate.lists.decide_name(name))
     if not decision.allowed:
-        gate.refuse(decision)
+        gate.refuse(decision, await gate.pid_of(*asking) if asking else 0)
         return "REFUSED", []
     if rdtype not in (A, AAAA):
         return "NOERROR", []
@@ -47,12 +49,15 @@ async def answer(gate: Gate, name: str, rdtype: int) -> tuple[str, list[str]]:
         if refusal is None:
             kept.append(address)
         else:
-            gate.refuse_address(decision, refusal)
+            gate.refuse_address(decision, refusal,
+                                await gate.pid_of(*asking) if asking else 0)
     return ("NOERROR", kept) if kept else ("REFUSED", [])
 
 
-async def reply(gate: Gate, query: bytes, *, udp: bool) -> bytes | None:
-    """The reply to one query in wire format, or None when none is due."""
+async def reply(gate: Gate, query: bytes, *, udp: bool,
+                asking: tuple[str, int] | None = None) -> bytes | None:
+    """The reply to one query in wire format, or None when none is due; `asking`: the
+    address the query came from."""
     from . import dnswire as wire  # dnspython: loaded on the first query, not at start
 
     question = wire.read_query(query)
@@ -60,7 +65,8 @@ async def reply(gate: Gate, query: bytes, *, udp: bool) -> bytes | None:
         return question
     if len(question.name) > 255:
         return wire.answer(question, "REFUSED", [], udp=udp)
-    rcode, addresses = await answer(gate, question.name, question.rdtype)
+    rcode, addresses = await answer(gate, question.name, question.rdtype,
+                                    (asking, "udp" if udp else "tcp") if asking else None)
     return wire.answer(question, rcode, addresses, udp=udp)
 
 
@@ -73,7 +79,7 @@ async def serve_udp(sock: socket.socket, gate: Gate, group: anyio.abc.TaskGroup)
     async def one(data: bytes, peer: tuple[str, int]) -> None:
         nonlocal in_flight
         try:
-            answered = await reply(gate, data, udp=True)
+            answered = await reply(gate, data, udp=True, asking=peer)
             if answered is not None:
                 try:
                     sock.sendto(answered, peer)
@@ -107,7 +113,7 @@ async def handle_tcp(stream: RawStream, gate: Gate) -> None:
                 return
         size = struct.unpack("!H", data[:2])[0]
         query, data = data[2:2 + size], data[2 + size:]
-        answered = await reply(gate, query, udp=False)
+        answered = await reply(gate, query, udp=False, asking=stream.peer())
         if answered is None:
             return
         await stream.send(struct.pack("!H", len(answered)) + answered)

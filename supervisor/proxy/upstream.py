@@ -14,6 +14,7 @@ sandbox resolved before (and whose answer may have changed since) plays no part.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -59,6 +60,11 @@ def address_reason(refusal: AddressRefusal) -> str:
             "or its range in [network] allow to reach it")
 
 
+# Finds the pid of the sandbox's process whose socket has an address ("tcp" or "udp"):
+# the Linux supervisor sets one once the sandbox's network namespace is known.
+FindPid = Callable[[tuple[str, int], str], "int | None"]
+
+
 @dataclass
 class Gate:
     """The decisions, the lookup and the events of one run, shared by every protocol."""
@@ -67,15 +73,28 @@ class Gate:
     resolver: Resolver = field(default_factory=Resolver)
     events: EventLog | None = None
     decider: Decider | None = None
+    find_pid: FindPid | None = None
 
-    def refuse(self, decision: Decision) -> None:
+    async def pid_of(self, peer: tuple[str, int] | None, proto: str = "tcp") -> int:
+        """The pid a refusal names: the process asking, while it waits for the answer;
+        0 where it cannot be known (macOS, or a process already gone)."""
+        if peer is None or self.find_pid is None or self.events is None:
+            return 0
+        try:
+            pid = await anyio.to_thread.run_sync(self.find_pid, peer, proto)
+        except OSError:
+            return 0
+        return pid or 0
+
+    def refuse(self, decision: Decision, pid: int = 0) -> None:
         if self.events is not None:
-            self.events.add("network", decision.subject, decision.host, decision.rule, 0,
+            self.events.add("network", decision.subject, decision.host, decision.rule, pid,
                             reason=decision.reason or "")
 
-    def refuse_address(self, decision: Decision, refusal: AddressRefusal) -> None:
+    def refuse_address(self, decision: Decision, refusal: AddressRefusal, pid: int = 0
+                       ) -> None:
         if self.events is not None:
-            self.events.add("network", decision.subject, refusal.address, refusal.rule, 0,
+            self.events.add("network", decision.subject, refusal.address, refusal.rule, pid,
                             reason=address_reason(refusal))
 
     async def decide(self, host: str, port: int, asking: RawStream | None = None
@@ -87,7 +106,7 @@ class Gate:
             peer = asking.peer() if asking is not None else None
             decision = await self.decider.ask(decision, peer)
         if not decision.allowed:
-            self.refuse(decision)
+            self.refuse(decision, await self.pid_of(asking.peer() if asking else None))
             raise Refused(decision)
         return decision
 
@@ -116,7 +135,8 @@ class Gate:
         for address in addresses:
             refusal = self.lists.judge_address(address, port, decision)
             if refusal is not None:
-                self.refuse_address(decision, refusal)
+                self.refuse_address(decision, refusal,
+                                    await self.pid_of(asking.peer() if asking else None))
                 refused = refused or refusal
                 continue
             try:

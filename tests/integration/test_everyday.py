@@ -5,6 +5,7 @@ unprivileged test user.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tomllib
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.sandbox import PYTHON_INSIDE, Sandbox
+from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
@@ -143,7 +144,7 @@ def test_a_report_path_that_cannot_be_opened_is_a_clear_error(sandbox: Sandbox) 
     done = sandbox.lnk("run", "--report", str(sandbox.base), "--", "true")
     assert transcript(done) == (125, "", (
         f"lnk-sandbox: cannot write the report to {sandbox.base}: Is a directory\n"
-        "  hint: name a report file outside the folders the sandbox writes, or remove what "
+        "  hint: name a file outside the folders the sandbox writes, or remove what "
         "is there\n"))
     done = sandbox.lnk("run", "--report", "", "--", "true")
     assert transcript(done) == (125, "", "lnk-sandbox: --report names no file\n"
@@ -206,3 +207,110 @@ def test_learn_writes_its_table_to_the_file_named(sandbox: Sandbox) -> None:
         "there\n")
     assert not (sandbox.home / "victim").exists()
 
+
+
+# -- messages ------------------------------------------------------------------------------
+
+
+def test_a_url_in_allow_says_a_host_name_is_wanted_and_which(sandbox: Sandbox) -> None:
+    spec = '[network]\nmode = "proxy"\nallow = ["https://packages.example.org/simple"]\n'
+    done = sandbox.lnk("run", "--", "true", spec=spec)
+    assert transcript(done) == (125, "", (
+        f"lnk-sandbox: {sandbox.base}/spec.toml:3: key network.allow[0]: "
+        "'https://packages.example.org/simple': is a URL, and a host name is wanted here: "
+        "write 'packages.example.org' (the proxy decides on the host a connection is for, "
+        "never on a path)\n"))
+
+
+def test_one_path_where_a_list_is_wanted_hints_the_list(sandbox: Sandbox) -> None:
+    done = sandbox.lnk("run", "--", "true", spec='[files]\nwrite = "."\n')
+    assert transcript(done) == (125, "", (
+        f"lnk-sandbox: {sandbox.base}/spec.toml:2: key files.write: must be a list of paths, "
+        "not a string\n"
+        '  hint: write a list, even of one: write = ["."]\n'))
+
+
+def test_a_script_whose_interpreter_is_missing_is_named_so(sandbox: Sandbox) -> None:
+    script = sandbox.project / "build.py"
+    script.write_text("#!/usr/bin/python9\nprint('built')\n")
+    script.chmod(0o755)
+    sandbox.chown()
+    done = sandbox.run("./build.py")
+    assert transcript(done) == (126, "", "lnk-sandbox: cannot run ./build.py: its interpreter "
+                                "/usr/bin/python9 (its #! line) is not found in the sandbox\n")
+    assert transcript(sandbox.run("./missing.py")) == (
+        127, "", "lnk-sandbox: cannot run ./missing.py: not found in the sandbox\n")
+
+
+@pytest.mark.requires_landlock
+@pytest.mark.requires_seccomp_notify
+def test_a_listed_program_rebuilt_during_the_run_says_it_changed(sandbox: Sandbox) -> None:
+    tool = sandbox.project / "tool"
+    tool.write_bytes(Path("/usr/bin/true").read_bytes())
+    tool.chmod(0o755)
+    sandbox.chown()
+    report = sandbox.base / "report.jsonl"
+    spec = f'[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "cp", "mv", "{tool}"]\n'
+    done = sandbox.lnk("run", "--report", str(report), "--", "sh", "-c",
+                       "./tool && echo first; cp /usr/bin/true tool.new && mv tool.new tool "
+                       "&& ./tool", spec=spec)
+    why = ("listed in [commands], but changed since the sandbox started: the list holds the "
+           "file that was there then, since one rebuilt or replaced during the run could hold "
+           "anything the sandbox wrote")
+    assert (done.returncode, done.stdout) == (126, "first\n")
+    assert interleaved(done.stderr, f"lnk-sandbox: refused {tool} ({why})\n") \
+        == "sh: 1: ./tool: Permission denied\n"
+    (line,) = report.read_text().splitlines()
+    assert {k: v for k, v in json.loads(line).items() if k not in ("pid", "time")} == {
+        "kind": "program", "subject": "./tool", "resolved": str(tool),
+        "rule": "commands.programs", "reason": why}
+
+
+@pytest.mark.requires_landlock
+@pytest.mark.requires_seccomp_notify
+def test_one_refusal_is_one_report_line(sandbox: Sandbox) -> None:
+    """sh tries each folder of PATH (/usr/bin/curl, then /bin/curl): one refusal."""
+    report = sandbox.base / "report.jsonl"
+    spec = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh"]\n'
+    done = sandbox.lnk("run", "--report", str(report), "--", "sh", "-c", "curl; exit 0",
+                       spec=spec, env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    assert done.returncode == 0
+    assert interleaved(done.stderr, "lnk-sandbox: refused /usr/bin/curl (not in [commands])\n") \
+        == "sh: 1: curl: Permission denied\n"
+    (line,) = report.read_text().splitlines()
+    assert json.loads(line)["subject"] == "/usr/bin/curl"
+
+
+ASK_AND_WAIT = """
+import socket, sys
+for name in ("refused.example.com", "refused.example.com"):  # asked twice: A and AAAA each
+    try:
+        socket.getaddrinfo(name, 443)
+    except OSError:
+        pass
+print("ASKED", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_network_refusal_names_the_real_pid(sandbox: Sandbox) -> None:
+    report = sandbox.base / "report.jsonl"
+    spec = sandbox.write_spec('[network]\nmode = "proxy"\nallow = ["example.org"]\n')
+    marker = f"lnk-asker-{uuid.uuid4().hex}"
+    process = subprocess.Popen(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--yes", "--spec", str(spec),
+         "--report", str(report), "--", PYTHON_INSIDE, "-c", ASK_AND_WAIT, marker],
+        cwd="/", env=sandbox.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ASKED\n"
+        (line,) = report.read_text().splitlines()
+        pid = json.loads(line)["pid"]
+        # The asker, still waiting: its own command line, in the sandbox's namespaces.
+        assert marker in Path(f"/proc/{pid}/cmdline").read_text()
+        assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+    finally:
+        out, err = process.communicate("\n", timeout=30)
+    assert process.returncode == 0, err
+    assert err == "lnk-sandbox: refused refused.example.com (not in [network] allow)\n"
