@@ -312,5 +312,5 @@ def test_a_network_refusal_names_the_real_pid(sandbox: Sandbox) -> None:
         assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
     finally:
         out, err = process.communicate("\n", timeout=30)
-    assert process.returncode == 0, err
+    assert (process.returncode, out) == (0, ""), err
     assert err == "lnk-sandbox: refused refused.example.com (not in [network] allow)\n"
