@@ -427,11 +427,13 @@ class _Analysis:
         """Keep the top from becoming a bare repository, or protect the one it is.
 
         git's discovery (setup.c, is_git_directory) takes a folder for a git directory
-        when its HEAD is a valid ref first of all, then objects/ and refs/: a sandbox
-        that made HEAD, objects/, refs/ and a config here would run that config on the
-        person's next git command in the folder or below it. HEAD held (an empty file
-        is no valid ref) is enough to keep the folder from passing; where the top is a
-        bare repository already, what git reads there to run anything is protected.
+        when its HEAD is a valid ref, objects/ a folder it may enter and refs/ too: a
+        sandbox that made HEAD, objects/, refs/ and a config here would run that config
+        on the person's next git command in the folder or below it. One of the three
+        held keeps the folder from passing: refs (or else objects) as an empty file,
+        which git cannot enter, rather than HEAD, since a file named HEAD in the work
+        tree makes every `git diff HEAD` there ambiguous. Where the top is a bare
+        repository already, what git reads there to run anything is protected.
         """
         head = os.path.join(self.top, "HEAD")
         if _lstat_kind(os.path.join(self.top, "objects")) == "folder" and \
@@ -445,6 +447,11 @@ class _Analysis:
             if not commit:
                 self.add(head, "file", BARE_REASON)
             return
+        for name in ("refs", "objects"):
+            path = os.path.join(self.top, name)
+            if _lstat_kind(path) == "missing":
+                self.add(path, "file", BARE_REASON)
+                return
         self.add(head, "file", BARE_REASON)
 
     def git_settings(self, repository: _Repository) -> tuple[list[str], bool]:

@@ -44,7 +44,9 @@ def _bare_plant(box: Sandbox, folder: Path, marker: str) -> dict[tuple[str, ...]
 def test_a_top_without_git_cannot_become_a_bare_repository(sandbox: Sandbox) -> None:
     markers(sandbox)
     plant = _bare_plant(sandbox, sandbox.project, "bare-top")
-    plant[("write", "HEAD", "ref: refs/heads/main\n")] = EROFS  # held for the run
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
+    plant[("mkdir", "refs")] = EEXIST  # held for the run: an empty file git cannot enter
+    plant[("mkdir", "refs/heads")] = errno.ENOTDIR
     attack(sandbox, plant)
     done = host_git(sandbox, "status", check=False)
     assert "not a git repository" in done.stderr, done
@@ -59,7 +61,9 @@ def test_a_written_folder_inside_a_repository_cannot_shadow_it(sandbox: Sandbox)
     sandbox.chown()
     src = sandbox.project / "src"
     plant = _bare_plant(sandbox, src, "shadow")
-    plant[("write", "HEAD", "ref: refs/heads/main\n")] = EROFS
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
+    plant[("mkdir", "refs")] = EEXIST
+    plant[("mkdir", "refs/heads")] = errno.ENOTDIR
     attack(sandbox, plant, spec='files.write = ["."]\n', cwd=src)
     host_git(sandbox, "status", cwd=src)
     top = host_git(sandbox, "rev-parse", "--show-toplevel", cwd=src).stdout.strip()

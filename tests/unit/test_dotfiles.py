@@ -111,9 +111,10 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
     assert list(dots.protected) == [
         Protected(f"{top}/.git", f"{top}/.git", "folder", False, f".git: {GIT_REASON}",
                   placeholder=f"{top}/.git"),
-        # An empty HEAD held: git's discovery cannot take the top for a bare repository.
-        Protected(f"{top}/HEAD", f"{top}/HEAD", "file", False, BARE_REASON,
-                  placeholder=f"{top}/HEAD"),
+        # refs held as an empty file: git's discovery cannot take the top for a bare
+        # repository (and a file named HEAD would make `git diff HEAD` ambiguous).
+        Protected(f"{top}/refs", f"{top}/refs", "file", False, BARE_REASON,
+                  placeholder=f"{top}/refs"),
         # A missing .envrc is never held: direnv runs only what you allowed.
         Protected(f"{top}/.envrc", f"{top}/.envrc", "file", False, ENVRC_REASON),
         Protected(f"{top}/.vscode", f"{top}/.vscode", "folder", False, VSCODE,
