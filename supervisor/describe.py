@@ -49,6 +49,7 @@ class Description:
     network_expose: list[int]
     network_unix: list[Described] | None
     working_directory_seen: bool
+    git_identity: str | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,7 +94,15 @@ def describe(snapshot: Snapshot) -> Description:
                                                  else ""))
             for u in snapshot.network.unix],
         working_directory_seen=_working_directory_seen(snapshot),
+        git_identity=_git_identity(snapshot),
     )
+
+
+def _git_identity(snapshot: Snapshot) -> str | None:
+    from .gitsupport import identity_for
+
+    identity = identity_for(snapshot)
+    return identity.shown() if identity is not None else None
 
 
 def _working_directory_seen(snapshot: Snapshot) -> bool:
@@ -182,6 +191,9 @@ def render(description: Description) -> str:
                                                           or "no name")}
     lines.append(f"network: {network.get(d.network_mode, d.network_mode)}")
     _network_lines(d, lines)
+    if d.git_identity:
+        lines.append(f"git identity: {d.git_identity} (your user.name and user.email, and "
+                     "nothing else of your git settings)")
     lines.append("environment kept: " + (", ".join(d.env_keep) or "none"))
     for name, value in sorted(d.env_set.items()):
         lines.append(f"environment set: {name}={value}")

@@ -382,6 +382,11 @@ def seen_by(path: str, grants: tuple[Grant, ...]) -> Grant | None:
     return inside[0] if inside else None
 
 
+def seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:
+    """Whether the sandbox sees `path` (read or written): see _seen."""
+    return _seen(path, grants, system)
+
+
 def _seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:
     """Whether the sandbox sees `path`: the deepest grant or system folder holding it
     reads or writes it (a hide deeper than it closes it)."""

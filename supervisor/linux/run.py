@@ -16,6 +16,7 @@ from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
 from .elf import interpreter_of
+from .gitrun import GitRun
 from .launch import spawn
 from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
@@ -145,21 +146,33 @@ def launch_and_supervise(
         snapshot = snapshot._replace(programs=None)
     layers = decide_layers(snapshot, cache, learn=learn)
     plan = plan_for(snapshot)
-    loaders = program_loaders(snapshot)
-    config = inner_config(plan, snapshot, layers, loaders)
-    events = EventLog(open_report(report, snapshot.written()) if report else None)
-    if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
-        say(unix_sockets_gap(layers.landlock_abi))
-    # The run's folder and exposed ports exist before bwrap, the helper's job after it.
-    network = None
-    if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
-        from .network import NetworkRun
+    # git's files (identity, excludes, trace) are in the plan before Landlock's rules are
+    # made from it; their folder goes on every way out.
+    git = GitRun.prepare(snapshot, plan)
+    try:
+        if git is not None:
+            plan = git.plan(plan)
+        loaders = program_loaders(snapshot)
+        config = inner_config(plan, snapshot, layers, loaders)
+        events = EventLog(open_report(report, snapshot.written()) if report else None)
+        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+            say(unix_sockets_gap(layers.landlock_abi))
+        # The run's folder and exposed ports exist before bwrap, the helper's job after.
+        network = None
+        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
+            from .network import NetworkRun
 
-        network = NetworkRun.open(snapshot, events, decide)
-        plan = network.plan(plan)
+            network = NetworkRun.open(snapshot, events, decide)
+            plan = network.plan(plan)
+    except BaseException:
+        if git is not None:
+            git.close()
+        raise
     relay = _relay_named_sockets(snapshot, plan)
     if relay is not None:
         plan = relay[0].plan(plan)
+    env = sandbox_environment(snapshot)
+    env.update(git.env if git is not None else {})
 
     def watch_factory(listener: int) -> ExecWatch:
         """Made when the inner hands its listener over: the watch (and ctypes) load only
@@ -184,8 +197,7 @@ def launch_and_supervise(
         # next start, which prunes runs no longer alive.
         held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
         try:
-            launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
-                             inner_config=config)
+            launched = spawn(plan, info, argv=argv, env=env, inner_config=config)
             return supervise(launched,
                              watch_factory=watch_factory if layers.listener else None,
                              **(network.supervise_options() if network else {}))
@@ -198,6 +210,8 @@ def launch_and_supervise(
         if network is not None:
             network.close()
         events.close()
+        if git is not None:
+            git.finish()
 
 
 def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan

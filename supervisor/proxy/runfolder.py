@@ -48,15 +48,16 @@ class RunFolder:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def remove_stale(base: str) -> None:
-    """Remove the folders of runs whose supervisor is gone (it was killed)."""
+def remove_stale(base: str, prefix: str = "net") -> None:
+    """Remove the folders named PREFIX-PID-... of runs whose supervisor is gone (it was
+    killed)."""
     try:
         entries = os.listdir(base)
     except OSError:
         return
     for entry in entries:
         parts = entry.split("-")
-        if len(parts) < 3 or parts[0] != "net" or not parts[1].isdigit():
+        if len(parts) < 3 or parts[0] != prefix or not parts[1].isdigit():
             continue
         try:
             os.kill(int(parts[1]), 0)

@@ -314,3 +314,86 @@ def test_a_network_refusal_names_the_real_pid(sandbox: Sandbox) -> None:
         out, err = process.communicate("\n", timeout=30)
     assert (process.returncode, out) == (0, ""), err
     assert err == "lnk-sandbox: refused refused.example.com (not in [network] allow)\n"
+
+
+# -- git ---------------------------------------------------------------------------------
+
+
+def repository(sandbox: Sandbox) -> None:
+    """The project as a repository with one commit, and a person's git settings in home:
+    an identity, a program git would run (a pager), and a work identity for this folder."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(sandbox.project), "-c", "safe.directory=*",
+                        "-c", "user.name=Setup",
+                        "-c", "user.email=setup@example.org", *args], check=True,
+                       capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    (sandbox.project / "README").write_text("hello\n")
+    git("add", "README")
+    git("commit", "-qm", "first")
+    (sandbox.home / ".gitconfig").write_text(
+        "[user]\n\tname = Ann Example\n\temail = ann@example.org\n"
+        "[core]\n\tpager = /bin/false-pager\n[alias]\n\tboom = !touch /tmp/boom\n"
+        f'[includeIf "gitdir:{sandbox.project}/"]\n\tpath = ~/.gitconfig-work\n')
+    (sandbox.home / ".gitconfig-work").write_text("[user]\n\temail = ann@work.example\n")
+    sandbox.chown()
+
+
+def test_git_add_in_a_read_only_repository_says_once_which_key_opens_committing(
+        sandbox: Sandbox) -> None:
+    repository(sandbox)
+    (sandbox.project / "new").write_text("new\n")
+    sandbox.chown()
+    done = sandbox.run("sh", "-c", "git add new; git commit -qam again; git status --short")
+    assert (done.returncode, done.stdout) == (0, "?? new\n")
+    assert done.stderr == (
+        f"fatal: Unable to create '{sandbox.project}/.git/index.lock': Read-only file system"
+        "\n"
+        f"fatal: Unable to create '{sandbox.project}/.git/index.lock': Read-only file system"
+        "\n"
+        f"lnk-sandbox: git add failed in {sandbox.project}: its .git is read-only in this "
+        "sandbox, which reads the repository but does not commit. files.commit = [\".\"] in "
+        "the spec lets it commit, with what git runs still read-only (README: Committing)\n")
+    # Reading works, and says nothing.
+    done = sandbox.run("sh", "-c", "git log --format=%s HEAD; git diff HEAD --stat")
+    assert transcript(done) == (0, "first\n", "")
+
+
+def test_git_inside_commits_as_the_person_and_runs_none_of_their_settings(
+        sandbox: Sandbox) -> None:
+    repository(sandbox)
+    before = (sandbox.home / ".gitconfig").read_text()
+    spec = '[files]\nwrite = ["."]\ncommit = ["."]\n'
+    done = sandbox.run("sh", "-c", "git config core.pager; git config alias.boom; "
+                       "git config --global user.name; git config user.email", spec=spec)
+    # Their name, and the work email their includeIf names for this folder; no program.
+    assert transcript(done) == (0, "Ann Example\nann@work.example\n", "")
+    (sandbox.project / "new").write_text("new\n")
+    sandbox.chown()
+    done = sandbox.run("sh", "-c", "git add -A && git commit -qm 'from the sandbox' && "
+                       "git log -1 --format='%an <%ae> %s' && git show --stat --format= HEAD",
+                       spec=spec)
+    assert transcript(done) == (0, "Ann Example <ann@work.example> from the sandbox\n"
+                                " new | 1 +\n 1 file changed, 1 insertion(+)\n", "")
+    assert (sandbox.home / ".gitconfig").read_text() == before
+    described = sandbox.lnk("describe", spec=spec).stdout
+    assert ("git identity: Ann Example <ann@example.org>; <ann@work.example> where includeIf "
+            f"'gitdir:{sandbox.project}/' (your user.name and user.email, and nothing else "
+            "of your git settings)\n") in described
+    # Where the sandbox reads home, git reads the person's settings there itself.
+    done = sandbox.run("sh", "-c", 'echo "${GIT_CONFIG_GLOBAL-unset}"; git config core.pager',
+                       spec='[files]\nread = ["~"]\nwrite = ["."]\n')
+    assert transcript(done) == (0, "unset\n/bin/false-pager\n", "")
+
+
+def test_placeholders_never_show_in_git_status_nor_in_a_commit(sandbox: Sandbox) -> None:
+    repository(sandbox)
+    spec = '[files]\nwrite = ["."]\ncommit = ["."]\n'
+    done = sandbox.run("sh", "-c", "ls -A; git status --short; git add -A; "
+                       "git commit -qm none; echo commit=$?", spec=spec)
+    listed = done.stdout.splitlines()
+    assert {".mcp.json", "refs", ".vscode"} <= set(listed)  # held for the run...
+    assert listed[-1] == "commit=1"  # ...and nothing to commit: git sees none of them
+    assert not any(line.startswith("??") for line in listed)
+    assert (sandbox.project / ".git" / "info" / "exclude").read_text().count("lnk-sandbox") == 0

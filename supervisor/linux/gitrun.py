@@ -1,0 +1,185 @@
+"""git's files for one Linux run (gitsupport.py says what and why): the identity git
+reads inside, each written repository's info/exclude with the run's placeholders, and
+the folder git's trace goes to, then what that trace says after the run.
+
+They live in a folder of the run's own, `$LNK_HOME/run/git-PID-...` (0700, hidden from
+every sandbox like all of `$LNK_HOME`), bound where the inner's package is (`/run/
+lnk-sandbox/git` and `.../git-trace`), and removed after the run; the next start removes
+one a killed supervisor left. Nothing is made when there is nothing to do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from typing import NamedTuple
+
+from ..events import say
+from ..gitsupport import exclude_text, failed_writers, identity_files, identity_for
+from ..grants import Grant, Snapshot, is_within
+from ..placeholders import Placeholders
+from ..state import ensure_private_dir
+from .plan import LaunchPlan, MountOp
+
+TRACE_VARIABLES = ("GIT_TRACE2_EVENT", "GIT_TRACE2_EVENT_BRIEF")
+
+
+class GitRun(NamedTuple):
+    folder: str
+    ops: tuple[MountOp, ...]
+    env: dict[str, str]
+    watched: tuple[Grant, ...]  # write grants whose read-only .git a failed git names
+    trace: str | None
+
+    @staticmethod
+    def prepare(snapshot: Snapshot, plan: LaunchPlan) -> GitRun | None:
+        """The files and mounts this run needs, made now; None when it needs none."""
+        tops = [g for g in snapshot.grants if g.access == "write" and g.target
+                and g.is_dir and not g.dot_files_writable
+                and _is_folder(os.path.join(g.target, ".git"))]
+        identity = identity_for(snapshot)
+        traced = not any(name.startswith("GIT_TRACE2") for name in
+                         (*snapshot.env_keep, *(n for n, _ in snapshot.env_assign)))
+        watched = tuple(g for g in tops if not g.commit) if traced else ()
+        excludes = _excludes(snapshot, plan, tops)
+        if not (identity or watched or excludes):
+            return None
+        from ..proxy.runfolder import remove_stale
+
+        base = ensure_private_dir(os.path.join(snapshot.lnk_home, "run"))
+        remove_stale(base, "git")
+        folder = os.path.realpath(tempfile.mkdtemp(prefix=f"git-{os.getpid()}-", dir=base))
+        try:
+            return _made(folder, plan, identity, watched, excludes)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    def plan(self, plan: LaunchPlan) -> LaunchPlan:
+        """The plan with these mounts, after every grant (what they cover is inside
+        grants) and before the closing remount-ro ops, which need the root writable."""
+        ops = list(plan.ops)
+        at = len(ops)
+        while at > 0 and ops[at - 1].kind == "remount-ro":
+            at -= 1
+        ops[at:at] = self.ops
+        return plan._replace(ops=tuple(ops))
+
+    def finish(self) -> None:
+        """Say once, per repository, where git failed to write a .git the spec keeps
+        read-only, and the key that opens committing; then remove the folder."""
+        try:
+            if self.trace is None:
+                return
+            said: set[str] = set()
+            for failed in failed_writers(self.trace):
+                grant = next((g for g in self.watched if g.target == failed.worktree), None)
+                if grant is None or failed.worktree in said:
+                    continue
+                said.add(failed.worktree)
+                say(f"git {failed.command} failed in {failed.worktree}: its .git is "
+                    "read-only in this sandbox, which reads the repository but does not "
+                    f"commit. files.commit = [\"{grant.name}\"] in the spec lets it commit, "
+                    "with what git runs still read-only (README: Committing)")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        _remove(self.folder)
+
+
+def _made(folder: str, plan: LaunchPlan, identity: object, watched: tuple[Grant, ...],
+          excludes: list[tuple[str, bytes]]) -> GitRun:
+    from ..gitsupport import Identity
+
+    ops: list[MountOp] = []
+    env: dict[str, str] = {}
+    inside = f"{plan.inner_parent}/git"
+    if isinstance(identity, Identity):
+        config = os.path.join(folder, "config")
+        os.mkdir(config, 0o755)
+        for name, lines in identity_files(identity, inside).items():
+            _write(os.path.join(config, name), lines.encode())
+        ops.append(MountOp("ro-bind", inside, config, "your git identity (user.name and "
+                           "user.email), and nothing else of your git settings"))
+        env["GIT_CONFIG_GLOBAL"] = f"{inside}/config"
+    for number, (dest, text) in enumerate(excludes, start=1):
+        source = os.path.join(folder, f"exclude-{number}")
+        _write(source, text)
+        ops.append(MountOp("ro-bind", dest, source, "its info/exclude, with this run's "
+                           "placeholders added, so git status does not list them"))
+    trace = None
+    if watched:
+        trace = os.path.join(folder, "trace")
+        os.mkdir(trace)
+        os.chmod(trace, 0o777)  # run by root, the sandbox writes as a uid of its own
+        ops.append(MountOp("bind", f"{inside}-trace", trace, "git's trace of its commands, "
+                           "read after the run to say what a read-only .git refused"))
+        env["GIT_TRACE2_EVENT"] = f"{inside}-trace"
+        env["GIT_TRACE2_EVENT_BRIEF"] = "1"
+    return GitRun(folder, tuple(ops), env, watched, trace)
+
+
+def _excludes(snapshot: Snapshot, plan: LaunchPlan, tops: list[Grant]
+              ) -> list[tuple[str, bytes]]:
+    """(info/exclude path, its text with the placeholders added) of each written
+    repository where the run holds a placeholder file that git would list as untracked:
+    one missing now, or another run's placeholder."""
+    placeholders = Placeholders(snapshot.lnk_home).entries()
+    found = []
+    for top in tops:
+        assert top.target is not None
+        git = os.path.join(top.target, ".git")
+        held = [w.path for w in plan.holds if w.kind == "file"
+                and is_within(w.path, top.target) and not is_within(w.path, git)
+                and (not os.path.lexists(w.path) or w.path in placeholders)]
+        exclude = os.path.join(git, "info", "exclude")
+        if not held or not _is_regular(exclude):
+            continue
+        from ..dotfiles import _read_small
+
+        original = _read_small(exclude, 1 << 20) or b""
+        found.append((exclude, exclude_text(
+            original, [os.path.relpath(path, top.target) for path in held])))
+    return found
+
+
+def _write(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _is_folder(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _remove(folder: str) -> None:
+    """Remove a folder a sandbox wrote in, whatever modes it left there."""
+    def writable(function: object, path: str, info: object) -> None:
+        del function, info
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(folder, onerror=writable)
