@@ -126,6 +126,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                        help="write every refusal to FILE as JSON lines")
     _decide_options(saved)
     _rest(saved)
+    cache = command("cache", rest=False)
+    cache.add_argument("what", choices=("clear",), help="clear: empty them")
+    cache.add_argument("--all", action="store_true", help="every spec's and agent's caches")
     return parser
 
 
@@ -197,6 +200,33 @@ def _print_plan(spec: str | None, command: list[str]) -> int:
     return 0
 
 
+def _clear_caches(spec_path: str | None, *, every: bool) -> int:
+    """`cache clear --spec FILE` empties that spec's private caches (its agent's, where
+    it names one); `--all` every one of them."""
+    from .caches import CACHES, clear, scope
+    from .policy import Context
+    from .spec import load_spec
+
+    if every == (spec_path is not None):
+        raise SpecError("name the spec whose caches to empty (--spec FILE), or --all",
+                        file="<command line>")
+    lnk_home = Context.current().lnk_home
+    if every:
+        folder, whose = os.path.join(lnk_home, CACHES), "every spec's and agent's caches"
+    else:
+        assert spec_path is not None
+        spec = load_spec(spec_path)
+        folder = os.path.join(lnk_home, CACHES, scope(spec.source, spec.agent))
+        whose = (f"the agent {spec.agent}'s caches" if spec.agent else
+                 f"the caches of {spec_path}")
+    try:
+        count = clear(folder)
+    except OSError as err:
+        raise SandboxError(f"cannot empty {folder}: {err.strerror}") from None
+    sys.stdout.write(f"emptied {whose}: {count} files and folders removed from {folder}\n")
+    return 0
+
+
 def dispatch(prog: str, argv: Sequence[str]) -> int:
     fast = _fast(list(argv))
     args: Any = (SimpleNamespace(**fast) if fast is not None
@@ -257,6 +287,8 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         else:
             sys.stdout.write(render_check(report))
         return 0 if report.can_launch else 1
+    if args.action == "cache":
+        return _clear_caches(args.spec, every=args.all)
     if args.action == "plan":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
         if args.target_os == "macos":

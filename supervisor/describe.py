@@ -50,6 +50,7 @@ class Description:
     network_unix: list[Described] | None
     working_directory_seen: bool
     git_identity: str | None
+    caches: list[Described]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +96,8 @@ def describe(snapshot: Snapshot) -> Description:
             for u in snapshot.network.unix],
         working_directory_seen=_working_directory_seen(snapshot),
         git_identity=_git_identity(snapshot),
+        caches=[Described(c.name, c.store, f"{c.key}: seen at {c.path}")
+                for c in snapshot.caches],
     )
 
 
@@ -182,6 +185,9 @@ def render(description: Description) -> str:
         section("kept from being made for the run (placeholders)", d.placeholders, "")
     if d.opened:
         section("opened by the spec inside written folders", d.opened, "")
+    if d.caches:
+        section("private caches (lnk-sandbox's own, kept across runs; yours are not opened)",
+                d.caches, "")
     if d.programs is None:
         lines.append("programs: any program (an allowed interpreter runs any code)")
     else:

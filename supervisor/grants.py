@@ -15,6 +15,7 @@ import os
 import stat
 from typing import Any, NamedTuple
 
+from .caches import Cache
 from .errors import SpecError
 from .netpolicy import NetworkRules, resolve_unix
 from .plain import to_plain
@@ -63,6 +64,7 @@ class Snapshot(NamedTuple):
     agent: str | None
     session: str | None
     network: NetworkRules = NetworkRules()
+    caches: tuple[Cache, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(to_plain(self), sort_keys=True, separators=(",", ":"))
@@ -89,6 +91,7 @@ class Snapshot(NamedTuple):
             agent=data["agent"],
             session=data["session"],
             network=NetworkRules.from_plain(data.get("network")),
+            caches=tuple(Cache(**c) for c in data.get("caches", ())),
         )
 
     def written(self) -> tuple[str, ...]:
@@ -292,7 +295,54 @@ class _Resolver:
             session=self.policy.session,
             network=resolve_unix(self.policy.network, home=self.context.home,
                                  lnk_home=self.context.lnk_home, source=self.policy.source),
+            caches=self.caches(ordered),
         )
+
+    def caches(self, grants: tuple[Grant, ...]) -> tuple[Cache, ...]:
+        """Each private cache where it is mounted, refused where it could run as the
+        person or would say two things of one folder (caches.py)."""
+        from .caches import store_for
+        from .dotfiles import home_places
+
+        found = []
+        for cache in self.policy.caches:
+            rule = PathRule(cache.path, "write", False, cache.key, cache.key, cache.line)
+            path = os.path.normpath(self.home_real + cache.path[1:])
+            walked = self.home_real
+            for part in cache.path[2:].split("/"):
+                walked = os.path.join(walked, part)
+                if os.path.islink(walked):
+                    raise self.error(rule, f"{walked} is a link (to {os.readlink(walked)}); "
+                                     "a cache is mounted at a real folder in home",
+                                     hint="name the folder the tool really uses")
+            for home in dict.fromkeys((self.context.home, self.home_real)):
+                for place in home_places(home):
+                    if is_within(place.path, path) or is_within(path, place.path):
+                        how = ("is" if place.path == path else "holds"
+                               if is_within(place.path, path) else "is inside")
+                        raise self.error(
+                            rule, f"{path} {how} {place.name}: {place.what}; what a "
+                            "sandbox kept there would run in the next one",
+                            hint="name the folder the tool keeps its downloads in, such "
+                            "as '~/.cache/NAME'")
+            for lnk_home in dict.fromkeys((self.context.lnk_home, self.lnk_home_real)):
+                if is_within(path, lnk_home) or is_within(lnk_home, path):
+                    raise self.error(rule, f"{path} is or holds lnk-sandbox's settings "
+                                     f"($LNK_HOME = {self.context.lnk_home})")
+            for grant in grants:
+                if grant.access not in ("read", "write") or not grant.target or not grant.key:
+                    continue
+                inside = is_within(path, grant.target)
+                if (inside and grant.access == "write") or (
+                        is_within(grant.target, path)):
+                    where = "inside" if inside else "around"
+                    raise self.error(rule, f"{path} is {where} {grant.key} ({grant.name}), "
+                                     "which the spec grants", hint="a folder is either a "
+                                     "private cache or granted; keep one of the two")
+            store = store_for(self.context.lnk_home, self.policy.source, self.policy.agent,
+                              cache.path)
+            found.append(Cache(cache.path, path, store, cache.key, cache.line))
+        return tuple(found)
 
     def check_contradictions(self, grants: tuple[Grant, ...]) -> tuple[Grant, ...]:
         """Two names resolving to one target must not ask for different things.

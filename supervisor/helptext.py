@@ -19,6 +19,7 @@ read  = ["~/data"]          # read-only (the system folders are always readable)
 write = ["."]               # read-write; "." is the working directory
 hide  = ["~/data/secret"]   # closed whatever else is open
 commit = ["."]              # git may commit there; what git runs stays read-only
+caches = ["~/.npm"]         # a private cache of lnk-sandbox's own, kept across runs
 
 [commands]
 programs = ["git", "python3"]  # absent: any program; []: none (lnk sandbox learn finds them)
@@ -74,6 +75,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exec": ("run a command wrapped before (what wrap prints)",
              "lnk-sandbox exec 3f2a... -- ./nightly.sh\n"
              "  runs it under the grants resolved when it was wrapped, never resolved again"),
+    "cache": ("empty the private caches of a spec ([files] caches)",
+              "lnk sandbox cache clear --spec agent.toml\n"
+              "  empties agent.toml's caches (its agent's, when it names one); --all\n"
+              "  empties every spec's"),
 }
 
 

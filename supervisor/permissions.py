@@ -39,6 +39,9 @@ def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
         | ({"commit": True} if g.get("commit") else {})  # absent before files.commit
         for g in data["grants"]
     ]
+    caches = data.pop("caches")
+    if caches:  # absent from specs without files.caches
+        data["caches"] = [{k: c[k] for k in ("name", "path", "store")} for c in caches]
     network = data.pop("network")
     if snapshot.network != type(snapshot.network)():  # absent from specs without its keys
         if network["unix"] is not None:

@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from .environment import DEFAULT_KEEP
 from .netpolicy import NetworkRules
-from .spec import Spec
+from .spec import PathGrant, Spec
 
 Access = Literal["read", "write", "hide", "protect"]
 
@@ -135,6 +135,7 @@ class Policy(NamedTuple):
     agent: str | None
     session: str | None
     network: NetworkRules = NetworkRules()
+    caches: tuple[PathGrant, ...] = ()
 
 
 def effective_policy(spec: Spec, context: Context) -> Policy:
@@ -200,4 +201,5 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
             expose=spec.network.expose,
             unix=spec.network.unix,
         ),
+        caches=spec.files.caches,
     )

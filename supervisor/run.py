@@ -42,7 +42,22 @@ def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snaps
         ensure_private_dir(os.path.join(context.lnk_home, "agents", spec.agent))
     if spec.session:
         ensure_private_dir(os.path.join(context.lnk_home, "sessions", spec.session))
-    return resolve(policy, context)
+    snapshot = resolve(policy, context)
+    for cache in snapshot.caches:  # made now, as an agent's folder is: they are bound
+        ensure_private_dir(cache.store)
+    return snapshot
+
+
+def require_caches_here(snapshot: Snapshot) -> None:
+    """macOS has no mounts: Seatbelt can allow or deny a path, never show another
+    folder at it, so a private cache cannot be where the tool looks for it."""
+    if snapshot.caches and sys.platform == "darwin":
+        from .errors import LaunchError
+
+        raise LaunchError(
+            "files.caches needs a folder shown at another path, which macOS's sandbox "
+            "cannot do", hint="grant a folder of your own with files.write and point the "
+            "tool at it (npm_config_cache, PIP_CACHE_DIR), or remove files.caches")
 
 
 def require_working_directory(snapshot: Snapshot) -> None:
@@ -65,6 +80,7 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
     decider for destinations no list names (proxy mode).
     """
     require_working_directory(snapshot)
+    require_caches_here(snapshot)
     if report is not None and not report:
         raise SandboxError("--report names no file",
                            hint="give it a path, as in --report /tmp/refusals.jsonl")
@@ -108,6 +124,7 @@ def check_decide(decide: Decide, snapshot: Snapshot) -> None:
 def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     """Run once with every program open; the status and the `[commands]` lines to add."""
     require_working_directory(snapshot)
+    require_caches_here(snapshot)
     if sys.platform == "darwin":
         from .macos.run import learn_macos
 
@@ -128,6 +145,7 @@ def preflight(snapshot: Snapshot) -> None:
     """Check now what a launch of `snapshot` would check (SandboxError if it could not),
     without starting anything: for a command saved to run later."""
     require_working_directory(snapshot)
+    require_caches_here(snapshot)
     if sys.platform == "darwin":
         from .macos.run import preflight_macos
 

@@ -32,7 +32,7 @@ _TOP_KEYS = ("agent", "session", "files", "commands", "network", "env")
 _NETWORK_KEYS = ("mode", "allow", "deny", "forward", "expose", "unix")
 _PROXY_PORTS = (3128, 1080, 53)  # netns_helper.protocol's: the proxy's own inside
 _MAX_PORTS = 64
-_FILES_KEYS = ("read", "write", "hide", "write_dot_files", "commit")
+_FILES_KEYS = ("read", "write", "hide", "write_dot_files", "commit", "caches")
 _GRANT_TABLE_KEYS = ("path", "optional")
 
 
@@ -58,7 +58,9 @@ class Files(NamedTuple):
     writable; absent, every written folder's dot files are read-only. `commit` lists
     write grants whose git repository may be committed to: its objects, refs, index and
     logs writable, what git reads to decide what to run (settings, hooks, commondir...)
-    still read-only; absent, .git is read-only whole.
+    still read-only; absent, .git is read-only whole. `caches` names folders in home
+    where the sandbox sees a private cache of lnk-sandbox's own (caches.py); absent,
+    none.
     """
 
     read: tuple[PathGrant, ...] = ()
@@ -66,6 +68,7 @@ class Files(NamedTuple):
     hide: tuple[PathGrant, ...] = ()
     write_dot_files: tuple[str, ...] = ()
     commit: tuple[str, ...] = ()
+    caches: tuple[PathGrant, ...] = ()
 
 
 class Commands(NamedTuple):
@@ -289,7 +292,27 @@ class _Validator:
                         hint=f"{list_key} names folders the sandbox writes, as written there",
                     )
             named[list_key] = tuple(self.path_text(t, "") for t in texts)
-        return Files(read, write, hide, named["write_dot_files"], named["commit"])
+        caches = self.caches(table.get("caches", []), seen)
+        return Files(read, write, hide, named["write_dot_files"], named["commit"], caches)
+
+    def caches(self, value: object, seen: dict[str, PathGrant]) -> tuple[PathGrant, ...]:
+        """`files.caches`: folders in home, each once, none also a grant or a hide."""
+        texts = self.string_list(value, "files.caches")
+        found: list[PathGrant] = []
+        for i, text in enumerate(texts):
+            key = f"files.caches[{i}]"
+            path = self.path_text(text, key)
+            if not path.startswith("~/"):
+                raise self.error(key, f"{text!r}: a cache is a folder in home, written "
+                                 "'~/...'", hint="name where the tool keeps its cache, as "
+                                 "in '~/.npm' or '~/.cache/pip'")
+            earlier = seen.get(path) or next((c for c in found if c.path == path), None)
+            if earlier is not None:
+                raise self.error(key, f"{path!r} is also listed at {earlier.key}",
+                                 hint="a folder is either a private cache or granted; "
+                                 "keep one of the two")
+            found.append(PathGrant(path, False, key, self.locator.line(key)))
+        return tuple(found)
 
     def commands(self, value: object) -> Commands:
         table = self.table(value, "commands", ("programs",))

@@ -13,13 +13,26 @@ from .errors import LaunchError
 
 
 def ensure_private_dir(path: str) -> str:
-    """Make `path` (and parents) with mode 0700 where missing; refuse a link."""
+    """Make `path` (and parents) with mode 0700 where missing; refuse a link. Each
+    missing folder is made 0700 (os.makedirs gives the ones above the last the umask's
+    mode), so a first start does not leave $LNK_HOME readable by others."""
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        missing = []
+        folder = os.path.abspath(path)
+        while not os.path.lexists(folder) and folder != os.path.dirname(folder):
+            missing.append(folder)
+            folder = os.path.dirname(folder)
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass
     except OSError as err:
         raise LaunchError(f"cannot make {path}: {err.strerror}", errno=err.errno) from None
     if os.path.islink(path):
         raise LaunchError(f"{path} is a link; lnk-sandbox keeps its settings in a real folder")
+    if not os.path.isdir(path):
+        raise LaunchError(f"cannot make {path}: something else than a folder is there")
     return path
 
 
@@ -45,3 +58,23 @@ def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
     except BaseException:
         os.unlink(temp)
         raise
+
+
+def remove_tree(folder: str) -> None:
+    """Remove a folder a sandbox wrote in, whatever modes it left there (a folder it
+    made 0000 would stop a plain rmtree); links are removed, never followed."""
+    import shutil
+
+    def fix(function: object, path: str, info: object) -> None:
+        del function, info
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+                shutil.rmtree(path, onerror=fix)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(folder, onerror=fix)

@@ -20,7 +20,7 @@ from ..events import say
 from ..gitsupport import exclude_text, failed_writers, identity_files, identity_for
 from ..grants import Grant, Snapshot, is_within
 from ..placeholders import Placeholders
-from ..state import ensure_private_dir
+from ..state import ensure_private_dir, remove_tree
 from .plan import LaunchPlan, MountOp
 
 TRACE_VARIABLES = ("GIT_TRACE2_EVENT", "GIT_TRACE2_EVENT_BRIEF")
@@ -87,7 +87,7 @@ class GitRun(NamedTuple):
             self.close()
 
     def close(self) -> None:
-        _remove(self.folder)
+        remove_tree(self.folder)
 
 
 def _made(folder: str, plan: LaunchPlan, identity: object, watched: tuple[Grant, ...],
@@ -166,20 +166,3 @@ def _is_regular(path: str) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _remove(folder: str) -> None:
-    """Remove a folder a sandbox wrote in, whatever modes it left there."""
-    def writable(function: object, path: str, info: object) -> None:
-        del function, info
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
-
-    shutil.rmtree(folder, onerror=writable)

@@ -88,6 +88,8 @@ class HostLayout(NamedTuple):
     """The facts of this machine the plan needs, gathered by `HostLayout.probe()`.
 
     `system` maps each existing system folder to None (a folder) or its link text.
+    `cache_missing` maps each private cache's path that is missing on the host to its
+    first missing component.
     `dot_files` maps the target of each write grant whose dot files are protected to
     what is at its top (`dotfiles.analyze`); a grant missing from it gets none, which
     only a layout made by hand (a test) leaves out. `lnk_home` is `$LNK_HOME` resolved
@@ -104,6 +106,7 @@ class HostLayout(NamedTuple):
     proc_read_only: tuple[str, ...] = ()
     root_sockets: tuple[str, ...] = ()
     shm_size: int = SHM_SIZE
+    cache_missing: Mapping[str, str] = MappingProxyType({})
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -133,7 +136,22 @@ class HostLayout(NamedTuple):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
         return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
                           lnk_home, read_only(_proc_listing()),
-                          _root_sockets() if root_mode else ())
+                          _root_sockets() if root_mode else (),
+                          cache_missing=_first_missing(snapshot))
+
+
+def _first_missing(snapshot: Snapshot | None) -> dict[str, str]:
+    """For each private cache whose path is missing on the host, its first missing
+    component: where a read grant holding it needs a folder to mount on."""
+    found = {}
+    for cache in snapshot.caches if snapshot is not None else ():
+        walked = "/"
+        for part in cache.path.strip("/").split("/"):
+            walked = os.path.join(walked, part)
+            if not os.path.lexists(walked):
+                found[cache.path] = walked
+                break
+    return found
 
 
 def _root_sockets() -> tuple[str, ...]:
@@ -275,9 +293,12 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         add(0, MountOp(kind, grant.target, grant.target, _why(grant)), grant.access)
     hidden = [g._replace(target=layout.lnk_home) if g.name == LNK_HOME_NAME
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
+    caches = [cache.path for cache in snapshot.caches]
     for grant in sorted(hidden, key=lambda g: _depth(g.target or "/")):
         if grant.target is None or grant.access not in ("hide", "protect"):
             continue
+        if any(is_within(grant.target, cache) for cache in caches):
+            continue  # a private cache holds nothing of the person's to hide
         holder = _deepest(grant.target, mounts)
         if grant.access == "hide" and holder in ("read", "write"):
             if grant.is_dir:
@@ -288,6 +309,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         elif grant.access == "protect" and holder == "write":
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     holds = _dot_files(grants, layout, mounts, add)
+    holds += _caches(snapshot, layout, mounts, add, late, root_mode=root_mode)
     if root_mode:
         _refuse_root_write_grants(grants)
         _refuse_root_sockets(layout, grants, mounts)
@@ -329,6 +351,31 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         holds=tuple(holds),
         inner_parent=inner_parent,
     )
+
+
+def _caches(snapshot: Snapshot, layout: HostLayout, mounts: list[tuple[str, str]],
+            add: Callable[[int, MountOp, str], None], late: list[MountOp], *,
+            root_mode: bool) -> list[Wanted]:
+    """Each private cache's folder bound at its path (caches.py), and what the launch
+    holds for it: where a read grant shows the host's folder and the path is missing
+    there, its first missing folder is held empty for the run and, when the path goes on
+    below it, covered by a tmpfs (read-only once the mount point is made) to make the
+    rest in. Run by root, bound idmapped: the sandbox writes it as root's."""
+    holds: list[Wanted] = []
+    for cache in sorted(snapshot.caches, key=lambda c: _depth(c.path)):
+        first = layout.cache_missing.get(cache.path)
+        shown = f"{cache.key}: {cache.name}"
+        if first is not None and _deepest(os.path.dirname(first), mounts) in ("read",
+                                                                                "write"):
+            holds.append(Wanted(first, "folder"))
+            if first != cache.path:
+                add(1, MountOp("tmpfs", first, reason=f"{shown}: missing here, held empty "
+                               "for the run, the cache's folder made inside"), "other")
+                late.append(MountOp("remount-ro", first, reason=f"{shown}: the folder held "
+                                    "for the cache"))
+        add(1, MountOp("bind", cache.path, cache.store, f"{shown}: a private cache of "
+                       "lnk-sandbox's own, kept across runs", idmapped=root_mode), "cache")
+    return holds
 
 
 def _idmapped(ops: list[MountOp], grants: tuple[Grant, ...]) -> list[MountOp]:

@@ -397,3 +397,79 @@ def test_placeholders_never_show_in_git_status_nor_in_a_commit(sandbox: Sandbox)
     assert listed[-1] == "commit=1"  # ...and nothing to commit: git sees none of them
     assert not any(line.startswith("??") for line in listed)
     assert (sandbox.project / ".git" / "info" / "exclude").read_text().count("lnk-sandbox") == 0
+
+
+# -- private caches ---------------------------------------------------------------------
+
+CACHES = '[files]\nread = ["~"]\nwrite = ["."]\ncaches = ["~/.npm", "~/.cache/pip"]\n'
+USE_CACHES = ("ls -A ~/.npm ~/.cache/pip; echo run >> ~/.npm/runs; "
+              "mkdir -p ~/.cache/pip/http && echo wheel > ~/.cache/pip/http/w")
+
+
+def test_a_private_cache_is_kept_across_runs_and_the_persons_is_never_written(
+        sandbox: Sandbox) -> None:
+    own = sandbox.home / ".npm"
+    own.mkdir()
+    (own / "mine").write_text("the person's own cache\n")
+    sandbox.chown()
+    first = sandbox.run("sh", "-c", USE_CACHES, spec=CACHES)
+    assert transcript(first) == (0, f"{sandbox.home}/.cache/pip:\n\n{sandbox.home}/.npm:\n",
+                                 "")
+    second = sandbox.run("sh", "-c", USE_CACHES + "; cat ~/.npm/runs", spec=CACHES)
+    assert transcript(second) == (0, f"{sandbox.home}/.cache/pip:\nhttp\n\n{sandbox.home}/"
+                                  ".npm:\nruns\nrun\nrun\n", "")
+    # The person's own: as it was; ~/.cache, missing, was held for the runs and is gone.
+    assert sorted(p.name for p in own.iterdir()) == ["mine"]
+    assert (own / "mine").read_text() == "the person's own cache\n"
+    assert not (sandbox.home / ".cache").exists()
+    # Outside the cache, home stays read-only.
+    done = sandbox.run("sh", "-c", "echo x > ~/.npm-other", spec=CACHES)
+    assert done.returncode != 0 and "Read-only file system" in done.stderr
+    described = sandbox.lnk("describe", spec=CACHES).stdout
+    store = f"{sandbox.lnk_home}/caches/spec-"
+    assert "private caches (lnk-sandbox's own, kept across runs; yours are not opened):\n" \
+        f"  ~/.npm -> {store}" in described
+    assert f"(files.caches[0]: seen at {sandbox.home}/.npm)" in described
+    cleared = sandbox.lnk("cache", "clear", "--spec", str(sandbox.base / "spec.toml"))
+    from supervisor.caches import scope
+
+    store = f"{sandbox.lnk_home}/caches/{scope(str(sandbox.base / 'spec.toml'), None)}"
+    assert transcript(cleared) == (0, f"emptied the caches of {sandbox.base}/spec.toml: 5 "
+                                   f"files and folders removed from {store}\n", "")
+    assert transcript(sandbox.run("sh", "-c", "ls -A ~/.npm", spec=CACHES)) == (0, "", "")
+
+
+def test_caches_without_home_and_shared_by_an_agents_specs(sandbox: Sandbox) -> None:
+    first = 'agent = "builder"\n[files]\nwrite = ["."]\ncaches = ["~/.cache/pip"]\n'
+    second = 'agent = "builder"\n[files]\ncaches = ["~/.cache/pip"]\n'
+    done = sandbox.run("sh", "-c", "echo kept > ~/.cache/pip/k", spec=first)
+    assert transcript(done) == (0, "", "")
+    done = sandbox.lnk("run", "--", "cat", f"{sandbox.home}/.cache/pip/k", spec=second,
+                       cwd=Path("/"))
+    assert transcript(done) == (0, "kept\n", "")
+    assert not (sandbox.home / ".cache").exists()
+    done = sandbox.lnk("cache", "clear", "--all")
+    assert done.stdout == (f"emptied every spec's and agent's caches: 3 files and folders "
+                           f"removed from {sandbox.lnk_home}/caches\n")
+
+
+@pytest.mark.parametrize(("cache", "says"), [
+    ("~/.config", "{home}/.config is ~/.config: every XDG program's settings, many of which "
+                  "name programs to run; what a sandbox kept there would run in the next one"),
+    ("~/.cargo", "{home}/.cargo holds ~/.cargo/bin: binaries cargo install and rustup put "
+                 "there, on PATH once added; what a sandbox kept there would run in the next "
+                 "one"),
+    ("~/.local/share/x", "{home}/.local/share/x is inside ~/.local: bin/ on PATH and share/ "
+                         "with desktop entries, D-Bus services, user units and shell "
+                         "snippets; what a sandbox kept there would run in the next one"),
+    ("~/.gitconfig", "{home}/.gitconfig is ~/.gitconfig: git's global settings: hooksPath, "
+                     "fsmonitor, filters, aliases, helpers; what a sandbox kept there would "
+                     "run in the next one"),
+])
+def test_a_cache_is_never_a_place_that_runs_as_you(sandbox: Sandbox, cache: str,
+                                                    says: str) -> None:
+    done = sandbox.run("true", spec=f'[files]\nwrite = ["."]\ncaches = ["{cache}"]\n')
+    assert transcript(done) == (125, "", (
+        f"lnk-sandbox: {sandbox.base}/spec.toml:3: key files.caches[0]: '{cache}': "
+        + says.format(home=sandbox.home) + "\n"
+        "  hint: name the folder the tool keeps its downloads in, such as '~/.cache/NAME'\n"))

@@ -321,7 +321,7 @@ def test_deep_nesting_is_a_spec_error() -> None:
 
 def test_unknown_key_hint_lists_the_known_keys() -> None:
     error = refused("[files]\nreed = []\n")
-    assert error.hint == "known keys here: read, write, hide, write_dot_files, commit"
+    assert error.hint == "known keys here: read, write, hide, write_dot_files, commit, caches"
 
 
 def test_duplicate_hints_say_what_to_keep() -> None:
