@@ -25,6 +25,21 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from .macos.check import MacMachine
 
+# Chromium (so Electron, and Playwright's browsers) sandbox each renderer with namespaces
+# of its own (or a setuid helper): neither can be made inside lnk-sandbox, and the
+# browser stops with "No usable sandbox!".
+NESTED_BROWSERS = (
+    "nested sandboxes: no user namespace can be made inside (the filter refuses unshare "
+    "and clone with CLONE_NEWUSER, and bwrap's --disable-userns; no_new_privs voids a "
+    "setuid helper), so Chromium's, Electron's and Playwright's own sandbox fails inside "
+    "(\"No usable sandbox!\"). Run them with --no-sandbox (Electron: "
+    "ELECTRON_DISABLE_SANDBOX=1; Playwright: chromium_sandbox off, its default): safe "
+    "only because lnk-sandbox is then the sandbox. A page that takes over a renderer "
+    "gets what the whole browser has, which is what this spec grants and no more: "
+    "nothing outside its grants, but the profile, cookies and every page the browser has "
+    "open. Give it a profile of its own (--user-data-dir in a written folder), and never "
+    "use --no-sandbox outside lnk-sandbox")
+
 GAP_LOADER = (
     "the dynamic loader runs any file it can read (`ld.so ./x`): Landlock's execute "
     "right must allow the loader for any listed program to start"
@@ -216,6 +231,7 @@ def check(spec_path: str | None) -> Report:
             "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
     report.exposed = exposed_credentials(snapshot)
     report.layers += network_layers(snapshot)
+    report.layers.append(NESTED_BROWSERS)
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"

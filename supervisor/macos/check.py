@@ -206,6 +206,12 @@ def _layers(snapshot: Snapshot, log_allowed: bool) -> list[str]:
                       "Seatbelt's check of each file executed")
         if log_allowed:
             layers.append("refused programs named from Seatbelt's reports (log stream)")
+    layers.append(
+        "nested sandboxes: Seatbelt sandboxes do not nest, so Chromium's, Electron's and "
+        "Playwright's own sandbox of each renderer fails inside; run them with "
+        "--no-sandbox (Electron: ELECTRON_DISABLE_SANDBOX=1), safe only because "
+        "lnk-sandbox is then the sandbox: a page that takes over a renderer gets what the "
+        "browser has, this spec's grants and its own profile, and no more")
     return layers
 
 

@@ -473,3 +473,17 @@ def test_a_cache_is_never_a_place_that_runs_as_you(sandbox: Sandbox, cache: str,
         f"lnk-sandbox: {sandbox.base}/spec.toml:3: key files.caches[0]: '{cache}': "
         + says.format(home=sandbox.home) + "\n"
         "  hint: name the folder the tool keeps its downloads in, such as '~/.cache/NAME'\n"))
+
+
+# -- Chromium, Electron, Playwright -------------------------------------------------------
+
+
+def test_check_says_why_a_browsers_own_sandbox_fails_inside_and_the_safe_way(
+        sandbox: Sandbox) -> None:
+    from supervisor.check import NESTED_BROWSERS
+
+    checked = sandbox.lnk("check")
+    assert f"  layer: {NESTED_BROWSERS}\n" in checked.stdout
+    # The reason it states: no user namespace can be made inside.
+    done = sandbox.run("unshare", "--user", "true")
+    assert transcript(done) == (1, "", "unshare: unshare failed: Operation not permitted\n")
