@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tomllib
 import uuid
@@ -487,3 +488,25 @@ def test_check_says_why_a_browsers_own_sandbox_fails_inside_and_the_safe_way(
     # The reason it states: no user namespace can be made inside.
     done = sandbox.run("unshare", "--user", "true")
     assert transcript(done) == (1, "", "unshare: unshare failed: Operation not permitted\n")
+
+
+PAGE = '<html><body><p id="x">hello from a page</p></body></html>\n'
+
+
+def test_chromium_runs_inside_with_no_sandbox_and_says_why_without(sandbox: Sandbox) -> None:
+    """A real browser, where one is installed (apt-get install chromium): its own
+    sandbox cannot start inside; with --no-sandbox it renders a page."""
+    if shutil.which("chromium") is None:
+        pytest.skip("Chromium is not installed here (apt-get install chromium)")
+    (sandbox.project / "page.html").write_text(PAGE)
+    sandbox.chown()
+    browse = ["chromium", "--headless", "--user-data-dir=/tmp/profile", "--dump-dom",
+              f"file://{sandbox.project}/page.html"]
+    done = sandbox.run(*browse, timeout=120)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert ("Running as root without --no-sandbox is not supported" if sandbox.who.is_root
+            else "No usable sandbox!") in done.stderr
+    done = sandbox.run(*browse[:1], "--no-sandbox", *browse[1:], timeout=120)
+    assert (done.returncode, done.stdout) == (
+        0, '<html><head></head><body><p id="x">hello from a page</p>\n</body></html>\n'), \
+        done.stderr
