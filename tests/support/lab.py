@@ -13,6 +13,10 @@ CONFIG["log"] as JSON when CMD ends; the lab exits with CMD's status.
 
 Zone: {"name.": [[answers of the 1st question], [2nd], ...]}, the last repeated; an
 answer is an address (A or AAAA by its form), answered to the question of its type.
+
+CONFIG["https"] (optional): {"address", "root", "cert", "key"}: an HTTPS server on that
+address's port 443 serving the files under root (a package registry's, built by
+support/registry.py), each GET logged in "requests" as [address, local, path].
 """
 
 from __future__ import annotations
@@ -70,6 +74,40 @@ def http_server(address: str, port: int, seen: Seen) -> http.server.ThreadingHTT
     server = Server((address, port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def https_server(config: dict[str, str], seen: Seen) -> None:
+    """Files under config["root"] over TLS on config["address"]:443."""
+    import functools
+    import ssl
+
+    address, root = config["address"], config["root"]
+
+    class Files(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            local = self.connection.getsockname()[0]
+            with seen.lock:
+                seen.requests.append([address, str(local), self.path])
+            super().do_GET()
+
+        def end_headers(self) -> None:
+            if self.path.startswith(("/packages/", "/tarballs/")):
+                # As the real registries say of a release's files: they never change.
+                self.send_header("Cache-Control", "max-age=31536000, immutable")
+            super().end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        daemon_threads = True
+
+    server = Server((address, 443), functools.partial(Files, directory=root))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(config["cert"], config["key"])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
 
 
 def answer(zone: dict[str, list[list[str]]], seen: Seen, wire: bytes) -> bytes:
@@ -154,6 +192,8 @@ def main() -> int:
     for address in ["127.0.0.1", "::1", *config["addresses"]]:
         http_server(address, port, seen)
     dns_server(config["zone"], seen)
+    if "https" in config:
+        https_server(config["https"], seen)
     fd, resolv = tempfile.mkstemp(suffix=".conf")
     with os.fdopen(fd, "w") as handle:
         handle.write(f"nameserver {DNS_ADDRESS}\noptions timeout:2 attempts:1\n")

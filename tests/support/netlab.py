@@ -31,6 +31,7 @@ class Lab:
     addresses: list[str]
     prove: list[str] = field(default_factory=list)
     port: int = 8080
+    https: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if os.geteuid() != 0:
@@ -44,7 +45,8 @@ class Lab:
         config = self.folder / "lab.json"
         config.write_text(json.dumps({
             "zone": self.zone, "addresses": self.addresses, "prove": self.prove,
-            "port": self.port, "log": str(self.log_path)}))
+            "port": self.port, "log": str(self.log_path),
+            **({"https": self.https} if self.https else {})}))
         config.chmod(0o644)
         prefix = ("unshare", "--mount", "--net", "--propagation", "private",
                   sys.executable, str(LAB), str(config), "--", *sandbox.who.prefix)
