@@ -18,3 +18,15 @@ def test_every_credential_place_is_in_the_readme() -> None:
 def test_every_agent_setting_is_in_the_readme() -> None:
     for setting in AGENT_SETTINGS:
         assert f"`{setting.name}`" in README, setting.name
+
+
+def test_every_document_the_readme_names_is_in_the_repository() -> None:
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    named = set(re.findall(r"\b((?:docs|tools|ci|tests|supervisor)/[\w./-]+\.(?:md|py|sh|json))",
+                           README))
+    assert "docs/design.md" in named
+    assert "DESIGN.md" not in README.replace("docs/design.md", "")
+    named.discard("docs/srt-proxy.md")  # sandbox-runtime's own, which the README cites
+    assert [n for n in sorted(named) if not (root / n).exists()] == []
