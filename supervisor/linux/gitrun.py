@@ -2,14 +2,18 @@
 reads inside, each written repository's info/exclude with the run's placeholders, and
 the folder git's trace goes to, then what that trace says after the run.
 
-They live in a folder of the run's own, `$LNK_HOME/run/git-PID-...` (0700, hidden from
-every sandbox like all of `$LNK_HOME`), bound where the inner's package is (`/run/
-lnk-sandbox/git` and `.../git-trace`), and removed after the run; the next start removes
-one a killed supervisor left. Nothing is made when there is nothing to do.
+The identity is a folder named by its content, `$LNK_HOME/git/identity-HASH`, made once
+and bound read-only into every run that needs it (the person's git settings rarely
+change; a start should not pay for writing it again). What belongs to one run, the
+excludes and the trace, lives in `$LNK_HOME/run/git-PID-...`, made only where a written
+folder holds a repository, and removed after the run (the next start removes one a
+killed supervisor left). All of `$LNK_HOME` is hidden from every sandbox: these are
+seen only where they are bound, under the inner's `/run/lnk-sandbox`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -23,11 +27,9 @@ from ..placeholders import Placeholders
 from ..state import ensure_private_dir, remove_tree
 from .plan import LaunchPlan, MountOp
 
-TRACE_VARIABLES = ("GIT_TRACE2_EVENT", "GIT_TRACE2_EVENT_BRIEF")
-
 
 class GitRun(NamedTuple):
-    folder: str
+    folder: str | None  # the run's own, when it needs one
     ops: tuple[MountOp, ...]
     env: dict[str, str]
     watched: tuple[Grant, ...]  # write grants whose read-only .git a failed git names
@@ -43,16 +45,27 @@ class GitRun(NamedTuple):
         traced = not any(name.startswith("GIT_TRACE2") for name in
                          (*snapshot.env_keep, *(n for n, _ in snapshot.env_assign)))
         watched = tuple(g for g in tops if not g.commit) if traced else ()
-        excludes = _excludes(snapshot, plan, tops)
+        excludes = _excludes(snapshot, plan, tops) if tops else []
         if not (identity or watched or excludes):
             return None
+        inside = f"{plan.inner_parent}/git"
+        ops: list[MountOp] = []
+        env: dict[str, str] = {}
+        if identity is not None:
+            files = identity_files(identity, inside)
+            ops.append(MountOp("ro-bind", inside, _identity_folder(snapshot.lnk_home, files),
+                               "your git identity (user.name and user.email), and nothing "
+                               "else of your git settings"))
+            env["GIT_CONFIG_GLOBAL"] = f"{inside}/config"
+        if not (watched or excludes):
+            return GitRun(None, tuple(ops), env, (), None)
         from ..proxy.runfolder import remove_stale
 
         base = ensure_private_dir(os.path.join(snapshot.lnk_home, "run"))
         remove_stale(base, "git")
         folder = os.path.realpath(tempfile.mkdtemp(prefix=f"git-{os.getpid()}-", dir=base))
         try:
-            return _made(folder, plan, identity, watched, excludes)
+            return _made(folder, inside, ops, env, watched=watched, excludes=excludes)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -87,24 +100,35 @@ class GitRun(NamedTuple):
             self.close()
 
     def close(self) -> None:
-        remove_tree(self.folder)
+        if self.folder is not None:
+            remove_tree(self.folder)
 
 
-def _made(folder: str, plan: LaunchPlan, identity: object, watched: tuple[Grant, ...],
-          excludes: list[tuple[str, bytes]]) -> GitRun:
-    from ..gitsupport import Identity
+def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
+    """The folder holding these identity files, made once: named by their content, so a
+    changed identity is a new folder and one in use is never rewritten."""
+    import hashlib
 
-    ops: list[MountOp] = []
-    env: dict[str, str] = {}
-    inside = f"{plan.inner_parent}/git"
-    if isinstance(identity, Identity):
-        config = os.path.join(folder, "config")
-        os.mkdir(config, 0o755)
-        for name, lines in identity_files(identity, inside).items():
-            _write(os.path.join(config, name), lines.encode())
-        ops.append(MountOp("ro-bind", inside, config, "your git identity (user.name and "
-                           "user.email), and nothing else of your git settings"))
-        env["GIT_CONFIG_GLOBAL"] = f"{inside}/config"
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+    base = ensure_private_dir(os.path.join(lnk_home, "git"))
+    folder = os.path.join(base, f"identity-{digest}")
+    if _is_folder(folder):
+        return folder
+    made = tempfile.mkdtemp(prefix="identity-new-", dir=base)
+    try:
+        os.chmod(made, 0o755)  # run by root, the sandbox reads it as a uid of its own
+        for name, text in files.items():
+            _write(os.path.join(made, name), text.encode())
+        os.rename(made, folder)
+    except OSError:
+        shutil.rmtree(made, ignore_errors=True)
+        if not _is_folder(folder):  # another start made it meanwhile, or it failed
+            raise
+    return folder
+
+
+def _made(folder: str, inside: str, ops: list[MountOp], env: dict[str, str], *,
+          watched: tuple[Grant, ...], excludes: list[tuple[str, bytes]]) -> GitRun:
     for number, (dest, text) in enumerate(excludes, start=1):
         source = os.path.join(folder, f"exclude-{number}")
         _write(source, text)
