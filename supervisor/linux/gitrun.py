@@ -2,12 +2,12 @@
 reads inside, each written repository's info/exclude with the run's placeholders, and
 the folder git's trace goes to, then what that trace says after the run.
 
-The identity is a folder named by its content, `$LNK_HOME/git/identity-HASH`, made once
-and bound read-only into every run that needs it (the person's git settings rarely
-change; a start should not pay for writing it again). What belongs to one run, the
-excludes and the trace, lives in `$LNK_HOME/run/git-PID-...`, made only where a written
-folder holds a repository, and removed after the run (the next start removes one a
-killed supervisor left). All of `$LNK_HOME` is hidden from every sandbox: these are
+The identity (a folder) and each exclude file are named by their content in
+`$LNK_HOME/git`, made once and bound read-only into every run that needs them (they
+rarely change; a start should not pay for writing them again). The trace belongs to one
+run: `$LNK_HOME/run/git-PID-.../trace`, made only where a written repository's .git is
+read-only, and removed after the run (the next start removes one a killed supervisor
+left). All of `$LNK_HOME` is hidden from every sandbox: these are
 seen only where they are bound, under the inner's `/run/lnk-sandbox`.
 """
 
@@ -57,7 +57,11 @@ class GitRun(NamedTuple):
                                "your git identity (user.name and user.email), and nothing "
                                "else of your git settings"))
             env["GIT_CONFIG_GLOBAL"] = f"{inside}/config"
-        if not (watched or excludes):
+        for dest, text in excludes:
+            ops.append(MountOp("ro-bind", dest, _stored_file(snapshot.lnk_home, text),
+                               "its info/exclude, with this run's placeholders added, so "
+                               "git status does not list them"))
+        if not watched:
             return GitRun(None, tuple(ops), env, (), None)
         from ..proxy.runfolder import remove_stale
 
@@ -65,7 +69,7 @@ class GitRun(NamedTuple):
         remove_stale(base, "git")
         folder = os.path.realpath(tempfile.mkdtemp(prefix=f"git-{os.getpid()}-", dir=base))
         try:
-            return _made(folder, inside, ops, env, watched=watched, excludes=excludes)
+            return _made(folder, inside, ops, env, watched=watched)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -113,7 +117,8 @@ def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
     base = ensure_private_dir(os.path.join(lnk_home, "git"))
     folder = os.path.join(base, f"identity-{digest}")
     if _is_folder(folder):
-        return folder
+        return _used(folder)
+    _prune(base)
     made = tempfile.mkdtemp(prefix="identity-new-", dir=base)
     try:
         os.chmod(made, 0o755)  # run by root, the sandbox reads it as a uid of its own
@@ -127,22 +132,72 @@ def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
     return folder
 
 
+def _stored_file(lnk_home: str, data: bytes) -> str:
+    """A file holding `data` in `$LNK_HOME/git`, named by its content and made once (an
+    exclude file is the same from one run to the next until the repository's changes)."""
+    import hashlib
+
+    base = ensure_private_dir(os.path.join(lnk_home, "git"))
+    path = os.path.join(base, f"exclude-{hashlib.sha256(data).hexdigest()[:16]}")
+    if _is_regular(path):
+        return _used(path)
+    _prune(base)
+    fd, made = tempfile.mkstemp(prefix="exclude-new-", dir=base)
+    try:
+        os.write(fd, data)
+        os.fchmod(fd, 0o644)  # run by root, the sandbox reads it as a uid of its own
+    finally:
+        os.close(fd)
+    os.replace(made, path)
+    return path
+
+
+# What $LNK_HOME/git keeps unused for this long is removed when something new is stored:
+# an old identity, the exclude file of a repository not run in since.
+UNUSED_DAYS = 30
+
+
+def _used(path: str) -> str:
+    """`path`, its time set to now: in use, so never pruned while a person works."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+    return path
+
+
+def _prune(base: str) -> None:
+    """Remove what nothing used for UNUSED_DAYS (a run using it holds its own mount)."""
+    import time
+
+    from ..state import remove_tree
+
+    limit = time.time() - UNUSED_DAYS * 86400
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.stat(follow_symlinks=False).st_mtime >= limit:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                remove_tree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+
+
 def _made(folder: str, inside: str, ops: list[MountOp], env: dict[str, str], *,
-          watched: tuple[Grant, ...], excludes: list[tuple[str, bytes]]) -> GitRun:
-    for number, (dest, text) in enumerate(excludes, start=1):
-        source = os.path.join(folder, f"exclude-{number}")
-        _write(source, text)
-        ops.append(MountOp("ro-bind", dest, source, "its info/exclude, with this run's "
-                           "placeholders added, so git status does not list them"))
-    trace = None
-    if watched:
-        trace = os.path.join(folder, "trace")
-        os.mkdir(trace)
-        os.chmod(trace, 0o777)  # run by root, the sandbox writes as a uid of its own
-        ops.append(MountOp("bind", f"{inside}-trace", trace, "git's trace of its commands, "
-                           "read after the run to say what a read-only .git refused"))
-        env["GIT_TRACE2_EVENT"] = f"{inside}-trace"
-        env["GIT_TRACE2_EVENT_BRIEF"] = "1"
+          watched: tuple[Grant, ...]) -> GitRun:
+    trace = os.path.join(folder, "trace")
+    os.mkdir(trace)
+    os.chmod(trace, 0o777)  # run by root, the sandbox writes as a uid of its own
+    ops.append(MountOp("bind", f"{inside}-trace", trace, "git's trace of its commands, read "
+                       "after the run to say what a read-only .git refused"))
+    env["GIT_TRACE2_EVENT"] = f"{inside}-trace"
+    env["GIT_TRACE2_EVENT_BRIEF"] = "1"
     return GitRun(folder, tuple(ops), env, watched, trace)
 
 

@@ -70,3 +70,21 @@ def test_only_failed_writers_in_a_repository_are_found(tmp_path: Path) -> None:
     (tmp_path / "e").write_text("not json\n[1]\n")
     assert [(f.command, f.worktree, f.code) for f in failed_writers(str(tmp_path))] == [
         ("add", "/p", 128)]
+
+
+def test_stored_git_files_are_reused_and_old_ones_pruned(tmp_path: Path) -> None:
+    import os
+
+    from supervisor.linux.gitrun import UNUSED_DAYS, _identity_folder, _stored_file
+
+    first = _stored_file(str(tmp_path), b"/refs\n")
+    assert _stored_file(str(tmp_path), b"/refs\n") == first
+    assert Path(first).read_bytes() == b"/refs\n"
+    folder = _identity_folder(str(tmp_path), {"config": "[user]\n\tname = A\n"})
+    assert (Path(folder) / "config").read_text() == "[user]\n\tname = A\n"
+    old = (UNUSED_DAYS + 1) * 86400
+    for path in (first, folder):
+        stamp = os.stat(path).st_mtime - old
+        os.utime(path, (stamp, stamp))
+    kept = _stored_file(str(tmp_path), b"/other\n")  # something new: the old go
+    assert sorted(p.name for p in (tmp_path / "git").iterdir()) == [Path(kept).name]
