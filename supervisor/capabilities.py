@@ -41,6 +41,11 @@ class CheckCache:
                 self.passed = dict(data.get("passed", {}))
         except (OSError, ValueError):
             pass
+        # A start killed while writing the cache left its temp file, and once the cache
+        # is complete no start writes it again to remove it: each start looks (a listdir).
+        from .state import remove_stale_temps
+
+        remove_stale_temps(self.path)
 
     def get(self, name: str) -> Any:
         return self.passed.get(name)

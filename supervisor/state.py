@@ -36,10 +36,38 @@ def ensure_private_dir(path: str) -> str:
     return path
 
 
+def remove_stale_temps(path: str) -> None:
+    """Remove `path`'s temp files (PATH.PID.tmp) whose writer is gone: a writer killed
+    between making one and renaming it (SIGKILL) leaves it, and none can finish it."""
+    folder, name = os.path.split(path)
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry[len(name) + 1:-4] if entry.startswith(name + ".") and \
+            entry.endswith(".tmp") else ""
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive (or another user's): its writer may still rename it
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.unlink(os.path.join(folder, entry))
+        except OSError:
+            pass
+
+
 def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` whole, or leave it as it was (OSError)."""
+    """Replace `path` with `data` whole, or leave it as it was (OSError). Temp files a
+    killed writer left beside it are removed first."""
     folder = os.path.dirname(path)
     ensure_private_dir(folder)
+    remove_stale_temps(path)
     temp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW,
                  mode)
