@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NamedTuple
 
 from .errors import SandboxError
 from .grants import Snapshot, resolve
@@ -45,13 +46,40 @@ def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snaps
     return resolve(policy, context)
 
 
+class Ended(NamedTuple):
+    """How a run ended: its exit status (the design's), whether its timeout killed it,
+    and, where the OS reports it (Linux), the errno the command itself could not be run
+    with (an execve that failed inside; 126 or 127)."""
+
+    status: int
+    timed_out: bool = False
+    exec_errno: int | None = None
+
+
 def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-                 decide: Decide | None = None) -> int:
+                 decide: Decide | None = None, timeout: float | None = None) -> int:
     """Launch `argv` confined by `snapshot` and supervise it; the exit status.
 
     `report` names a file that gets every refusal as a JSON line; `decide` the run's
-    decider for destinations no list names (proxy mode).
+    decider for destinations no list names (proxy mode); `timeout` the seconds after
+    which the whole tree is killed (status 124; deadline.py).
     """
+    return launch_snapshot(snapshot, argv, report=report, decide=decide,
+                           timeout=timeout).status
+
+
+def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+                    decide: Decide | None = None, timeout: float | None = None,
+                    cwd: str | None = None, tmp: str | None = None) -> Ended:
+    """`run_snapshot`, saying more of how the run ended, for the Python API's child.
+
+    `cwd`: the working directory inside (a folder the sandbox sees; the snapshot's own
+    otherwise); `tmp`: a session's folder for the sandbox's /tmp (Linux; TMPDIR on
+    macOS), kept between its runs (linux/placement.py).
+    """
+    from .deadline import check_timeout
+
+    timeout = check_timeout(timeout)
     if decide is not None:
         check_decide(decide, snapshot)
     from .terminal import restore_flags, standard_flags
@@ -61,10 +89,18 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
         if sys.platform == "darwin":
             from .macos.run import run_macos
 
-            return run_macos(snapshot, argv, report=report, decide=decide)
+            if cwd is not None:
+                os.chdir(cwd)  # sandbox-exec starts where its parent is
+            mac = run_macos(snapshot, argv, report=report, decide=decide, timeout=timeout,
+                            tmp=tmp)
+            return Ended(mac.status, mac.timed_out)
         from .linux.run import run_linux
 
-        return run_linux(snapshot, argv, report=report, decide=decide)
+        outcome = run_linux(snapshot, argv, report=report, decide=decide, timeout=timeout,
+                            cwd=cwd, tmp=tmp)
+        failure = outcome.exec_failure
+        return Ended(outcome.status, outcome.timed_out,
+                     failure.errno if failure is not None else None)
     finally:
         restore_flags(flags)
 

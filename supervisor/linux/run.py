@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
+from ..deadline import timed_out_message
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
@@ -17,6 +18,7 @@ from ..run import inner_source, interpreter
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
+from .placement import place
 from .plan import HostLayout, LaunchPlan, build_plan
 from .supervise import Outcome, supervise
 
@@ -137,14 +139,19 @@ def launch_and_supervise(
     learn: bool = False,
     judge: Judge | None = None,
     decide: Decide | None = None,
+    timeout: float | None = None,
+    cwd: str | None = None,
+    tmp: str | None = None,
 ) -> Outcome:
-    """Launch and supervise one run. `learn` opens every program and records in `judge`."""
+    """Launch and supervise one run. `learn` opens every program and records in `judge`;
+    `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
+    inside (placement.py)."""
     cache = CheckCache(snapshot.lnk_home)
     info = bwrap_info(cache)
     if learn:
         snapshot = snapshot._replace(programs=None)
     layers = decide_layers(snapshot, cache, learn=learn)
-    plan = plan_for(snapshot)
+    plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp)
     loaders = program_loaders(snapshot)
     config = inner_config(plan, snapshot, layers, loaders)
     events = EventLog(open_report(report, snapshot.written()) if report else None)
@@ -187,6 +194,7 @@ def launch_and_supervise(
                              inner_config=config)
             return supervise(launched,
                              watch_factory=watch_factory if layers.listener else None,
+                             timeout=timeout,
                              **(network.supervise_options() if network else {}))
         finally:
             held.release()
@@ -239,19 +247,25 @@ def _say_new_submodules(before: dict[str, frozenset[str]]) -> None:
 
 
 def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-              decide: Decide | None = None) -> int:
+              decide: Decide | None = None, timeout: float | None = None,
+              cwd: str | None = None, tmp: str | None = None) -> Outcome:
+    """One run, said as a person reads it; its Outcome (SandboxError for lnk-sandbox's
+    own failures)."""
     committed = _committed_tops(snapshot)
-    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide)
+    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide,
+                                   timeout=timeout, cwd=cwd, tmp=tmp)
     _say_new_submodules(committed)
     if outcome.problem is not None:
         raise outcome.problem
+    if outcome.timed_out and timeout is not None:
+        say(timed_out_message(timeout))
     if outcome.exec_failure is not None:
         failure = outcome.exec_failure
         reason = os.strerror(failure.errno) if failure.errno else "failed"
         if failure.status == 127:
             reason = "not found in the sandbox"
         say(f"cannot run {failure.program}: {reason}")
-    return outcome.status
+    return outcome
 
 
 __all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]

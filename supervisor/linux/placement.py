@@ -1,0 +1,93 @@
+"""Where one run is placed inside its sandbox: its working directory and its /tmp (pure).
+
+A harness running many commands under one spec (the Python API's `Sandbox`, Inspect's
+provider, `lnk mcp`) asks two things of a launch that a spec does not say: the working
+directory of this command, and a /tmp that lasts from one command to the next. Neither
+widens the spec:
+
+- The working directory only moves bwrap's `--chdir`: it must be a folder the sandbox
+  sees already (a grant, a system folder, /tmp), and the spec's `.` keeps meaning what it
+  meant when the snapshot was made.
+- The session's /tmp is a folder lnk-sandbox made for the session in `$LNK_HOME` (hidden
+  from every sandbox), bound at /tmp in place of the fresh tmpfs: the sandbox sees in it
+  only what its own earlier commands wrote there, and no host path. Its source is pinned
+  like every bind; run by root it is idmapped, as the tmpfs would be the sandbox's own.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import LaunchError
+from ..grants import is_within
+from .plan import LaunchPlan, MountOp
+
+SESSION_TMP_REASON = "the session's own /tmp (kept between its commands)"
+
+
+def with_session_tmp(plan: LaunchPlan, source: str) -> LaunchPlan:
+    """`plan` with the folder `source` at /tmp in place of a fresh tmpfs.
+
+    A spec that grants /tmp itself keeps the host's /tmp, as it asked: the plan has no
+    fresh one to replace, and LaunchError says so rather than binding over the grant.
+    """
+    ops = list(plan.ops)
+    for index, op in enumerate(ops):
+        if op.kind == "tmpfs" and op.dest == "/tmp":
+            ops[index] = MountOp("bind", "/tmp", source, SESSION_TMP_REASON,
+                                 idmapped=plan.root_mode)
+            return plan._replace(ops=tuple(ops))
+    raise LaunchError("the spec grants /tmp itself, so the sandbox's /tmp is the host's and "
+                      "a session cannot have one of its own",
+                      hint="grant a folder inside /tmp instead of /tmp, or run without a "
+                      "session")
+
+
+def with_working_directory(plan: LaunchPlan, cwd: str) -> LaunchPlan:
+    """`plan` starting the command in `cwd` (absolute, as the sandbox sees it).
+
+    The deepest mount holding `cwd` says what is there: a grant or system folder shows
+    the host's folder, the session's /tmp its own folder, a fresh tmpfs nothing but
+    itself. LaunchError when `cwd` is in none the sandbox sees, or is missing there:
+    bwrap would otherwise fail after the mounts with a message of its own.
+    """
+    if not cwd.startswith("/"):
+        raise LaunchError(f"the working directory {cwd!r} is not an absolute path")
+    cwd = _through_links(plan, os.path.normpath(cwd))
+    holder = max((op for op in plan.ops if op.kind in MOUNTS and is_within(cwd, op.dest)),
+                 key=lambda op: (op.dest.count("/"), len(op.dest)), default=None)
+    if holder is None or holder.kind not in ("bind", "ro-bind", "tmpfs"):
+        raise LaunchError(f"the working directory {cwd} is in no folder the sandbox sees",
+                          hint="pick a folder the spec grants (files.read or files.write), "
+                          "a system folder, or /tmp")
+    if holder.kind == "tmpfs":
+        exists = cwd == holder.dest  # a fresh tmpfs holds nothing yet
+    else:
+        assert holder.source is not None
+        exists = os.path.isdir(os.path.join(holder.source,
+                                            os.path.relpath(cwd, holder.dest)))
+    if not exists:
+        raise LaunchError(f"the working directory {cwd} does not exist in the sandbox",
+                          hint="make it first (mkdir), or pick a folder that exists")
+    return plan._replace(chdir=cwd)
+
+
+MOUNTS = ("bind", "ro-bind", "tmpfs", "hide-file", "proc", "dev")
+
+
+def _through_links(plan: LaunchPlan, path: str) -> str:
+    """`path` with a link the plan makes (Debian's /bin -> usr/bin) followed once."""
+    for op in plan.ops:
+        if op.kind == "symlink" and op.source and is_within(path, op.dest):
+            target = os.path.normpath(os.path.join(os.path.dirname(op.dest), op.source))
+            return target + path[len(op.dest):]
+    return path
+
+
+def place(plan: LaunchPlan, *, cwd: str | None, tmp: str | None) -> LaunchPlan:
+    """The session's /tmp first, then the working directory, which may be inside it."""
+    if tmp is not None:
+        plan = with_session_tmp(plan, tmp)
+    if cwd is not None:
+        plan = with_working_directory(plan, cwd)
+    return plan
