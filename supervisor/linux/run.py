@@ -14,7 +14,7 @@ from ..grants import Snapshot
 from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
-from ..run import inner_source, interpreter
+from ..run import FileOp, inner_source, interpreter
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
@@ -142,10 +142,12 @@ def launch_and_supervise(
     timeout: float | None = None,
     cwd: str | None = None,
     tmp: str | None = None,
+    file_op: FileOp | None = None,
 ) -> Outcome:
     """Launch and supervise one run. `learn` opens every program and records in `judge`;
     `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
-    inside (placement.py)."""
+    inside (placement.py); `file_op` has the inner read or write a file instead of
+    running `argv` (inner/fileop.py)."""
     cache = CheckCache(snapshot.lnk_home)
     info = bwrap_info(cache)
     if learn:
@@ -154,6 +156,8 @@ def launch_and_supervise(
     plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp)
     loaders = program_loaders(snapshot)
     config = inner_config(plan, snapshot, layers, loaders)
+    if file_op is not None:
+        config["file"] = file_op._asdict()
     events = EventLog(open_report(report, snapshot.written()) if report else None)
     if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
         say(unix_sockets_gap(layers.landlock_abi))
@@ -248,18 +252,19 @@ def _say_new_submodules(before: dict[str, frozenset[str]]) -> None:
 
 def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
               decide: Decide | None = None, timeout: float | None = None,
-              cwd: str | None = None, tmp: str | None = None) -> Outcome:
+              cwd: str | None = None, tmp: str | None = None,
+              file_op: FileOp | None = None) -> Outcome:
     """One run, said as a person reads it; its Outcome (SandboxError for lnk-sandbox's
     own failures)."""
     committed = _committed_tops(snapshot)
     outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide,
-                                   timeout=timeout, cwd=cwd, tmp=tmp)
+                                   timeout=timeout, cwd=cwd, tmp=tmp, file_op=file_op)
     _say_new_submodules(committed)
     if outcome.problem is not None:
         raise outcome.problem
     if outcome.timed_out and timeout is not None:
         say(timed_out_message(timeout))
-    if outcome.exec_failure is not None:
+    if outcome.exec_failure is not None and file_op is None:  # the caller says a file's
         failure = outcome.exec_failure
         reason = os.strerror(failure.errno) if failure.errno else "failed"
         if failure.status == 127:
