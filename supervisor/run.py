@@ -34,10 +34,11 @@ def policy_for(spec: Spec, context: Context | None = None) -> Policy:
     return effective_policy(spec, context or Context.current())
 
 
-def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snapshot:
-    """Load, validate and resolve a spec: the snapshot a launch and a description use."""
+def snapshot_for(spec_path: str | Spec | None, context: Context | None = None) -> Snapshot:
+    """Load, validate and resolve a spec (a file's path, or one validated already): the
+    snapshot a launch and a description use."""
     context = context or Context.current()
-    spec = load_spec(spec_path)
+    spec = spec_path if isinstance(spec_path, Spec) else load_spec(spec_path)
     policy = effective_policy(spec, context)
     if spec.agent:
         ensure_private_dir(os.path.join(context.lnk_home, "agents", spec.agent))
