@@ -313,7 +313,8 @@ class Sandbox:
         after the spec's (a loader variable is refused, as in a spec). `timeout`:
         seconds, after which the command and everything it started are killed
         (`timed_out`, 124). `stdin`: the command's input (None: nothing, /dev/null).
-        `capture`: collect stdout and stderr (else they are the harness's own);
+        `capture`: collect stdout and stderr (else they, and stdin when no `stdin` is
+        given, are the harness's own);
         `output_limit`: keep only each stream's last so many bytes.
         """
         argv = [os.fspath(a) for a in argv]
@@ -373,8 +374,11 @@ class Sandbox:
         pipe = subprocess.PIPE
         try:
             process = await anyio.open_process(
-                [sys.executable, "-I", "-c", _CHILD, str(request_read), str(result_write)],
-                stdin=pipe if stdin is not None else subprocess.DEVNULL,
+                [sys.executable, "-I", "-c", _CHILD, str(request_read), str(result_write),
+                 str(os.getpid())],
+                # Not captured, and no input given: the harness's own stdin, as at a
+                # terminal (a hook's input through Claude Code's prefix, for one).
+                stdin=pipe if stdin is not None else subprocess.DEVNULL if capture else None,
                 stdout=pipe if capture else None, stderr=pipe if capture else None,
                 pass_fds=(request_read, result_write), start_new_session=True)
         except BaseException:

@@ -9,7 +9,8 @@ resolved again) and the command's stdin, stdout and stderr the child's own.
 
 The request is one JSON object read from the descriptor named by the first argument:
 `snapshot` (its JSON), `argv`, `timeout`, `cwd`, `tmp`, `env` (pairs, set last), `file`
-(a FileOp, or null), `report` (a path in `$LNK_HOME` for the refusals). The result is
+(a FileOp, or null), `report` (a path in `$LNK_HOME` for the refusals); the third
+argument is the harness's pid, whose end ends the run. The result is
 one JSON object written to the descriptor named by the second: `status`, `timed_out`,
 `exec_errno`, and `error` (the SandboxError's class, message, hint and, for a spec's,
 file, key and line) when lnk-sandbox itself refused or failed.
@@ -64,8 +65,26 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
             "exec_errno": ended.exec_errno, "error": None}
 
 
+def _end_with(parent: int) -> None:
+    """SIGTERM when the harness that started this supervisor is gone, however it went (a
+    SIGKILL included): its command then ends as a supervisor's SIGTERM ends one, its own
+    handler first, the tree killed after the grace. Linux's parent-death signal; checked
+    once set, since the parent may be gone already."""
+    if sys.platform != "linux":
+        return  # macOS has none: a harness killed outright leaves its run to finish
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str]) -> int:
     request_fd, result_fd = int(argv[0]), int(argv[1])
+    if len(argv) > 2:
+        _end_with(int(argv[2]))
     for fd in (request_fd, result_fd):
         os.set_inheritable(fd, False)  # never bwrap's, the helper's or the sandbox's
     result: dict[str, Any] = {"status": 125, "timed_out": False, "exec_errno": None,

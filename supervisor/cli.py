@@ -257,9 +257,27 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     raise SystemExit(status)
 
 
+def _client(name: str, prog: str, argv: list[str]) -> NoReturn:
+    """`mcp` and `shell-prefix`: clients of the Python API in lnk_sandbox, loaded only
+    when asked for (the MCP SDK is an extra, and nothing of either sits on a run's start)."""
+    if name == "mcp":
+        try:
+            from lnk_sandbox.mcp_server import main as serve
+        except ImportError as err:
+            sys.stderr.write(f"lnk-sandbox: `{prog}` needs the mcp extra ({err})\n"
+                             "  hint: pip install 'lnk-sandbox[mcp]'\n")
+            raise SystemExit(USAGE_STATUS) from None
+        raise SystemExit(serve(argv, prog))
+    from lnk_sandbox.shell_prefix import main as prefix
+
+    raise SystemExit(prefix(argv, prog))
+
+
 def main_lnk() -> NoReturn:
-    """`lnk sandbox ...`: the `sandbox` word first, then the same commands."""
+    """`lnk sandbox ...`: the `sandbox` word first, then the same commands; `lnk mcp`."""
     argv = sys.argv[1:]
+    if argv and argv[0] == "mcp":
+        _client("mcp", "lnk mcp", argv[1:])
     if not argv or argv[0] != "sandbox":
         sys.stderr.write("usage: lnk sandbox {run,learn,check,plan,describe,wrap,exec} ...\n")
         raise SystemExit(USAGE_STATUS)
@@ -267,5 +285,10 @@ def main_lnk() -> NoReturn:
 
 
 def main_lnk_sandbox() -> NoReturn:
-    """`lnk-sandbox ...`: the same commands without the `sandbox` word."""
-    _main(os.path.basename(sys.argv[0]) or "lnk-sandbox", sys.argv[1:])
+    """`lnk-sandbox ...`: the same commands without the `sandbox` word; `mcp` and
+    `shell-prefix` (Claude Code's CLAUDE_CODE_SHELL_PREFIX)."""
+    prog = os.path.basename(sys.argv[0]) or "lnk-sandbox"
+    argv = sys.argv[1:]
+    if argv and argv[0] in ("mcp", "shell-prefix"):
+        _client(argv[0], f"{prog} {argv[0]}", argv[1:])
+    _main(prog, argv)
