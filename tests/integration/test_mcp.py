@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
 
@@ -135,9 +135,10 @@ async def test_a_spec_not_allowed_before_starts_no_server(sandbox: Sandbox,
                                                           tmp_path: Path) -> None:
     spec = sandbox.write_spec(SPEC)
     errlog = tmp_path / "server.err"
-    with pytest.raises(Exception):  # noqa: B017,PT011 - the SDK's own error for a lost server
+    with pytest.raises(ExceptionGroup) as lost:
         async with connected(sandbox, "--spec", str(spec), errlog=errlog) as client:
             await client.list_tools()
+    assert lost.group_contains(MCPError, match="Connection closed", depth=2)
     said = errlog.read_text()
     assert "was not allowed before" in said and "--yes" in said, said
 
