@@ -27,6 +27,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -280,7 +281,11 @@ class Sandbox:
         ensure_allowed(snapshot, yes=self._yes)
         base = ensure_private_dir(os.path.join(snapshot.lnk_home, "harness"))
         self._reports = ensure_private_dir(os.path.join(base, "reports"))
-        if not self._fresh_tmp:
+        if not self._fresh_tmp and sys.platform == "darwin":
+            # macOS: the session's TMPDIR, where each run's own would be made (its
+            # profile denies $LNK_HOME whole).
+            self._tmp = os.path.realpath(tempfile.mkdtemp(prefix="lnk-sandbox-session-"))
+        elif not self._fresh_tmp:
             sessions = ensure_private_dir(os.path.join(base, "tmp"))
             _prune_sessions(sessions)
             self._tmp = os.path.join(sessions, f"{os.getpid()}-{secrets.token_hex(8)}")

@@ -465,3 +465,18 @@ def test_a_command_ending_before_its_timeout_keeps_its_status(
     assert launcher().run(snapshot(folder, programs=None), ["sh", "-c", "exit 124"],
                           timeout=30.0) == 124
     assert "timed out" not in capfd.readouterr().err
+
+
+def test_a_sessions_temp_folder_is_the_runs_and_is_kept(folder: Path) -> None:
+    """The Python API's Sandbox on macOS: its temp folder is each run's TMPDIR, kept
+    for the next run (the launcher removes only the temp folders it made)."""
+    session = folder.parent / "session-temp"
+    session.mkdir()
+    outcome = launcher().launch(snapshot(folder, programs=None),
+                                ["sh", "-c", 'echo kept > "$TMPDIR/f"'], temp=str(session))
+    assert outcome.status == 0
+    assert (session / "f").read_text() == "kept\n"
+    second = launcher().launch(snapshot(folder, programs=None),
+                               ["sh", "-c", 'test "$(cat "$TMPDIR/f")" = kept'],
+                               temp=str(session))
+    assert second.status == 0
