@@ -12,6 +12,9 @@ widens the spec:
   from every sandbox), bound at /tmp in place of the fresh tmpfs: the sandbox sees in it
   only what its own earlier commands wrote there, and no host path. Its source is pinned
   like every bind; run by root it is idmapped, as the tmpfs would be the sandbox's own.
+  What an earlier command left there (a link where bwrap makes the mount point of a
+  grant below /tmp) can move only what the sandbox sees: every bind's source is pinned
+  by descriptor, and the new root holds nothing writable but the grants.
 """
 
 from __future__ import annotations
