@@ -14,10 +14,12 @@ from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
+from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
 from .plan import HostLayout, LaunchPlan, build_plan
+from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
@@ -182,14 +184,26 @@ def launch_and_supervise(
         # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
         # next start, which prunes runs no longer alive.
         held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
+        # Listed, and given cgroups of its own, before bwrap starts: whenever this process
+        # is killed from here on, the next start ends what the run left (runs.py).
+        token = this_token()
+        listed = RunList(snapshot.lnk_home, token)
+        cgroups = RunCgroups.open(token, snapshot.run_limits())
         try:
+            _refuse_unheld_limits(snapshot, cgroups)
             launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
-                             inner_config=config)
-            return supervise(launched,
-                             watch_factory=watch_factory if layers.listener else None,
-                             **(network.supervise_options() if network else {}))
+                             inner_config=config, mark=tuple(tag(token)), cgroups=cgroups)
+            outcome = supervise(launched,
+                                watch_factory=watch_factory if layers.listener else None,
+                                **(network.supervise_options() if network else {}))
+            for limit in cgroups.limit_hit():
+                say(f"the run reached its {limit} limit ([limits] in the spec; "
+                    "`lnk sandbox describe` shows them)")
+            return outcome
         finally:
+            cgroups.end()
             held.release()
+            listed.close()
     finally:
         if relay is not None:
             relay[0].close()
@@ -255,3 +269,16 @@ def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
 
 
 __all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]
+
+
+def _refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:
+    """A memory limit the spec sets, and no cgroup here can hold, refuses the launch: the
+    default one only shows as not held in `check` (a person's own cgroups are seldom
+    delegated, and refusing every run there would leave no sandbox at all)."""
+    limits = snapshot.run_limits()
+    if "memory" in limits.written and limits.memory and not cgroups.held.memory:
+        raise SandboxError(
+            f"{snapshot.source}: limits.memory: the spec sets a memory limit, and no "
+            "cgroup with the memory controller may be made here for the run",
+            hint="run it as root, or in a delegated cgroup (systemd-run --user --scope -p "
+                 "Delegate=yes lnk sandbox run ...), or remove limits.memory")
