@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -113,19 +114,62 @@ class RunCgroups:
         self.home: list[str] = []  # the cgroups.procs this process was in, to go back to
         self.limits = limits
         self.pids = self.memory = self.kill = False
+        self.moving: threading.Thread | None = None  # entering or leaving, in the back
+        self.failure: BaseException | None = None
+        self.away = False  # this process is in (some of) the run's cgroups
+
+    @staticmethod
+    def entering(token: str, limits: RunLimits) -> RunCgroups:
+        """Make the run's cgroups and move this process into them, in a thread: each
+        move waits for an RCU grace period in the kernel (2-5 ms a hierarchy, measured),
+        which the start's other work hides. `entered()` waits for it before the spawn."""
+        run = RunCgroups(token, limits)
+
+        def enter() -> None:
+            try:
+                run._open()
+                run.enter()
+            except BaseException as err:  # handed to entered(), in the launching thread
+                run.failure = err
+
+        run.moving = threading.Thread(target=enter, name="lnk-cgroups", daemon=True)
+        run.moving.start()
+        return run
+
+    def entered(self) -> None:
+        """Wait until this process is in the run's cgroups (or say why it is not)."""
+        self._settle()
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+
+    def leave_soon(self) -> None:
+        """Move this process back home in a thread, while the run goes on: bwrap is born
+        in the run's cgroups, and nothing needs this process out of them before `end`."""
+        self._settle()
+        self.moving = threading.Thread(target=self.go_home, name="lnk-cgroups", daemon=True)
+        self.moving.start()
+
+    def _settle(self) -> None:
+        if self.moving is not None:
+            self.moving.join()
+            self.moving = None
 
     @staticmethod
     def open(token: str, limits: RunLimits) -> RunCgroups:
         """Make the run's cgroups where this process may, with the limits they can hold.
         Never raises: what cannot be made is left out, and said by `held`."""
         run = RunCgroups(token, limits)
+        run._open()
+        return run
+
+    def _open(self) -> None:
         root = os.geteuid() == 0
         for hierarchy in hierarchies():
             try:
-                run._make(hierarchy, root=root)
+                self._make(hierarchy, root=root)
             except OSError:
                 continue
-        return run
 
     def _make(self, hierarchy: Hierarchy, *, root: bool) -> None:
         own = own_cgroup(hierarchy.version, next(iter(hierarchy.controllers), ""))
@@ -189,6 +233,7 @@ class RunCgroups:
 
         for folder in self.made:
             try:
+                self.away = True
                 _write(os.path.join(folder, "cgroup.procs"), str(os.getpid()))
             except OSError as err:
                 self.go_home()
@@ -196,7 +241,11 @@ class RunCgroups:
                                   errno=err.errno) from None
 
     def go_home(self) -> None:
-        """Move this process back where it came from (what it spawned stays)."""
+        """Move this process back where it came from (what it spawned stays). Only when
+        it left: a move costs the same when it goes nowhere."""
+        if not self.away:
+            return
+        self.away = False
         for home in self.home:
             try:
                 _write(home, str(os.getpid()))
@@ -205,6 +254,8 @@ class RunCgroups:
 
     def end(self) -> None:
         """End what is left of the run and remove its cgroups."""
+        self._settle()
+        self.failure = None
         self.go_home()
         for folder in self.made:
             empty(folder)

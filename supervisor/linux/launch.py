@@ -175,8 +175,9 @@ def spawn(
 ) -> Launched:
     """Pin every source, start bwrap with only `env`, and hand the terminal to it.
 
-    `cgroups`: the run's own, which this process enters for the spawn alone, so bwrap
-    and all it forks are born there (and this process goes back right after)."""
+    `cgroups`: the run's own, which this process has been entering since the start
+    began (RunCgroups.entering), so bwrap and all it forks are born there; this process
+    goes back right after, in the back."""
     child = _ChildFds()
     parent_fds: list[int] = []
     private: PrivateMounts | None = None
@@ -219,7 +220,7 @@ def spawn(
             if private is not None:
                 private.enter()
             if cgroups is not None:
-                cgroups.enter()
+                cgroups.entered()
             pid = os.posix_spawn(
                 program,
                 args,
@@ -229,11 +230,11 @@ def spawn(
                 setsigmask=(),
             )
         finally:
-            if cgroups is not None:
-                cgroups.go_home()
             if private is not None:
                 private.leave()
                 private = None
+            if cgroups is not None:
+                cgroups.leave_soon()
             for sig, handler in saved.items():
                 signal.signal(sig, handler)
     except OSError as err:

@@ -141,76 +141,79 @@ def launch_and_supervise(
     decide: Decide | None = None,
 ) -> Outcome:
     """Launch and supervise one run. `learn` opens every program and records in `judge`."""
-    cache = CheckCache(snapshot.lnk_home)
-    info = bwrap_info(cache)
-    if learn:
-        snapshot = snapshot._replace(programs=None)
-    layers = decide_layers(snapshot, cache, learn=learn)
-    plan = plan_for(snapshot)
-    loaders = program_loaders(snapshot)
-    config = inner_config(plan, snapshot, layers, loaders)
-    events = EventLog(open_report(report, snapshot.written()) if report else None)
-    if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
-        say(unix_sockets_gap(layers.landlock_abi))
-    # The run's folder and exposed ports exist before bwrap, the helper's job after it.
-    network = None
-    if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
-        from .network import NetworkRun
-
-        network = NetworkRun.open(snapshot, events, decide)
-        plan = network.plan(plan)
-    relay = _relay_named_sockets(snapshot, plan)
-    if relay is not None:
-        plan = relay[0].plan(plan)
-
-    def watch_factory(listener: int) -> ExecWatch:
-        """Made when the inner hands its listener over: the watch (and ctypes) load only
-        for a run that is watched."""
-        from inner.syscalls import number
-
-        from .watch import ExecWatch, Judge
-
-        nonlocal judge
-        if judge is None:
-            judge = Judge(allowed_files(snapshot, loaders))
-        judge.record = learn
-        numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
-        return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
-                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
-                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
-
+    # Listed, and given cgroups of its own, before anything of the run exists: whenever
+    # this process is killed from here on, the next start ends what the run left (runs.py).
+    token = this_token()
+    listed = RunList(snapshot.lnk_home, token)
+    cgroups = RunCgroups.entering(token, snapshot.run_limits())
     try:
-        # Missing dot files are made before the sources are pinned, and released on every
-        # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
-        # next start, which prunes runs no longer alive.
-        held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
-        # Listed, and given cgroups of its own, before bwrap starts: whenever this process
-        # is killed from here on, the next start ends what the run left (runs.py).
-        token = this_token()
-        listed = RunList(snapshot.lnk_home, token)
-        cgroups = RunCgroups.open(token, snapshot.run_limits())
-        try:
-            _refuse_unheld_limits(snapshot, cgroups)
-            launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
-                             inner_config=config, mark=tuple(tag(token)), cgroups=cgroups)
-            outcome = supervise(launched,
-                                watch_factory=watch_factory if layers.listener else None,
-                                **(network.supervise_options() if network else {}))
-            for limit in cgroups.limit_hit():
-                say(f"the run reached its {limit} limit ([limits] in the spec; "
-                    "`lnk sandbox describe` shows them)")
-            return outcome
-        finally:
-            cgroups.end()
-            held.release()
-            listed.close()
-    finally:
+        cache = CheckCache(snapshot.lnk_home)
+        info = bwrap_info(cache)
+        if learn:
+            snapshot = snapshot._replace(programs=None)
+        layers = decide_layers(snapshot, cache, learn=learn)
+        plan = plan_for(snapshot)
+        loaders = program_loaders(snapshot)
+        config = inner_config(plan, snapshot, layers, loaders)
+        events = EventLog(open_report(report, snapshot.written()) if report else None)
+        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+            say(unix_sockets_gap(layers.landlock_abi))
+        # The run's folder and exposed ports exist before bwrap, the helper's job after it.
+        network = None
+        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
+            from .network import NetworkRun
+
+            network = NetworkRun.open(snapshot, events, decide)
+            plan = network.plan(plan)
+        relay = _relay_named_sockets(snapshot, plan)
         if relay is not None:
-            relay[0].close()
-            relay[1].close()
-        if network is not None:
-            network.close()
-        events.close()
+            plan = relay[0].plan(plan)
+
+        def watch_factory(listener: int) -> ExecWatch:
+            """Made when the inner hands its listener over: the watch (and ctypes) load only
+            for a run that is watched."""
+            from inner.syscalls import number
+
+            from .watch import ExecWatch, Judge
+
+            nonlocal judge
+            if judge is None:
+                judge = Judge(allowed_files(snapshot, loaders))
+            judge.record = learn
+            numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
+            return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
+                             seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
+                             compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
+
+        try:
+            # Missing dot files are made before the sources are pinned, and released on every
+            # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
+            # next start, which prunes runs no longer alive.
+            held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
+            try:
+                cgroups.entered()
+                _refuse_unheld_limits(snapshot, cgroups)
+                launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
+                                 inner_config=config, mark=tuple(tag(token)), cgroups=cgroups)
+                outcome = supervise(launched,
+                                    watch_factory=watch_factory if layers.listener else None,
+                                    **(network.supervise_options() if network else {}))
+                for limit in cgroups.limit_hit():
+                    say(f"the run reached its {limit} limit ([limits] in the spec; "
+                        "`lnk sandbox describe` shows them)")
+                return outcome
+            finally:
+                held.release()
+        finally:
+            if relay is not None:
+                relay[0].close()
+                relay[1].close()
+            if network is not None:
+                network.close()
+            events.close()
+    finally:
+        cgroups.end()
+        listed.close()
 
 
 def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan
