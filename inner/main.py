@@ -9,7 +9,8 @@ whole configuration as JSON from the inherited fd and applies its steps in this 
    call the filter hands to it could wait on a listener nobody holds;
 3. every import finished, since Landlock may close the interpreter's own files;
 4. Landlock, which holds the file grants again inside the mounts;
-5. default signal dispositions and an empty mask: Python ignores SIGPIPE and SIGXFSZ, bwrap
+5. the run's per-process limits (processes, open files, CPU time) with setrlimit; then
+   default signal dispositions and an empty mask: Python ignores SIGPIPE and SIGXFSZ, bwrap
    was started with SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored, and exec keeps an
    ignored signal ignored;
 6. every fd closed but 0-2 and the status socket (close-on-exec, to report an exec failure);
@@ -52,6 +53,24 @@ def _restore_signals() -> None:
         except (OSError, ValueError):
             continue  # numbers the kernel reserves (glibc's SIGCANCEL, SIGSETXID)
     _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
+
+
+def _rlimits(limits: dict[str, int]) -> None:
+    """Step 4b: the run's per-process limits, soft and hard alike, never above the hard
+    limit the inner was given (raising it needs CAP_SYS_RESOURCE, which none holds)."""
+    import resource
+
+    for name, value in limits.items():
+        if not value:
+            continue
+        which = getattr(resource, f"RLIMIT_{name}")
+        try:
+            _soft, hard = resource.getrlimit(which)
+            top = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (top, top))
+        except (OSError, ValueError) as err:
+            raise ConfinementFailure(f"the limit {name} = {value} could not be set: "
+                                     f"{err}") from None
 
 
 def _close_fds(keep: int) -> None:
@@ -139,6 +158,7 @@ def main(config_fd: int) -> NoReturn:
 
         if "landlock" in config:
             _landlock(config["landlock"], status)
+        _rlimits(config.get("rlimits", {}))
         _restore_signals()
         _close_fds(status.fd)
         if not status.wait_for_go():

@@ -209,6 +209,7 @@ def check(spec_path: str | None) -> Report:
             f"run by root: the sandbox runs as uid {SANDBOX_UID} outside (uid 0 inside), "
             "so nothing the kernel grants root by uid or ownership applies; the folders it "
             "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
+    report.layers += limit_layers(snapshot, report.problems)
     report.exposed = exposed_credentials(snapshot)
     report.layers += network_layers(snapshot)
     report.gaps.append(GAP_LOADER)
@@ -225,6 +226,46 @@ def check(spec_path: str | None) -> Report:
         report.gaps.append(GAP_HOST_ABSTRACT)
     report.can_launch = not report.problems
     return report
+
+
+def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
+    """How each of the run's limits holds here: by a cgroup of the run's own (probed by
+    making one, as a start does), by setrlimit, by a tmpfs size, or not at all. A limit
+    the spec sets and nothing here holds is a problem: the launch refuses it."""
+    from .limits import describe
+    from .linux.cgroups import RunCgroups
+    from .linux.runs import this_token
+
+    limits = snapshot.run_limits()
+    probe = RunCgroups.open(f"{this_token().split('-')[0]}-0", limits)
+    held = probe.held
+    probe.end()
+    how = {
+        "processes": ("a cgroup of the run's own (pids.max), and RLIMIT_NPROC"
+                      if held.pids else "RLIMIT_NPROC (counted per user namespace)"),
+        "memory": ("a cgroup of the run's own" if held.memory else
+                   "not held: no cgroup lnk-sandbox may make here has the memory "
+                   "controller (run as root, or where systemd delegates a subtree)"),
+        "/tmp": "the size of its tmpfs", "/dev/shm": "the size of its tmpfs",
+        "open files per process": "RLIMIT_NOFILE", "CPU time per process": "RLIMIT_CPU",
+        "wall-clock time of the run": "the supervisor, which kills the whole run (124)",
+    }
+    lines = []
+    for line in describe(limits):
+        what, _, value = line.partition(": ")
+        way = how[what]
+        if value == "no limit":
+            lines.append(f"limit: {what}: no limit")
+        elif way.startswith("not held"):
+            lines.append(f"limit: {what} {value}: {way}")
+            if what in limits.written:
+                problems.append(f"limits.{what} is set, and {way.removeprefix('not held: ')}")
+        else:
+            lines.append(f"limit: {what} {value}, by {way}")
+    lines.append("limit: a run killed with SIGKILL is ended at the next start: " + (
+        "its cgroup is emptied (cgroup.kill)" if held.kill else
+        "what its bwrap left is found by the mark on its command line"))
+    return lines
 
 
 def exposed_credentials(snapshot: Snapshot) -> list[str]:

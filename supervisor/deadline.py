@@ -1,9 +1,10 @@
 """A run's wall-clock timeout: when it is up, the whole sandbox tree is killed.
 
 One parameter, `timeout` (seconds, a float, or None for none), carries it from every
-caller (`lnk sandbox run --timeout`, the Python API, a spec's limits) through
-`run.run_snapshot` to the launcher of each OS, which asks its `Deadline` and kills its
-tree when it has passed. Exit status 124 then, as timeout(1) gives, said once on stderr.
+caller (`lnk sandbox run --timeout`, the Python API, a spec's `[limits] timeout`: the
+earliest wins) through `run.launch_snapshot` to the launcher of each OS, which asks its
+`Deadline` and kills its tree when it has passed. Exit status 124 then, as timeout(1)
+gives, said once on stderr.
 
 Why a kill and not SIGTERM first: a program that ignores SIGTERM (or whose handler
 waits) would outlive its timeout, and a harness that gave it one wants the time back.
@@ -47,6 +48,12 @@ def parse_timeout(text: str, *, where: str = "--timeout") -> float:
     checked = check_timeout(value, where=where)
     assert checked is not None
     return checked
+
+
+def earliest(*timeouts: float | None) -> float | None:
+    """The shortest of the timeouts given (None: none of them set one)."""
+    given = [t for t in timeouts if t is not None]
+    return min(given) if given else None
 
 
 class Deadline:

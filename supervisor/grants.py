@@ -16,6 +16,8 @@ import stat
 from typing import Any, NamedTuple
 
 from .errors import SpecError
+from .limits import RunLimits
+from .limits import resolve as resolve_limits
 from .netpolicy import NetworkRules, resolve_unix
 from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
@@ -63,6 +65,7 @@ class Snapshot(NamedTuple):
     agent: str | None
     session: str | None
     network: NetworkRules = NetworkRules()
+    limits: RunLimits | None = None  # None: a snapshot saved before [limits]; the defaults
 
     def to_json(self) -> str:
         return json.dumps(to_plain(self), sort_keys=True, separators=(",", ":"))
@@ -89,7 +92,19 @@ class Snapshot(NamedTuple):
             agent=data["agent"],
             session=data["session"],
             network=NetworkRules.from_plain(data.get("network")),
+            limits=(RunLimits(**{**data["limits"],
+                                 "written": tuple(data["limits"].get("written", ()))})
+                    if data.get("limits") else None),
         )
+
+    def run_limits(self) -> RunLimits:
+        """The run's limits: as resolved when the snapshot was made, or the defaults."""
+        if self.limits is not None:
+            return self.limits
+        from .limits import resolve
+        from .spec import Limits
+
+        return resolve(Limits())
 
     def written(self) -> tuple[str, ...]:
         """The folders (and files) the sandbox writes, resolved."""
@@ -292,6 +307,7 @@ class _Resolver:
             session=self.policy.session,
             network=resolve_unix(self.policy.network, home=self.context.home,
                                  lnk_home=self.context.lnk_home, source=self.policy.source),
+            limits=resolve_limits(self.policy.limits),
         )
 
     def check_contradictions(self, grants: tuple[Grant, ...]) -> tuple[Grant, ...]:

@@ -39,6 +39,7 @@ def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
         | ({"commit": True} if g.get("commit") else {})  # absent before files.commit
         for g in data["grants"]
     ]
+    data.pop("limits", None)  # limits narrow what a run may use, never what it may reach
     network = data.pop("network")
     if snapshot.network != type(snapshot.network)():  # absent from specs without its keys
         if network["unix"] is not None:

@@ -90,9 +90,10 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
     macOS), kept between its runs (linux/placement.py); `file_op`: read or write one
     file in place of running `argv` (its errno is `exec_errno`).
     """
-    from .deadline import check_timeout
+    from .deadline import check_timeout, earliest
 
-    timeout = check_timeout(timeout)
+    # The caller's timeout and the spec's [limits] timeout: whichever comes first.
+    timeout = earliest(check_timeout(timeout), snapshot.run_limits().timeout or None)
     if decide is not None:
         check_decide(decide, snapshot)
     from .terminal import restore_flags, standard_flags

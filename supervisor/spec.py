@@ -28,7 +28,12 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PROGRAM_NAME = re.compile(r"^[^/\x00]+$")
 
-_TOP_KEYS = ("agent", "session", "files", "commands", "network", "env")
+_TOP_KEYS = ("agent", "session", "files", "commands", "network", "env", "limits")
+_LIMIT_KEYS = ("pids", "memory", "tmp", "shm", "files", "cpu", "timeout")
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.IGNORECASE)
 _NETWORK_KEYS = ("mode", "allow", "deny", "forward", "expose", "unix")
 _PROXY_PORTS = (3128, 1080, 53)  # netns_helper.protocol's: the proxy's own inside
 _MAX_PORTS = 64
@@ -95,6 +100,24 @@ class Env(NamedTuple):
     assign: tuple[tuple[str, str], ...] = ()
 
 
+class Limits(NamedTuple):
+    """`[limits]`, as written: each None (absent) takes its default (limits.py), and 0
+    ("none") lifts it. Sizes in bytes, times in seconds.
+
+    `pids`: processes and threads at once; `memory`: what the sandbox's processes and
+    its tmpfs hold; `tmp` and `shm`: the size of its own /tmp and /dev/shm; `files`:
+    open files per process; `cpu`: CPU seconds per process; `timeout`: wall-clock
+    seconds for the whole run, after which every process of it is killed (124)."""
+
+    pids: int | None = None
+    memory: int | None = None
+    tmp: int | None = None
+    shm: int | None = None
+    files: int | None = None
+    cpu: int | None = None
+    timeout: float | None = None
+
+
 class Spec(NamedTuple):
     """A validated spec. `source` is the file it came from, for later errors."""
 
@@ -105,6 +128,7 @@ class Spec(NamedTuple):
     commands: Commands = Commands()
     network: Network = Network()
     env: Env = Env()
+    limits: Limits = Limits()
 
 
 class _Locator:
@@ -443,6 +467,52 @@ class _Validator:
                 hint="remove it; a program that needs it can set it for its own children",
             )
 
+    def limits(self, value: object) -> Limits:
+        table = self.table(value, "limits", _LIMIT_KEYS)
+        found: dict[str, Any] = {}
+        for name in _LIMIT_KEYS:
+            if name not in table:
+                continue
+            key = f"limits.{name}"
+            item = table[name]
+            if name in ("memory", "tmp", "shm"):
+                found[name] = self.amount(item, key, _SIZE, _SIZE_UNITS, what="a size",
+                                          example='"4G", "512M" or a number of bytes',
+                                          least=1 << 20)
+            elif name in ("cpu", "timeout"):
+                found[name] = self.amount(item, key, _TIME, _TIME_UNITS, what="a time",
+                                          example='"90s", "30m", "2h" or a number of seconds',
+                                          least=1, fraction=name == "timeout")
+            else:
+                found[name] = self.amount(item, key, None, {}, what="a count",
+                                          example="a whole number",
+                                          least=16 if name == "files" else 8)
+        return Limits(**found)
+
+    def amount(self, value: object, key: str, pattern: re.Pattern[str] | None,
+               units: dict[str, int], *, what: str, example: str, least: int,
+               fraction: bool = False) -> Any:
+        """A limit's value: a number, a string with a unit, or "none" (0: lifted)."""
+        if value == "none" or (type(value) in (int, float) and not value):
+            return 0
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise self.error(key, f"must be {what}, not {_kind(value)}",
+                             hint=f'write {example}, or "none" for no limit')
+        if isinstance(value, str):
+            match = pattern.match(value) if pattern else None
+            if match is None:
+                raise self.error(key, f"{value!r} is not {what}",
+                                 hint=f'write {example}, or "none" for no limit')
+            number = float(match.group(1)) * units[match.group(2).lower()]
+        elif isinstance(value, float) and not pattern:
+            raise self.error(key, f"must be {what}, not a fraction", hint=f"write {example}")
+        else:
+            number = float(value)
+        if number < least:
+            raise self.error(key, f"{value!r} is below the least that still lets a program "
+                             f"start ({least})", hint='raise it, or write "none" for no limit')
+        return number if fraction else int(number)
+
     def spec(self, document: dict[str, Any]) -> Spec:
         self.table(document, "", _TOP_KEYS)
         agent = self.name(document["agent"], "agent") if "agent" in document else None
@@ -455,6 +525,7 @@ class _Validator:
             commands=self.commands(document.get("commands", {})),
             network=self.network(document.get("network", {})),
             env=self.env(document.get("env", {})),
+            limits=self.limits(document.get("limits", {})),
         )
 
 

@@ -24,9 +24,11 @@ def ensure_private_dir(path: str) -> str:
 
 
 def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` whole, or leave it as it was (OSError)."""
+    """Replace `path` with `data` whole, or leave it as it was (OSError). A temp file a
+    writer killed mid-write left (its pid is in its name) is removed first."""
     folder = os.path.dirname(path)
     ensure_private_dir(folder)
+    _remove_stale_temps(folder, os.path.basename(path))
     temp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW,
                  mode)
@@ -45,3 +47,26 @@ def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
     except BaseException:
         os.unlink(temp)
         raise
+
+
+def _remove_stale_temps(folder: str, name: str) -> None:
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        middle = entry[len(name) + 1:-4] if entry.startswith(name + ".") and \
+            entry.endswith(".tmp") else ""
+        if not middle.isdigit() or int(middle) == os.getpid():
+            continue
+        try:
+            os.kill(int(middle), 0)
+            continue  # its writer is alive (or not ours to signal)
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.unlink(os.path.join(folder, entry))
+        except OSError:
+            continue

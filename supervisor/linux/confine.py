@@ -107,4 +107,14 @@ def inner_config(
             "required": snapshot.programs is not None,
             "rules": landlock_rules(plan, snapshot, loaders),
         },
+        "rlimits": rlimits(snapshot),
     }
+
+
+def rlimits(snapshot: Snapshot) -> dict[str, int]:
+    """What the inner sets with setrlimit before the exec, soft and hard alike (only
+    CAP_SYS_RESOURCE raises a hard limit again): processes (counted per user namespace
+    since Linux 5.14, so the sandbox's own; and for the sandbox's uid, never root's,
+    which the kernel does not count), open files, CPU seconds. 0: left as it is."""
+    limits = snapshot.run_limits()
+    return {"NPROC": limits.pids, "NOFILE": limits.files, "CPU": limits.cpu}

@@ -12,6 +12,9 @@ widens the spec:
   from every sandbox), bound at /tmp in place of the fresh tmpfs: the sandbox sees in it
   only what its own earlier commands wrote there, and no host path. Its source is pinned
   like every bind; run by root it is idmapped, as the tmpfs would be the sandbox's own.
+  A folder on disk has no size of its own: the size `[limits] tmp` gives a fresh /tmp
+  does not hold it, so a spec that sets that limit refuses a session's /tmp (fail
+  closed) rather than run without it; the default limit is the tmpfs's, not asked for.
   What an earlier command left there (a link where bwrap makes the mount point of a
   grant below /tmp) can move only what the sandbox sees: every bind's source is pinned
   by descriptor, and the new root holds nothing writable but the grants.
@@ -28,12 +31,19 @@ from .plan import LaunchPlan, MountOp
 SESSION_TMP_REASON = "the session's own /tmp (kept between its commands)"
 
 
-def with_session_tmp(plan: LaunchPlan, source: str) -> LaunchPlan:
+def with_session_tmp(plan: LaunchPlan, source: str, *, size_asked: bool = False
+                     ) -> LaunchPlan:
     """`plan` with the folder `source` at /tmp in place of a fresh tmpfs.
 
     A spec that grants /tmp itself keeps the host's /tmp, as it asked: the plan has no
     fresh one to replace, and LaunchError says so rather than binding over the grant.
+    `size_asked`: the spec sets `[limits] tmp`, which a folder cannot hold (LaunchError).
     """
+    if size_asked:
+        raise LaunchError("the spec sets a size for /tmp ([limits] tmp), which a session's "
+                          "/tmp, a folder kept between its commands, cannot hold",
+                          hint="give each command a fresh /tmp (Sandbox(..., fresh_tmp="
+                          "True)), or remove limits.tmp from the spec")
     ops = list(plan.ops)
     for index, op in enumerate(ops):
         if op.kind == "tmpfs" and op.dest == "/tmp":
@@ -87,10 +97,11 @@ def _through_links(plan: LaunchPlan, path: str) -> str:
     return path
 
 
-def place(plan: LaunchPlan, *, cwd: str | None, tmp: str | None) -> LaunchPlan:
+def place(plan: LaunchPlan, *, cwd: str | None, tmp: str | None,
+          tmp_size_asked: bool = False) -> LaunchPlan:
     """The session's /tmp first, then the working directory, which may be inside it."""
     if tmp is not None:
-        plan = with_session_tmp(plan, tmp)
+        plan = with_session_tmp(plan, tmp, size_asked=tmp_size_asked)
     if cwd is not None:
         plan = with_working_directory(plan, cwd)
     return plan

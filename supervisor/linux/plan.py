@@ -58,6 +58,7 @@ class MountOp(NamedTuple):
     source: str | None = None
     reason: str = ""
     idmapped: bool = False
+    size: int = 0  # a tmpfs's size in bytes (the run's limits); 0: the kernel's default
 
 
 class HostLayout(NamedTuple):
@@ -225,7 +226,8 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     root.append(MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"))
     root.append(MountOp("dev", "/dev", reason="a minimal /dev"))
     if "/tmp" not in targets:
-        root.append(MountOp("tmpfs", "/tmp", reason="a fresh /tmp"))
+        root.append(MountOp("tmpfs", "/tmp", reason="a fresh /tmp",
+                            size=snapshot.run_limits().tmp))
 
     # The layered part: (dest, access) of every mount so far decides what still needs one.
     mounts: list[tuple[str, str]] = [

@@ -15,11 +15,13 @@ from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
 from ..run import FileOp, inner_source, interpreter
+from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
 from .placement import place
 from .plan import HostLayout, LaunchPlan, build_plan
+from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
@@ -148,67 +150,83 @@ def launch_and_supervise(
     `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
     inside (placement.py); `file_op` has the inner read or write a file instead of
     running `argv` (inner/fileop.py)."""
-    cache = CheckCache(snapshot.lnk_home)
-    info = bwrap_info(cache)
-    if learn:
-        snapshot = snapshot._replace(programs=None)
-    layers = decide_layers(snapshot, cache, learn=learn)
-    plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp)
-    loaders = program_loaders(snapshot)
-    config = inner_config(plan, snapshot, layers, loaders)
-    if file_op is not None:
-        config["file"] = file_op._asdict()
-    events = EventLog(open_report(report, snapshot.written()) if report else None)
-    if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
-        say(unix_sockets_gap(layers.landlock_abi))
-    # The run's folder and exposed ports exist before bwrap, the helper's job after it.
-    network = None
-    if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
-        from .network import NetworkRun
-
-        network = NetworkRun.open(snapshot, events, decide)
-        plan = network.plan(plan)
-    relay = _relay_named_sockets(snapshot, plan)
-    if relay is not None:
-        plan = relay[0].plan(plan)
-
-    def watch_factory(listener: int) -> ExecWatch:
-        """Made when the inner hands its listener over: the watch (and ctypes) load only
-        for a run that is watched."""
-        from inner.syscalls import number
-
-        from .watch import ExecWatch, Judge
-
-        nonlocal judge
-        if judge is None:
-            judge = Judge(allowed_files(snapshot, loaders))
-        judge.record = learn
-        numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
-        return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
-                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
-                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
-
+    # Listed, and given cgroups of its own, before anything of the run exists: whenever
+    # this process is killed from here on, the next start ends what the run left (runs.py).
+    token = this_token()
+    listed = RunList(snapshot.lnk_home, token)
+    cgroups = RunCgroups.entering(token, snapshot.run_limits())
     try:
-        # Missing dot files are made before the sources are pinned, and released on every
-        # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
-        # next start, which prunes runs no longer alive.
-        held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
-        try:
-            launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
-                             inner_config=config)
-            return supervise(launched,
-                             watch_factory=watch_factory if layers.listener else None,
-                             timeout=timeout,
-                             **(network.supervise_options() if network else {}))
-        finally:
-            held.release()
-    finally:
+        cache = CheckCache(snapshot.lnk_home)
+        info = bwrap_info(cache)
+        if learn:
+            snapshot = snapshot._replace(programs=None)
+        layers = decide_layers(snapshot, cache, learn=learn)
+        plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp,
+                     tmp_size_asked="tmp" in snapshot.run_limits().written)
+        loaders = program_loaders(snapshot)
+        config = inner_config(plan, snapshot, layers, loaders)
+        if file_op is not None:
+            config["file"] = file_op._asdict()
+        events = EventLog(open_report(report, snapshot.written()) if report else None)
+        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+            say(unix_sockets_gap(layers.landlock_abi))
+        # The run's folder and exposed ports exist before bwrap, the helper's job after it.
+        network = None
+        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
+            from .network import NetworkRun
+
+            network = NetworkRun.open(snapshot, events, decide)
+            plan = network.plan(plan)
+        relay = _relay_named_sockets(snapshot, plan)
         if relay is not None:
-            relay[0].close()
-            relay[1].close()
-        if network is not None:
-            network.close()
-        events.close()
+            plan = relay[0].plan(plan)
+
+        def watch_factory(listener: int) -> ExecWatch:
+            """Made when the inner hands its listener over: the watch (and ctypes) load only
+            for a run that is watched."""
+            from inner.syscalls import number
+
+            from .watch import ExecWatch, Judge
+
+            nonlocal judge
+            if judge is None:
+                judge = Judge(allowed_files(snapshot, loaders))
+            judge.record = learn
+            numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
+            return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
+                             seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
+                             compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
+
+        try:
+            # Missing dot files are made before the sources are pinned, and released on every
+            # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
+            # next start, which prunes runs no longer alive.
+            held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
+            try:
+                cgroups.entered()
+                _refuse_unheld_limits(snapshot, cgroups)
+                launched = spawn(plan, info, argv=argv, env=sandbox_environment(snapshot),
+                                 inner_config=config, mark=tuple(tag(token)), cgroups=cgroups)
+                outcome = supervise(launched,
+                                    watch_factory=watch_factory if layers.listener else None,
+                                    timeout=timeout,
+                                    **(network.supervise_options() if network else {}))
+                for limit in cgroups.limit_hit():
+                    say(f"the run reached its {limit} limit ([limits] in the spec; "
+                        "`lnk sandbox describe` shows them)")
+                return outcome
+            finally:
+                held.release()
+        finally:
+            if relay is not None:
+                relay[0].close()
+                relay[1].close()
+            if network is not None:
+                network.close()
+            events.close()
+    finally:
+        cgroups.end()
+        listed.close()
 
 
 def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan
@@ -274,3 +292,16 @@ def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
 
 
 __all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]
+
+
+def _refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:
+    """A memory limit the spec sets, and no cgroup here can hold, refuses the launch: the
+    default one only shows as not held in `check` (a person's own cgroups are seldom
+    delegated, and refusing every run there would leave no sandbox at all)."""
+    limits = snapshot.run_limits()
+    if "memory" in limits.written and limits.memory and not cgroups.held.memory:
+        raise SandboxError(
+            f"{snapshot.source}: limits.memory: the spec sets a memory limit, and no "
+            "cgroup with the memory controller may be made here for the run",
+            hint="run it as root, or in a delegated cgroup (systemd-run --user --scope -p "
+                 "Delegate=yes lnk sandbox run ...), or remove limits.memory")

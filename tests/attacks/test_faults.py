@@ -20,10 +20,11 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 LAUNCHES = int(os.environ.get("LNK_FAULT_LAUNCHES", "200"))
 
 
-def _with_marker(marker: str) -> set[int]:
+def _alive_with(marker: str, *, exclude: set[int] = frozenset()) -> set[int]:
+    """Processes of the host (not zombies) whose command line holds `marker`."""
     found = set()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) in exclude:
             continue
         try:
             if marker.encode() in (entry / "cmdline").read_bytes():
@@ -35,42 +36,82 @@ def _with_marker(marker: str) -> set[int]:
     return found
 
 
-def _mount_count() -> int:
-    return len(Path("/proc/self/mountinfo").read_text().splitlines())
+def _bwrap_child_of(pid: int) -> bool:
+    """Whether bwrap is running as a child of `pid` (the supervisor spawned it)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        if comm == "bwrap" and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            return True
+    return False
+
+
+def _host_mounts() -> int:
+    """The mounts of the host's namespace (init's), not the test's own view."""
+    return len(Path("/proc/1/mountinfo").read_text().splitlines())
+
+
+def _run_cgroups() -> list[str]:
+    """The runs' cgroups left on the host (root mode makes them under lnk-sandbox)."""
+    left = []
+    for base in Path("/sys/fs/cgroup").glob("**/lnk-sandbox"):
+        left += [str(p) for p in base.iterdir() if p.is_dir()]
+    return left
 
 
 @pytest.mark.requires_landlock(abi=1)
 @pytest.mark.requires_seccomp_notify
 def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
-    """Before bwrap, during its mounts, while the watch holds a notification, during
-    cleanup: wherever the kill lands, nothing is left and the next start works."""
-    marker = f"lnk-fault-{os.getpid()}-{random.randrange(1 << 30)}"
+    """Before bwrap, in bwrap's first milliseconds, during its mounts, while the watch
+    holds a notification, during cleanup: wherever the kill lands, the next start ends
+    what it left, and then no process, mount, cgroup, placeholder or listed run is left.
+
+    Counted on the host: every process whose command line names this test's folder (bwrap
+    names the project in its binds, the command carries it too), the host namespace's
+    mounts, the runs' cgroups. Half the kills come 0 to 4 ms after bwrap appears, where
+    bwrap has not yet asked for its parent-death signal."""
     spec = sandbox.write_spec(
         '[files]\nwrite = ["./work"]\n[commands]\nprograms = ["sh", "true"]\n')
     (sandbox.project / "work").mkdir()
     sandbox.chown()
-    mounts = _mount_count()
+    marker = str(sandbox.project)
+    mounts = _host_mounts()
+    cgroups_before = _run_cgroups()
     rng = random.Random(1234)
     command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--yes",
                "--", "/bin/sh", "-c", f"while :; do true; done # {marker}"]
-    for _ in range(LAUNCHES):
+    for launch in range(LAUNCHES):
         process = subprocess.Popen(command, cwd=sandbox.project, env=sandbox.env(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0, 0.12))
+        supervisor = process.pid  # setpriv (the test user) execs lnk in place: its pid
+        if launch % 2:
+            deadline = time.monotonic() + 5
+            while not _bwrap_child_of(supervisor) and time.monotonic() < deadline:
+                time.sleep(0.0005)
+            time.sleep(rng.uniform(0, 0.004))
+        else:
+            time.sleep(rng.uniform(0, 0.12))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
-    deadline = time.monotonic() + 20
-    while _with_marker(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _with_marker(marker) == set()
-    assert _mount_count() == mounts
-    # The next start succeeds, and prunes what the killed runs held.
+    # The next start ends what the killed runs left, and prunes what they held.
     done = sandbox.run("/bin/sh", "-c", "echo STARTED", spec=spec.read_text(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "STARTED\n"
+    deadline = time.monotonic() + 20
+    while _alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive_with(marker) == set()
+    assert _host_mounts() == mounts
+    assert _run_cgroups() == cgroups_before
     work = sandbox.project / "work"
     assert sorted(p.name for p in work.iterdir()) == []  # no placeholder (.git, ...) left
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
+    assert list((sandbox.lnk_home / "runs").iterdir()) == []  # no run still listed
     from supervisor.placeholders import Placeholders
 
     assert Placeholders(str(sandbox.lnk_home)).entries() == {}  # no run holds anything

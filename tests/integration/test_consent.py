@@ -19,6 +19,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from supervisor.limits import describe as describe_limits
+from supervisor.limits import resolve as resolve_limits
+from supervisor.spec import Limits
 from support.processes import at_terminal
 from support.sandbox import LNK, PROBE_SOURCE, PYTHON_INSIDE, Sandbox
 
@@ -213,6 +216,10 @@ def test_describe_text_matches_its_golden_file(sandbox: Sandbox, name: str) -> N
     assert done.returncode == 0, done.stderr
     text = done.stdout.replace(str(sandbox.base), "{BASE}")
     text = text.replace("/usr/bin/dash", "{SH}")
+    # The default memory, /tmp and /dev/shm sizes follow the machine's memory.
+    defaults = describe_limits(resolve_limits(Limits()))
+    for line, held in zip(defaults[1:4], ("MEMORY", "TMP", "SHM"), strict=True):
+        text = text.replace(f"  {line}\n", f"  {line.split(':')[0]}: {{DEFAULT {held}}}\n")
     golden = GOLDEN / f"{name}.txt"
     if os.environ.get("LNK_UPDATE_GOLDEN") == "1":
         golden.write_text(text)

@@ -76,3 +76,13 @@ def test_a_timeout_that_is_no_number_of_seconds_runs_nothing(sandbox: Sandbox,
     assert done.returncode == 125
     assert "--timeout" in done.stderr
     assert not marker.exists()
+
+
+def test_the_specs_limit_feeds_the_same_timeout(sandbox: Sandbox) -> None:
+    """`[limits] timeout` and --timeout are one mechanism: the earlier deadline wins."""
+    spec = '[files]\nwrite = ["."]\n[limits]\ntimeout = "1s"\n'
+    done = sandbox.lnk("run", "--timeout", "60", "--", "sleep", "30", spec=spec, timeout=30)
+    assert done.returncode == 124, done.stderr
+    assert "timed out after 1 s" in done.stderr
+    done = sandbox.lnk("run", "--timeout", "0.5", "--", "sleep", "30", spec=spec, timeout=30)
+    assert "timed out after 0.5 s" in done.stderr

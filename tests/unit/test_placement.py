@@ -42,6 +42,14 @@ def test_a_session_tmp_replaces_the_fresh_one_in_place(tmp_path: Path) -> None:
     assert set(WRITE) <= set(rules["/tmp"])
 
 
+def test_a_spec_sizing_tmp_has_no_session_tmp(tmp_path: Path) -> None:
+    """[limits] tmp is a tmpfs's size, which a folder kept on disk cannot hold."""
+    with pytest.raises(LaunchError, match=r"\[limits\] tmp"):
+        place(plan(tmp_path), cwd=None, tmp="/home/u/.lnk/tmp/s1", tmp_size_asked=True)
+    assert place(plan(tmp_path), cwd=None, tmp=None, tmp_size_asked=True).ops[3].kind == \
+        "tmpfs"
+
+
 def test_run_by_root_the_session_tmp_is_the_sandboxs_own(tmp_path: Path) -> None:
     after = place(plan(tmp_path, root_mode=True), cwd=None, tmp="/root/.lnk/tmp/s1")
     assert after.ops[3].idmapped

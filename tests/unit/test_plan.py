@@ -50,7 +50,7 @@ PROC_DEV = [
     MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"),
     MountOp("dev", "/dev", reason="a minimal /dev"),
 ]
-FRESH_TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
+FRESH_TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp", size=1 << 30)
 ROOT = [*SYSTEM, *PROC_DEV, FRESH_TMP]
 INNER = MountOp("ro-bind", INNER_MOUNT, "/src/lnk/inner", "the inner confiner")
 LATE = [MountOp("remount-ro", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"),
@@ -465,7 +465,7 @@ def test_bwrap_arguments_exactly() -> None:
         "--proc", "/proc",
         "--tmpfs", "/proc/1",
         "--dev", "/dev",
-        "--tmpfs", "/tmp",
+        "--size", str(1 << 30), "--tmpfs", "/tmp",
         "--ro-bind-fd", f"<{HOME}>", HOME,
         "--bind-fd", f"<{CWD}>", CWD,
         "--tmpfs", f"{HOME}/.ssh",
