@@ -87,7 +87,7 @@ def arrows_down(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     for source, targets in edges.items():
         for target in targets:
             here, there = floor(source), floor(target)
-            if there != "hall" and here != there and source != CHOOSER:
+            if there not in ("hall", here) and source != CHOOSER:
                 wrong.append((source, target))
     return sorted(wrong)
 
