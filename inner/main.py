@@ -55,20 +55,20 @@ def _restore_signals() -> None:
     _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
 
 
-def _rlimits(limits: dict[str, int]) -> None:
+def _rlimits(limits: dict[str, int | None]) -> None:
     """Step 4b: the run's per-process limits, soft and hard alike, never above the hard
     limit the inner was given (raising it needs CAP_SYS_RESOURCE, which none holds)."""
     import resource
 
     for name, value in limits.items():
-        if not value:
+        if value is None:
             continue
         which = getattr(resource, f"RLIMIT_{name}")
         try:
             _soft, hard = resource.getrlimit(which)
             top = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(which, (top, top))
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, OverflowError) as err:
             raise ConfinementFailure(f"the limit {name} = {value} could not be set: "
                                      f"{err}") from None
 

@@ -42,6 +42,21 @@ GAP_SOCKETS = (
     "(connect() needs no write right); sockets elsewhere are not mounted. Name the ones "
     "the command needs in [network] unix and hide the folders of the others"
 )
+GAP_DISK = (
+    "a write grant's file system can be filled (no quota is set: one for the sandbox's "
+    "uid would be shared by every root run); the run's own /tmp and /dev/shm are sized"
+)
+GAP_SHARED_COUNTS = (
+    "what the kernel counts per user or per machine rather than per run is shared with "
+    "the person's (or, run by root, every root run's) other processes: inotify instances, "
+    "pending signals, POSIX message queues, the machine's file table (each run is bounded "
+    "by its processes times its open files, and by root by its memory)"
+)
+GAP_SOCKET_MEMORY = (
+    "socket buffers are held in the run's memory limit only on cgroup v2; on v1 "
+    "(this machine's memory controller) TCP buffers past it are held back under memory "
+    "pressure, not stopped, within the machine's tcp_mem"
+)
 GAP_UNIX = (
     "[network] unix makes the named sockets reachable, but path sockets inside the folders "
     "the spec grants stay reachable too: only Landlock's RESOLVE_UNIX right (ABI 9, Linux "
@@ -214,6 +229,10 @@ def check(spec_path: str | None) -> Report:
     report.layers += network_layers(snapshot)
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
+    report.gaps.append(GAP_DISK)
+    report.gaps.append(GAP_SHARED_COUNTS)
+    if _memory_on_v1():
+        report.gaps.append(GAP_SOCKET_MEMORY)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
     if snapshot.network.unix is None:
         report.gaps.append(GAP_SOCKETS)
@@ -228,6 +247,13 @@ def check(spec_path: str | None) -> Report:
     return report
 
 
+def _memory_on_v1() -> bool:
+    """Whether the memory controller here is cgroup v1's (a hybrid or legacy system)."""
+    from .linux.cgroups import hierarchies
+
+    return any(h.version == 1 and "memory" in h.controllers for h in hierarchies())
+
+
 def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
     """How each of the run's limits holds here: by a cgroup of the run's own (probed by
     making one, as a start does), by setrlimit, by a tmpfs size, or not at all. A limit
@@ -237,7 +263,7 @@ def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
     from .linux.runs import this_token
 
     limits = snapshot.run_limits()
-    probe = RunCgroups.open(f"{this_token().split('-')[0]}-0", limits)
+    probe = RunCgroups.open(this_token(), limits)
     held = probe.held
     probe.end()
     how = {

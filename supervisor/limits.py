@@ -52,11 +52,30 @@ def defaults(memory: int) -> RunLimits:
                      shm=min(512 * MIB, run_memory // 2), files=65536, cpu=0, timeout=0.0)
 
 
+def file_ceiling() -> int:
+    """The most open files a process here may be given: the hard limit lnk-sandbox was
+    started with (raising it needs CAP_SYS_RESOURCE); 0 when there is none."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return 0 if hard == resource.RLIM_INFINITY else hard
+
+
 def resolve(limits: Limits, memory: int | None = None) -> RunLimits:
-    """The spec's limits over the defaults for this machine."""
+    """The spec's limits over the defaults for this machine, as they will hold: /tmp
+    and /dev/shm at most half a memory limit the spec sets (they are held in it), open
+    files at most the hard limit this process has."""
     base = defaults(machine_memory() if memory is None else memory)
     written = {name: value for name, value in limits._asdict().items() if value is not None}
-    return base._replace(**written, written=tuple(written))
+    run = base._replace(**written, written=tuple(written))
+    if run.memory and "memory" in written:
+        for name in ("tmp", "shm"):
+            if name not in written:
+                run = run._replace(**{name: min(getattr(base, name), run.memory // 2)})
+    ceiling = file_ceiling()
+    if ceiling and (not run.files or run.files > ceiling):
+        run = run._replace(files=ceiling)
+    return run
 
 
 def describe(limits: RunLimits) -> list[str]:

@@ -8,6 +8,7 @@ point at is the grant resolver's business (`grants.py`).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
@@ -34,6 +35,12 @@ _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.IGNORECASE)
+# Each limit's least (a Python program and the start's own work still fit) and most
+# (pids: the kernel's PID_MAX_LIMIT; files: its nr_open ceiling; sizes: 1 PiB, far below
+# where a cgroup file wraps; times: 68 years, a time_t's reach on every platform).
+_LIMIT_RANGE = {"pids": (8, 4 << 20), "files": (16, 1 << 30), "memory": (64 << 20, 1 << 50),
+                "tmp": (1 << 20, 1 << 50), "shm": (1 << 20, 1 << 50), "cpu": (1, 1 << 31),
+                "timeout": (1, 1 << 31)}
 _NETWORK_KEYS = ("mode", "allow", "deny", "forward", "expose", "unix")
 _PROXY_PORTS = (3128, 1080, 53)  # netns_helper.protocol's: the proxy's own inside
 _MAX_PORTS = 64
@@ -475,24 +482,26 @@ class _Validator:
                 continue
             key = f"limits.{name}"
             item = table[name]
+            least, most = _LIMIT_RANGE[name]
             if name in ("memory", "tmp", "shm"):
                 found[name] = self.amount(item, key, _SIZE, _SIZE_UNITS, what="a size",
                                           example='"4G", "512M" or a number of bytes',
-                                          least=1 << 20)
+                                          least=least, most=most)
             elif name in ("cpu", "timeout"):
                 found[name] = self.amount(item, key, _TIME, _TIME_UNITS, what="a time",
                                           example='"90s", "30m", "2h" or a number of seconds',
-                                          least=1, fraction=name == "timeout")
+                                          least=least, most=most, fraction=name == "timeout")
             else:
                 found[name] = self.amount(item, key, None, {}, what="a count",
-                                          example="a whole number",
-                                          least=16 if name == "files" else 8)
+                                          example="a whole number", least=least, most=most)
         return Limits(**found)
 
     def amount(self, value: object, key: str, pattern: re.Pattern[str] | None,
-               units: dict[str, int], *, what: str, example: str, least: int,
+               units: dict[str, int], *, what: str, example: str, least: int, most: int,
                fraction: bool = False) -> Any:
-        """A limit's value: a number, a string with a unit, or "none" (0: lifted)."""
+        """A limit's value: a number, a string with a unit, or "none" (0: lifted); within
+        what a program needs to start and what the kernel can hold (a value past it
+        wraps, or is refused by the kernel after the launch was promised it)."""
         if value == "none" or (type(value) in (int, float) and not value):
             return 0
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -508,9 +517,15 @@ class _Validator:
             raise self.error(key, f"must be {what}, not a fraction", hint=f"write {example}")
         else:
             number = float(value)
+        if not math.isfinite(number):
+            raise self.error(key, f"{value!r} is not {what}",
+                             hint=f'write {example}, or "none" for no limit')
         if number < least:
             raise self.error(key, f"{value!r} is below the least that still lets a program "
                              f"start ({least})", hint='raise it, or write "none" for no limit')
+        if number > most:
+            raise self.error(key, f"{value!r} is above the most the kernel holds ({most})",
+                             hint='lower it, or write "none" for no limit')
         return number if fraction else int(number)
 
     def spec(self, document: dict[str, Any]) -> Spec:

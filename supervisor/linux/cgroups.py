@@ -28,8 +28,11 @@ Facts (Linux 6.18; Documentation/admin-guide/cgroup-v2.rst, cgroup-v1/*.rst; see
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +41,8 @@ from typing import NamedTuple
 from ..limits import RunLimits
 
 BASE = "lnk-sandbox"
+TOKEN = re.compile(r"^[0-9]+-[0-9]+-[0-9a-f]{8}$")  # runs.this_token's: pid-start-random
+LEGACY_TOKEN = re.compile(r"^[0-9]+-[0-9]+$")  # before 0.1's runs locked their cgroups
 _MOUNTINFO = "/proc/self/mountinfo"
 
 
@@ -117,6 +122,7 @@ class RunCgroups:
         self.moving: threading.Thread | None = None  # entering or leaving, in the back
         self.failure: BaseException | None = None
         self.away = False  # this process is in (some of) the run's cgroups
+        self.locks: list[int] = []  # each cgroup's folder, locked while this run lives
 
     @staticmethod
     def entering(token: str, limits: RunLimits) -> RunCgroups:
@@ -183,18 +189,24 @@ class RunCgroups:
             # and the run stays in what holds this process (a container's memory).
             parent = os.path.join(mine, BASE)
         elif root:
-            parent = os.path.join(hierarchy.path, BASE)
+            # Below the deepest cgroup above its own that holds no process: there the
+            # controllers may be enabled for children (v2's rule), and the run stays
+            # inside every limit of the slices above it (not the top: a container's
+            # or a unit's limits would not hold it).
+            parent = os.path.join(empty_ancestor(hierarchy.path, mine), BASE)
         else:
             parent = mine
             if not os.access(os.path.join(parent, "cgroup.procs"), os.W_OK):
                 return
-        prune(parent)
         if parent != mine:
             os.makedirs(parent, exist_ok=True)
         if hierarchy.version == 2 and root:
             _enable(hierarchy.path, parent)
         folder = os.path.join(parent, self.token if parent != mine else f"{BASE}-{self.token}")
-        os.mkdir(folder, 0o755)
+        with _locked(parent):
+            prune(parent)
+            os.mkdir(folder, 0o755)
+            self.locks.append(_lock(folder))
         self.made.append(folder)
         self.home.append(os.path.join(mine, "cgroup.procs"))
         limits = self.limits
@@ -221,6 +233,14 @@ class RunCgroups:
                        str(limits.memory))
             except OSError:
                 pass  # no swap accounting here
+            try:
+                # v1 charges sockets' buffers only once a TCP limit is set (v2 always):
+                # then a run past it is held back under memory pressure, though not
+                # stopped as anonymous memory is (the gap `check` states).
+                _write(os.path.join(folder, "memory.kmem.tcp.limit_in_bytes"),
+                       str(limits.memory))
+            except OSError:
+                pass  # a kernel without kmem accounting in v1
             self.memory = True
 
     @property
@@ -259,6 +279,9 @@ class RunCgroups:
         self.go_home()
         for folder in self.made:
             empty(folder)
+        for fd in self.locks:
+            os.close(fd)
+        self.locks = []
 
     def limit_hit(self) -> list[str]:
         """Which of the run's limits the kernel applied (its events), for the message."""
@@ -279,10 +302,14 @@ class RunCgroups:
 
 
 def _enable(root: str, parent: str) -> None:
-    """pids and memory for the runs' cgroups under `parent`, where v2 offers them."""
+    """pids and memory for the runs' cgroups under `parent`, where v2 offers them: in
+    every cgroup from the top down to `parent` (each holds no process, or is the top)."""
     offered = set(_read(os.path.join(root, "cgroup.controllers")).split())
     wanted = [name for name in ("pids", "memory") if name in offered]
-    for folder in (root, parent):
+    path = [root]
+    for part in os.path.relpath(parent, root).split(os.sep):
+        path.append(os.path.join(path[-1], part))
+    for folder in path:
         enabled = set(_read(os.path.join(folder, "cgroup.subtree_control")).split())
         missing = [name for name in wanted if name not in enabled]
         if missing:
@@ -291,6 +318,44 @@ def _enable(root: str, parent: str) -> None:
                        " ".join(f"+{name}" for name in missing))
             except OSError:
                 return
+
+
+def empty_ancestor(root: str, mine: str) -> str:
+    """The deepest cgroup above `mine` (a folder of the hierarchy at `root`) that holds
+    no process itself, or the top."""
+    folder = os.path.dirname(mine)
+    while len(folder) > len(root):
+        try:
+            if not _read(os.path.join(folder, "cgroup.procs")).strip():
+                return folder
+        except OSError:
+            pass
+        folder = os.path.dirname(folder)
+    return root
+
+
+def _lock(folder: str, *, wait: bool = True) -> int:
+    """An fd of `folder`, flock'ed: a run's cgroup is locked while its supervisor lives
+    (the kernel drops the lock when it dies, however), which any start can test from
+    any pid namespace, where a pid would be judged in the wrong one."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def _locked(parent: str) -> Iterator[None]:
+    """The runs' parent, locked while a run's cgroup is made and locked, or the dead ones
+    pruned: a start never sees another's new cgroup before it is locked."""
+    fd = _lock(parent)
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def _processes(folder: str) -> list[int]:
@@ -334,10 +399,19 @@ def empty(folder: str, *, wait: float = 5.0) -> bool:
 
 
 def prune(parent: str) -> None:
-    """Empty and remove the cgroups of runs whose supervisor is gone (it was killed)."""
+    """Empty and remove the cgroups of runs whose supervisor is gone (it was killed):
+    the ones whose lock is free. Called with the parent locked."""
     for token, folder in _runs(parent):
-        if not alive(token):
+        if LEGACY_TOKEN.match(token) and _legacy_alive(token):
+            continue  # an older lnk-sandbox's run, which locks nothing: judged by its pid
+        try:
+            fd = _lock(folder, wait=False)
+        except OSError:
+            continue  # alive (locked), or gone meanwhile
+        try:
             empty(folder, wait=1.0)
+        finally:
+            os.close(fd)
 
 
 def _runs(parent: str) -> Iterator[tuple[str, str]]:
@@ -347,11 +421,11 @@ def _runs(parent: str) -> Iterator[tuple[str, str]]:
         return
     for name in names:
         token = name.removeprefix(f"{BASE}-")
-        if token.count("-") == 1 and token.replace("-", "").isdigit():
+        if TOKEN.match(token) or LEGACY_TOKEN.match(token):
             yield token, os.path.join(parent, name)
 
 
-def alive(token: str) -> bool:
+def _legacy_alive(token: str) -> bool:
     """Whether the supervisor `pid-start` names is still the process it was."""
     pid, _, start = token.partition("-")
     try:

@@ -111,10 +111,13 @@ def inner_config(
     }
 
 
-def rlimits(snapshot: Snapshot) -> dict[str, int]:
+def rlimits(snapshot: Snapshot) -> dict[str, int | None]:
     """What the inner sets with setrlimit before the exec, soft and hard alike (only
     CAP_SYS_RESOURCE raises a hard limit again): processes (counted per user namespace
     since Linux 5.14, so the sandbox's own; and for the sandbox's uid, never root's,
-    which the kernel does not count), open files, CPU seconds. 0: left as it is."""
+    which the kernel does not count), open files, CPU seconds; None: left as it is.
+    Core files are none at all: where the host's core_pattern is a pipe, each core
+    would start a helper of the host's, as root, outside the run."""
     limits = snapshot.run_limits()
-    return {"NPROC": limits.pids, "NOFILE": limits.files, "CPU": limits.cpu}
+    return {"NPROC": limits.pids or None, "NOFILE": limits.files or None,
+            "CPU": limits.cpu or None, "CORE": 0}

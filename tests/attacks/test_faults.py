@@ -4,6 +4,7 @@ stale lock, no half-written state, and the next start succeeds."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -57,10 +58,34 @@ def _host_mounts() -> int:
 
 
 def _run_cgroups() -> list[str]:
-    """The runs' cgroups left on the host (root mode makes them under lnk-sandbox)."""
+    """The cgroups of runs whose supervisor is gone, left on the host (root mode makes
+    them under lnk-sandbox). A run's supervisor holds a lock on each of its cgroups while
+    it lives; the kernel drops it when it dies. Other runs on the machine (another
+    checkout's tests, say) hold theirs, and are not counted; an older lnk-sandbox's,
+    which lock nothing, are judged by their supervisor's pid."""
     left = []
+    # This test's runs make theirs below the test's own cgroups (v1), or at a top.
+    own = [line.split(":", 2)[2].rstrip("/") for line in
+           Path("/proc/self/cgroup").read_text().splitlines()]
+    tops = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
     for base in Path("/sys/fs/cgroup").glob("**/lnk-sandbox"):
-        left += [str(p) for p in base.iterdir() if p.is_dir()]
+        if not (base.parent in tops or base.parent.parent in tops
+                or any(path and str(base.parent).endswith(path) for path in own)):
+            continue  # another session's
+        for folder in base.iterdir():
+            if not folder.is_dir():
+                continue
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live run's
+            finally:
+                os.close(fd)
+            legacy = folder.name.count("-") == 1
+            if legacy and Path(f"/proc/{folder.name.split('-')[0]}").exists():
+                continue  # an older lnk-sandbox's run, perhaps alive
+            left.append(str(folder))
     return left
 
 
@@ -81,7 +106,6 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
     sandbox.chown()
     marker = str(sandbox.project)
     mounts = _host_mounts()
-    cgroups_before = _run_cgroups()
     rng = random.Random(1234)
     command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--yes",
                "--", "/bin/sh", "-c", f"while :; do true; done # {marker}"]
@@ -107,7 +131,7 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
         time.sleep(0.1)
     assert _alive_with(marker) == set()
     assert _host_mounts() == mounts
-    assert _run_cgroups() == cgroups_before
+    assert _run_cgroups() == []
     work = sandbox.project / "work"
     assert sorted(p.name for p in work.iterdir()) == []  # no placeholder (.git, ...) left
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
@@ -160,3 +184,26 @@ def test_a_read_only_lnk_home_is_a_clear_error(sandbox: Sandbox) -> None:
     assert "Read-only file system" in done.stderr or "Permission denied" in done.stderr
     assert "Traceback" not in done.stderr
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
+
+
+@pytest.mark.requires_root
+def test_a_start_in_another_pid_namespace_leaves_live_runs_alone(
+        root_sandbox: Sandbox) -> None:
+    """A run started in a pid namespace of its own (a container or an `unshare -p` job
+    sharing the cgroups and $LNK_HOME) has a pid that names another process, or none,
+    outside it: a start outside must not take it for a killed run and end it."""
+    inside = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", LNK, "sandbox", "run", "--",
+         "/bin/sh", "-c", "echo STARTED; sleep 4; echo LIVED"],
+        cwd=root_sandbox.project, env=root_sandbox.env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert inside.stdout is not None
+        assert inside.stdout.readline().strip() == "STARTED"
+        for _ in range(3):  # starts outside, each pruning what it takes for dead
+            assert root_sandbox.run("/bin/true").returncode == 0
+        out, err = inside.communicate(timeout=30)
+    finally:
+        inside.kill()
+    assert inside.returncode == 0, err
+    assert out.strip() == "LIVED"

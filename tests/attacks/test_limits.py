@@ -4,12 +4,13 @@ attack first proves it ran inside, then counts how far it got."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from support.sandbox import PYTHON_INSIDE, Sandbox
+from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
@@ -190,3 +191,137 @@ def test_lifting_the_process_limit_is_written_as_none(sandbox: Sandbox) -> None:
     lifted = sandbox.run(PYTHON_INSIDE, "-c", probe, spec='[limits]\npids = "none"\n')
     assert "STARTED" in lifted.stdout, lifted.stderr
     assert _lines(lifted.stdout, "NPROC") != ["100"]
+
+
+RELAY_FLOOD = """
+import os, select, socket, struct, sys, time
+path = sys.argv[1]
+print("STARTED", flush=True)
+opened = []
+for _ in range(300):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # A full backlog makes a blocking connect wait (SO_SNDTIMEO bounds it): the relay
+    # stopped accepting.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 1, 0))
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        break
+    sock.setblocking(False)
+    opened.append(sock)
+for sock in opened:
+    try:
+        sock.send(b"x")
+    except OSError:
+        pass
+answered = set()
+deadline = time.monotonic() + 3
+while time.monotonic() < deadline and len(answered) < len(opened):
+    ready, _, _ = select.select([s for s in opened if s not in answered], [], [], 0.2)
+    for sock in ready:
+        if sock.recv(1) == b"x":
+            answered.add(sock)
+print("OPENED", len(opened), "ANSWERED", len(answered), flush=True)
+print("HELD", flush=True)
+time.sleep(3)
+"""
+
+
+@pytest.mark.requires_root
+def test_the_socket_relay_serves_a_bounded_number_of_connections(
+        root_sandbox: Sandbox) -> None:
+    """Run by root, each connection to a named socket costs the supervisor two threads
+    outside the run's cgroups: a flood of them is served only up to the relay's cap, and
+    the supervisor's threads stay bounded (counted on the host while the flood holds)."""
+    import socket
+    import subprocess
+    import threading
+
+    from supervisor.linux.socket_relay import MAX_CONNECTIONS
+
+    path = root_sandbox.base / "echo.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(512)
+    served: list[socket.socket] = []
+
+    def echo(conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(64):
+                conn.sendall(data)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            served.append(conn)
+            threading.Thread(target=echo, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    spec = root_sandbox.write_spec(f'[network]\nunix = ["{path}"]\n')
+    command = [LNK, "sandbox", "run", "--yes", "--spec", str(spec), "--",
+               PYTHON_INSIDE, "-c", RELAY_FLOOD, str(path)]
+    with subprocess.Popen(command, cwd=root_sandbox.project, env=root_sandbox.env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        assert run.stdout is not None
+        lines = []
+        for line in run.stdout:
+            lines.append(line.strip())
+            if line.startswith("HELD"):
+                threads = len(os.listdir(f"/proc/{run.pid}/task"))
+                break
+        _, errors = run.communicate(timeout=60)
+    listener.close()
+    assert lines[0] == "STARTED", errors
+    counts = lines[1].split()
+    opened, answered = int(counts[1]), int(counts[3])
+    assert opened > MAX_CONNECTIONS  # the flood got past the cap's number, queued
+    assert 0 < answered <= MAX_CONNECTIONS, lines
+    assert threads <= 2 * MAX_CONNECTIONS + 32, threads
+
+
+MACHINE_TABLES = """
+import ctypes, errno, os, resource, socket
+print("STARTED", flush=True)
+libc = ctypes.CDLL(None, use_errno=True)
+context = ctypes.c_ulong(0)
+# io_setup(nr_events, &ctx): x86_64 206, aarch64 0
+number = 206 if os.uname().machine == "x86_64" else 0
+made = 0
+for _ in range(64):
+    context.value = 0
+    if libc.syscall(ctypes.c_long(number), ctypes.c_long(1024), ctypes.byref(context)) != 0:
+        print("IO_SETUP", errno.errorcode[ctypes.get_errno()], flush=True)
+        break
+    made += 1
+print("AIO_CONTEXTS", made, flush=True)
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 2)  # NETLINK_USERSOCK
+    print("USERSOCK made", flush=True)
+except OSError as err:
+    print("USERSOCK", errno.errorcode[err.errno], flush=True)
+socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()  # NETLINK_ROUTE: ip, libc
+print("ROUTE made", flush=True)
+try:
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2)
+    print("CORE raised", flush=True)
+except (OSError, ValueError):
+    print("CORE", resource.getrlimit(resource.RLIMIT_CORE), flush=True)
+"""
+
+
+def test_the_machines_own_tables_and_core_files_are_out_of_reach(sandbox: Sandbox) -> None:
+    """Kernel AIO contexts come from one table for the machine (fs.aio-max-nr), netlink's
+    program-to-program queues are memory no cgroup is charged for, and a core file may
+    start the host's own crash handler: none of them is the sandbox's."""
+    before = int(Path("/proc/sys/fs/aio-nr").read_text())
+    done = sandbox.run(PYTHON_INSIDE, "-c", MACHINE_TABLES)
+    assert "STARTED" in done.stdout, done.stderr
+    lines = done.stdout.splitlines()
+    assert "IO_SETUP ENOSYS" in lines and "AIO_CONTEXTS 0" in lines, lines
+    assert "USERSOCK EPROTONOSUPPORT" in lines and "ROUTE made" in lines, lines
+    assert "CORE (0, 0)" in lines, lines
+    assert int(Path("/proc/sys/fs/aio-nr").read_text()) <= before + 4096  # others' noise

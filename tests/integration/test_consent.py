@@ -216,9 +216,10 @@ def test_describe_text_matches_its_golden_file(sandbox: Sandbox, name: str) -> N
     assert done.returncode == 0, done.stderr
     text = done.stdout.replace(str(sandbox.base), "{BASE}")
     text = text.replace("/usr/bin/dash", "{SH}")
-    # The default memory, /tmp and /dev/shm sizes follow the machine's memory.
+    # The default memory, /tmp and /dev/shm sizes follow the machine's memory, and open
+    # files its hard limit.
     defaults = describe_limits(resolve_limits(Limits()))
-    for line, held in zip(defaults[1:4], ("MEMORY", "TMP", "SHM"), strict=True):
+    for line, held in zip(defaults[1:5], ("MEMORY", "TMP", "SHM", "FILES"), strict=True):
         text = text.replace(f"  {line}\n", f"  {line.split(':')[0]}: {{DEFAULT {held}}}\n")
     golden = GOLDEN / f"{name}.txt"
     if os.environ.get("LNK_UPDATE_GOLDEN") == "1":

@@ -13,3 +13,4 @@ MACHINE_MEMORY = 16 * limits.GIB  # the defaults: 8 GiB for a run, /tmp 1 GiB, s
 @pytest.fixture(autouse=True)
 def _one_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(limits, "machine_memory", lambda: MACHINE_MEMORY)
+    monkeypatch.setattr(limits, "file_ceiling", lambda: 1 << 20)

@@ -72,6 +72,16 @@ def test_the_defaults_read_this_machines_memory() -> None:
         ('[limits]\ncpu = "soon"\n', "limits.cpu", "'soon' is not a time"),
         ('[limits]\ntimeout = []\n', "limits.timeout", "must be a time, not a list"),
         ('[limits]\nthreads = 5\n', "limits.threads", "unknown key 'threads'"),
+        ('[limits]\nmemory = inf\n', "limits.memory", "inf is not a size"),
+        ('[limits]\ntimeout = nan\n', "limits.timeout", "nan is not a time"),
+        ('[limits]\ncpu = 1e30\n', "limits.cpu",
+         "1e+30 is above the most the kernel holds (2147483648)"),
+        ('[limits]\nmemory = "16777216T"\n', "limits.memory",
+         "'16777216T' is above the most the kernel holds (1125899906842624)"),
+        ('[limits]\npids = 4194305\n', "limits.pids",
+         "4194305 is above the most the kernel holds (4194304)"),
+        ('[limits]\nmemory = "1M"\n', "limits.memory",
+         "'1M' is below the least that still lets a program start (67108864)"),
         ('limits = 5\n', "limits", "must be a table, not a number"),
     ],
 )
@@ -90,3 +100,18 @@ def test_describe_says_each_limit_as_a_person_reads_it() -> None:
         "processes: 64", "memory: 1.5 GiB", "/tmp: no limit", "/dev/shm: 64 MiB",
         "open files per process: 1024", "CPU time per process: 90 s",
         "wall-clock time of the run: 0.5 s"]
+
+
+def test_tmp_and_shm_follow_a_memory_limit_the_spec_sets() -> None:
+    run = resolve(Limits(memory=256 * MIB), memory=16 * GIB)
+    assert (run.memory, run.tmp, run.shm) == (256 * MIB, 128 * MIB, 128 * MIB)
+    written = resolve(Limits(memory=256 * MIB, tmp=512 * MIB), memory=16 * GIB)
+    assert written.tmp == 512 * MIB  # what the spec writes is what it gets
+
+
+def test_open_files_are_at_most_the_hard_limit_lnk_was_given(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "file_ceiling", lambda: 20000)
+    assert resolve(Limits(), memory=16 * GIB).files == 20000
+    assert resolve(Limits(files=1024), memory=16 * GIB).files == 1024
+    assert resolve(Limits(files=0), memory=16 * GIB).files == 20000  # "none": all there is
