@@ -169,37 +169,51 @@ async def _feed(stream: anyio.abc.ByteSendStream | None, data: bytes | None) -> 
         await stream.aclose()
 
 
-async def _read_fd(fd: int) -> bytes:
+class _End:
+    """One end of a pipe, closed once: by the task done with it, or by the call that
+    made it (a task cancelled before it ran never reaches its own `finally`)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+        os.set_blocking(fd, False)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            anyio.notify_closing(fd)
+            os.close(fd)
+
+
+async def _read_end(end: _End) -> bytes:
     """Everything until EOF from a pipe's read end, without blocking the loop."""
-    os.set_blocking(fd, False)
     chunks: list[bytes] = []
     try:
-        while True:
+        while end.fd is not None:
             try:
-                chunk = os.read(fd, CHUNK)
+                chunk = os.read(end.fd, CHUNK)
             except BlockingIOError:
-                await anyio.wait_readable(fd)
+                await anyio.wait_readable(end.fd)
                 continue
             if not chunk:
-                return b"".join(chunks)
+                break
             chunks.append(chunk)
+        return b"".join(chunks)
     finally:
-        os.close(fd)
+        end.close()
 
 
-async def _write_fd(fd: int, data: bytes) -> None:
-    os.set_blocking(fd, False)
+async def _write_end(end: _End, data: bytes) -> None:
     view = memoryview(data)
     try:
-        while view:
+        while view and end.fd is not None:
             try:
-                view = view[os.write(fd, view):]
+                view = view[os.write(end.fd, view):]
             except BlockingIOError:
-                await anyio.wait_writable(fd)
+                await anyio.wait_writable(end.fd)
     except BrokenPipeError:
         pass  # the child is gone; its status says why
     finally:
-        os.close(fd)
+        end.close()
 
 
 async def _end(process: anyio.abc.Process) -> None:
@@ -392,16 +406,17 @@ class Sandbox:
             raise
         os.close(request_read)
         os.close(result_write)
+        ends = (_End(request_write), _End(result_read))
         out, err = _Tail(output_limit), _Tail(output_limit)
         answer = b""
 
         async def read_result() -> None:
             nonlocal answer
-            answer = await _read_fd(result_read)
+            answer = await _read_end(ends[1])
 
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(_write_fd, request_write, json.dumps(request).encode())
+                group.start_soon(_write_end, ends[0], json.dumps(request).encode())
                 group.start_soon(read_result)
                 group.start_soon(_feed, process.stdin, stdin)
                 group.start_soon(_drain, process.stdout, out)
@@ -411,6 +426,8 @@ class Sandbox:
             await _end(process)
             raise
         finally:
+            for end in ends:
+                end.close()
             with anyio.CancelScope(shield=True):
                 await process.aclose()
             events = _take_report(report)

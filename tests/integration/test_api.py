@@ -264,3 +264,18 @@ def test_the_synchronous_forms(sandbox: Sandbox) -> None:
     done = subprocess.run([*sandbox.who.prefix, PYTHON, "-c", script], cwd=sandbox.project,
                           env=sandbox.env(), capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout) == [0, "written", "written"], done.stderr
+
+
+def test_calls_cancelled_at_any_point_leave_no_descriptor(sandbox: Sandbox) -> None:
+    """A harness makes thousands of calls: one cancelled before its tasks ran, or while
+    they wait, must close what it opened all the same."""
+    out = harness(sandbox, """
+        before = len(os.listdir("/proc/self/fd"))
+        for delay in (0, 0, 0.001, 0.01, 0.05, 0.2, 0.5):
+            with anyio.move_on_after(delay):
+                await lnk_sandbox.run(["sleep", "5"])
+        done = await lnk_sandbox.run(["true"])
+        OUT["status"] = done.returncode
+        OUT["leaked"] = len(os.listdir("/proc/self/fd")) - before
+    """)
+    assert out == {"status": 0, "leaked": 0}
