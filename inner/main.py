@@ -15,7 +15,9 @@ whole configuration as JSON from the inherited fd and applies its steps in this 
    ignored signal ignored;
 6. every fd closed but 0-2 and the status socket (close-on-exec, to report an exec failure);
 7. the supervisor's go awaited (the network helper listening, the terminal handed over);
-8. execve; a failure is reported on the status socket and exits 126 or 127.
+8. execve; a failure is reported on the status socket and exits 126 or 127. A harness's
+   file operation (`"file"` in the configuration: fileop.py) is done here instead,
+   confined the same, and nothing is executed.
 
 Any failure before execve exits 125 and says why on the status socket: the target never
 runs less confined than asked.
@@ -151,6 +153,9 @@ def main(config_fd: int) -> NoReturn:
 
         from . import landlock  # noqa: F401
 
+        if "file" in config:
+            from . import fileop
+
         if "landlock" in config:
             _landlock(config["landlock"], status)
         _rlimits(config.get("rlimits", {}))
@@ -161,4 +166,6 @@ def main(config_fd: int) -> NoReturn:
     except ConfinementFailure as err:
         status.send_confinement_failure(str(err))
         os._exit(125)
+    if "file" in config:
+        fileop.perform(config["file"], status)
     _exec(config["argv"], status)

@@ -104,7 +104,7 @@ def installation_paths() -> tuple[str, ...]:
     package_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     paths = {
         os.path.join(package_root, name)
-        for name in ("supervisor", "inner", "netns_helper")
+        for name in ("supervisor", "inner", "netns_helper", "lnk_sandbox")
         if os.path.isdir(os.path.join(package_root, name))
     }
     paths.add(os.path.realpath(sys.prefix))

@@ -597,6 +597,16 @@ def parse_spec(data: bytes, source: str) -> Spec:
     return _Validator(source, text).spec(document)
 
 
+def parse_spec_data(document: object, source: str) -> Spec:
+    """Validate a spec given as data (a harness's dict, as tomllib would give it) by the
+    same validator as a file's, with the same errors; `source` names it in them
+    ("<dict>"), and no line is given, there being no text."""
+    if not isinstance(document, dict):
+        raise SpecError(f"a spec must be a table (a dict), not {_kind(document)}",
+                        file=source)
+    return _Validator(source, "").spec(document)
+
+
 # default_spec.toml as parsed: most runs use it, and tomllib costs them about 4 ms to
 # load here. tests/unit/test_spec.py checks it is exactly what parsing the file gives.
 DEFAULT_SPEC = Spec(

@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
+from ..deadline import timed_out_message
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
@@ -13,11 +14,12 @@ from ..grants import Snapshot
 from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
-from ..run import inner_source, interpreter
+from ..run import FileOp, inner_source, interpreter
 from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .launch import spawn
+from .placement import place
 from .plan import HostLayout, LaunchPlan, build_plan
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
@@ -139,8 +141,15 @@ def launch_and_supervise(
     learn: bool = False,
     judge: Judge | None = None,
     decide: Decide | None = None,
+    timeout: float | None = None,
+    cwd: str | None = None,
+    tmp: str | None = None,
+    file_op: FileOp | None = None,
 ) -> Outcome:
-    """Launch and supervise one run. `learn` opens every program and records in `judge`."""
+    """Launch and supervise one run. `learn` opens every program and records in `judge`;
+    `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
+    inside (placement.py); `file_op` has the inner read or write a file instead of
+    running `argv` (inner/fileop.py)."""
     # Listed, and given cgroups of its own, before anything of the run exists: whenever
     # this process is killed from here on, the next start ends what the run left (runs.py).
     token = this_token()
@@ -152,9 +161,12 @@ def launch_and_supervise(
         if learn:
             snapshot = snapshot._replace(programs=None)
         layers = decide_layers(snapshot, cache, learn=learn)
-        plan = plan_for(snapshot)
+        plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp,
+                     tmp_size_asked="tmp" in snapshot.run_limits().written)
         loaders = program_loaders(snapshot)
         config = inner_config(plan, snapshot, layers, loaders)
+        if file_op is not None:
+            config["file"] = file_op._asdict()
         events = EventLog(open_report(report, snapshot.written()) if report else None)
         if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
             say(unix_sockets_gap(layers.landlock_abi))
@@ -197,6 +209,7 @@ def launch_and_supervise(
                                  inner_config=config, mark=tuple(tag(token)), cgroups=cgroups)
                 outcome = supervise(launched,
                                     watch_factory=watch_factory if layers.listener else None,
+                                    timeout=timeout,
                                     **(network.supervise_options() if network else {}))
                 for limit in cgroups.limit_hit():
                     say(f"the run reached its {limit} limit ([limits] in the spec; "
@@ -256,19 +269,26 @@ def _say_new_submodules(before: dict[str, frozenset[str]]) -> None:
 
 
 def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-              decide: Decide | None = None) -> int:
+              decide: Decide | None = None, timeout: float | None = None,
+              cwd: str | None = None, tmp: str | None = None,
+              file_op: FileOp | None = None) -> Outcome:
+    """One run, said as a person reads it; its Outcome (SandboxError for lnk-sandbox's
+    own failures)."""
     committed = _committed_tops(snapshot)
-    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide)
+    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide,
+                                   timeout=timeout, cwd=cwd, tmp=tmp, file_op=file_op)
     _say_new_submodules(committed)
     if outcome.problem is not None:
         raise outcome.problem
-    if outcome.exec_failure is not None:
+    if outcome.timed_out and timeout is not None:
+        say(timed_out_message(timeout))
+    if outcome.exec_failure is not None and file_op is None:  # the caller says a file's
         failure = outcome.exec_failure
         reason = os.strerror(failure.errno) if failure.errno else "failed"
         if failure.status == 127:
             reason = "not found in the sandbox"
         say(f"cannot run {failure.program}: {reason}")
-    return outcome.status
+    return outcome
 
 
 __all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]

@@ -183,6 +183,7 @@ def test_installation_paths_are_the_packages_and_both_prefixes() -> None:
     assert paths == tuple(sorted(paths))
     assert str(package_root / "supervisor") in paths
     assert str(package_root / "inner") in paths
+    assert str(package_root / "lnk_sandbox") in paths  # the harnesses' API runs outside too
     assert os.path.realpath(sys.prefix) in paths
     assert os.path.realpath(sys.base_prefix) in paths
 
