@@ -2,7 +2,8 @@
 
 Both are measured in the same run, as whole processes, alternating, and the medians
 printed in milliseconds with their ratio. Bare bwrap gets the default spec's mounts in
-path form and runs /bin/true itself: what lnk-sandbox adds is the supervisor's start,
+path form (but the placeholders, which it would make on the host) and runs /bin/true
+itself: what lnk-sandbox adds is the supervisor's start,
 resolving and pinning, the inner confiner's interpreter, and waiting for the status.
 The proxy row is the same start in proxy mode (an empty allow list): the proxy's
 listeners, the network helper joining the sandbox, and the wait for it before the go.
@@ -49,6 +50,8 @@ def bare_bwrap_args(workdir: str) -> list[str]:
             "--unshare-cgroup-try", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL",
             "--disable-userns"]
     for op in plan.ops:
+        if op.source and op.kind in ("ro-bind", "bind") and not os.path.lexists(op.source):
+            continue  # a placeholder lnk makes for the run: bwrap alone would make it here
         if op.kind in ("ro-bind", "bind"):
             args += [f"--{op.kind}", str(op.source), op.dest]
         elif op.kind == "symlink":

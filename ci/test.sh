@@ -6,6 +6,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 ci/setup.sh
-.venv/bin/ruff check supervisor inner netns_helper tests benchmarks
+.venv/bin/ruff check supervisor inner netns_helper lnk_sandbox tests benchmarks tools
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

@@ -9,12 +9,15 @@ whole configuration as JSON from the inherited fd and applies its steps in this 
    call the filter hands to it could wait on a listener nobody holds;
 3. every import finished, since Landlock may close the interpreter's own files;
 4. Landlock, which holds the file grants again inside the mounts;
-5. default signal dispositions and an empty mask: Python ignores SIGPIPE and SIGXFSZ, bwrap
+5. the run's per-process limits (processes, open files, CPU time) with setrlimit; then
+   default signal dispositions and an empty mask: Python ignores SIGPIPE and SIGXFSZ, bwrap
    was started with SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored, and exec keeps an
    ignored signal ignored;
 6. every fd closed but 0-2 and the status socket (close-on-exec, to report an exec failure);
 7. the supervisor's go awaited (the network helper listening, the terminal handed over);
-8. execve; a failure is reported on the status socket and exits 126 or 127.
+8. execve; a failure is reported on the status socket and exits 126 or 127. A harness's
+   file operation (`"file"` in the configuration: fileop.py) is done here instead,
+   confined the same, and nothing is executed.
 
 Any failure before execve exits 125 and says why on the status socket: the target never
 runs less confined than asked.
@@ -50,6 +53,24 @@ def _restore_signals() -> None:
         except (OSError, ValueError):
             continue  # numbers the kernel reserves (glibc's SIGCANCEL, SIGSETXID)
     _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
+
+
+def _rlimits(limits: dict[str, int | None]) -> None:
+    """Step 4b: the run's per-process limits, soft and hard alike, never above the hard
+    limit the inner was given (raising it needs CAP_SYS_RESOURCE, which none holds)."""
+    import resource
+
+    for name, value in limits.items():
+        if value is None:
+            continue
+        which = getattr(resource, f"RLIMIT_{name}")
+        try:
+            _soft, hard = resource.getrlimit(which)
+            top = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (top, top))
+        except (OSError, ValueError, OverflowError) as err:
+            raise ConfinementFailure(f"the limit {name} = {value} could not be set: "
+                                     f"{err}") from None
 
 
 def _close_fds(keep: int) -> None:
@@ -159,8 +180,12 @@ def main(config_fd: int) -> NoReturn:
 
         from . import landlock  # noqa: F401
 
+        if "file" in config:
+            from . import fileop
+
         if "landlock" in config:
             _landlock(config["landlock"], status)
+        _rlimits(config.get("rlimits", {}))
         _restore_signals()
         _close_fds(status.fd)
         if not status.wait_for_go():
@@ -168,4 +193,6 @@ def main(config_fd: int) -> NoReturn:
     except ConfinementFailure as err:
         status.send_confinement_failure(str(err))
         os._exit(125)
+    if "file" in config:
+        fileop.perform(config["file"], status)
     _exec(config["argv"], status)

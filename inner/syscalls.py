@@ -62,6 +62,7 @@ _COMMON = {
 }
 
 _X86_64 = {
+    "io_setup": 206,
     "open": 2,
     "ioctl": 16,
     "fcntl": 72,
@@ -132,6 +133,7 @@ _X86_64 = {
 }
 
 _AARCH64 = {
+    "io_setup": 0,
     "lookup_dcookie": 18,
     "fcntl": 25,
     "mknodat": 33,

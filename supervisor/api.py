@@ -77,19 +77,22 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
 
 def run(command: list[str], *, spec: str | None = None, yes: bool = False,
         report: str | None = None, decide_fd: int | None = None,
-        decide_timeout: float = DEFAULT_DECIDE_TIMEOUT) -> int:
-    """Run `command` in a sandbox; its exit status (the design's: 125, 126, 127...).
+        decide_timeout: float = DEFAULT_DECIDE_TIMEOUT, timeout: float | None = None) -> int:
+    """Run `command` in a sandbox; its exit status (the design's: 124, 125, 126, 127...).
 
     `decide_fd`: one end of a socket the caller holds the other end of; a destination no
     `[network]` list names is asked about on it (proxy mode; see proxy/decider.py), and
-    refused without a verdict within `decide_timeout` seconds.
+    refused without a verdict within `decide_timeout` seconds. `timeout`: seconds after
+    which the command and everything it started are killed (124).
     """
+    from .deadline import check_timeout
     from .run import run_snapshot, snapshot_for
 
+    timeout = check_timeout(timeout)
     snapshot = snapshot_for(spec)
     ensure_allowed(snapshot, yes=yes)
     return run_snapshot(snapshot, command, report=report,
-                        decide=_decide(decide_fd, decide_timeout))
+                        decide=_decide(decide_fd, decide_timeout), timeout=timeout)
 
 
 def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
@@ -120,15 +123,18 @@ def _launcher() -> str:
 
 def exec_saved(snapshot_id: str, command: list[str], *, report: str | None = None,
                decide_fd: int | None = None,
-               decide_timeout: float = DEFAULT_DECIDE_TIMEOUT) -> int:
+               decide_timeout: float = DEFAULT_DECIDE_TIMEOUT,
+               timeout: float | None = None) -> int:
     """Run `command` confined by a saved snapshot; never resolves a name again."""
+    from .deadline import check_timeout
     from .permissions import load_snapshot
     from .policy import Context
     from .run import run_snapshot
 
+    timeout = check_timeout(timeout)
     snapshot = load_snapshot(Context.current().lnk_home, snapshot_id)
     return run_snapshot(snapshot, command, report=report,
-                        decide=_decide(decide_fd, decide_timeout))
+                        decide=_decide(decide_fd, decide_timeout), timeout=timeout)
 
 
 def _decide(fd: int | None, timeout: float) -> Decide | None:

@@ -57,6 +57,21 @@ GAP_SOCKETS = (
     "(connect() needs no write right); sockets elsewhere are not mounted. Name the ones "
     "the command needs in [network] unix and hide the folders of the others"
 )
+GAP_DISK = (
+    "a write grant's file system can be filled (no quota is set: one for the sandbox's "
+    "uid would be shared by every root run); the run's own /tmp and /dev/shm are sized"
+)
+GAP_SHARED_COUNTS = (
+    "what the kernel counts per user or per machine rather than per run is shared with "
+    "the person's (or, run by root, every root run's) other processes: inotify instances, "
+    "pending signals, POSIX message queues, the machine's file table (each run is bounded "
+    "by its processes times its open files, and by root by its memory)"
+)
+GAP_SOCKET_MEMORY = (
+    "socket buffers are held in the run's memory limit only on cgroup v2; on v1 "
+    "(this machine's memory controller) TCP buffers past it are held back under memory "
+    "pressure, not stopped, within the machine's tcp_mem"
+)
 GAP_UNIX = (
     "[network] unix makes the named sockets reachable, but path sockets inside the folders "
     "the spec grants stay reachable too: only Landlock's RESOLVE_UNIX right (ABI 9, Linux "
@@ -229,11 +244,16 @@ def check(spec_path: str | None) -> Report:
             f"run by root: the sandbox runs as uid {SANDBOX_UID} outside (uid 0 inside), "
             "so nothing the kernel grants root by uid or ownership applies; the folders it "
             "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
+    report.layers += limit_layers(snapshot, report.problems)
     report.exposed = exposed_credentials(snapshot)
     report.layers += network_layers(snapshot)
     report.layers.append(NESTED_BROWSERS)
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
+    report.gaps.append(GAP_DISK)
+    report.gaps.append(GAP_SHARED_COUNTS)
+    if _memory_on_v1():
+        report.gaps.append(GAP_SOCKET_MEMORY)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
     if snapshot.network.unix is None:
         report.gaps.append(GAP_SOCKETS)
@@ -246,6 +266,53 @@ def check(spec_path: str | None) -> Report:
         report.gaps.append(GAP_HOST_ABSTRACT)
     report.can_launch = not report.problems
     return report
+
+
+def _memory_on_v1() -> bool:
+    """Whether the memory controller here is cgroup v1's (a hybrid or legacy system)."""
+    from .linux.cgroups import hierarchies
+
+    return any(h.version == 1 and "memory" in h.controllers for h in hierarchies())
+
+
+def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
+    """How each of the run's limits holds here: by a cgroup of the run's own (probed by
+    making one, as a start does), by setrlimit, by a tmpfs size, or not at all. A limit
+    the spec sets and nothing here holds is a problem: the launch refuses it."""
+    from .limits import describe
+    from .linux.cgroups import RunCgroups
+    from .linux.runs import this_token
+
+    limits = snapshot.run_limits()
+    probe = RunCgroups.open(this_token(), limits)
+    held = probe.held
+    probe.end()
+    how = {
+        "processes": ("a cgroup of the run's own (pids.max), and RLIMIT_NPROC"
+                      if held.pids else "RLIMIT_NPROC (counted per user namespace)"),
+        "memory": ("a cgroup of the run's own" if held.memory else
+                   "not held: no cgroup lnk-sandbox may make here has the memory "
+                   "controller (run as root, or where systemd delegates a subtree)"),
+        "/tmp": "the size of its tmpfs", "/dev/shm": "the size of its tmpfs",
+        "open files per process": "RLIMIT_NOFILE", "CPU time per process": "RLIMIT_CPU",
+        "wall-clock time of the run": "the supervisor, which kills the whole run (124)",
+    }
+    lines = []
+    for line in describe(limits):
+        what, _, value = line.partition(": ")
+        way = how[what]
+        if value == "no limit":
+            lines.append(f"limit: {what}: no limit")
+        elif way.startswith("not held"):
+            lines.append(f"limit: {what} {value}: {way}")
+            if what in limits.written:
+                problems.append(f"limits.{what} is set, and {way.removeprefix('not held: ')}")
+        else:
+            lines.append(f"limit: {what} {value}, by {way}")
+    lines.append("limit: a run killed with SIGKILL is ended at the next start: " + (
+        "its cgroup is emptied (cgroup.kill)" if held.kill else
+        "what its bwrap left is found by the mark on its command line"))
+    return lines
 
 
 def exposed_credentials(snapshot: Snapshot) -> list[str]:

@@ -24,7 +24,7 @@ USAGE_STATUS = 125
 # read without argparse, which (with gettext and shutil) costs each start about 5 ms
 # here. Anything else (help, a typo, another command) goes to argparse, which owns the
 # grammar and every message.
-_FAST_VALUED = ("--spec", "--report", "--decide-fd", "--decide-timeout")
+_FAST_VALUED = ("--spec", "--report", "--decide-fd", "--decide-timeout", "--timeout")
 _FAST_FLAGS = ("--yes",)
 
 
@@ -35,7 +35,8 @@ def _fast(argv: list[str]) -> dict[str, Any] | None:
     split = argv.index("--")
     head, command = argv[1:split], argv[split + 1:]
     found: dict[str, Any] = {"action": argv[0], "spec": None, "report": None, "yes": False,
-                             "decide_fd": None, "decide_timeout": None, "command": command}
+                             "decide_fd": None, "decide_timeout": None, "timeout": None,
+                             "command": command}
     if argv[0] == "exec":
         if not head or head[0].startswith("-"):
             return None
@@ -104,6 +105,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     run = command("run", "run a command in a sandbox", yes=True)
     run.add_argument("--report", metavar="FILE",
                      help="write every refusal to FILE as JSON lines")
+    _timeout_option(run)
     _decide_options(run)
     learn = command("learn", "run once with every program open; print the [commands] "
                     "lines for what ran", yes=True)
@@ -124,6 +126,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     saved.add_argument("snapshot_id", metavar="ID")
     saved.add_argument("--report", metavar="FILE",
                        help="write every refusal to FILE as JSON lines")
+    _timeout_option(saved)
     _decide_options(saved)
     _rest(saved)
     cache = command("cache", rest=False)
@@ -148,6 +151,20 @@ def version() -> str:
         return f"lnk-sandbox {installed('lnk-sandbox')}"
     except PackageNotFoundError:
         return "lnk-sandbox (not installed: run from a source tree)"
+
+
+def _timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", metavar="SECONDS",
+                        help="kill the command and everything it started after SECONDS "
+                        "(exit status 124)")
+
+
+def _timeout(args: Any) -> float | None:
+    if args.timeout is None:
+        return None
+    from .deadline import parse_timeout
+
+    return parse_timeout(str(args.timeout))
 
 
 def _decide_options(parser: argparse.ArgumentParser) -> None:
@@ -235,10 +252,10 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
 
     if args.action == "run":
         return api.run(_command(args.command), spec=args.spec, yes=args.yes,
-                       report=args.report, **_decide(args))
+                       report=args.report, timeout=_timeout(args), **_decide(args))
     if args.action == "exec":
         return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report,
-                              **_decide(args))
+                              timeout=_timeout(args), **_decide(args))
     if args.action == "learn":
         from .run import learn_snapshot, snapshot_for
 
@@ -312,12 +329,31 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     raise SystemExit(status)
 
 
+def _client(name: str, prog: str, argv: list[str]) -> NoReturn:
+    """`mcp` and `shell-prefix`: clients of the Python API in lnk_sandbox, loaded only
+    when asked for (the MCP SDK is an extra, and nothing of either sits on a run's start)."""
+    if name == "mcp":
+        try:
+            from lnk_sandbox.mcp_server import main as serve
+        except ImportError as err:
+            sys.stderr.write(f"lnk-sandbox: `{prog}` needs the mcp extra ({err})\n"
+                             "  hint: pip install 'lnk-sandbox[mcp]'\n")
+            raise SystemExit(USAGE_STATUS) from None
+        raise SystemExit(serve(argv, prog))
+    from lnk_sandbox.shell_prefix import main as prefix
+
+    raise SystemExit(prefix(argv, prog))
+
+
 def main_lnk() -> NoReturn:
-    """`lnk sandbox ...`: the `sandbox` word first, then the same commands. `lnk --help`
-    and `lnk --version` answer for the sandbox, the one family of commands lnk has."""
+    """`lnk sandbox ...`: the `sandbox` word first, then the same commands; `lnk mcp`.
+    `lnk --help` and `lnk --version` answer for the sandbox, the one family of commands
+    lnk has."""
     argv = sys.argv[1:]
     if argv[:1] in (["--help"], ["-h"], ["help"], ["--version"]):
         _main("lnk sandbox", ["--help" if argv[0] == "help" else argv[0]])
+    if argv and argv[0] == "mcp":
+        _client("mcp", "lnk mcp", argv[1:])
     if not argv or argv[0] != "sandbox":
         usage = "usage: lnk sandbox COMMAND [ARG...]   (lnk --help lists the commands)\n"
         what = f"unknown command {argv[0]!r}" if argv else "no command given"
@@ -328,5 +364,10 @@ def main_lnk() -> NoReturn:
 
 
 def main_lnk_sandbox() -> NoReturn:
-    """`lnk-sandbox ...`: the same commands without the `sandbox` word."""
-    _main(os.path.basename(sys.argv[0]) or "lnk-sandbox", sys.argv[1:])
+    """`lnk-sandbox ...`: the same commands without the `sandbox` word; `mcp` and
+    `shell-prefix` (Claude Code's CLAUDE_CODE_SHELL_PREFIX)."""
+    prog = os.path.basename(sys.argv[0]) or "lnk-sandbox"
+    argv = sys.argv[1:]
+    if argv and argv[0] in ("mcp", "shell-prefix"):
+        _client(argv[0], f"{prog} {argv[0]}", argv[1:])
+    _main(prog, argv)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .grants import Snapshot, is_within
+from .limits import describe as describe_limits
 
 SCHEMA_VERSION = 3
 
@@ -37,6 +38,7 @@ class Description:
     protected: list[Described]
     placeholders: list[Described]
     opened: list[Described]
+    limits: list[str]
     programs: list[Described] | None
     network_mode: str
     network_allow: list[str]
@@ -79,6 +81,7 @@ def describe(snapshot: Snapshot) -> Description:
         protected=protected + installation,
         placeholders=placeholders,
         opened=opened,
+        limits=describe_limits(snapshot.run_limits()),
         programs=None if snapshot.programs is None else [
             Described(p.name, p.target, "commands.programs") for p in snapshot.programs],
         network_mode=snapshot.network_mode,
@@ -195,6 +198,8 @@ def render(description: Description) -> str:
     network = {"none": "none (loopback only)", "host": "the host's network, all of it",
                "proxy": "only through the proxy, to: " + (", ".join(d.network_allow)
                                                           or "no name")}
+    lines.append("limits:")
+    lines.extend(f"  {limit}" for limit in d.limits)
     lines.append(f"network: {network.get(d.network_mode, d.network_mode)}")
     _network_lines(d, lines)
     if d.git_identity:

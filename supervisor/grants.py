@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 
 from .caches import Cache
 from .errors import SpecError
+from .limits import RunLimits
+from .limits import resolve as resolve_limits
 from .netpolicy import NetworkRules, resolve_unix
 from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
@@ -65,6 +67,7 @@ class Snapshot(NamedTuple):
     session: str | None
     network: NetworkRules = NetworkRules()
     caches: tuple[Cache, ...] = ()
+    limits: RunLimits | None = None  # None: a snapshot saved before [limits]; the defaults
 
     def to_json(self) -> str:
         return json.dumps(to_plain(self), sort_keys=True, separators=(",", ":"))
@@ -92,7 +95,19 @@ class Snapshot(NamedTuple):
             session=data["session"],
             network=NetworkRules.from_plain(data.get("network")),
             caches=tuple(Cache(**c) for c in data.get("caches", ())),
+            limits=(RunLimits(**{**data["limits"],
+                                 "written": tuple(data["limits"].get("written", ()))})
+                    if data.get("limits") else None),
         )
+
+    def run_limits(self) -> RunLimits:
+        """The run's limits: as resolved when the snapshot was made, or the defaults."""
+        if self.limits is not None:
+            return self.limits
+        from .limits import resolve
+        from .spec import Limits
+
+        return resolve(Limits())
 
     def written(self) -> tuple[str, ...]:
         """The folders (and files) the sandbox writes, resolved."""
@@ -296,6 +311,7 @@ class _Resolver:
             network=resolve_unix(self.policy.network, home=self.context.home,
                                  lnk_home=self.context.lnk_home, source=self.policy.source),
             caches=self.caches(ordered),
+            limits=resolve_limits(self.policy.limits),
         )
 
     def caches(self, grants: tuple[Grant, ...]) -> tuple[Cache, ...]:

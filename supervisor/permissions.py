@@ -42,6 +42,7 @@ def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
     caches = data.pop("caches")
     if caches:  # absent from specs without files.caches
         data["caches"] = [{k: c[k] for k in ("name", "path", "store")} for c in caches]
+    data.pop("limits", None)  # limits narrow what a run may use, never what it may reach
     network = data.pop("network")
     if snapshot.network != type(snapshot.network)():  # absent from specs without its keys
         if network["unix"] is not None:

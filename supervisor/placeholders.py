@@ -423,19 +423,33 @@ class Held:
 _this: tuple[int, str] | None = None
 
 
+def _pid_namespace() -> str:
+    """This process's pid namespace, as its inode: a pid means something only there."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
 def _this_process() -> str:
-    """`pid:start` of this process, read once per process (a fork reads it again)."""
+    """`pid:start.namespace` of this process, read once per process (a fork reads it
+    again). A holder from another pid namespace (a container sharing the project) is
+    never judged gone: its pid names another process here, or none."""
     global _this
     pid = os.getpid()
     if _this is None or _this[0] != pid:
-        _this = (pid, f"{pid}:{_process_start(pid)}")
+        _this = (pid, f"{pid}:{_process_start(pid)}.{_pid_namespace()}")
     return _this[1]
 
 
 def _holder_alive(token: str, alive: dict[str, bool]) -> bool:
     pid_text, _, rest = token.partition(":")
-    key = f"{pid_text}:{rest.partition(':')[0]}"
+    stamp = rest.partition(":")[0]
+    key = f"{pid_text}:{stamp}"
     if key == _this_process():
+        return True
+    start, _, namespace = stamp.partition(".")
+    if namespace and namespace != _this_process().rpartition(".")[2]:
         return True
     if key not in alive:
         try:
@@ -443,7 +457,7 @@ def _holder_alive(token: str, alive: dict[str, bool]) -> bool:
         except ValueError:
             alive[key] = False
         else:
-            alive[key] = _process_start(pid) == rest.partition(":")[0]
+            alive[key] = _process_start(pid) == start
     return alive[key]
 
 

@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from .environment import DEFAULT_KEEP
 from .netpolicy import NetworkRules
-from .spec import PathGrant, Spec
+from .spec import Limits, PathGrant, Spec
 
 Access = Literal["read", "write", "hide", "protect"]
 
@@ -70,10 +70,20 @@ class Context(NamedTuple):
     def current() -> Context:
         home = os.environ.get("HOME") or _passwd_home()
         lnk_home = os.environ.get("LNK_HOME") or os.path.join(home, ".lnk")
+        try:
+            cwd = os.getcwd()
+        except OSError as err:
+            from .errors import LaunchError
+
+            raise LaunchError(
+                "the working directory is gone (it was removed while this shell was in it)"
+                if err.errno == 2 else f"the working directory cannot be read: {err.strerror}",
+                hint="cd into a folder that exists, and run it again",
+                errno=err.errno) from None
         runtime = os.environ.get("XDG_RUNTIME_DIR") or None
         return Context(
             home=os.path.normpath(home),
-            cwd=os.getcwd(),
+            cwd=cwd,
             lnk_home=os.path.normpath(os.path.abspath(lnk_home)),
             uid=os.geteuid(),
             runtime_dir=os.path.normpath(runtime) if runtime and runtime.startswith("/") else None,
@@ -94,7 +104,7 @@ def installation_paths() -> tuple[str, ...]:
     package_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     paths = {
         os.path.join(package_root, name)
-        for name in ("supervisor", "inner", "netns_helper")
+        for name in ("supervisor", "inner", "netns_helper", "lnk_sandbox")
         if os.path.isdir(os.path.join(package_root, name))
     }
     paths.add(os.path.realpath(sys.prefix))
@@ -134,6 +144,7 @@ class Policy(NamedTuple):
     env_assign: tuple[tuple[str, str], ...]
     agent: str | None
     session: str | None
+    limits: Limits = Limits()
     network: NetworkRules = NetworkRules()
     caches: tuple[PathGrant, ...] = ()
 
@@ -202,4 +213,5 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
             unix=spec.network.unix,
         ),
         caches=spec.files.caches,
+        limits=spec.limits,
     )

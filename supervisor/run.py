@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Literal, NamedTuple
 
 from .errors import SandboxError
 from .grants import Snapshot, resolve
@@ -33,10 +34,11 @@ def policy_for(spec: Spec, context: Context | None = None) -> Policy:
     return effective_policy(spec, context or Context.current())
 
 
-def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snapshot:
-    """Load, validate and resolve a spec: the snapshot a launch and a description use."""
+def snapshot_for(spec_path: str | Spec | None, context: Context | None = None) -> Snapshot:
+    """Load, validate and resolve a spec (a file's path, or one validated already): the
+    snapshot a launch and a description use."""
     context = context or Context.current()
-    spec = load_spec(spec_path)
+    spec = spec_path if isinstance(spec_path, Spec) else load_spec(spec_path)
     policy = effective_policy(spec, context)
     if spec.agent:
         ensure_private_dir(os.path.join(context.lnk_home, "agents", spec.agent))
@@ -72,18 +74,59 @@ def require_working_directory(snapshot: Snapshot) -> None:
         raise problem
 
 
+class FileOp(NamedTuple):
+    """One file read (to stdout) or written (from stdin) as the sandbox would, instead of
+    a command: inner/fileop.py. `path` as the sandbox sees it (relative: to the working
+    directory); `limit`, for a read, the most bytes it may hold (more: EFBIG)."""
+
+    op: Literal["read", "write"]
+    path: str
+    limit: int | None = None
+
+
+class Ended(NamedTuple):
+    """How a run ended: its exit status (the design's), whether its timeout killed it,
+    and, where the OS reports it (Linux), the errno the command itself could not be run
+    with (an execve that failed inside; 126 or 127)."""
+
+    status: int
+    timed_out: bool = False
+    exec_errno: int | None = None
+
+
 def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-                 decide: Decide | None = None) -> int:
+                 decide: Decide | None = None, timeout: float | None = None) -> int:
     """Launch `argv` confined by `snapshot` and supervise it; the exit status.
 
     `report` names a file that gets every refusal as a JSON line; `decide` the run's
-    decider for destinations no list names (proxy mode).
+    decider for destinations no list names (proxy mode); `timeout` the seconds after
+    which the whole tree is killed (status 124; deadline.py).
     """
-    require_working_directory(snapshot)
+    return launch_snapshot(snapshot, argv, report=report, decide=decide,
+                           timeout=timeout).status
+
+
+def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+                    decide: Decide | None = None, timeout: float | None = None,
+                    cwd: str | None = None, tmp: str | None = None,
+                    file_op: FileOp | None = None) -> Ended:
+    """`run_snapshot`, saying more of how the run ended, for the Python API's child.
+
+    `cwd`: the working directory inside (a folder the sandbox sees; the snapshot's own
+    otherwise); `tmp`: a session's folder for the sandbox's /tmp (Linux; TMPDIR on
+    macOS), kept between its runs (linux/placement.py); `file_op`: read or write one
+    file in place of running `argv` (its errno is `exec_errno`).
+    """
+    from .deadline import check_timeout, earliest
+
+    if cwd is None:  # a cwd given is placed, and refused if unseen, by placement.py
+        require_working_directory(snapshot)
     require_caches_here(snapshot)
     if report is not None and not report:
         raise SandboxError("--report names no file",
                            hint="give it a path, as in --report /tmp/refusals.jsonl")
+    # The caller's timeout and the spec's [limits] timeout: whichever comes first.
+    timeout = earliest(check_timeout(timeout), snapshot.run_limits().timeout or None)
     if decide is not None:
         check_decide(decide, snapshot)
     from .terminal import restore_flags, standard_flags
@@ -93,12 +136,34 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
         if sys.platform == "darwin":
             from .macos.run import run_macos
 
-            return run_macos(snapshot, argv, report=report, decide=decide)
+            if cwd is not None:
+                os.chdir(cwd)  # sandbox-exec starts where its parent is
+            if file_op is not None:
+                argv = mac_file_op_argv(file_op)
+            mac = run_macos(snapshot, argv, report=report, decide=decide, timeout=timeout,
+                            tmp=tmp)
+            # The file operation's command exits with its errno (inner/fileop.py).
+            failed = file_op is not None and 0 < mac.status < 124
+            return Ended(mac.status, mac.timed_out, mac.status if failed else None)
         from .linux.run import run_linux
 
-        return run_linux(snapshot, argv, report=report, decide=decide)
+        outcome = run_linux(snapshot, argv, report=report, decide=decide, timeout=timeout,
+                            cwd=cwd, tmp=tmp, file_op=file_op)
+        failure = outcome.exec_failure
+        return Ended(outcome.status, outcome.timed_out,
+                     failure.errno if failure is not None else None)
     finally:
         restore_flags(flags)
+
+
+def mac_file_op_argv(file_op: FileOp) -> list[str]:
+    """macOS has no inner: the file operation runs as the command, inner/fileop.py's own
+    source under this interpreter (which the profile must let run)."""
+    with open(os.path.join(inner_source(), "fileop.py"), encoding="utf-8") as handle:
+        source = handle.read()
+    code = source + "\nimport sys\nsys.exit(standalone(sys.argv[1:]))\n"
+    limit = "" if file_op.limit is None else str(file_op.limit)
+    return [interpreter()[0], "-I", "-S", "-c", code, file_op.op, file_op.path, limit]
 
 
 def check_decide(decide: Decide, snapshot: Snapshot) -> None:

@@ -8,6 +8,7 @@ point at is the grant resolver's business (`grants.py`).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
@@ -28,7 +29,18 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PROGRAM_NAME = re.compile(r"^[^/\x00]+$")
 
-_TOP_KEYS = ("agent", "session", "files", "commands", "network", "env")
+_TOP_KEYS = ("agent", "session", "files", "commands", "network", "env", "limits")
+_LIMIT_KEYS = ("pids", "memory", "tmp", "shm", "files", "cpu", "timeout")
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.IGNORECASE)
+# Each limit's least (a Python program and the start's own work still fit) and most
+# (pids: the kernel's PID_MAX_LIMIT; files: its nr_open ceiling; sizes: 1 PiB, far below
+# where a cgroup file wraps; times: 68 years, a time_t's reach on every platform).
+_LIMIT_RANGE = {"pids": (8, 4 << 20), "files": (16, 1 << 30), "memory": (64 << 20, 1 << 50),
+                "tmp": (1 << 20, 1 << 50), "shm": (1 << 20, 1 << 50), "cpu": (1, 1 << 31),
+                "timeout": (1, 1 << 31)}
 _NETWORK_KEYS = ("mode", "allow", "deny", "forward", "expose", "unix")
 _PROXY_PORTS = (3128, 1080, 53)  # netns_helper.protocol's: the proxy's own inside
 _MAX_PORTS = 64
@@ -98,6 +110,24 @@ class Env(NamedTuple):
     assign: tuple[tuple[str, str], ...] = ()
 
 
+class Limits(NamedTuple):
+    """`[limits]`, as written: each None (absent) takes its default (limits.py), and 0
+    ("none") lifts it. Sizes in bytes, times in seconds.
+
+    `pids`: processes and threads at once; `memory`: what the sandbox's processes and
+    its tmpfs hold; `tmp` and `shm`: the size of its own /tmp and /dev/shm; `files`:
+    open files per process; `cpu`: CPU seconds per process; `timeout`: wall-clock
+    seconds for the whole run, after which every process of it is killed (124)."""
+
+    pids: int | None = None
+    memory: int | None = None
+    tmp: int | None = None
+    shm: int | None = None
+    files: int | None = None
+    cpu: int | None = None
+    timeout: float | None = None
+
+
 class Spec(NamedTuple):
     """A validated spec. `source` is the file it came from, for later errors."""
 
@@ -108,6 +138,7 @@ class Spec(NamedTuple):
     commands: Commands = Commands()
     network: Network = Network()
     env: Env = Env()
+    limits: Limits = Limits()
 
 
 class _Locator:
@@ -468,6 +499,60 @@ class _Validator:
                 hint="remove it; a program that needs it can set it for its own children",
             )
 
+    def limits(self, value: object) -> Limits:
+        table = self.table(value, "limits", _LIMIT_KEYS)
+        found: dict[str, Any] = {}
+        for name in _LIMIT_KEYS:
+            if name not in table:
+                continue
+            key = f"limits.{name}"
+            item = table[name]
+            least, most = _LIMIT_RANGE[name]
+            if name in ("memory", "tmp", "shm"):
+                found[name] = self.amount(item, key, _SIZE, _SIZE_UNITS, what="a size",
+                                          example='"4G", "512M" or a number of bytes',
+                                          least=least, most=most)
+            elif name in ("cpu", "timeout"):
+                found[name] = self.amount(item, key, _TIME, _TIME_UNITS, what="a time",
+                                          example='"90s", "30m", "2h" or a number of seconds',
+                                          least=least, most=most, fraction=name == "timeout")
+            else:
+                found[name] = self.amount(item, key, None, {}, what="a count",
+                                          example="a whole number", least=least, most=most)
+        return Limits(**found)
+
+    def amount(self, value: object, key: str, pattern: re.Pattern[str] | None,
+               units: dict[str, int], *, what: str, example: str, least: int, most: int,
+               fraction: bool = False) -> Any:
+        """A limit's value: a number, a string with a unit, or "none" (0: lifted); within
+        what a program needs to start and what the kernel can hold (a value past it
+        wraps, or is refused by the kernel after the launch was promised it)."""
+        if value == "none" or (type(value) in (int, float) and not value):
+            return 0
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise self.error(key, f"must be {what}, not {_kind(value)}",
+                             hint=f'write {example}, or "none" for no limit')
+        if isinstance(value, str):
+            match = pattern.match(value) if pattern else None
+            if match is None:
+                raise self.error(key, f"{value!r} is not {what}",
+                                 hint=f'write {example}, or "none" for no limit')
+            number = float(match.group(1)) * units[match.group(2).lower()]
+        elif isinstance(value, float) and not pattern:
+            raise self.error(key, f"must be {what}, not a fraction", hint=f"write {example}")
+        else:
+            number = float(value)
+        if not math.isfinite(number):
+            raise self.error(key, f"{value!r} is not {what}",
+                             hint=f'write {example}, or "none" for no limit')
+        if number < least:
+            raise self.error(key, f"{value!r} is below the least that still lets a program "
+                             f"start ({least})", hint='raise it, or write "none" for no limit')
+        if number > most:
+            raise self.error(key, f"{value!r} is above the most the kernel holds ({most})",
+                             hint='lower it, or write "none" for no limit')
+        return number if fraction else int(number)
+
     def spec(self, document: dict[str, Any]) -> Spec:
         self.table(document, "", _TOP_KEYS)
         agent = self.name(document["agent"], "agent") if "agent" in document else None
@@ -480,6 +565,7 @@ class _Validator:
             commands=self.commands(document.get("commands", {})),
             network=self.network(document.get("network", {})),
             env=self.env(document.get("env", {})),
+            limits=self.limits(document.get("limits", {})),
         )
 
 
@@ -558,6 +644,16 @@ def parse_spec(data: bytes, source: str) -> Spec:
         raise SpecError(f"not valid TOML: {reason}", file=source,
                         hint="write long numbers as strings") from None
     return _Validator(source, text).spec(document)
+
+
+def parse_spec_data(document: object, source: str) -> Spec:
+    """Validate a spec given as data (a harness's dict, as tomllib would give it) by the
+    same validator as a file's, with the same errors; `source` names it in them
+    ("<dict>"), and no line is given, there being no text."""
+    if not isinstance(document, dict):
+        raise SpecError(f"a spec must be a table (a dict), not {_kind(document)}",
+                        file=source)
+    return _Validator(source, "").spec(document)
 
 
 # default_spec.toml as parsed: most runs use it, and tomllib costs them about 4 ms to

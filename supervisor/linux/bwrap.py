@@ -81,7 +81,7 @@ def _op_args(op: MountOp, fd_of: Callable[[MountOp], str]) -> list[str]:
     if op.kind == "hide-file":
         return ["--ro-bind-data", fd_of(op), op.dest]
     if op.kind == "tmpfs":
-        sized = ["--size", str(op.size)] if op.size is not None else []
+        sized = ["--size", str(op.size)] if op.size else []
         mode = ["--perms", f"{op.mode:o}"] if op.mode is not None else []
         return [*sized, *mode, "--tmpfs", op.dest]
     if op.kind == "symlink":
@@ -103,10 +103,13 @@ def bwrap_args(
     fd_of: Callable[[MountOp], str],
     json_status_fd: str,
     config_fd: str,
+    mark: tuple[str, ...] = (),
 ) -> list[str]:
-    """The whole bwrap command line. `fd_of` names the inherited fd of a bind's source."""
+    """The whole bwrap command line. `fd_of` names the inherited fd of a bind's source;
+    `mark` goes first (runs.tag: how the next start finds what a killed run left)."""
     args = [
         info.path,
+        *mark,
         "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",

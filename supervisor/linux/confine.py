@@ -107,4 +107,17 @@ def inner_config(
             "required": snapshot.programs is not None,
             "rules": landlock_rules(plan, snapshot, loaders),
         },
+        "rlimits": rlimits(snapshot),
     }
+
+
+def rlimits(snapshot: Snapshot) -> dict[str, int | None]:
+    """What the inner sets with setrlimit before the exec, soft and hard alike (only
+    CAP_SYS_RESOURCE raises a hard limit again): processes (counted per user namespace
+    since Linux 5.14, so the sandbox's own; and for the sandbox's uid, never root's,
+    which the kernel does not count), open files, CPU seconds; None: left as it is.
+    Core files are none at all: where the host's core_pattern is a pipe, each core
+    would start a helper of the host's, as root, outside the run."""
+    limits = snapshot.run_limits()
+    return {"NPROC": limits.pids or None, "NOFILE": limits.files or None,
+            "CPU": limits.cpu or None, "CORE": 0}

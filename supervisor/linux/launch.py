@@ -32,6 +32,7 @@ from .pinning import LinkInPath, PinnedPath, pin
 from .plan import FRESH_MOUNTS, LaunchPlan, MountOp
 
 if TYPE_CHECKING:
+    from .cgroups import RunCgroups
     from .idmapped import PrivateMounts
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -169,8 +170,14 @@ def spawn(
     argv: list[str],
     env: dict[str, str],
     inner_config: dict[str, object] | None = None,
+    mark: tuple[str, ...] = (),
+    cgroups: RunCgroups | None = None,
 ) -> Launched:
-    """Pin every source, start bwrap with only `env`, and hand the terminal to it."""
+    """Pin every source, start bwrap with only `env`, and hand the terminal to it.
+
+    `cgroups`: the run's own, which this process has been entering since the start
+    began (RunCgroups.entering), so bwrap and all it forks are born there; this process
+    goes back right after, in the back."""
     child = _ChildFds()
     parent_fds: list[int] = []
     private: PrivateMounts | None = None
@@ -197,6 +204,7 @@ def spawn(
             fd_of=lambda op: str(fds[index[id(op)]]),
             json_status_fd=str(json_write),
             config_fd=str(config_fd),
+            mark=mark,
         )
         program = info.path
         if private is not None:
@@ -211,6 +219,8 @@ def spawn(
         try:
             if private is not None:
                 private.enter()
+            if cgroups is not None:
+                cgroups.entered()
             pid = os.posix_spawn(
                 program,
                 args,
@@ -223,6 +233,8 @@ def spawn(
             if private is not None:
                 private.leave()
                 private = None
+            if cgroups is not None:
+                cgroups.leave_soon()
             for sig, handler in saved.items():
                 signal.signal(sig, handler)
     except OSError as err:

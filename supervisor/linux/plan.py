@@ -51,23 +51,6 @@ INNER_PARENT_UNDER_ROOT = "/dev/.lnk-sandbox"
 FRESH_MOUNTS = ("/tmp", "/dev/shm")
 
 
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return 0
-
-
-# The size of each sandbox's own /dev/shm, where POSIX shared memory and semaphores live
-# (Python's multiprocessing, Chromium, PostgreSQL): a tmpfs takes memory only for what is
-# written there, so this is a ceiling, not a reservation. A quarter of the machine's
-# memory, as the kernel's own default for tmpfs is half, and at most 2 GiB, enough for a
-# browser's renderers or a test database (Docker's 64 MiB is a known cause of their
-# crashes). The one place this size is set: `[limits]` replaces it per spec.
-SHM_SIZE_CAP = 2 << 30
-SHM_SIZE = min(_physical_memory() // 4, SHM_SIZE_CAP) or SHM_SIZE_CAP
-
-
 class MountOp(NamedTuple):
     """One bwrap operation. `source` is the host path pinned at launch (binds), or the
     link's text (symlink); `reason` says which rule asked for it. `idmapped`: run by
@@ -80,7 +63,7 @@ class MountOp(NamedTuple):
     source: str | None = None
     reason: str = ""
     idmapped: bool = False
-    size: int | None = None
+    size: int = 0  # a tmpfs's size in bytes (the run's limits); 0: the kernel's default
     mode: int | None = None
 
 
@@ -105,7 +88,6 @@ class HostLayout(NamedTuple):
     lnk_home: str | None = None
     proc_read_only: tuple[str, ...] = ()
     root_sockets: tuple[str, ...] = ()
-    shm_size: int = SHM_SIZE
     cache_missing: Mapping[str, str] = MappingProxyType({})
 
     @staticmethod
@@ -270,9 +252,10 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     # Never the host's /dev/shm: its names are host-wide, so another program's shared
     # memory would be open to the sandbox, and the sandbox's left behind after it.
     root.append(MountOp("tmpfs", "/dev/shm", reason="shared memory of the sandbox's own",
-                        size=layout.shm_size, mode=0o1777))
+                        size=snapshot.run_limits().shm, mode=0o1777))
     if "/tmp" not in targets:
-        root.append(MountOp("tmpfs", "/tmp", reason="a fresh /tmp"))
+        root.append(MountOp("tmpfs", "/tmp", reason="a fresh /tmp",
+                            size=snapshot.run_limits().tmp))
 
     # The layered part: (dest, access) of every mount so far decides what still needs one.
     mounts: list[tuple[str, str]] = [

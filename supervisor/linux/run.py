@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
+from ..deadline import timed_out_message
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
@@ -13,12 +14,15 @@ from ..grants import Snapshot
 from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
-from ..run import inner_source, interpreter
+from ..run import FileOp, inner_source, interpreter
+from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .gitrun import GitRun
 from .launch import spawn
+from .placement import place
 from .plan import HostLayout, LaunchPlan, build_plan
+from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
@@ -138,80 +142,107 @@ def launch_and_supervise(
     learn: bool = False,
     judge: Judge | None = None,
     decide: Decide | None = None,
+    timeout: float | None = None,
+    cwd: str | None = None,
+    tmp: str | None = None,
+    file_op: FileOp | None = None,
 ) -> Outcome:
-    """Launch and supervise one run. `learn` opens every program and records in `judge`."""
-    cache = CheckCache(snapshot.lnk_home)
-    info = bwrap_info(cache)
-    if learn:
-        snapshot = snapshot._replace(programs=None)
-    layers = decide_layers(snapshot, cache, learn=learn)
-    plan = plan_for(snapshot)
-    # git's files (identity, excludes, trace) are in the plan before Landlock's rules are
-    # made from it; their folder goes on every way out.
-    git = GitRun.prepare(snapshot, plan)
+    """Launch and supervise one run. `learn` opens every program and records in `judge`;
+    `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
+    inside (placement.py); `file_op` has the inner read or write a file instead of
+    running `argv` (inner/fileop.py)."""
+    # Listed, and given cgroups of its own, before anything of the run exists: whenever
+    # this process is killed from here on, the next start ends what the run left (runs.py).
+    token = this_token()
+    listed = RunList(snapshot.lnk_home, token)
+    cgroups = RunCgroups.entering(token, snapshot.run_limits())
+    git: GitRun | None = None
+    events: EventLog | None = None
+    network = None
+    relay = None
     try:
+        cache = CheckCache(snapshot.lnk_home)
+        info = bwrap_info(cache)
+        if learn:
+            snapshot = snapshot._replace(programs=None)
+        layers = decide_layers(snapshot, cache, learn=learn)
+        plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp,
+                     tmp_size_asked="tmp" in snapshot.run_limits().written)
+        # git's files (identity, excludes, trace) are in the plan before Landlock's rules
+        # are made from it; their folder goes on every way out.
+        git = GitRun.prepare(snapshot, plan)
         if git is not None:
             plan = git.plan(plan)
         loaders = program_loaders(snapshot)
         config = inner_config(plan, snapshot, layers, loaders)
+        if file_op is not None:
+            config["file"] = file_op._asdict()
         events = EventLog(open_report(report, snapshot.written()) if report else None)
         if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
             say(unix_sockets_gap(layers.landlock_abi))
-        # The run's folder and exposed ports exist before bwrap, the helper's job after.
-        network = None
+        # The run's folder and exposed ports exist before bwrap, the helper's job after it.
         if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
             from .network import NetworkRun
 
             network = NetworkRun.open(snapshot, events, decide)
             plan = network.plan(plan)
-    except BaseException:
-        if git is not None:
-            git.close()
-        raise
-    relay = _relay_named_sockets(snapshot, plan)
-    if relay is not None:
-        plan = relay[0].plan(plan)
-    env = sandbox_environment(snapshot)
-    env.update(git.env if git is not None else {})
+        relay = _relay_named_sockets(snapshot, plan)
+        if relay is not None:
+            plan = relay[0].plan(plan)
+        env = sandbox_environment(snapshot)
+        env.update(git.env if git is not None else {})
+        run_events = events
 
-    def watch_factory(listener: int) -> ExecWatch:
-        """Made when the inner hands its listener over: the watch (and ctypes) load only
-        for a run that is watched."""
-        from inner.syscalls import number
+        def watch_factory(listener: int) -> ExecWatch:
+            """Made when the inner hands its listener over: the watch (and ctypes) load only
+            for a run that is watched."""
+            from inner.syscalls import number
 
-        from .watch import ExecWatch, Judge
+            from .watch import ExecWatch, Judge
 
-        nonlocal judge
-        if judge is None:
-            judge = Judge(allowed_files(snapshot, loaders),
-                          listed=frozenset(p.target for p in snapshot.programs or ()))
-        judge.record = learn
-        numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
-        return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
-                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
-                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
+            nonlocal judge
+            if judge is None:
+                judge = Judge(allowed_files(snapshot, loaders),
+                              listed=frozenset(p.target for p in snapshot.programs or ()))
+            judge.record = learn
+            numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
+            return ExecWatch(listener, numbers=numbers, judge=judge, events=run_events,
+                             seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
+                             compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
 
-    try:
         # Missing dot files are made before the sources are pinned, and released on every
         # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
         # next start, which prunes runs no longer alive.
         held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
         try:
-            launched = spawn(plan, info, argv=argv, env=env, inner_config=config)
-            return supervise(launched,
-                             watch_factory=watch_factory if layers.listener else None,
-                             **(network.supervise_options() if network else {}))
+            cgroups.entered()
+            _refuse_unheld_limits(snapshot, cgroups)
+            launched = spawn(plan, info, argv=argv, env=env, inner_config=config,
+                             mark=tuple(tag(token)), cgroups=cgroups)
+            outcome = supervise(launched,
+                                watch_factory=watch_factory if layers.listener else None,
+                                timeout=timeout,
+                                **(network.supervise_options() if network else {}))
+            for limit in cgroups.limit_hit():
+                say(f"the run reached its {limit} limit ([limits] in the spec; "
+                    "`lnk sandbox describe` shows them)")
+            return outcome
         finally:
             held.release()
     finally:
-        if relay is not None:
-            relay[0].close()
-            relay[1].close()
-        if network is not None:
-            network.close()
-        events.close()
-        if git is not None:
-            git.finish()
+        try:
+            if relay is not None:
+                relay[0].close()
+                relay[1].close()
+            if network is not None:
+                network.close()
+            if events is not None:
+                events.close()
+            if git is not None:
+                git.finish()
+        finally:
+            cgroups.end()
+            listed.close()
 
 
 def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan
@@ -254,13 +285,20 @@ def _say_new_submodules(before: dict[str, frozenset[str]]) -> None:
 
 
 def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-              decide: Decide | None = None) -> int:
+              decide: Decide | None = None, timeout: float | None = None,
+              cwd: str | None = None, tmp: str | None = None,
+              file_op: FileOp | None = None) -> Outcome:
+    """One run, said as a person reads it; its Outcome (SandboxError for lnk-sandbox's
+    own failures)."""
     committed = _committed_tops(snapshot)
-    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide)
+    outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide,
+                                   timeout=timeout, cwd=cwd, tmp=tmp, file_op=file_op)
     _say_new_submodules(committed)
     if outcome.problem is not None:
         raise outcome.problem
-    if outcome.exec_failure is not None:
+    if outcome.timed_out and timeout is not None:
+        say(timed_out_message(timeout))
+    if outcome.exec_failure is not None and file_op is None:  # the caller says a file's
         failure = outcome.exec_failure
         reason = os.strerror(failure.errno) if failure.errno else "failed"
         if failure.interpreter is not None:
@@ -269,7 +307,20 @@ def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
         elif failure.status == 127:
             reason = "not found in the sandbox"
         say(f"cannot run {failure.program}: {reason}")
-    return outcome.status
+    return outcome
 
 
 __all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]
+
+
+def _refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:
+    """A memory limit the spec sets, and no cgroup here can hold, refuses the launch: the
+    default one only shows as not held in `check` (a person's own cgroups are seldom
+    delegated, and refusing every run there would leave no sandbox at all)."""
+    limits = snapshot.run_limits()
+    if "memory" in limits.written and limits.memory and not cgroups.held.memory:
+        raise SandboxError(
+            f"{snapshot.source}: limits.memory: the spec sets a memory limit, and no "
+            "cgroup with the memory controller may be made here for the run",
+            hint="run it as root, or in a delegated cgroup (systemd-run --user --scope -p "
+                 "Delegate=yes lnk sandbox run ...), or remove limits.memory")

@@ -25,6 +25,10 @@ from ..errors import LaunchError
 from .plan import LaunchPlan
 
 _CHUNK = 64 * 1024
+# Connections relayed at once, per run: each costs the supervisor two threads and two
+# descriptors outside the run's cgroups, so the sandbox must not choose how many (an
+# agent socket needs a few; the proxy caps its own at 512 on one event loop).
+MAX_CONNECTIONS = 64
 
 
 class SocketRelay:
@@ -34,6 +38,7 @@ class SocketRelay:
         self.folder = folder
         self.listeners: list[tuple[socket.socket, str, str]] = []
         self.closed = threading.Event()
+        self.room = threading.BoundedSemaphore(MAX_CONNECTIONS)
         try:
             for number, target in enumerate(targets):
                 path = os.path.join(folder, f"relay-{number}.sock")
@@ -60,17 +65,24 @@ class SocketRelay:
 
     def _accept(self, listener: socket.socket, target: str) -> None:
         while not self.closed.is_set():
+            # Past the cap, new connections wait in the listener's backlog (then are
+            # refused) until one of the relayed ones ends.
+            while not self.room.acquire(timeout=0.5):
+                if self.closed.is_set():
+                    return
             try:
                 inside, _ = listener.accept()
             except OSError:
+                self.room.release()
                 return
             try:
                 outside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 outside.connect(target)
             except OSError:
                 inside.close()
+                self.room.release()
                 continue
-            pair = _Pair(inside, outside)
+            pair = _Pair(inside, outside, room=self.room)
             for source, sink in ((inside, outside), (outside, inside)):
                 threading.Thread(target=_copy, args=(source, sink, pair),
                                  name="lnk-socket-relay", daemon=True).start()
@@ -92,10 +104,11 @@ class SocketRelay:
 class _Pair:
     """A relayed connection's two sockets, closed once both directions are done."""
 
-    def __init__(self, *sockets: socket.socket) -> None:
+    def __init__(self, *sockets: socket.socket, room: threading.BoundedSemaphore) -> None:
         self.sockets = sockets
         self.left = len(sockets)
         self.lock = threading.Lock()
+        self.room = room
 
     def done(self) -> None:
         with self.lock:
@@ -104,6 +117,7 @@ class _Pair:
                 return
         for sock in self.sockets:
             sock.close()
+        self.room.release()
 
 
 def _copy(source: socket.socket, sink: socket.socket, pair: _Pair) -> None:

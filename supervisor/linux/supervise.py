@@ -11,6 +11,9 @@ Signals: bwrap forwards none, and one that killed it would kill the target with 
 (die-with-parent). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the supervisor are passed
 to bwrap's process group, so the target's own handler runs; SIGTERM or SIGHUP that the
 target outlives by `KILL_GRACE` seconds, or that comes twice, kills the whole tree.
+
+Timeout: a run given one (deadline.py) that is still going at its deadline is killed
+whole by `Supervision.time_out`, in either phase, and ends with status 124.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from inner import protocol
 
+from ..deadline import TIMEOUT_STATUS, Deadline
 from ..errors import HelperError, LaunchError, SandboxError
 from ..events import say
 from ..terminal import give_terminal
@@ -67,6 +71,7 @@ class Outcome(NamedTuple):
     status: int
     exec_failure: ExecFailure | None = None
     problem: SandboxError | None = None
+    timed_out: bool = False
 
 
 class Supervision:
@@ -74,8 +79,10 @@ class Supervision:
 
     def __init__(self, launched: Launched,
                  watch_factory: Callable[[int], ExecWatch] | None = None,
-                 services: Sequence[Service] = ()):
+                 services: Sequence[Service] = (), timeout: float | None = None):
         self.launched = launched
+        self.deadline = Deadline(timeout)
+        self.timed_out = False
         self.watch_factory = watch_factory
         self.services = tuple(services)
         self.problem: SandboxError | None = None
@@ -173,6 +180,14 @@ class Supervision:
         except OSError:
             pass
 
+    def time_out(self) -> None:
+        """The run's deadline passed with bwrap still running: kill the whole tree (a
+        program ignoring SIGTERM included) and release a go still waited for."""
+        self.timed_out = True
+        self.kill()
+        for condition in self.go_conditions:
+            condition.set()
+
     def fail(self, problem: SandboxError) -> None:
         """End the run for `problem` (status 125), releasing a go that waits."""
         if self.problem is None:
@@ -182,6 +197,9 @@ class Supervision:
             condition.set()
 
     def overdue(self) -> bool:
+        if not self.timed_out and self.deadline.passed():
+            self.time_out()
+            return True
         if self.kill_deadline is not None and time.monotonic() >= self.kill_deadline:
             self.kill()
             self.kill_deadline = None
@@ -189,15 +207,20 @@ class Supervision:
         return False
 
     def time_left(self) -> float | None:
-        if self.kill_deadline is None:
-            return None
-        return max(0.0, self.kill_deadline - time.monotonic())
+        """Seconds until the next thing to act on (a kill grace, the deadline), or None."""
+        waits = [] if self.timed_out else [self.deadline.left()]
+        if self.kill_deadline is not None:
+            waits.append(max(0.0, self.kill_deadline - time.monotonic()))
+        known = [w for w in waits if w is not None]
+        return min(known) if known else None
 
     # -- waiting -------------------------------------------------------------------------
 
     def wait_briefly(self, window: float = SYNC_WINDOW) -> bool:
-        """Wait up to `window` seconds without an event loop; True when bwrap ended."""
-        end = time.monotonic() + window
+        """Wait up to `window` seconds (never past the deadline) without an event loop;
+        True when bwrap ended."""
+        left = self.deadline.left()
+        end = time.monotonic() + (window if left is None else min(window, left))
         while True:
             left = end - time.monotonic()
             if left <= 0:
@@ -214,7 +237,8 @@ class Supervision:
                 group.start_soon(service, self)
             while True:
                 self.overdue()
-                with anyio.move_on_after(self.time_left() or 3600):
+                wait = self.time_left()
+                with anyio.move_on_after(3600 if wait is None else wait):
                     await anyio.wait_readable(self.launched.pidfd)
                     break
             group.cancel_scope.cancel()
@@ -246,6 +270,8 @@ class Supervision:
         if self.confinement_failure is not None:
             return Outcome(125, problem=SandboxError(
                 f"the sandbox could not be confined: {self.confinement_failure}"))
+        if self.timed_out:
+            return Outcome(TIMEOUT_STATUS, timed_out=True)
         if self.exec_failure is not None:
             return Outcome(self.exec_failure.status, exec_failure=self.exec_failure)
         if exit_code is not None:
@@ -298,13 +324,15 @@ def supervise(
     watch_factory: Callable[[int], ExecWatch] | None = None,
     services: Sequence[Service] = (),
     go_conditions: Sequence[threading.Event] = (),
+    timeout: float | None = None,
 ) -> Outcome:
     """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it).
 
     `services` run in the loop beside the wait (so they need `needs_loop`); the go waits
-    for every event of `go_conditions`, added before the status socket is read.
+    for every event of `go_conditions`, added before the status socket is read;
+    `timeout` (seconds, from now) kills the whole tree when it is up (status 124).
     """
-    supervision = Supervision(launched, watch_factory, services)
+    supervision = Supervision(launched, watch_factory, services, timeout)
     supervision.go_conditions.extend(go_conditions)
     supervision.start()
     try:

@@ -17,7 +17,10 @@ Facts (not run on a Mac here):
   A process that leaves the group (setsid) or outlives a SIGKILLed supervisor is not
   reached: a stated gap of macOS.
 - There is no fresh /tmp: each run gets a temp folder of its own (TMPDIR), writable,
-  removed after; /private/tmp stays closed unless granted (agent sockets live there).
+  removed after (a session's is kept between its runs); /private/tmp stays closed unless
+  granted (agent sockets live there).
+- A timeout (deadline.py) kills the command's process group at the deadline, as the end
+  of the command does; status 124.
 - sandbox-exec's own failures (a profile this macOS rejects; a nested sandbox, exit 71)
   would look like the command's status. So a launch first asks whether this process is
   sandboxed already, then runs the readiness probe (probe.py) with its own profile:
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
+from ..deadline import TIMEOUT_STATUS, Deadline, timed_out_message
 from ..dotfiles import Protected, analyze
 from ..errors import LaunchError
 from ..events import EventLog, say
@@ -152,13 +156,16 @@ class _Outcome:
     root_refused: bool = False
     seen: list[object] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    timed_out: bool = False
 
 
 class _Child:
     """sandbox-exec, running: its group, the terminal, signals passed on to it."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]):
+    def __init__(self, argv: list[str], env: dict[str, str], timeout: float | None = None):
         self.terminal = foreground_terminal()
+        self.run_deadline = Deadline(timeout)
+        self.timed_out = False
         defaults = {s for s in signal.valid_signals() if s not in _UNCATCHABLE}
         try:
             self.pid = os.posix_spawn(argv[0], argv, env, setpgroup=0, setsigdef=defaults,
@@ -189,6 +196,11 @@ class _Child:
         except OSError:
             pass
 
+    def time_out(self) -> None:
+        """The run's deadline passed with the command still running: kill its group."""
+        self.timed_out = True
+        self.kill()
+
     def kill(self) -> None:
         self._signal_group(signal.SIGKILL)
         try:
@@ -205,6 +217,8 @@ class _Child:
         group's while anything is left in it (neither kernel hands out a pid that names a
         live group), so only an empty group's id could have been reused meanwhile."""
         if self.status is None:
+            if not self.timed_out and self.run_deadline.passed():
+                self.time_out()
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 self.deadline = None
                 self.kill()
@@ -282,13 +296,23 @@ class MacLauncher:
         self.probe_timeout = probe_timeout
 
     def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-            decide: Decide | None = None) -> int:
+            decide: Decide | None = None, timeout: float | None = None) -> int:
+        return self.launch(snapshot, argv, report=report, decide=decide,
+                           timeout=timeout).status
+
+    def launch(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+               decide: Decide | None = None, timeout: float | None = None,
+               temp: str | None = None) -> _Outcome:
+        """One run; `temp`, a session's temp folder to use (and keep) as the run's own."""
         events = EventLog(open_report(report, snapshot.written()) if report else None)
         try:
-            outcome = self._launch(snapshot, argv, learn=False, events=events, decide=decide)
+            outcome = self._launch(snapshot, argv, learn=False, events=events, decide=decide,
+                                   timeout=timeout, session_temp=temp)
         finally:
             events.close()
-        return outcome.status
+        if outcome.timed_out and timeout is not None:
+            say(timed_out_message(timeout))
+        return outcome
 
     def learn(self, snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
         from ..learn import LeftOut, render, summarize
@@ -320,10 +344,11 @@ class MacLauncher:
 
     def _launch(self, snapshot: Snapshot, argv: list[str], *, learn: bool,
                 events: EventLog | None, temp_out: list[str] | None = None,
-                decide: Decide | None = None) -> _Outcome:
+                decide: Decide | None = None, timeout: float | None = None,
+                session_temp: str | None = None) -> _Outcome:
         if self.nested():
             raise NESTED
-        temp = os.path.realpath(tempfile.mkdtemp(prefix="lnk-sandbox-"))
+        temp = os.path.realpath(session_temp or tempfile.mkdtemp(prefix="lnk-sandbox-"))
         if temp_out is not None:
             temp_out.append(temp)
         proxy = None
@@ -345,17 +370,19 @@ class MacLauncher:
             if not learn and snapshot.programs is None:
                 self._check_profile(snapshot, profile, env)
                 if proxy is None:
-                    return self._finish(self._plain(command, env), None, env)
-                status = self._watched(command, env, profile, None, snapshot, proxy=proxy)
-                return self._finish(status, None, env)
+                    return self._finish(self._plain(command, env, timeout), None, env)
+                ended = self._watched(command, env, profile, None, snapshot, proxy=proxy,
+                                      timeout=timeout)
+                return self._finish(ended, None, env)
             namer = Namer(events, learn=learn)
-            status = self._watched(command, env, profile, namer, snapshot, learn=learn,
-                                   proxy=proxy)
-            return self._finish(status, namer, env)
+            ended = self._watched(command, env, profile, namer, snapshot, learn=learn,
+                                  proxy=proxy, timeout=timeout)
+            return self._finish(ended, namer, env)
         finally:
             if proxy is not None:
                 proxy.close()
-            shutil.rmtree(temp, ignore_errors=True)
+            if session_temp is None:
+                shutil.rmtree(temp, ignore_errors=True)
 
     def _check_profile(self, snapshot: Snapshot, profile: Profile,
                        env: dict[str, str]) -> None:
@@ -372,11 +399,13 @@ class MacLauncher:
             raise result.problem(self.sandbox_exec)
         cache.record(key, True)
 
-    def _plain(self, command: list[str], env: dict[str, str]) -> int:
-        """No program list: nothing to name, so no log and no event loop."""
-        child = _Child(command, env)
+    def _plain(self, command: list[str], env: dict[str, str],
+               timeout: float | None = None) -> tuple[int, bool]:
+        """No program list: nothing to name, so no log and no event loop. The wait
+        status, and whether the timeout ended it."""
+        child = _Child(command, env, timeout)
         try:
-            return child.wait()
+            return child.wait(), child.timed_out
         finally:
             child.close()
 
@@ -415,7 +444,8 @@ class MacLauncher:
 
     def _watched(self, command: list[str], env: dict[str, str], profile: Profile,
                  namer: Namer | None, snapshot: Snapshot, *, learn: bool = False,
-                 proxy: MacProxy | None = None) -> int:
+                 proxy: MacProxy | None = None, timeout: float | None = None
+                 ) -> tuple[int, bool]:
         """The command under the event loop: with `log stream` read beside it to name
         refused programs (`namer`), and the proxy served (`proxy`)."""
         import anyio
@@ -431,10 +461,11 @@ class MacLauncher:
                 self._check_profile(snapshot, profile, env)
                 stream = None
                 if proxy is None:
-                    return self._plain(command, env)
+                    return self._plain(command, env, timeout)
 
-        async def supervise() -> int:
+        async def supervise() -> tuple[int, bool]:
             status = 0
+            timed_out = False
             problem: Exception | None = None
             async with anyio.create_task_group() as group:
                 if proxy is not None:
@@ -445,11 +476,12 @@ class MacLauncher:
                     if stream is not None and namer is not None and not await self._ready(
                             stream, namer, profile, env):
                         self._without_log(learn, *stream.failure())
-                    child = _Child(command, env)
+                    child = _Child(command, env, timeout)
                     if namer is not None:
                         namer.lineage = Lineage(child.pid)
                     try:
                         status = await child.wait_async()
+                        timed_out = child.timed_out
                         if stream is not None:
                             await stream.settle(quiet=self.quiet, limit=self.settle_limit)
                     finally:
@@ -460,7 +492,7 @@ class MacLauncher:
                     group.cancel_scope.cancel()
             if problem is not None:
                 raise problem
-            return status
+            return status, timed_out
 
         try:
             return _run_loop(supervise)
@@ -476,7 +508,11 @@ class MacLauncher:
             f"(to name them: {fix})")
 
     @staticmethod
-    def _finish(status: int, namer: Namer | None, env: dict[str, str]) -> _Outcome:
+    def _finish(ended: tuple[int, bool], namer: Namer | None, env: dict[str, str]) -> _Outcome:
+        status, timed_out = ended
+        if timed_out:
+            return _Outcome(TIMEOUT_STATUS, seen=list(namer.seen) if namer else [], env=env,
+                            timed_out=True)
         code = os.waitstatus_to_exitcode(status)
         code = 128 - code if code < 0 else code
         refused = namer is not None and namer.root_refused
@@ -485,7 +521,7 @@ class MacLauncher:
         return _Outcome(code, refused, list(namer.seen) if namer else [], env)
 
 
-def _run_loop(main: Callable[[], Awaitable[int]]) -> int:
+def _run_loop(main: Callable[[], Awaitable[tuple[int, bool]]]) -> tuple[int, bool]:
     import anyio
 
     options: dict[str, object] = {}
@@ -509,8 +545,10 @@ def preflight_macos(snapshot: Snapshot, *, sandbox_exec: str = SANDBOX_EXEC) -> 
 
 
 def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-              decide: Decide | None = None) -> int:
-    return MacLauncher().run(snapshot, argv, report=report, decide=decide)
+              decide: Decide | None = None, timeout: float | None = None,
+              tmp: str | None = None) -> _Outcome:
+    return MacLauncher().launch(snapshot, argv, report=report, decide=decide,
+                                timeout=timeout, temp=tmp)
 
 
 def learn_macos(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:

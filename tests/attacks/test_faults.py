@@ -4,6 +4,7 @@ stale lock, no half-written state, and the next start succeeds."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -20,10 +21,11 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 LAUNCHES = int(os.environ.get("LNK_FAULT_LAUNCHES", "200"))
 
 
-def _with_marker(marker: str) -> set[int]:
+def _alive_with(marker: str, *, exclude: set[int] = frozenset()) -> set[int]:
+    """Processes of the host (not zombies) whose command line holds `marker`."""
     found = set()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) in exclude:
             continue
         try:
             if marker.encode() in (entry / "cmdline").read_bytes():
@@ -35,42 +37,105 @@ def _with_marker(marker: str) -> set[int]:
     return found
 
 
-def _mount_count() -> int:
-    return len(Path("/proc/self/mountinfo").read_text().splitlines())
+def _bwrap_child_of(pid: int) -> bool:
+    """Whether bwrap is running as a child of `pid` (the supervisor spawned it)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        if comm == "bwrap" and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            return True
+    return False
+
+
+def _host_mounts() -> int:
+    """The mounts of the host's namespace (init's), not the test's own view."""
+    return len(Path("/proc/1/mountinfo").read_text().splitlines())
+
+
+def _run_cgroups() -> list[str]:
+    """The cgroups of runs whose supervisor is gone, left on the host (root mode makes
+    them under lnk-sandbox). A run's supervisor holds a lock on each of its cgroups while
+    it lives; the kernel drops it when it dies. Other runs on the machine (another
+    checkout's tests, say) hold theirs, and are not counted; an older lnk-sandbox's,
+    which lock nothing, are judged by their supervisor's pid."""
+    left = []
+    # This test's runs make theirs below the test's own cgroups (v1), or at a top.
+    own = [line.split(":", 2)[2].rstrip("/") for line in
+           Path("/proc/self/cgroup").read_text().splitlines()]
+    tops = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
+    for base in Path("/sys/fs/cgroup").glob("**/lnk-sandbox"):
+        if not (base.parent in tops or base.parent.parent in tops
+                or any(path and str(base.parent).endswith(path) for path in own)):
+            continue  # another session's
+        for folder in base.iterdir():
+            if not folder.is_dir():
+                continue
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live run's
+            finally:
+                os.close(fd)
+            legacy = folder.name.count("-") == 1
+            if legacy and Path(f"/proc/{folder.name.split('-')[0]}").exists():
+                continue  # an older lnk-sandbox's run, perhaps alive
+            left.append(str(folder))
+    return left
 
 
 @pytest.mark.requires_landlock(abi=1)
 @pytest.mark.requires_seccomp_notify
 def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
-    """Before bwrap, during its mounts, while the watch holds a notification, during
-    cleanup: wherever the kill lands, nothing is left and the next start works."""
-    marker = f"lnk-fault-{os.getpid()}-{random.randrange(1 << 30)}"
+    """Before bwrap, in bwrap's first milliseconds, during its mounts, while the watch
+    holds a notification, during cleanup: wherever the kill lands, the next start ends
+    what it left, and then no process, mount, cgroup, placeholder or listed run is left.
+
+    Counted on the host: every process whose command line names this test's folder (bwrap
+    names the project in its binds, the command carries it too), the host namespace's
+    mounts, the runs' cgroups. Half the kills come 0 to 4 ms after bwrap appears, where
+    bwrap has not yet asked for its parent-death signal."""
     spec = sandbox.write_spec(
         '[files]\nread = ["."]\nwrite = ["./work"]\n[commands]\nprograms = ["sh", "true"]\n')
     (sandbox.project / "work").mkdir()
     sandbox.chown()
-    mounts = _mount_count()
+    marker = str(sandbox.project)
+    mounts = _host_mounts()
     rng = random.Random(1234)
     command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--yes",
                "--", "/bin/sh", "-c", f"while :; do true; done # {marker}"]
-    for _ in range(LAUNCHES):
+    for launch in range(LAUNCHES):
         process = subprocess.Popen(command, cwd=sandbox.project, env=sandbox.env(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0, 0.12))
+        supervisor = process.pid  # setpriv (the test user) execs lnk in place: its pid
+        if launch % 2:
+            deadline = time.monotonic() + 5
+            while not _bwrap_child_of(supervisor) and time.monotonic() < deadline:
+                time.sleep(0.0005)
+            time.sleep(rng.uniform(0, 0.004))
+        else:
+            time.sleep(rng.uniform(0, 0.12))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
-    deadline = time.monotonic() + 20
-    while _with_marker(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _with_marker(marker) == set()
-    assert _mount_count() == mounts
-    # The next start succeeds, and prunes what the killed runs held.
+    # The next start ends what the killed runs left, and prunes what they held.
     done = sandbox.run("/bin/sh", "-c", "echo STARTED", spec=spec.read_text(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "STARTED\n"
+    deadline = time.monotonic() + 20
+    while _alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive_with(marker) == set()
+    assert _host_mounts() == mounts
+    assert _run_cgroups() == []
     work = sandbox.project / "work"
     assert sorted(p.name for p in work.iterdir()) == []  # no placeholder (.git, ...) left
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
+    assert list((sandbox.lnk_home / "runs").iterdir()) == []  # no run still listed
     from supervisor.placeholders import Placeholders
 
     assert Placeholders(str(sandbox.lnk_home)).entries() == {}  # no run holds anything
@@ -119,3 +184,26 @@ def test_a_read_only_lnk_home_is_a_clear_error(sandbox: Sandbox) -> None:
     assert "Read-only file system" in done.stderr or "Permission denied" in done.stderr
     assert "Traceback" not in done.stderr
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
+
+
+@pytest.mark.requires_root
+def test_a_start_in_another_pid_namespace_leaves_live_runs_alone(
+        root_sandbox: Sandbox) -> None:
+    """A run started in a pid namespace of its own (a container or an `unshare -p` job
+    sharing the cgroups and $LNK_HOME) has a pid that names another process, or none,
+    outside it: a start outside must not take it for a killed run and end it."""
+    inside = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", LNK, "sandbox", "run", "--",
+         "/bin/sh", "-c", "echo STARTED; sleep 4; echo LIVED"],
+        cwd=root_sandbox.project, env=root_sandbox.env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert inside.stdout is not None
+        assert inside.stdout.readline().strip() == "STARTED"
+        for _ in range(3):  # starts outside, each pruning what it takes for dead
+            assert root_sandbox.run("/bin/true").returncode == 0
+        out, err = inside.communicate(timeout=30)
+    finally:
+        inside.kill()
+    assert inside.returncode == 0, err
+    assert out.strip() == "LIVED"

@@ -137,3 +137,22 @@ def test_check_names_the_exec_watch_that_runs(sandbox: Sandbox) -> None:
     text = sandbox.lnk("check", spec=LISTED).stdout
     assert "  exec watch          compiled\n" in text
     assert "layer: exec watch: compiled" in text
+
+
+def test_check_says_how_each_limit_holds(sandbox: Sandbox) -> None:
+    done = sandbox.lnk("check", "--json", spec='[limits]\npids = 100\ntmp = "64M"\ncpu = "none"\n')
+    report = json.loads(done.stdout)
+    limits = [layer for layer in report["layers"] if layer.startswith("limit: ")]
+    assert "limit: /tmp 64 MiB, by the size of its tmpfs" in limits
+    assert "limit: CPU time per process: no limit" in limits
+    processes = next(line for line in limits if line.startswith("limit: processes 100"))
+    memory = next(line for line in limits if line.startswith("limit: memory"))
+    if sandbox.who.is_root:
+        assert "pids.max" in processes and "by a cgroup of the run's own" in memory
+    else:
+        assert "RLIMIT_NPROC" in processes
+    asked = sandbox.lnk("check", "--json", spec='[limits]\nmemory = "1G"\n')
+    held = "by a cgroup" in next(line for line in json.loads(asked.stdout)["layers"]
+                                 if line.startswith("limit: memory"))
+    assert asked.returncode == (0 if held else 1)
+    assert held or any("limits.memory" in p for p in json.loads(asked.stdout)["problems"])

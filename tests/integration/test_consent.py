@@ -19,6 +19,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from supervisor.limits import describe as describe_limits
+from supervisor.limits import resolve as resolve_limits
+from supervisor.spec import Limits
 from support.processes import at_terminal
 from support.sandbox import LNK, PROBE_SOURCE, PYTHON_INSIDE, Sandbox
 
@@ -212,11 +215,20 @@ def test_describe_text_matches_its_golden_file(sandbox: Sandbox, name: str) -> N
     done = sandbox.lnk("describe", spec=spec)
     assert done.returncode == 0, done.stderr
     text = done.stdout.replace(str(sandbox.base), "{BASE}")
-    text = text.replace("/usr/bin/dash", "{SH}")
+    text = _machine_defaults(text.replace("/usr/bin/dash", "{SH}"))
     golden = GOLDEN / f"{name}.txt"
     if os.environ.get("LNK_UPDATE_GOLDEN") == "1":
         golden.write_text(text)
     assert text == golden.read_text()
+
+
+def _machine_defaults(text: str) -> str:
+    """The text with the limits that follow the machine held as names: the default
+    memory, /tmp and /dev/shm sizes follow its memory, and open files its hard limit."""
+    defaults = describe_limits(resolve_limits(Limits()))
+    for line, held in zip(defaults[1:5], ("MEMORY", "TMP", "SHM", "FILES"), strict=True):
+        text = text.replace(f"  {line}\n", f"  {line.split(':')[0]}: {{DEFAULT {held}}}\n")
+    return text
 
 
 def _repository(sandbox: Sandbox) -> None:
@@ -251,6 +263,7 @@ def test_describe_shows_each_protection_of_a_repository(sandbox: Sandbox, opened
     done = sandbox.lnk("describe", spec=spec)
     assert done.returncode == 0, done.stderr
     text = done.stdout.replace(str(sandbox.base), "{BASE}").replace(str(sandbox.home), "{HOME}")
+    text = _machine_defaults(text)
     golden = GOLDEN / f"repository-{opened}.txt"
     if os.environ.get("LNK_UPDATE_GOLDEN") == "1":
         golden.write_text(text)

@@ -79,13 +79,15 @@ def test_dev_shm_is_the_sandboxs_own_and_sized(sandbox: Sandbox) -> None:
         assert not (Path("/dev/shm") / inside).exists()
     finally:
         host.unlink()
-    from supervisor.linux.plan import SHM_SIZE
+    from supervisor.limits import resolve
+    from supervisor.spec import Limits
 
     done = sandbox.run("df", "-B1", "--output=size", "/dev/shm")
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout.split()[-1]) == SHM_SIZE
-    assert SHM_SIZE <= 2 << 30
-    assert os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4 >= SHM_SIZE
+    assert int(done.stdout.split()[-1]) == resolve(Limits()).shm  # the default
+    done = sandbox.run("df", "-B1", "--output=size", "/dev/shm", spec='[limits]\nshm = "64M"\n')
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) == 64 << 20  # as the spec asks
 
 
 # -- a working directory the spec does not grant ---------------------------------------------

@@ -442,3 +442,42 @@ def test_the_command_starts_once_the_probes_report_is_read(
     assert "showed no report of the readiness probe" in err and "go unnamed" in err
     with pytest.raises(LaunchError, match="no report of the readiness probe"):
         launcher(attach_timeout=1.0).learn(snapshot(folder, programs=None), ["true"])
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_a_timeout_kills_the_group_a_term_ignoring_command_included(
+        folder: Path, listed: bool, capfd: pytest.CaptureFixture[str]) -> None:
+    """At its deadline the command's whole group is killed, one that ignores SIGTERM and
+    its background child too: 124, said on stderr, on the plain and the watched path."""
+    command = ["sh", "-c", f"trap '' TERM; sleep 30 & echo $! > {folder}/bg.pid; "
+               "while :; do sleep 0.05; done"]
+    started = time.monotonic()
+    status = launcher().run(snapshot(folder, programs=LISTED if listed else None), command,
+                            timeout=1.0)
+    assert status == 124
+    assert time.monotonic() - started < 10
+    assert "timed out after 1 s" in capfd.readouterr().err
+    assert gone(int((folder / "bg.pid").read_text()))
+    assert gone(int(record(folder, "sandbox-exec")["pid"]))  # type: ignore[arg-type]
+
+
+def test_a_command_ending_before_its_timeout_keeps_its_status(
+        folder: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    assert launcher().run(snapshot(folder, programs=None), ["sh", "-c", "exit 124"],
+                          timeout=30.0) == 124
+    assert "timed out" not in capfd.readouterr().err
+
+
+def test_a_sessions_temp_folder_is_the_runs_and_is_kept(folder: Path) -> None:
+    """The Python API's Sandbox on macOS: its temp folder is each run's TMPDIR, kept
+    for the next run (the launcher removes only the temp folders it made)."""
+    session = folder.parent / "session-temp"
+    session.mkdir()
+    outcome = launcher().launch(snapshot(folder, programs=None),
+                                ["sh", "-c", 'echo kept > "$TMPDIR/f"'], temp=str(session))
+    assert outcome.status == 0
+    assert (session / "f").read_text() == "kept\n"
+    second = launcher().launch(snapshot(folder, programs=None),
+                               ["sh", "-c", 'test "$(cat "$TMPDIR/f")" = kept'],
+                               temp=str(session))
+    assert second.status == 0

@@ -13,6 +13,8 @@ ACCEPTED = [
     ["run", "--spec=s.toml", "--yes", "--report", "r.jsonl", "--", "sh", "-c", "x -- y"],
     ["run", "--yes", "--", "--help"],
     ["run", "--decide-fd", "3", "--decide-timeout=2.5", "--", "curl", "x"],
+    ["run", "--timeout", "30", "--yes", "--", "sleep", "60"],
+    ["run", "--timeout=0.5", "--", "true"],
 ]
 EXEC = "0123456789abcdef0123456789abcdef"
 LEFT_TO_ARGPARSE = [
@@ -42,10 +44,12 @@ def test_the_fast_reading_agrees_with_argparse(argv: list[str]) -> None:
 def test_exec_as_wrap_prints_it() -> None:
     assert _fast(["exec", EXEC, "--", "true", "--"]) == {
         "action": "exec", "snapshot_id": EXEC, "spec": None, "report": None, "yes": False,
-        "decide_fd": None, "decide_timeout": None, "command": ["true", "--"]}
+        "decide_fd": None, "decide_timeout": None, "timeout": None,
+        "command": ["true", "--"]}
     assert _fast(["exec", EXEC, "--report=r.jsonl", "--", "true"])["report"] == "r.jsonl"
     assert _fast(["exec", EXEC, "--report", "r", "--", "x"])["command"] == ["x"]
     assert _fast(["exec", EXEC, "--decide-fd=4", "--", "x"])["decide_fd"] == "4"
+    assert _fast(["exec", EXEC, "--timeout", "9", "--", "x"])["timeout"] == "9"
 
 
 @pytest.mark.parametrize("argv", LEFT_TO_ARGPARSE)

@@ -354,7 +354,7 @@ def middle(plan_ops: tuple[MountOp, ...]) -> list[MountOp]:
     """The layered part: after /tmp, before the inner confiner."""
     ops = list(plan_ops)
     inner = next(i for i, op in enumerate(ops) if op.reason == "the inner confiner")
-    return ops[ops.index(MountOp("tmpfs", "/tmp", reason="a fresh /tmp")) + 1:inner]
+    return ops[ops.index(MountOp("tmpfs", "/tmp", reason="a fresh /tmp", size=1 << 30)) + 1:inner]
 
 
 DOT_GIT = Protected(f"{CWD}/.git", f"{CWD}/.git", "folder", True, ".git: runs")

@@ -10,7 +10,7 @@ from tests.unit.test_landlock_imports import imported_by
 
 EVERYTHING_MAIN_LOADS = (
     "import inner.main, inner.protocol, inner.prctl, inner.seccomp, inner.syscalls, "
-    "inner.landlock, inner.config, _signal, array, ctypes"
+    "inner.landlock, inner.config, inner.fileop, _signal, array, ctypes"
 )
 # Slow to import, or a sign the inner grew a dependency it must not have.
 FORBIDDEN = {"typing", "dataclasses", "inspect", "ast", "pathlib", "subprocess",

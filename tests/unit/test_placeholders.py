@@ -47,7 +47,9 @@ def test_a_missing_folder_is_made_listed_and_removed_after(lnk_home: Path, top: 
     pid, start = os.getpid(), _process_start(os.getpid())
     assert state(lnk_home) == {
         str(top / ".git"): ("folder", info.st_dev, info.st_ino, (held.token,))}
-    assert held.token.startswith(f"{pid}:{start}:")
+    # The pid and start time mean a process only in the pid namespace they were read in.
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    assert held.token.startswith(f"{pid}:{start}.{namespace}:")
     assert (lnk_home / LOCK_NAME).exists()
     assert os.stat(lnk_home).st_mode & 0o777 == 0o700
     held.release()
@@ -305,3 +307,16 @@ def test_a_placeholder_removed_from_outside_is_made_again(lnk_home: Path, top: P
     assert (top / ".vscode").is_dir()
     second.release()
     assert not (top / ".vscode").exists()
+
+
+def test_a_holder_from_another_pid_namespace_is_never_judged_gone(
+        lnk_home: Path, top: Path) -> None:
+    """A container sharing the project holds a placeholder with its own pid: read here,
+    that pid is another process or none, so its placeholder stays."""
+    from supervisor.placeholders import _holder_alive
+
+    foreign = "1:12345.1:1"  # pid 1 of another namespace, whose start is not init's
+    assert _holder_alive(foreign, {})
+    ours = os.stat("/proc/self/ns/pid").st_ino
+    assert not _holder_alive(f"999999999:1.{ours}:1", {})  # this namespace's, gone
+    assert not _holder_alive("999999999:1:1", {})  # before the namespace was written

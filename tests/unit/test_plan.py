@@ -12,7 +12,6 @@ from supervisor.grants import Grant, Snapshot, resolve
 from supervisor.linux.bwrap import INNER_BOOT, BwrapInfo, bwrap_args
 from supervisor.linux.plan import (
     INNER_MOUNT,
-    SHM_SIZE,
     SYSTEM_FOLDERS,
     HostLayout,
     LaunchPlan,
@@ -50,10 +49,10 @@ PROC_DEV = [
     MountOp("proc", "/proc", reason="a fresh /proc"),
     MountOp("tmpfs", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"),
     MountOp("dev", "/dev", reason="a minimal /dev"),
-    MountOp("tmpfs", "/dev/shm", reason="shared memory of the sandbox's own", size=SHM_SIZE,
+    MountOp("tmpfs", "/dev/shm", reason="shared memory of the sandbox's own", size=512 << 20,
             mode=0o1777),
 ]
-FRESH_TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
+FRESH_TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp", size=1 << 30)
 ROOT = [*SYSTEM, *PROC_DEV, FRESH_TMP]
 INNER = MountOp("ro-bind", INNER_MOUNT, "/src/lnk/inner", "the inner confiner")
 LATE = [MountOp("remount-ro", "/proc/1", reason="bwrap's pid 1, unfiltered: masked"),
@@ -468,8 +467,8 @@ def test_bwrap_arguments_exactly() -> None:
         "--proc", "/proc",
         "--tmpfs", "/proc/1",
         "--dev", "/dev",
-        "--size", str(SHM_SIZE), "--perms", "1777", "--tmpfs", "/dev/shm",
-        "--tmpfs", "/tmp",
+        "--size", str(512 << 20), "--perms", "1777", "--tmpfs", "/dev/shm",
+        "--size", str(1 << 30), "--tmpfs", "/tmp",
         "--ro-bind-fd", f"<{HOME}>", HOME,
         "--bind-fd", f"<{CWD}>", CWD,
         "--tmpfs", f"{HOME}/.ssh",

@@ -22,6 +22,7 @@ from supervisor.grants import (
     is_within,
     resolve,
 )
+from supervisor.limits import resolve as resolve_limits
 from supervisor.policy import (
     Context,
     PathRule,
@@ -30,7 +31,7 @@ from supervisor.policy import (
     effective_policy,
     installation_paths,
 )
-from supervisor.spec import load_spec, parse_spec
+from supervisor.spec import Limits, load_spec, parse_spec
 
 CREDENTIALS = "default hide: credentials"
 SETTINGS = "lnk-sandbox's settings ($LNK_HOME)"
@@ -182,6 +183,7 @@ def test_installation_paths_are_the_packages_and_both_prefixes() -> None:
     assert paths == tuple(sorted(paths))
     assert str(package_root / "supervisor") in paths
     assert str(package_root / "inner") in paths
+    assert str(package_root / "lnk_sandbox") in paths  # the harnesses' API runs outside too
     assert os.path.realpath(sys.prefix) in paths
     assert os.path.realpath(sys.base_prefix) in paths
 
@@ -255,6 +257,8 @@ def test_default_spec_snapshot(tree: Tree) -> None:
         env_assign=(),
         agent=None,
         session=None,
+        # The defaults for this machine's memory (limits.py), resolved into the snapshot.
+        limits=resolve_limits(Limits()),
     )
     assert snapshot.visible() == (snapshot.grants[0],)
 

@@ -31,7 +31,7 @@ from supervisor.proxy.rules import NetworkLists
 from supervisor.proxy.runfolder import remove_stale
 
 ETC = MountOp("ro-bind", "/etc", "/etc", "system folder")
-TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp")
+TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp", size=1 << 30)
 PROJECT = MountOp("bind", "/home/u/proj", "/home/u/proj", "files.write: .")
 INNER = MountOp("ro-bind", "/run/lnk-sandbox/inner", "/src/inner", "the inner confiner")
 HIDDEN_RO = MountOp("remount-ro", "/home/u/.lnk", reason="hidden folder")

@@ -55,6 +55,7 @@ REFUSED = {
         "_sysctl", "nfsservctl", "kcmp", "process_madvise", "move_pages", "migrate_pages",
         "vmsplice", "fanotify_init", "sethostname", "setdomainname", "vhangup",
     ], errno.EPERM),
+    "io_setup": errno.ENOSYS,
 }
 X86_ONLY = {"create_module", "get_kernel_syms", "query_module", "iopl", "ioperm", "uselib",
             "ustat", "sysfs", "_sysctl"}
@@ -310,6 +311,17 @@ def test_socket(arch: str, family: int, expected: int) -> None:
     program = build(arch)
     assert call(program, arch, "socket", family, 1, 0) == expected
     assert call(program, arch, "socket", 2, 38, 40) == ALLOW  # only the family counts
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize(("family", "protocol", "expected"), [
+    (16, 2, err(errno.EPROTONOSUPPORT)),  # NETLINK_USERSOCK: queues no cgroup is charged for
+    (16, 0x1_0000_0002, err(errno.EPROTONOSUPPORT)),  # an int: the kernel reads 2
+    (16, 0, ALLOW), (16, 4, ALLOW), (16, 16, ALLOW),  # ROUTE, SOCK_DIAG, GENERIC
+    (2, 2, ALLOW), (1, 2, ALLOW),  # protocol 2 of another family
+])
+def test_netlink_protocols(arch: str, family: int, protocol: int, expected: int) -> None:
+    assert call(build(arch), arch, "socket", family, 3, protocol) == expected
 
 
 MFD_CLOEXEC, MFD_ALLOW_SEALING, MFD_HUGETLB, MFD_NOEXEC_SEAL, MFD_EXEC = 1, 2, 4, 8, 0x10

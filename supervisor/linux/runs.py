@@ -1,0 +1,137 @@
+"""The runs of one `$LNK_HOME`, so that a run whose supervisor was killed leaves nothing.
+
+bwrap sets its parent-death signal only once it runs: a supervisor killed in the first
+milliseconds of a start can leave bwrap's first child, pid 1 of the sandbox's namespace,
+waiting for ever on a parent that is gone (seen here: 19 of 120 kills, 0 to 4 ms after
+bwrap appeared). A cgroup of the run's own (cgroups.py) ends such a run at the next
+start where lnk-sandbox may make one; where it may not (a person with no delegated
+cgroup), this does:
+
+- each run is listed in `$LNK_HOME/runs` by its supervisor's pid and start time (a token
+  that names one process for the boot) before bwrap starts, and unlisted at the end;
+- bwrap's command line carries the token (`--unsetenv LNK_SANDBOX_RUN_PID_START`, which
+  unsets a variable no one sets), and every process bwrap forks keeps that command line;
+- a start that finds a listed run whose supervisor is gone kills every process whose
+  command line carries its token, then unlists it. /proc is read only then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+from collections.abc import Iterator
+
+from ..state import ensure_private_dir
+from .cgroups import TOKEN
+
+RUNS = "runs"
+TAG = "LNK_SANDBOX_RUN_"
+
+
+def this_token() -> str:
+    """`pid-start-random`: this process's pid and start time (field 22 of its stat),
+    and a random part, since the same pid and start may be another process's in another
+    pid namespace that shares $LNK_HOME or the cgroups."""
+    pid = os.getpid()
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        data = handle.read()
+    start = data[data.rfind(b")") + 2:].split()[19].decode()
+    return f"{pid}-{start}-{os.urandom(4).hex()}"  # not secrets: it imports hmac, 5 ms
+
+
+def tag(token: str) -> list[str]:
+    """What bwrap's command line carries: harmless, and found by the next start."""
+    return ["--unsetenv", TAG + token.replace("-", "_")]
+
+
+class RunList:
+    """This run's entry in `$LNK_HOME/runs`, locked while this process lives (the kernel
+    drops the lock when it dies, however it dies), made after ending what killed runs
+    left. A lock, not a pid, says a run is alive: a pid read from another pid namespace
+    sharing $LNK_HOME names another process, or none."""
+
+    def __init__(self, lnk_home: str, token: str) -> None:
+        self.path = os.path.join(lnk_home, RUNS, token)
+        folder = ensure_private_dir(os.path.join(lnk_home, RUNS))
+        with _locked(folder):
+            end_killed_runs(folder)
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                              | os.O_NOFOLLOW, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def close(self) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self.fd)
+
+
+@contextlib.contextmanager
+def _locked(folder: str) -> Iterator[None]:
+    """The runs folder, locked while an entry is made and locked or the dead ones ended:
+    a start never sees another's new entry before it is locked."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _dead(folder: str, token: str) -> bool:
+    """Whether the entry's lock is free: its supervisor is gone."""
+    try:
+        fd = os.open(os.path.join(folder, token), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def end_killed_runs(folder: str) -> None:
+    """Kill what listed runs whose supervisor is gone left running, and unlist them.
+    Called with the folder locked."""
+    try:
+        tokens = [t for t in os.listdir(folder) if TOKEN.match(t)]
+    except OSError:
+        return
+    dead = [t for t in tokens if _dead(folder, t)]
+    if not dead:
+        return
+    # bwrap's own argument, whole: the option before it, the NUL after it (12_3 is not
+    # 12_34), so a file that happens to be named like a mark is never taken for one.
+    marks = [b"\0--unsetenv\0" + (TAG + t.replace("-", "_")).encode() + b"\0" for t in dead]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            _kill_if_marked(int(pid), marks)
+    for token in dead:
+        try:
+            os.unlink(os.path.join(folder, token))
+        except OSError:
+            continue
+
+
+def _kill_if_marked(pid: int, marks: list[bytes]) -> None:
+    """SIGKILL `pid` through a pidfd taken before its command line is read: a pid reused
+    meanwhile is never the one killed (the pidfd names the process, not the number)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            line = handle.read()
+        if any(mark in line for mark in marks):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(pidfd)
