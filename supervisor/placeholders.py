@@ -331,8 +331,14 @@ class Placeholders:
             entries = _parse(before)
             self._prune(entries, parents, {})
             try:
-                to_make = []
+                to_make: list[Wanted] = []
                 for item in wanted:
+                    # A folder made for the run just before (.github for .github/hooks)
+                    # holds nothing yet: what goes in it is made too.
+                    if any(os.path.dirname(item.path) == made.path for made in to_make):
+                        entries.pop(item.path, None)
+                        to_make.append(item)
+                        continue
                     info = _lstat_in(parents, item.path)
                     entry = entries.pop(item.path, None)
                     if info is None:
