@@ -228,6 +228,24 @@ def relative_path_entries(path_env: str) -> list[str]:
     return list(dict.fromkeys(entry or "." for entry in entries if not entry.startswith("/")))
 
 
+def relative_path_gap(path_env: str) -> str | None:
+    """What a relative PATH entry leaves open, said at every launch that writes a folder
+    and by `check`; None when PATH has none.
+
+    Not held, only said: a relative entry names a folder of wherever the person is, so
+    no folder of the sandbox's could be held for it (node_modules/.bin in every folder
+    it writes, at any depth), and holding node_modules/.bin at the top would break every
+    npm install the sandbox runs. Said at launch, not asked once: it is the person's
+    shell, not the spec, and a remembered permission would not see PATH change."""
+    entries = relative_path_entries(path_env)
+    if not entries:
+        return None
+    return (f"PATH names folders of the working directory ({', '.join(entries)}): a "
+            "command the sandbox puts in one of them, in a folder it writes, runs as you "
+            "when you type its name there; take them off PATH (npx and npm exec find "
+            "node_modules/.bin by themselves)")
+
+
 def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
     """The table's places for this home, every PATH folder as a holder, and the
     installations PATH's commands run from as places; each with its links resolved.
@@ -282,7 +300,8 @@ def _commands(folder: str, resolver: _Resolver) -> list[tuple[str, list[str],
     """Each command of a PATH folder and the files it runs on the way: (name, files,
     the links met). A link leads through each link it names to its target (a link to a
     virtual environment's python leads on to the base interpreter: the environment is
-    the link on the way); a script to its `#!` interpreter, and through that."""
+    the link on the way); a script, or the script a link leads to (pipx's and uv's
+    entry points), to its `#!` interpreter and through that."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -290,14 +309,22 @@ def _commands(folder: str, resolver: _Resolver) -> list[tuple[str, list[str],
     found = []
     for entry in sorted(entries, key=lambda e: e.name):
         try:
+            files: list[str] = []
+            links: tuple[str, ...] = ()
+            script = entry.path
             if entry.is_symlink():
                 target, links = resolver.resolve(entry.path)
-                found.append((entry.name, [*links[1:], target], links))
-            elif entry.is_file(follow_symlinks=False):
-                interpreter = _interpreter(entry.path)
-                if interpreter is not None and not _system(interpreter):
-                    target, links = resolver.resolve(interpreter)
-                    found.append((entry.name, [interpreter, *links, target], links))
+                files = [*links[1:], target]
+                script = target if not _system(target) else ""
+            elif not entry.is_file(follow_symlinks=False):
+                continue
+            interpreter = _interpreter(script) if script else None
+            if interpreter is not None and not _system(interpreter):
+                target, more = resolver.resolve(interpreter)
+                files += [interpreter, *more, target]
+                links = (*links, *more)
+            if files:
+                found.append((entry.name, files, links))
         except OSError:
             continue
     return found

@@ -54,6 +54,14 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
     """
     if decide is not None:
         check_decide(decide, snapshot)
+    if snapshot.written():
+        from .home_places import relative_path_gap
+
+        gap = relative_path_gap(os.environ.get("PATH", ""))
+        if gap is not None:
+            from .events import say
+
+            say(gap)
     from .terminal import restore_flags, standard_flags
 
     flags = standard_flags()
