@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.runs_as_you import AGENT_SETTINGS, CREDENTIALS
+from supervisor.runs_as_you import AGENT_SETTINGS, CREDENTIALS, HOME_PLACES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -18,3 +18,9 @@ def test_every_credential_place_is_in_the_readme() -> None:
 def test_every_agent_setting_is_in_the_readme() -> None:
     for setting in AGENT_SETTINGS:
         assert f"`{setting.name}`" in README, setting.name
+
+
+def test_every_home_place_is_in_the_readme_with_its_rule() -> None:
+    for place in HOME_PLACES:
+        rule = "holder" if place.holder else "place"
+        assert f"| `{place.name}` | {rule} |" in README, place.name
