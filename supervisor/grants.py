@@ -437,6 +437,11 @@ def _holder_hint(place: Place, path: str) -> str:
 
 def _place_hint(place: Place) -> str:
     """Where to point a grant refused for lying inside `place`."""
+    if place.what.startswith("what ") and " on your PATH runs" in place.what:
+        command = place.what.removeprefix("what ").split(" on your PATH", 1)[0]
+        return (f"take {command} off your PATH while a sandbox writes there (npm unlink, "
+                "pipx uninstall, or remove its link), or grant a folder outside "
+                f"{place.name}")
     if place.instead:
         return (f"give the sandbox a {place.instead} of its own in a folder the spec "
                 f"grants (set it in [env] set), rather than writing {place.name}")

@@ -279,10 +279,13 @@ def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
                   "folder" for p in (place.path, place.real)]
     for folder in folders:
         real, _ = resolver.resolve(folder)
-        if any(_within(real, d) for d in DISTRIBUTION_FOLDERS) or any(
-                _within(real, t) for t in tool_homes):
-            continue  # the distribution's own, or a tool home's own shims: held whole
-        for command, files, links in _commands(real, resolver):
+        if any(_within(real, d) for d in DISTRIBUTION_FOLDERS):
+            continue  # the distribution's own
+        # A tool home's own bin/ (pyenv's shims, ~/.npm-global/bin) is held whole with
+        # it: its scripts are the manager's and are not read, but its links may lead out
+        # of it (npm link leads into a project).
+        scripts = not any(_within(real, t) for t in tool_homes)
+        for command, files, links in _commands(real, resolver, scripts=scripts):
             for file in files:
                 root = _installation(file, home, holders)
                 if root is None or any(_within(root, t) for t in tool_homes):
@@ -295,8 +298,8 @@ def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
     return tuple(places.values())
 
 
-def _commands(folder: str, resolver: _Resolver) -> list[tuple[str, list[str],
-                                                                 tuple[str, ...]]]:
+def _commands(folder: str, resolver: _Resolver, *,
+              scripts: bool = True) -> list[tuple[str, list[str], tuple[str, ...]]]:
     """Each command of a PATH folder and the files it runs on the way: (name, files,
     the links met). A link leads through each link it names to its target (a link to a
     virtual environment's python leads on to the base interpreter: the environment is
@@ -316,7 +319,7 @@ def _commands(folder: str, resolver: _Resolver) -> list[tuple[str, list[str],
                 target, links = resolver.resolve(entry.path)
                 files = [*links[1:], target]
                 script = target if not _system(target) else ""
-            elif not entry.is_file(follow_symlinks=False):
+            elif not scripts or not entry.is_file(follow_symlinks=False):
                 continue
             interpreter = _interpreter(script) if script else None
             if interpreter is not None and not _system(interpreter):

@@ -298,3 +298,22 @@ def test_what_a_path_command_runs_is_read_only_in_a_grant_holding_it(home: Path)
     assert found[f"{home}/apps/venv"].exists
     error = refused(home, write("~/apps/venv/lib"))
     assert "inside ~/apps/venv: what mytool on your PATH runs" in error.message
+    assert error.hint is not None and error.hint.startswith("take mytool off your PATH")
+
+
+def test_a_project_linked_onto_path_is_what_its_command_runs(home: Path) -> None:
+    """npm link: ~/.npm-global/bin/mytool leads into the project itself. The person's
+    mytool runs whatever a sandbox writing the project puts there, so the project is a
+    place: refused, with the way out named."""
+    (home / "proj" / "bin").mkdir()
+    (home / "proj" / "bin" / "cli.js").write_text("#!/usr/bin/env node\n")
+    (home / ".npm-global" / "bin").mkdir(parents=True)
+    (home / ".npm-global" / "lib" / "node_modules").mkdir(parents=True)
+    (home / ".npm-global" / "lib" / "node_modules" / "mytool").symlink_to(home / "proj")
+    (home / ".npm-global" / "bin" / "mytool").symlink_to(
+        "../lib/node_modules/mytool/bin/cli.js")
+    os.environ["PATH"] = f"{home}/.npm-global/bin:{SYSTEM_PATH}"
+    error = refused(home, write("."))
+    assert "inside ~/proj: what mytool on your PATH runs (~/proj/bin/cli.js)" in \
+        error.message
+    assert error.hint is not None and "npm unlink" in error.hint
