@@ -11,7 +11,7 @@ hidden from every sandbox like the rest of `$LNK_HOME`. The person's own folder 
 path is never opened: inside, the private one is mounted over it.
 
 A cache is a folder in home (`~/...`), never one of home's places that run as the
-person (`~/.config`, `~/.local/bin`, `~/.gitconfig`, a PATH folder: dotfiles.home_places)
+person (`~/.config`, `~/.local/bin`, `~/.gitconfig`, a PATH folder: home_places.py)
 nor a folder holding one: what is kept there would run in the next sandbox, whatever
 that one is allowed. Nor inside or around a grant the spec writes or reads: the spec
 would then say two things of one folder.

@@ -264,6 +264,11 @@ def check(spec_path: str | None) -> Report:
                              "outside the sandbox but the named ones (RESOLVE_UNIX)")
     if snapshot.network_mode == "host" and machine.landlock_abi < 6:
         report.gaps.append(GAP_HOST_ABSTRACT)
+    if snapshot.written():
+        from .home_places import relative_path_gap
+
+        if (path_gap := relative_path_gap(os.environ.get("PATH", ""))) is not None:
+            report.gaps.append(path_gap)
     report.can_launch = not report.problems
     return report
 

@@ -47,7 +47,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    from .home_places import Place
 
 Kind = Literal["file", "folder"]
 
@@ -114,6 +117,10 @@ class Protected(NamedTuple):
     or from `/` for an absolute name), which a program could point elsewhere; the
     backend refuses it where the sandbox can write it. `content`: what a file
     placeholder holds, where an empty file would not read as absent to the tool.
+    `parents`: for a setting below the top whose folder is missing too (`.github/hooks`
+    without `.github`), the missing folders above it, outermost first: Linux makes them
+    for the run as plain writable folders (a project may still make `.github/workflows`),
+    and the placeholder is then the path itself.
     """
 
     path: str
@@ -124,6 +131,7 @@ class Protected(NamedTuple):
     placeholder: str | None = None
     link: str | None = None
     content: bytes = b""
+    parents: tuple[str, ...] = ()
 
 
 class DotFiles(NamedTuple):
@@ -284,16 +292,21 @@ class _Repository(NamedTuple):
 
 
 class _Analysis:
-    def __init__(self, top: str, home: str, *, commit: bool = False):
+    def __init__(self, top: str, home: str, *, commit: bool = False,
+                 places: tuple[Place, ...] | None = None):
         self.top = top
         self.home = home
         self.commit = commit
+        self.places = places
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
-            content: bytes = b"") -> Protected:
-        """Protect `name` (absolute, as the tool names it) once, the first reason kept."""
+            content: bytes = b"", parents: bool = False) -> Protected:
+        """Protect `name` (absolute, as the tool names it) once, the first reason kept.
+
+        `parents`: a missing folder above `name` is made writable for the run and
+        `name` itself held, rather than the first missing folder held read-only."""
         start = self.top if _within(name, self.top) else "/"
         link, missing = _walk(name, start)
         path = os.path.realpath(name) if link else name
@@ -301,8 +314,13 @@ class _Analysis:
         if link is None and exists:
             kind = "folder" if _lstat_kind(path) == "folder" else "file"
         placeholder = missing if hold and not exists and link is None else None
+        above: tuple[str, ...] = ()
+        if parents and placeholder is not None and placeholder != name:
+            rest = name[len(placeholder):].strip("/").split("/")[:-1]
+            above = tuple(os.path.join(placeholder, *rest[:i]) for i in range(len(rest) + 1))
+            placeholder = name
         entry = Protected(path, name, kind, exists, reason, placeholder, link,
-                          content if placeholder == name else b"")
+                          content if placeholder == name else b"", above)
         return self.found.setdefault(name, entry)
 
     def run(self) -> DotFiles:
@@ -388,8 +406,9 @@ class _Analysis:
     def agent_settings(self) -> None:
         """The project settings of coding agents and editors (runs_as_you.AGENT_SETTINGS):
         their harness runs the hooks, servers and commands they name when it starts in
-        the folder. A name below the top (.github/hooks) is held only where its folder
-        is there: holding the folder itself would keep the project from making it."""
+        the folder. A missing name below the top (.github/hooks) is held with the
+        folders above it made for the run, writable: holding `.github` itself would
+        keep the project from making `.github/workflows`."""
         from .runs_as_you import AGENT_SETTINGS
 
         for setting in AGENT_SETTINGS:
@@ -405,19 +424,27 @@ class _Analysis:
                     self.add(os.path.join(self.top, name), setting.kind, reason, hold=False)
                 continue
             path = os.path.join(self.top, setting.name)
-            if "/" in setting.name and _lstat_kind(os.path.dirname(path)) != "folder":
-                continue
-            self.add(path, setting.kind, reason, hold=setting.hold)
+            self.add(path, setting.kind, reason, hold=setting.hold, parents=True)
 
     def home_places(self) -> None:
-        """The places in home that run as the person (runs_as_you.HOME_PLACES) inside a
-        write grant that holds them: read-only, held when missing. A grant that is or
-        holds a holder, or lies inside a place, is refused before (grants.py)."""
-        if not _within(self.top, self.home) or self.top == self.home:
-            return
-        for place in home_places(self.home):
-            if _within(place.path, self.top) and place.path != self.top:
-                self.add(place.path, place.kind, f"{place.what} (in your home)")
+        """The places that run as the person (home_places.py: the table's, PATH's
+        folders and what their commands run) inside a write grant that holds them:
+        read-only, held when missing, by their name and where their links lead (a
+        dotfiles repository that `~/.bashrc` links into). A grant that is or holds a
+        holder, lies inside a place or holds a link on the way is refused before
+        (grants.py); a link planted since inside this folder refuses the launch."""
+        from .home_places import home_places
+
+        for place in self.places if self.places is not None else home_places(self.home):
+            if place.path != self.top and _within(place.path, self.top):
+                self.add(place.path, place.kind, f"{place.what} ({place.name})")
+            if place.real not in (place.path, self.top) and _within(place.real, self.top):
+                entry = self.add(place.real, place.kind,
+                                 f"{place.name} leads here: {place.what}")
+                link = next((link for link in place.links if _within(link, self.top)),
+                            None)
+                if link is not None and entry.link is None:
+                    self.found[place.real] = entry._replace(link=link, placeholder=None)
 
     def shown(self, path: str) -> str:
         """A path as a message shows it: from the top when inside it."""
@@ -818,34 +845,6 @@ def _read_gitfile(path: str) -> str | None:
     return text.decode("utf-8", "surrogateescape") or None
 
 
-class HomePlace(NamedTuple):
-    """A place in home that runs as the person, its name expanded."""
-
-    path: str
-    name: str
-    kind: Kind
-    what: str
-    holder: bool
-
-
-def home_places(home: str) -> tuple[HomePlace, ...]:
-    """runs_as_you.HOME_PLACES for this home, and every folder of PATH inside it as a
-    holder: any file there is a command the person may type."""
-    from .runs_as_you import HOME_PLACES
-
-    places = [HomePlace(os.path.normpath(home + p.name[1:]), p.name, p.kind, p.what,
-                        p.holder) for p in HOME_PLACES]
-    known = {p.path for p in places}
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        path = os.path.normpath(folder) if folder.startswith("/") else None
-        if path and _within(path, home) and path != home and path not in known:
-            known.add(path)
-            shown = "~" + path[len(home):]
-            places.append(HomePlace(path, shown, "folder", "a folder of your PATH: any file "
-                                    "there is a command you may type", True))
-    return tuple(places)
-
-
 def populated_submodules(top: str) -> frozenset[str]:
     """The gitlinks of `top`'s repository whose folder holds a .git: the submodules a
     `git status` at the top runs `git status` in, with their own settings.
@@ -870,12 +869,14 @@ def populated_submodules(top: str) -> frozenset[str]:
                      if _lstat_kind(os.path.join(top, path, ".git")) != "missing")
 
 
-def analyze(top: str, *, home: str, commit: bool = False) -> DotFiles:
+def analyze(top: str, *, home: str, commit: bool = False,
+            places: tuple[Place, ...] | None = None) -> DotFiles:
     """The dot files at the top of the write grant `top` (resolved, no links in it).
 
     `home` expands `~/` in git's settings. `commit` (files.commit): the repository's
     git directory is protected by what git reads to decide what to run, not whole.
+    `places`: home_places.home_places(home), when the caller has it for every grant.
     Reads files only; never raises for what it finds (a file it cannot read protects
     what its name alone says).
     """
-    return _Analysis(os.path.normpath(top), home, commit=commit).run()
+    return _Analysis(os.path.normpath(top), home, commit=commit, places=places).run()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .caches import Cache
 from .errors import SpecError
@@ -22,6 +22,9 @@ from .limits import resolve as resolve_limits
 from .netpolicy import NetworkRules, resolve_unix
 from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
+
+if TYPE_CHECKING:
+    from .home_places import Place
 from .spec import DEFAULT_SPEC_NAME
 
 SNAPSHOT_VERSION = 1
@@ -140,6 +143,7 @@ class _Resolver:
         self.context = context
         self.lnk_home_real = os.path.realpath(context.lnk_home)
         self.home_real = os.path.realpath(context.home)
+        self._places: tuple[Place, ...] | None = None
 
     def error(self, rule: PathRule, message: str, hint: str | None = None) -> SpecError:
         return SpecError(
@@ -224,34 +228,16 @@ class _Resolver:
             self.check_home_places(rule, {expanded, target})
 
     def check_home_places(self, rule: PathRule, paths: set[str]) -> None:
-        """A write grant that is or holds a folder of what runs as the person (a holder:
-        ~/.config, ~/.local/bin, ~/.ssh, a PATH folder...), or lies inside a place that
-        runs (~/.config/git, ~/.config/autostart...), is refused as home is; on the
-        default spec, so is a working directory inside a folder of credentials."""
-        from .dotfiles import home_places
-
+        """A write grant that is or holds a holder of what runs as the person (~/.config,
+        ~/.local/bin, ~/.cache, a PATH folder...), lies inside a place that runs
+        (~/.config/git, ~/.pyenv, ~/.npm/_npx...), or holds a link on the way to one,
+        is refused as home is: by the places' names and where their links lead, once,
+        here (home_places.py). On the default spec, so is a working directory inside a
+        folder of credentials."""
         homes = dict.fromkeys((self.context.home, self.home_real))
-        for home in homes:
-            for place in home_places(home):
-                for path in paths:
-                    if place.holder and is_within(place.path, path):
-                        narrower = place.name in ("~/.config", "~/.local", "~/.local/share")
-                        raise self.error(
-                            rule,
-                            f"resolves to {path}, which is or holds {place.name}: "
-                            f"{place.what}; a sandbox writing there could change what runs "
-                            "as you",
-                            hint=f"grant a narrower folder, such as '{place.name}/NAME' for "
-                            "what one tool keeps there" if narrower else
-                            "grant a folder outside it, such as a project's",
-                        )
-                    if not place.holder and is_within(path, place.path):
-                        raise self.error(
-                            rule,
-                            f"resolves to {path}, inside {place.name}: {place.what}; a "
-                            "sandbox writing there could change what runs as you",
-                            hint="grant a folder that holds nothing that runs as you",
-                        )
+        for place in self.places():
+            for path in sorted(paths):
+                self.check_place(rule, place, path)
         if self.policy.source == DEFAULT_SPEC_NAME and rule.name == ".":
             from .policy import credential_names
 
@@ -268,6 +254,55 @@ class _Resolver:
                                 hint="run it from a project folder, or write a spec that "
                                 "grants this folder by name (--spec)",
                             )
+
+    def places(self) -> tuple[Place, ...]:
+        """The places that run as the person, resolved once per snapshot."""
+        if self._places is None:
+            from .home_places import home_places
+
+            self._places = home_places(self.context.home)
+        return self._places
+
+    def covered(self, link: str) -> bool:
+        """Whether a link lies below a folder place (a virtual environment's
+        bin/python): read-only with it wherever a grant holds it, so it cannot be
+        re-pointed; only a link at or above a place could."""
+        return any(p.kind == "folder" and not p.holder and any(
+            link != folder and is_within(link, folder) for folder in (p.path, p.real))
+            for p in self.places())
+
+    def check_place(self, rule: PathRule, place: Place, path: str) -> None:
+        """Refuse `path` (a write grant, as written or resolved) when it is or holds
+        `place` as a holder, lies inside it as a place, or holds a link on its way."""
+        led = f" (a link to {place.real})" if place.real != place.path else ""
+        if place.holder:
+            held = next((p for p in (place.path, place.real) if is_within(p, path)), None)
+            if held is not None:
+                shown = place.name if held == place.path else f"{held}, where {place.name} leads"
+                raise self.error(
+                    rule,
+                    f"resolves to {path}, which is or holds {shown}: {place.what}; a "
+                    "sandbox writing there could change what runs as you",
+                    hint=_holder_hint(place, path),
+                )
+        elif is_within(path, place.path) or is_within(path, place.real):
+            raise self.error(
+                rule,
+                f"resolves to {path}, inside {place.name}{led}: {place.what}; a sandbox "
+                "writing there could change what runs as you",
+                hint=_place_hint(place),
+            )
+        link = next((link for link in place.links if is_within(link, path)
+                     and not self.covered(link)), None)
+        if link is not None:
+            raise self.error(
+                rule,
+                f"resolves to {path}, which holds {link}, a link on the way from "
+                f"{place.name} to {place.real} ({place.what}); a sandbox writing there "
+                "could point it elsewhere, and change what runs as you",
+                hint=f"grant a folder inside {path} that holds neither {link} nor "
+                f"{place.real}, or replace the link with what it points to",
+            )
 
     def resolve(self) -> Snapshot:
         rules = self.policy.rules
@@ -318,7 +353,7 @@ class _Resolver:
         """Each private cache where it is mounted, refused where it could run as the
         person or would say two things of one folder (caches.py)."""
         from .caches import store_for
-        from .dotfiles import home_places
+        from .home_places import home_places
 
         found = []
         for cache in self.policy.caches:
@@ -332,10 +367,11 @@ class _Resolver:
                                      "a cache is mounted at a real folder in home",
                                      hint="name the folder the tool really uses")
             for home in dict.fromkeys((self.context.home, self.home_real)):
-                for place in home_places(home):
-                    if is_within(place.path, path) or is_within(path, place.path):
-                        how = ("is" if place.path == path else "holds"
-                               if is_within(place.path, path) else "is inside")
+                for place, where in ((p, w) for p in home_places(home)
+                                     for w in dict.fromkeys((p.path, p.real))):
+                    if is_within(where, path) or is_within(path, where):
+                        how = ("is" if where == path else "holds"
+                               if is_within(where, path) else "is inside")
                         raise self.error(
                             rule, f"{path} {how} {place.name}: {place.what}; what a "
                             "sandbox kept there would run in the next one",
@@ -428,6 +464,39 @@ class _Resolver:
             if _seen(target, grants, self.context.system_folders):
                 return target
         return first
+
+
+_NARROWER = {"~/.config": "~/.config/NAME", "~/.local": "~/.local/share/NAME",
+             "~/.local/share": "~/.local/share/NAME", "~/.cache": "~/.cache/NAME"}
+
+
+def _holder_hint(place: Place, path: str) -> str:
+    """Where to point a grant refused for holding `place`: the narrower folder to grant
+    instead, by the kind of holder it is."""
+    if place.name in _NARROWER:
+        return (f"grant a narrower folder, such as '{_NARROWER[place.name]}' for what one "
+                "tool keeps there")
+    if place.real != place.path and is_within(place.real, path):
+        return (f"grant a folder inside {path} that does not hold {place.real} (where "
+                f"{place.name} leads)")
+    if place.what.startswith("a folder of your PATH"):
+        return ("grant a folder that holds no folder of your PATH, or run lnk from a "
+                f"shell whose PATH does not name {place.name} (an active virtual "
+                "environment's bin/ is on it)")
+    return "grant a folder outside it, such as a project's"
+
+
+def _place_hint(place: Place) -> str:
+    """Where to point a grant refused for lying inside `place`."""
+    if place.what.startswith("what ") and " on your PATH runs" in place.what:
+        command = place.what.removeprefix("what ").split(" on your PATH", 1)[0]
+        return (f"take {command} off your PATH while a sandbox writes there (npm unlink, "
+                "pipx uninstall, or remove its link), or grant a folder outside "
+                f"{place.name}")
+    if place.instead:
+        return (f"give the sandbox a {place.instead} of its own in a folder the spec "
+                f"grants (set it in [env] set), rather than writing {place.name}")
+    return "grant a folder that holds nothing that runs as you"
 
 
 def seen_by(path: str, grants: tuple[Grant, ...]) -> Grant | None:

@@ -196,6 +196,13 @@ class _Parents:
         self.fds[folder] = fd
         return fd
 
+    def forget(self, folder: str) -> None:
+        """Drop a folder removed in this section, and what was opened below it: a
+        placeholder made there again (.github for .github/hooks) is a new folder, and a
+        descriptor of the old one would make its contents in a removed folder."""
+        for path in [p for p in self.fds if p == folder or p.startswith(folder + "/")]:
+            os.close(self.fds.pop(path))
+
     def close(self) -> None:
         for fd in self.fds.values():
             os.close(fd)
@@ -292,8 +299,9 @@ class Placeholders:
         return data
 
     def _prune(self, entries: dict[str, _Entry], parents: _Parents,
-               alive: dict[str, bool]) -> None:
-        """Remove each placeholder no live run holds (deepest first).
+               alive: dict[str, bool], removed: set[str] | None = None) -> None:
+        """Remove each placeholder no live run holds (deepest first); `removed` gets the
+        paths removed from disk.
 
         Whether any holder lives is all that decides, so holders are checked oldest first
         up to the first one alive, and the dead ones met on the way dropped: a /proc
@@ -310,8 +318,11 @@ class Placeholders:
             entry = entries[path]
             if entry.holders:
                 continue
+            there = _lstat_quiet(parents, path) is not None
             if _remove(entry, entries, parents):
                 del entries[path]
+                if removed is not None and there and _lstat_quiet(parents, path) is None:
+                    removed.add(path)
 
     # -- holding and releasing ----------------------------------------------------------------
 
@@ -329,10 +340,22 @@ class Placeholders:
         try:
             before = self._read() or b""
             entries = _parse(before)
-            self._prune(entries, parents, {})
+            pruned: set[str] = set()
+            self._prune(entries, parents, {}, pruned)
             try:
-                to_make = []
+                to_make: list[Wanted] = []
                 for item in wanted:
+                    # A folder above it that a dead run's placeholder was, removed by the
+                    # prune just now (the plan saw it there): made again, for this run.
+                    for folder in _gone_above(item.path, pruned, to_make, parents):
+                        entries.pop(folder, None)
+                        to_make.append(Wanted(folder, "folder"))
+                    # A folder made for the run just before (.github for .github/hooks)
+                    # holds nothing yet: what goes in it is made too.
+                    if any(os.path.dirname(item.path) == made.path for made in to_make):
+                        entries.pop(item.path, None)
+                        to_make.append(item)
+                        continue
                     info = _lstat_in(parents, item.path)
                     entry = entries.pop(item.path, None)
                     if info is None:
@@ -468,6 +491,29 @@ def _lstat(parent: int, name: str) -> os.stat_result | None:
         return None
 
 
+def _lstat_quiet(parents: _Parents, path: str) -> os.stat_result | None:
+    """lstat through the folder's descriptor; None for missing, whatever the reason."""
+    folder, name = os.path.split(path)
+    try:
+        return _lstat(parents.open(folder), name)
+    except (OSError, LaunchError):
+        return None
+
+
+def _gone_above(path: str, pruned: set[str], to_make: list[Wanted],
+                parents: _Parents) -> list[str]:
+    """The folders above `path`, outermost first, that this start's prune removed and
+    nothing has made again: a dead run's placeholders, which the plan took for folders
+    that are there, and which must be there again for `path` to be held in them."""
+    gone = []
+    folder = os.path.dirname(path)
+    while folder in pruned and all(made.path != folder for made in to_make) and \
+            _lstat_quiet(parents, folder) is None:
+        gone.append(folder)
+        folder = os.path.dirname(folder)
+    return gone[::-1]
+
+
 def _lstat_in(parents: _Parents, path: str) -> os.stat_result | None:
     folder, name = os.path.split(path)
     try:
@@ -527,6 +573,7 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
     try:
         if entry.kind == "folder":
             os.rmdir(name, dir_fd=parent)
+            parents.forget(entry.path)
         elif stat.S_ISREG(info.st_mode) and _holds_only(parent, name, entry.content,
                                                          info.st_size):
             os.unlink(name, dir_fd=parent)

@@ -129,6 +129,14 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
     timeout = earliest(check_timeout(timeout), snapshot.run_limits().timeout or None)
     if decide is not None:
         check_decide(decide, snapshot)
+    if snapshot.written():
+        from .home_places import relative_path_gap
+
+        gap = relative_path_gap(os.environ.get("PATH", ""))
+        if gap is not None:
+            from .events import say
+
+            say(gap)
     from .terminal import restore_flags, standard_flags
 
     flags = standard_flags()

@@ -55,13 +55,18 @@ class AgentSetting(NamedTuple):
 
 
 class HomePlace(NamedTuple):
-    """A place in home (`~/...`) that runs as you; a holder's write grant is refused."""
+    """A place in home (`~/...`) that runs as you; a holder's write grant is refused.
+
+    `instead`: where a refusal points the person, for a place that is a tool's own home
+    (the variable that moves it into a folder the spec may grant); empty for the rest.
+    """
 
     name: str
     kind: Kind
     what: str
     source: str
     holder: bool
+    instead: str = ""
 
 
 class Credential(NamedTuple):
@@ -80,6 +85,13 @@ _GEMINI_CONFIG = (
     "https://github.com/google-gemini/gemini-cli/blob/main/docs/reference/configuration.md"
 )
 _AIDER_CONF = "https://aider.chat/docs/config/aider_conf.html"
+_AIDER_DOTENV = "https://aider.chat/docs/config/dotenv.html"
+_MISE_TRUST = "https://mise.jdx.dev/cli/trust.html"
+_MISE_CONFIG = "https://mise.jdx.dev/configuration.html"
+# mise's project config files (its configuration page), each read on cd.
+_MISE_FILES = ("mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml",
+               ".mise/config.toml", "mise/config.toml", ".config/mise.toml",
+               ".config/mise/config.toml")
 
 AGENT_SETTINGS: tuple[AgentSetting, ...] = (
     AgentSetting(
@@ -169,6 +181,31 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
         _AIDER_CONF, True,
     ),
     AgentSetting(
+        ".env", "file", "aider, Gemini CLI",
+        "loaded into their environment when they start in the folder: aider takes its "
+        "options from AIDER_* variables there (AIDER_LINT_CMD runs after every edit), "
+        "Gemini CLI its own (GOOGLE_GEMINI_BASE_URL sends your API key where it names)",
+        _AIDER_DOTENV, True,
+    ),
+    *(AgentSetting(
+        name, "file", "mise",
+        "[env] (sourced scripts included) and [hooks] run when you cd into the folder "
+        "with mise activated; trust is kept by the file's path, so a trusted file "
+        "rewritten runs unasked, while a new one is untrusted until you trust it",
+        _MISE_TRUST, False,
+    ) for name in _MISE_FILES),
+    AgentSetting(
+        ".config/mise/conf.d", "folder", "mise",
+        "each *.toml there is read as mise.toml is, under the same trust",
+        _MISE_CONFIG, False,
+    ),
+    AgentSetting(
+        ".tool-versions", "file", "mise, asdf",
+        "mise reads it on cd as its own config, under the same trust (a path: version "
+        "puts a folder of the project on PATH)",
+        _MISE_TRUST, False,
+    ),
+    AgentSetting(
         ".clinerules", "folder", "Cline",
         "hooks/ scripts run on task and tool events",
         "https://github.com/cline/cline/blob/0b0ca9b1fa95ed9f3e0891a34f1f9b3904309710"
@@ -205,6 +242,7 @@ _FILE_HIERARCHY = "https://www.freedesktop.org/software/systemd/man/latest/file-
 _DIRENV = "https://github.com/direnv/direnv/blob/master/man/direnv.1.md"
 _XSESSION = "https://manpages.debian.org/bookworm/x11-common/Xsession.5.en.html"
 _DEBIAN_PROFILE = "https://salsa.debian.org/debian/bash/-/blob/master/debian/skel.profile"
+_P10K = "https://github.com/romkatv/powerlevel10k#instant-prompt"
 
 HOME_PLACES: tuple[HomePlace, ...] = (
     # Holders: folders where anything new may run; a write grant of one is refused.
@@ -230,14 +268,105 @@ HOME_PLACES: tuple[HomePlace, ...] = (
     HomePlace("~/.gnupg", "folder", "GnuPG's keys and gpg.conf / gpg-agent.conf, which "
               "name programs such as pinentry-program",
               "https://www.gnupg.org/documentation/manuals/gnupg/Agent-Options.html", True),
+    HomePlace("~/.cache", "folder", "every tool's cache; shells source files kept at its "
+              "top (powerlevel10k's instant prompt, from .zshrc)", _P10K, True),
+    # Agents' user folders, whole: what is in them runs when the harness starts anywhere
+    # (hooks, MCP servers, plugins, skills), so a grant inside one is refused too.
     HomePlace("~/.claude", "folder", "Claude Code's user settings (hooks), skills, "
-              "commands, agents, plugins and credentials", _CLAUDE_DIR, True),
+              "commands, agents, plugins and credentials", _CLAUDE_DIR, False,
+              "CLAUDE_CONFIG_DIR"),
     HomePlace("~/.codex", "folder", "Codex's config.toml (MCP servers, hooks, notify), "
-              "hooks.json, rules and skills", _CODEX_CONFIG, True),
+              "hooks.json, rules and skills", _CODEX_CONFIG, False, "CODEX_HOME"),
     HomePlace("~/.gemini", "folder", "Gemini CLI's user settings (MCP servers, hooks), "
-              "commands, extensions and credentials", _GEMINI_CONFIG, True),
-    HomePlace("~/.cursor", "folder", "Cursor's user hooks.json and mcp.json",
-              "https://cursor.com/docs/agent/hooks", True),
+              "commands, extensions and credentials", _GEMINI_CONFIG, False,
+              "GEMINI_CLI_HOME"),
+    HomePlace("~/.cursor", "folder", "Cursor's user hooks.json and mcp.json, and its "
+              "extensions", "https://cursor.com/docs/agent/hooks", False),
+    HomePlace("~/.config/opencode", "folder", "OpenCode's global opencode.json(c) and "
+              "plugins/, loaded at every start", "https://opencode.ai/docs/plugins/", False,
+              "OPENCODE_CONFIG_DIR"),
+    HomePlace("~/.copilot", "folder", "GitHub Copilot CLI's settings, mcp-config.json, "
+              "hooks/, agents, skills and installed plugins",
+              "https://docs.github.com/en/copilot/reference/copilot-cli-reference"
+              "/cli-config-dir-reference", False, "COPILOT_HOME"),
+    HomePlace("~/.continue", "folder", "Continue's global config.yaml: MCP servers and "
+              "tools its agent starts", "https://docs.continue.dev/reference", False),
+    HomePlace("~/.codeium/windsurf", "folder", "Windsurf's global mcp_config.json and "
+              "hooks", "https://docs.windsurf.com/windsurf/cascade/hooks", False),
+    HomePlace("~/.kiro", "folder", "Kiro's user-level settings/mcp.json, agents and hooks",
+              "https://kiro.dev/docs/mcp/configuration/", False),
+    # What the person's tools load and run from home: toolchain and interpreter homes,
+    # whose shims, proxies and installed packages every command of theirs runs.
+    HomePlace("~/.pyenv", "folder", "pyenv: shims on PATH, libexec/ (what pyenv runs), "
+              "versions/ (every python the shims start), plugins/",
+              "https://github.com/pyenv/pyenv#understanding-path", False, "PYENV_ROOT"),
+    HomePlace("~/.rbenv", "folder", "rbenv: shims, versions and plugins, as pyenv's",
+              "https://github.com/rbenv/rbenv#how-it-works", False, "RBENV_ROOT"),
+    HomePlace("~/.rustup", "folder", "rustup's toolchains, which the proxies in "
+              "~/.cargo/bin run", "https://rust-lang.github.io/rustup/concepts/index.html",
+              False, "RUSTUP_HOME"),
+    HomePlace("~/.cargo/env", "file", "rustup's shell setup, sourced by ~/.profile and "
+              "~/.bashrc", "https://rust-lang.github.io/rustup/installation/index.html",
+              False),
+    HomePlace("~/.nvm", "folder", "nvm: nvm.sh, sourced by the shell's startup files, and "
+              "every node version and its global packages",
+              "https://github.com/nvm-sh/nvm#installing-and-updating", False, "NVM_DIR"),
+    HomePlace("~/.volta", "folder", "Volta's shims on PATH and the tools they run",
+              "https://docs.volta.sh/advanced/installers", False, "VOLTA_HOME"),
+    HomePlace("~/.asdf", "folder", "asdf's shims, installs and plugins (ASDF_DATA_DIR's "
+              "default)", "https://asdf-vm.com/manage/configuration.html", False,
+              "ASDF_DATA_DIR"),
+    HomePlace("~/.local/share/mise", "folder", "mise's installs, shims and plugins "
+              "(MISE_DATA_DIR's default)",
+              "https://mise.jdx.dev/directories.html", False, "MISE_DATA_DIR"),
+    HomePlace("~/.sdkman", "folder", "SDKMAN!'s sdkman-init.sh, sourced by the shell's "
+              "startup files, and its candidates", "https://sdkman.io/install", False,
+              "SDKMAN_DIR"),
+    HomePlace("~/.local/lib", "folder", "pip install --user's site-packages: python runs "
+              "every import line of a .pth file there at start",
+              "https://docs.python.org/3/library/site.html", False, "PYTHONUSERBASE"),
+    HomePlace("~/Library/Python", "folder", "the same user site-packages on macOS",
+              "https://docs.python.org/3/library/site.html", False, "PYTHONUSERBASE"),
+    HomePlace("~/.local/share/pipx", "folder", "pipx's virtual environments, which the "
+              "links it puts in ~/.local/bin run",
+              "https://pipx.pypa.io/latest/how-to/configure-paths/", False, "PIPX_HOME"),
+    HomePlace("~/.local/share/uv", "folder", "uv's installed tools and Pythons, run from "
+              "~/.local/bin", "https://docs.astral.sh/uv/reference/storage/", False,
+              "UV_TOOL_DIR"),
+    HomePlace("~/.cache/uv", "folder", "uv's cache: uvx runs tools from environments "
+              "cached there", "https://docs.astral.sh/uv/concepts/tools/", False,
+              "UV_CACHE_DIR"),
+    HomePlace("~/.npm/_npx", "folder", "npx installs the packages it runs there and runs "
+              "them again from there", "https://docs.npmjs.com/cli/commands/npm-cache",
+              False, "npm_config_cache"),
+    HomePlace("~/.npm-global", "folder", "the global prefix npm's docs suggest: bin/ on "
+              "PATH and the packages it runs",
+              "https://docs.npmjs.com/resolving-eacces-permissions-errors-when-installing"
+              "-packages-globally", False),
+    HomePlace("~/.node_modules", "folder", "node loads modules from it when a project has "
+              "none", "https://nodejs.org/api/modules.html#loading-from-the-global-folders",
+              False),
+    HomePlace("~/.node_libraries", "folder", "node loads modules from it when a project has "
+              "none", "https://nodejs.org/api/modules.html#loading-from-the-global-folders",
+              False),
+    HomePlace("~/.bun", "folder", "bun and the packages bun install -g puts in bin/",
+              "https://bun.sh/docs/installation", False, "BUN_INSTALL"),
+    HomePlace("~/.deno", "folder", "deno and the scripts deno install puts in bin/",
+              "https://docs.deno.com/runtime/reference/cli/install/", False),
+    HomePlace("~/.gem", "folder", "gem install --user-install's gems and their "
+              "executables", "https://guides.rubygems.org/faqs/#user-install", False,
+              "GEM_HOME"),
+    HomePlace("~/.cache/pre-commit", "folder", "pre-commit's hook repositories and their "
+              "environments, run on every git commit", "https://pre-commit.com/#managing-ci"
+              "-caches", False, "PRE_COMMIT_HOME"),
+    HomePlace("~/.oh-my-zsh", "folder", "oh-my-zsh.sh, its plugins and themes, sourced by "
+              "~/.zshrc", "https://github.com/ohmyzsh/ohmyzsh#manual-installation", False,
+              "ZSH"),
+    HomePlace("~/.bash_aliases", "file", "sourced by Debian's and Ubuntu's ~/.bashrc",
+              "https://salsa.debian.org/debian/bash/-/blob/master/debian/skel.bashrc",
+              False),
+    HomePlace("~/.p10k.zsh", "file", "powerlevel10k's settings, sourced by ~/.zshrc",
+              _P10K, False),
     # Shells.
     HomePlace("~/.profile", "file", "login shells of sh, dash, ksh and bash (when bash has "
               "no .bash_profile or .bash_login)", _BASH, False),
@@ -354,6 +483,27 @@ HOME_PLACES: tuple[HomePlace, ...] = (
               "https://vimhelp.org/starting.txt.html#vimrc", False),
     HomePlace("~/.config/nvim", "folder", "neovim's init.lua / init.vim and plugins",
               "https://neovim.io/doc/user/starting.html#config", False),
+    HomePlace("~/.local/share/nvim", "folder", "neovim's data folder: site/ (on the "
+              "runtime path; site/pack/*/start plugins load at start) and the plugins "
+              "managers such as lazy.nvim install there",
+              "https://neovim.io/doc/user/pack.html", False),
+    HomePlace("~/.config/emacs", "folder", "Emacs' init.el in its XDG place",
+              "https://www.gnu.org/software/emacs/manual/html_node/emacs/Find-Init.html",
+              False),
+    HomePlace("~/.vscode", "folder", "VS Code's extensions/, which its extension host runs",
+              "https://code.visualstudio.com/docs/editor/extension-marketplace"
+              "#_where-are-extensions-installed", False),
+    HomePlace("~/.vscode-server", "folder", "VS Code Remote's server and its extensions",
+              "https://code.visualstudio.com/docs/remote/faq", False),
+    HomePlace("~/.config/Code", "folder", "VS Code's user settings.json and tasks.json "
+              "(terminal profiles, tool paths its extensions run)",
+              "https://code.visualstudio.com/docs/getstarted/settings"
+              "#_settings-file-locations", False),
+    HomePlace("~/Library/Application Support/Code", "folder", "the same on macOS",
+              "https://code.visualstudio.com/docs/getstarted/settings"
+              "#_settings-file-locations", False),
+    HomePlace("~/.config/zed", "folder", "Zed's settings.json (language and context "
+              "servers) and tasks.json", "https://zed.dev/docs/configuring-zed", False),
     HomePlace("~/.emacs", "file", "Emacs' init file",
               "https://www.gnu.org/software/emacs/manual/html_node/emacs/Find-Init.html",
               False),
@@ -387,6 +537,9 @@ HOME_PLACES: tuple[HomePlace, ...] = (
               False),
     HomePlace("~/.aider.conf.yml", "file", "aider's user config: lint and test commands",
               _AIDER_CONF, False),
+    HomePlace("~/.env", "file", "loaded into their environment by Gemini CLI (when no "
+              "project has one) and aider (AIDER_LINT_CMD and the like)",
+              "https://aider.chat/docs/config/dotenv.html", False),
 )
 
 _BROWSER_CHROMIUM = "https://chromium.googlesource.com/chromium/src/+/HEAD/docs/user_data_dir.md"

@@ -107,12 +107,17 @@ class HostLayout(NamedTuple):
                 system[folder] = None
         dot_files = {}
         lnk_home = None
+        places = None
         for grant in snapshot.grants if snapshot is not None else ():
             assert snapshot is not None
             if (grant.access == "write" and grant.target and not grant.dot_files_writable
                     and grant.is_dir):
+                if places is None:
+                    from ..home_places import home_places
+
+                    places = home_places(snapshot.home)  # once for every grant
                 dot_files[grant.target] = analyze(grant.target, home=snapshot.home,
-                                                  commit=grant.commit)
+                                                  commit=grant.commit, places=places)
             elif grant.name == LNK_HOME_NAME and grant.target is None \
                     and os.path.isdir(snapshot.lnk_home):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
@@ -479,8 +484,15 @@ def _dot_files(
             folder = os.path.join(folder, part)
             if folder not in anchored and not any(d == folder for d, _ in mounts):
                 anchored.add(folder)
+                made = "; missing, so an empty folder is made for the run" \
+                    if folder in protected.parents else ""
                 add(2, MountOp("bind", folder, folder, f"{owner}: a mount point, so it cannot "
-                               f"be renamed, since it holds {dest}"), "write")
+                               f"be renamed, since it holds {dest}{made}"), "write")
+        # Missing folders above a held setting (.github for .github/hooks) are made
+        # first, plain and writable, and go after the run when nothing else is in them.
+        for parent in protected.parents:
+            if not any(held.path == parent for held in holds):
+                holds.append(Wanted(parent, "folder"))
         reason = f"{owner}: {protected.reason}"
         kind = protected.kind
         if not protected.exists:

@@ -82,12 +82,15 @@ NESTED = LaunchError(
 
 def protections(snapshot: Snapshot) -> list[Protected]:
     """The dot files at the top of each write grant whose dot files are protected."""
+    from ..home_places import home_places
+
     found: list[Protected] = []
+    places = home_places(snapshot.home) if snapshot.written() else ()
     for grant in snapshot.visible():
         if grant.access == "write" and not grant.dot_files_writable and grant.is_dir:
             assert grant.target is not None
-            found.extend(analyze(grant.target, home=snapshot.home,
-                                 commit=grant.commit).protected)
+            found.extend(analyze(grant.target, home=snapshot.home, commit=grant.commit,
+                                 places=places).protected)
     return found
 
 

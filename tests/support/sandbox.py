@@ -110,6 +110,10 @@ class Sandbox:
             "HOME": str(self.home),
             "LANG": "C.UTF-8",
         }
+        if os.environ.get("PYTHONPATH"):
+            # A worktree's tests run its own code: lnk is the shared venv's, which would
+            # import the main checkout's otherwise.
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         env.update(extra or {})
         return env
 

@@ -124,26 +124,69 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
         Protected(f"{top}/.husky", f"{top}/.husky", "folder", False, HUSKY,
                   placeholder=f"{top}/.husky"),
         # Coding agents' and editors' project settings (runs_as_you.AGENT_SETTINGS), each
-        # held as its table says; .github/hooks only where .github is there.
+        # held as its table says; below the top with the missing folders above made.
         *(Protected(f"{top}/{s.name}", f"{top}/{s.name}", s.kind, False,
-                    f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None)
-          for s in AGENT_SETTINGS if "*" not in s.name and "/" not in s.name),
+                    f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None,
+                    parents=_above(top, s.name) if s.hold else ())
+          for s in AGENT_SETTINGS if "*" not in s.name),
     ]
+
+
+def _above(top: Path, name: str) -> tuple[str, ...]:
+    parts = name.split("/")[:-1]
+    return tuple(f"{top}/{'/'.join(parts[:i])}" for i in range(1, len(parts) + 1))
 
 
 def test_agent_settings_below_the_top_and_by_pattern(tmp_path: Path) -> None:
     """A workspace file is protected where it is, never held (no name to hold); the
-    hooks folder of .github only where .github is there, so a project can still make
-    .github/workflows."""
+    hooks folder of .github is held whether .github is there or not: where it is not,
+    .github is made for the run, writable, so a project can still make
+    .github/workflows (the Linux plan binds it onto itself, a mount point)."""
     top = project(tmp_path)
-    found = by_name(analyze(str(top), home="/home/u"))
-    assert f"{top}/.github/hooks" not in found
+    hooks = by_name(analyze(str(top), home="/home/u"))[f"{top}/.github/hooks"]
+    assert (hooks.placeholder, hooks.parents) == (f"{top}/.github/hooks", (f"{top}/.github",))
     (top / ".github").mkdir()
     (top / "team.code-workspace").write_text("{}")
     found = by_name(analyze(str(top), home="/home/u"))
     assert found[f"{top}/.github/hooks"].placeholder == f"{top}/.github/hooks"
+    assert found[f"{top}/.github/hooks"].parents == ()
     workspace = found[f"{top}/team.code-workspace"]
     assert workspace.exists and workspace.placeholder is None
+
+
+def test_env_files_a_tool_loads_on_its_own_are_protected(tmp_path: Path) -> None:
+    """.env is held (aider and Gemini CLI load it when they start); mise's files and
+    .tool-versions are read-only when there and never held (mise trusts by path: a new
+    file is untrusted until you trust it, and an empty one would be a config to it)."""
+    top = project(tmp_path)
+    (top / "mise.toml").write_text('[tools]\npython = "3.11"\n')
+    (top / ".config" / "mise").mkdir(parents=True)
+    (top / ".config" / "mise" / "config.toml").write_text("")
+    found = by_name(analyze(str(top), home="/home/u"))
+    assert found[f"{top}/.env"].placeholder == f"{top}/.env"
+    assert found[f"{top}/mise.toml"].exists
+    assert found[f"{top}/.config/mise/config.toml"].exists
+    missing = found[f"{top}/.mise.toml"]
+    assert not missing.exists and missing.placeholder is None
+    assert found[f"{top}/.tool-versions"].placeholder is None
+
+
+def test_a_held_setting_below_a_missing_folder_is_planned_with_its_folder_writable(
+        tmp_path: Path) -> None:
+    """The plan makes .github (plain, writable, a mount point) before holding
+    .github/hooks read-only in it; the placeholder list has the folder first."""
+    top = project(tmp_path)
+    grant = Grant(".", str(top), "write", "files.write[0]", "files.write[0]", 2)
+    snapshot = snap(grant)._replace(cwd=str(top))
+    layout = HostLayout({}, "/i", "/usr/bin/python3", "/usr",
+                        dot_files={str(top): analyze(str(top), home="/home/u")})
+    plan = build_plan(snapshot, layout, root_mode=False)
+    github, hooks = f"{top}/.github", f"{top}/.github/hooks"
+    binds = {(op.kind, op.dest) for op in plan.ops}
+    assert ("bind", github) in binds and ("ro-bind", hooks) in binds
+    assert ("ro-bind", github) not in binds
+    held = [w.path for w in plan.holds]
+    assert held.index(github) < held.index(hooks)
 
 
 def test_places_in_home_inside_a_written_folder_stay_read_only(tmp_path: Path) -> None:

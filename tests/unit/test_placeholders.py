@@ -320,3 +320,59 @@ def test_a_holder_from_another_pid_namespace_is_never_judged_gone(
     ours = os.stat("/proc/self/ns/pid").st_ino
     assert not _holder_alive(f"999999999:1.{ours}:1", {})  # this namespace's, gone
     assert not _holder_alive("999999999:1:1", {})  # before the namespace was written
+
+
+def test_a_folder_and_what_goes_in_it_are_made_together(lnk_home: Path, top: Path) -> None:
+    """.github missing: the run makes it, then holds .github/hooks in it; the workflow a
+    sandbox wrote there is the person's after the run, the hooks placeholder goes."""
+    wanted = [Wanted(str(top / ".github"), "folder"),
+              Wanted(str(top / ".github" / "hooks"), "folder")]
+    held = Placeholders(str(lnk_home)).hold(wanted)
+    assert sorted(held.paths) == [str(top / ".github"), str(top / ".github" / "hooks")]
+    (top / ".github" / "workflows").mkdir()
+    held.release()
+    assert sorted(os.listdir(top / ".github")) == ["workflows"]
+    assert state(lnk_home) == {}
+    again = Placeholders(str(lnk_home)).hold(wanted)  # .github is the person's now
+    assert again.paths == [str(top / ".github" / "hooks")]
+    again.release()
+    assert sorted(os.listdir(top / ".github")) == ["workflows"]
+
+
+def test_a_dead_runs_folder_pruned_and_made_again_in_one_start(lnk_home: Path,
+                                                                top: Path) -> None:
+    """A killed run's .github and .github/hooks, both dead: the next start wanting them
+    prunes both and makes both again, in the new .github (not through a descriptor of
+    the one it just removed)."""
+    github, hooks = top / ".github", top / ".github" / "hooks"
+    hooks.mkdir(parents=True)
+    dead = f"{os.getpid()}:1:1"  # this pid with another start time: no live run
+    lnk_home.mkdir(mode=0o700)
+    lines = [b"lnk-placeholders 1"]
+    for path in (github, hooks):
+        info = os.lstat(path)
+        lines.append(b"d %d %d %s %s" % (info.st_dev, info.st_ino, dead.encode(),
+                                         str(path).encode()))
+    (lnk_home / STATE_NAME).write_bytes(b"\n".join(lines) + b"\n")
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(github), "folder"),
+                                             Wanted(str(hooks), "folder")])
+    assert hooks.is_dir() and sorted(held.paths) == [str(github), str(hooks)]
+    held.release()
+    assert not github.exists()
+
+
+def test_a_dead_runs_folder_the_plan_took_for_there_is_made_again(lnk_home: Path,
+                                                                   top: Path) -> None:
+    """The plan saw a killed run's .github (a placeholder, empty) and asks for
+    .github/hooks alone: the prune removes .github, and the hold makes it again for this
+    run rather than refusing, then removes both after the run."""
+    github, hooks = top / ".github", top / ".github" / "hooks"
+    github.mkdir()
+    info = os.lstat(github)
+    lnk_home.mkdir(mode=0o700)
+    (lnk_home / STATE_NAME).write_bytes(b"lnk-placeholders 1\nd %d %d %d:1:1 %s\n" % (
+        info.st_dev, info.st_ino, os.getpid(), str(github).encode()))
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(hooks), "folder")])
+    assert hooks.is_dir() and sorted(held.paths) == [str(github), str(hooks)]
+    held.release()
+    assert not github.exists() and state(lnk_home) == {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.runs_as_you import AGENT_SETTINGS, CREDENTIALS
+from supervisor.runs_as_you import AGENT_SETTINGS, CREDENTIALS, HOME_PLACES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -30,3 +30,9 @@ def test_every_document_the_readme_names_is_in_the_repository() -> None:
     assert "DESIGN.md" not in README.replace("docs/design.md", "")
     named.discard("docs/srt-proxy.md")  # sandbox-runtime's own, which the README cites
     assert [n for n in sorted(named) if not (root / n).exists()] == []
+
+
+def test_every_home_place_is_in_the_readme_with_its_rule() -> None:
+    for place in HOME_PLACES:
+        rule = "holder" if place.holder else "place"
+        assert f"| `{place.name}` | {rule} |" in README, place.name

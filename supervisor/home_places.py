@@ -1,0 +1,333 @@
+"""Home's places that run as the person, as this machine lays them out: every link on
+the way resolved, and the installations PATH's commands run from.
+
+`runs_as_you.HOME_PLACES` names each place where its tool looks (`~/.bashrc`,
+`~/.config/git`). A machine may keep it elsewhere, behind a link: GNU Stow, yadm and
+rcm keep dotfiles in a repository and link them into home (`~/.bashrc ->
+dotfiles/bashrc`, `~/.config/git -> ../dotfiles/git`). A sandbox writing `~/dotfiles`
+then writes what bash and git run, whatever the names say. So each place is resolved
+here, on the host, by lnk itself, and the rules hold for where it leads as well as for
+its name; a link on the way that a grant holds is refused, since the sandbox could
+point it elsewhere before the next run resolves it.
+
+PATH is the other way in. Every file in a PATH folder is a command the person may type
+(each PATH folder is a holder), and what it runs may lie elsewhere: `~/.pyenv/bin/pyenv
+-> ../libexec/pyenv`, pipx's `~/.local/bin/aws -> ~/.local/share/pipx/venvs/awscli/
+bin/aws`, a script whose `#!` names a virtual environment's python. The links and `#!`
+lines in PATH folders are read here, and the installation each leads to is a place.
+A folder of the distribution's own (/usr/bin, /bin...) is not read: its package manager
+wrote it, its links lead into system folders, and reading its thousands of entries
+costs 20 to 60 ms a start. Shims that are scripts of a version manager (`#!/usr/bin/env
+bash`) name no file: their manager's home is in the table.
+
+A relative PATH entry (`node_modules/.bin`, `.`, an empty one) names a folder of the
+working directory, wherever the person is: nothing can hold it (`relative_path_entries`).
+
+Facts this follows:
+- a link is resolved as the kernel resolves it, component by component, relative links
+  from the folder holding them; a missing component ends the walk, the rest kept as
+  written (os.path.realpath's non-strict form), at most 40 links (the kernel's limit);
+- `#!` is read from the first 256 bytes only; the kernel reads at most 256 (BINPRM_BUF_SIZE).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import Literal, NamedTuple
+
+Kind = Literal["file", "folder"]
+
+MAX_LINKS = 40  # the kernel's MAXSYMLINKS
+_SHEBANG_READ = 256  # BINPRM_BUF_SIZE
+# PATH folders written by the distribution's package manager: not read for what their
+# commands run (see the module docstring).
+DISTRIBUTION_FOLDERS = ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/games", "/System")
+# Folders the distribution installs and a person cannot write: an installation there is
+# no place (/usr/local and /opt are the person's or the admin's: Homebrew's on macOS).
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+           "/System", "/Library", "/nix/store", "/snap")
+
+
+def _system(path: str) -> bool:
+    return any(_within(path, s) for s in _SYSTEM) and not _within(path, "/usr/local")
+# A target in one of these is an installation's entry point: the installation is the
+# folder above (a virtual environment, a toolchain, a package).
+_ENTRY_FOLDERS = frozenset(("bin", "sbin", "libexec"))
+
+
+class Place(NamedTuple):
+    """A place that runs as the person. `path` is where the tool looks (`~` expanded),
+    `real` where that leads with every link resolved (`path` when there is none), and
+    `links` each link met on the way. A holder's grant is refused, as is a grant inside
+    a place; `instead` is where a refusal points (a variable that moves the tool)."""
+
+    path: str
+    name: str
+    kind: Kind
+    what: str
+    holder: bool
+    real: str
+    links: tuple[str, ...] = ()
+    instead: str = ""
+
+
+def _within(path: str, folder: str) -> bool:
+    return folder in (path, "/") or path.startswith(folder + "/")
+
+
+class _Resolver:
+    """Links resolved as the kernel does, each folder resolved once per start: the
+    places share their first components (home, ~/.config, ~/.local...), so a place
+    costs one lstat of its last component, and only a link costs a walk."""
+
+    def __init__(self) -> None:
+        # path -> (real, links met, whether it exists)
+        self.known: dict[str, tuple[str, tuple[str, ...], bool]] = {"/": ("/", (), True)}
+        # folder -> its entries' names and whether each is a link (None: unlisted)
+        self.listings: dict[str, dict[str, bool | None] | None] = {}
+
+    def kind(self, folder: str, name: str) -> bool | None:
+        """Whether `folder/name` is a link (True), something else (False), or missing
+        (None). Most places are missing: one listing of their folder answers for all of
+        them, where an lstat each would cost ten times as much (a filesystem that does
+        not say an entry's type, and a case-insensitive one, get an lstat)."""
+        if folder not in self.listings:
+            listing: dict[str, bool | None] | None = None
+            if sys.platform != "darwin" and not _system(folder):  # /usr/bin: 2000 names
+                try:
+                    with os.scandir(folder) as entries:
+                        listing = {e.name: _link_or_none(e) for e in entries}
+                except OSError:
+                    listing = None
+            self.listings[folder] = listing
+        listing = self.listings[folder]
+        if listing is not None and listing.get(name, False) is not None:
+            return listing.get(name)
+        if listing is not None and name not in listing:
+            return None
+        try:
+            return stat.S_ISLNK(os.lstat(os.path.join(folder, name)).st_mode)
+        except OSError:
+            return None
+
+    def resolve(self, path: str) -> tuple[str, tuple[str, ...]]:
+        """`path` (absolute) with every link resolved, and the links met on the way."""
+        real, links, _ = self._resolve(os.path.normpath(path), 0)
+        return real, links
+
+    def _resolve(self, path: str, hops: int) -> tuple[str, tuple[str, ...], bool]:
+        if path in self.known:
+            return self.known[path]
+        parent, name = os.path.split(path)
+        real_parent, links, exists = self._resolve(parent, hops)
+        candidate = os.path.join(real_parent, name)
+        found: tuple[str, tuple[str, ...], bool]
+        if not exists:
+            found = (candidate, links, False)  # below a missing folder: as written
+        else:
+            try:
+                link = self.kind(real_parent, name)
+                if link is None:
+                    raise FileNotFoundError(candidate)
+                text = os.readlink(candidate) if link else None
+            except OSError:
+                found = (candidate, links, False)
+            else:
+                if text is None:
+                    found = (candidate, links, True)
+                elif hops >= MAX_LINKS:  # a loop: ELOOP to the kernel, nothing runs there
+                    found = (candidate, (*links, candidate), False)
+                else:
+                    target = os.path.normpath(os.path.join(real_parent, text))
+                    real, more, there = self._resolve(target, hops + 1)
+                    found = (real, tuple(dict.fromkeys((*links, candidate, *more))), there)
+        self.known[path] = found
+        return found
+
+
+def _link_or_none(entry: os.DirEntry[str]) -> bool | None:
+    """Whether a listed entry is a link, from the listing alone; None where the
+    filesystem did not say (DT_UNKNOWN), which an lstat then answers."""
+    try:
+        if entry.is_symlink():
+            return True
+        if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
+            return False
+    except OSError:
+        pass
+    return None
+
+
+def _shown(path: str, home: str) -> str:
+    return "~" + path[len(home):] if _within(path, home) and path != home else path
+
+
+def _interpreter(path: str) -> str | None:
+    """The absolute interpreter a `#!` line at the top of `path` names, or None (no `#!`,
+    not a regular file, `env` looking a name up in PATH).
+
+    `path` was a regular file when its folder was listed, and lies in a folder of PATH,
+    which no sandbox writes: opened without following a link and without blocking (a
+    pipe put there meanwhile reads as nothing), and read only once fstat says regular."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY
+                     | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, _SHEBANG_READ)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words or not words[0].startswith(b"/"):
+        return None
+    interpreter = os.fsdecode(words[0])
+    return None if os.path.basename(interpreter) == "env" else interpreter
+
+
+def _installation(target: str, home: str, holders: list[str]) -> str | None:
+    """The installation a command's file belongs to: the folder above its bin/ or
+    libexec/ (a virtual environment, a toolchain), else its own folder. None where that
+    is a system folder, home or a folder holding it, or a folder of PATH already held."""
+    folder = os.path.dirname(target)
+    candidates = [folder]
+    if os.path.basename(folder) in _ENTRY_FOLDERS:
+        candidates.insert(0, os.path.dirname(folder))
+    for root in candidates:
+        if _system(root) or _within(home, root):
+            return None
+        if any(_within(holder, root) for holder in holders):
+            continue  # a holder is in it (~/.local holds ~/.local/bin): too wide
+        return root
+    return None
+
+
+def path_folders(path_env: str) -> list[str]:
+    """PATH's absolute folders, normalized, each once, in order."""
+    found = []
+    for entry in path_env.split(os.pathsep):
+        if entry.startswith("/"):
+            folder = os.path.normpath(entry)
+            if folder not in found:
+                found.append(folder)
+    return found
+
+
+def relative_path_entries(path_env: str) -> list[str]:
+    """PATH's entries that name a folder of the working directory: relative ones, and
+    empty ones (POSIX: an empty entry is the working directory)."""
+    entries = path_env.split(os.pathsep) if path_env else []
+    return list(dict.fromkeys(entry or "." for entry in entries if not entry.startswith("/")))
+
+
+def relative_path_gap(path_env: str) -> str | None:
+    """What a relative PATH entry leaves open, said at every launch that writes a folder
+    and by `check`; None when PATH has none.
+
+    Not held, only said: a relative entry names a folder of wherever the person is, so
+    no folder of the sandbox's could be held for it (node_modules/.bin in every folder
+    it writes, at any depth), and holding node_modules/.bin at the top would break every
+    npm install the sandbox runs. Said at launch, not asked once: it is the person's
+    shell, not the spec, and a remembered permission would not see PATH change."""
+    entries = relative_path_entries(path_env)
+    if not entries:
+        return None
+    return (f"PATH names folders of the working directory ({', '.join(entries)}): a "
+            "command the sandbox puts in one of them, in a folder it writes, runs as you "
+            "when you type its name there; take them off PATH (npx and npm exec find "
+            "node_modules/.bin by themselves)")
+
+
+def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
+    """The table's places for this home, every PATH folder as a holder, and the
+    installations PATH's commands run from as places; each with its links resolved.
+
+    `path_env` is PATH as the person's tools see it (this process's by default).
+    """
+    from .runs_as_you import HOME_PLACES
+
+    resolver = _Resolver()
+    home = os.path.normpath(home)
+    places: dict[str, Place] = {}
+
+    def add(path: str, name: str, kind: Kind, what: str, *, holder: bool,
+            instead: str = "") -> None:
+        if path in places:
+            return
+        real, links = resolver.resolve(path)
+        places[path] = Place(path, name, kind, what, holder, real, links, instead)
+
+    for entry in HOME_PLACES:
+        add(os.path.normpath(home + entry.name[1:]), entry.name, entry.kind, entry.what,
+            holder=entry.holder, instead=entry.instead)
+    folders = path_folders(os.environ.get("PATH", "") if path_env is None else path_env)
+    for folder in folders:
+        if folder != home:
+            add(folder, _shown(folder, home), "folder", "a folder of your PATH: any file "
+                "there is a command you may type", holder=True)
+    holders = [p for place in places.values() if place.holder
+               for p in (place.path, place.real)]
+    tool_homes = [p for place in places.values() if not place.holder and place.kind ==
+                  "folder" for p in (place.path, place.real)]
+    for folder in folders:
+        real, _ = resolver.resolve(folder)
+        if any(_within(real, d) for d in DISTRIBUTION_FOLDERS):
+            continue  # the distribution's own
+        # A tool home's own bin/ (pyenv's shims, ~/.npm-global/bin) is held whole with
+        # it: its scripts are the manager's and are not read, but its links may lead out
+        # of it (npm link leads into a project).
+        scripts = not any(_within(real, t) for t in tool_homes)
+        for command, files, links in _commands(real, resolver, scripts=scripts):
+            for file in files:
+                root = _installation(file, home, holders)
+                if root is None or any(_within(root, t) for t in tool_homes):
+                    continue
+                add(root, _shown(root, home), "folder",
+                    f"what {command} on your PATH runs ({_shown(file, home)})",
+                    holder=False)
+                places[root] = places[root]._replace(links=tuple(
+                    dict.fromkeys((*places[root].links, *links))))
+    return tuple(places.values())
+
+
+def _commands(folder: str, resolver: _Resolver, *,
+              scripts: bool = True) -> list[tuple[str, list[str], tuple[str, ...]]]:
+    """Each command of a PATH folder and the files it runs on the way: (name, files,
+    the links met). A link leads through each link it names to its target (a link to a
+    virtual environment's python leads on to the base interpreter: the environment is
+    the link on the way); a script, or the script a link leads to (pipx's and uv's
+    entry points), to its `#!` interpreter and through that."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    found = []
+    for entry in sorted(entries, key=lambda e: e.name):
+        try:
+            files: list[str] = []
+            links: tuple[str, ...] = ()
+            script = entry.path
+            if entry.is_symlink():
+                target, links = resolver.resolve(entry.path)
+                files = [*links[1:], target]
+                script = target if not _system(target) else ""
+            elif not scripts or not entry.is_file(follow_symlinks=False):
+                continue
+            interpreter = _interpreter(script) if script else None
+            if interpreter is not None and not _system(interpreter):
+                target, more = resolver.resolve(interpreter)
+                files += [interpreter, *more, target]
+                links = (*links, *more)
+            if files:
+                found.append((entry.name, files, links))
+        except OSError:
+            continue
+    return found
