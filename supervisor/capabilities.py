@@ -26,21 +26,26 @@ def boot_id() -> str:
         return "unknown"
 
 
+CACHE_NAME = "cache/checks.json"
+
+
 class CheckCache:
     """Passed checks of this boot, in `$LNK_HOME/cache/checks.json`. `boot` names the
     boot where /proc does not (macOS's kern.bootsessionuuid)."""
 
     def __init__(self, lnk_home: str, boot: str | None = None):
-        self.path = os.path.join(lnk_home, "cache", "checks.json")
+        self.lnk_home = lnk_home
+        self.path = os.path.join(lnk_home, CACHE_NAME)
         self.boot = boot or boot_id()
         self.passed: dict[str, Any] = {}
+        from .state import read
+
         try:
-            with open(self.path) as handle:
-                data = json.load(handle)
+            data = json.loads(read(lnk_home, CACHE_NAME) or b"{}")
             if isinstance(data, dict) and data.get("boot_id") == self.boot:
                 self.passed = dict(data.get("passed", {}))
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, LaunchError):
+            pass  # no cache: the checks run again (a link there refuses the first write)
 
     def get(self, name: str) -> Any:
         return self.passed.get(name)
@@ -50,9 +55,8 @@ class CheckCache:
         from .state import write_atomically
 
         try:
-            write_atomically(
-                self.path, json.dumps({"boot_id": self.boot, "passed": self.passed}).encode()
-            )
+            write_atomically(self.lnk_home, CACHE_NAME, json.dumps(
+                {"boot_id": self.boot, "passed": self.passed}).encode())
         except OSError:
             pass  # a cache that cannot be written only costs the next start a probe
 

@@ -16,7 +16,7 @@ from .grants import Snapshot, resolve
 from .netpolicy import Decide
 from .policy import Context, Policy, effective_policy
 from .spec import Spec, load_spec
-from .state import ensure_private_dir
+from .state import private_folder
 
 
 def interpreter() -> tuple[str, str]:
@@ -39,9 +39,9 @@ def snapshot_for(spec_path: str | None, context: Context | None = None) -> Snaps
     spec = load_spec(spec_path)
     policy = effective_policy(spec, context)
     if spec.agent:
-        ensure_private_dir(os.path.join(context.lnk_home, "agents", spec.agent))
+        private_folder(context.lnk_home, f"agents/{spec.agent}").close()
     if spec.session:
-        ensure_private_dir(os.path.join(context.lnk_home, "sessions", spec.session))
+        private_folder(context.lnk_home, f"sessions/{spec.session}").close()
     return resolve(policy, context)
 
 

@@ -1,72 +1,62 @@
-"""Files in `$LNK_HOME`: made private, written atomically.
+"""Files in `$LNK_HOME`: made private, written atomically, reached through host_files.
 
 `$LNK_HOME` holds what no sandbox may touch (remembered permissions, saved snapshots,
-the placeholder list), and is hidden from every sandbox. A write is a temp file, fsync,
-then rename, so a full disk or a kill mid-write leaves the old file whole.
+the placeholder list, the runs), and is hidden from every sandbox. Every name in it is
+opened through the folder above it, no link followed (host_files.PrivateFolder). A
+write is a temp file, fsync, then rename, so a full disk or a kill mid-write leaves the
+old file whole.
 """
 
 from __future__ import annotations
 
 import os
 
-from .errors import LaunchError
+from .host_files import PrivateFolder
 
 
-def ensure_private_dir(path: str) -> str:
-    """Make `path` (and parents) with mode 0700 where missing; refuse a link."""
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError as err:
-        raise LaunchError(f"cannot make {path}: {err.strerror}", errno=err.errno) from None
-    if os.path.islink(path):
-        raise LaunchError(f"{path} is a link; lnk-sandbox keeps its settings in a real folder")
-    return path
+def private_folder(lnk_home: str, name: str = "") -> PrivateFolder:
+    """`$LNK_HOME/name` opened (made 0700 where missing); LaunchError for a link on the
+    way, or a folder that is not this user's alone. The caller closes it."""
+    home = PrivateFolder.lnk_home(lnk_home)
+    assert home is not None
+    if not name:
+        return home
+    with home:
+        folder = home.folder(name)
+    assert folder is not None
+    return folder
 
 
-def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` whole, or leave it as it was (OSError). A temp file a
-    writer killed mid-write left (its pid is in its name) is removed first."""
-    folder = os.path.dirname(path)
-    ensure_private_dir(folder)
-    _remove_stale_temps(folder, os.path.basename(path))
-    temp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW,
-                 mode)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(temp)
-        raise
-    os.close(fd)
-    try:
-        os.rename(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
+def existing_folder(lnk_home: str, name: str = "") -> PrivateFolder | None:
+    """`$LNK_HOME/name` opened as `private_folder` does, None when it is missing."""
+    home = PrivateFolder.lnk_home(lnk_home, make=False)
+    if home is None or not name:
+        return home
+    with home:
+        return home.folder(name, make=False)
 
 
-def _remove_stale_temps(folder: str, name: str) -> None:
-    try:
-        entries = os.listdir(folder)
-    except OSError:
-        return
-    for entry in entries:
-        middle = entry[len(name) + 1:-4] if entry.startswith(name + ".") and \
-            entry.endswith(".tmp") else ""
-        if not middle.isdigit() or int(middle) == os.getpid():
-            continue
-        try:
-            os.kill(int(middle), 0)
-            continue  # its writer is alive (or not ours to signal)
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
-        try:
-            os.unlink(os.path.join(folder, entry))
-        except OSError:
-            continue
+def write_atomically(lnk_home: str, name: str, data: bytes, mode: int = 0o600) -> None:
+    """Replace `$LNK_HOME/name` with `data` whole, or leave it as it was (OSError)."""
+    folder, file = os.path.split(name)
+    with private_folder(lnk_home, folder) as opened:
+        opened.write_atomically(file, data, mode)
+
+
+def read(lnk_home: str, name: str, limit: int = 1 << 22) -> bytes | None:
+    """What `$LNK_HOME/name` holds, None when it (or `$LNK_HOME`) is missing."""
+    folder, file = os.path.split(name)
+    opened = existing_folder(lnk_home, folder)
+    if opened is None:
+        return None
+    with opened:
+        return opened.read(file, limit)
+
+
+def is_file(lnk_home: str, name: str) -> bool:
+    folder, file = os.path.split(name)
+    opened = existing_folder(lnk_home, folder)
+    if opened is None:
+        return False
+    with opened:
+        return opened.is_file(file)

@@ -260,6 +260,8 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
                 add(1, MountOp("hide-file", grant.target, reason=_why(grant)), "hide")
         elif grant.access == "protect" and holder == "write":
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
+    _anchor_lnk_home(next((g.target for g in hidden if g.name == LNK_HOME_NAME
+                           and g.access == "hide"), None), mounts, add)
     holds = _dot_files(grants, layout, mounts, add)
     if root_mode:
         _refuse_root_write_grants(grants)
@@ -376,6 +378,25 @@ def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
             hint=f'hide it (files.hide = ["{path}"]) or its folder, grant a folder that '
             "holds no daemon's socket, or run lnk-sandbox as a user other than root",
         )
+
+
+def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
+                     add: Callable[[int, MountOp, str], None]) -> None:
+    """`$LNK_HOME` set inside a folder the sandbox writes: each folder between that grant
+    and it bound onto itself. `$LNK_HOME` itself is hidden (a mount point), but a folder
+    above it could be renamed away and made again, holding a link or forged permissions,
+    for the next start to trust; a mount point cannot be renamed (EBUSY)."""
+    if lnk_home is None:
+        return
+    above = [(d, a) for d, a in mounts if d != lnk_home]
+    if _deepest(lnk_home, above) != "write":
+        return
+    folder = max((d for d, a in above if a == "write" and is_within(lnk_home, d)), key=_depth)
+    for part in lnk_home[len(folder):].strip("/").split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        if not any(d == folder for d, _ in mounts):
+            add(2, MountOp("bind", folder, folder, "lnk-sandbox's settings ($LNK_HOME) are "
+                           "inside: a mount point, so it cannot be renamed"), "write")
 
 
 def _dot_files(

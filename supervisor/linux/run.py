@@ -14,6 +14,7 @@ from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..placeholders import Placeholders
 from ..run import inner_source, interpreter
+from ..state import private_folder
 from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
@@ -141,6 +142,9 @@ def launch_and_supervise(
     decide: Decide | None = None,
 ) -> Outcome:
     """Launch and supervise one run. `learn` opens every program and records in `judge`."""
+    # $LNK_HOME exists before the plan is made, so that the plan hides it (and holds the
+    # folders above it, when it is inside a folder the sandbox writes).
+    private_folder(snapshot.lnk_home).close()
     cache = CheckCache(snapshot.lnk_home)
     info = bwrap_info(cache)
     if learn:
@@ -149,7 +153,7 @@ def launch_and_supervise(
     plan = plan_for(snapshot)
     loaders = program_loaders(snapshot)
     config = inner_config(plan, snapshot, layers, loaders)
-    events = EventLog(open_report(report, snapshot.written()) if report else None)
+    events = EventLog(open_report(report) if report else None)
     if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
         say(unix_sockets_gap(layers.landlock_abi))
     # The run's folder and exposed ports exist before bwrap, the helper's job after it.

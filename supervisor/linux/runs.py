@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import signal
 
-from ..state import ensure_private_dir
+from ..host_files import PrivateFolder
+from ..state import private_folder
 from .cgroups import alive
 
 RUNS = "runs"
@@ -44,24 +45,27 @@ class RunList:
     """This run's entry in `$LNK_HOME/runs`, made after ending what killed runs left."""
 
     def __init__(self, lnk_home: str, token: str) -> None:
-        self.path = os.path.join(lnk_home, RUNS, token)
-        folder = ensure_private_dir(os.path.join(lnk_home, RUNS))
-        end_killed_runs(folder)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-                     0o600)
-        os.close(fd)
+        self.token = token
+        self.folder = private_folder(lnk_home, RUNS)
+        try:
+            end_killed_runs(self.folder)
+            os.close(self.folder.open(token, os.O_WRONLY | os.O_CREAT))
+        except BaseException:
+            self.folder.close()
+            raise
 
     def close(self) -> None:
         try:
-            os.unlink(self.path)
+            self.folder.unlink(self.token)
         except OSError:
             pass
+        self.folder.close()
 
 
-def end_killed_runs(folder: str) -> None:
+def end_killed_runs(folder: PrivateFolder) -> None:
     """Kill what listed runs whose supervisor is gone left running, and unlist them."""
     try:
-        tokens = [t for t in os.listdir(folder) if t.count("-") == 1]
+        tokens = [t for t in folder.names() if t.count("-") == 1]
     except OSError:
         return
     dead = [t for t in tokens if not alive(t)]
@@ -84,6 +88,6 @@ def end_killed_runs(folder: str) -> None:
                 continue
     for token in dead:
         try:
-            os.unlink(os.path.join(folder, token))
+            folder.unlink(token)
         except OSError:
             continue

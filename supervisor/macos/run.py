@@ -283,7 +283,7 @@ class MacLauncher:
 
     def run(self, snapshot: Snapshot, argv: list[str], *, report: str | None = None,
             decide: Decide | None = None) -> int:
-        events = EventLog(open_report(report, snapshot.written()) if report else None)
+        events = EventLog(open_report(report) if report else None)
         try:
             outcome = self._launch(snapshot, argv, learn=False, events=events, decide=decide)
         finally:
