@@ -38,14 +38,12 @@ GAP_HOST_ABSTRACT = (
     "abstract unix sockets (D-Bus, X11 and others) can be connected to"
 )
 GAP_SOCKETS = (
-    "a path socket inside a folder the spec grants (read or write) can be connected to "
-    "(connect() needs no write right); sockets elsewhere are not mounted. Name the ones "
-    "the command needs in [network] unix and hide the folders of the others"
-)
-GAP_UNIX = (
-    "[network] unix makes the named sockets reachable, but path sockets inside the folders "
-    "the spec grants stay reachable too: only Landlock's RESOLVE_UNIX right (ABI 9, Linux "
-    "7.1) closes them, which lnk-sandbox applies where the kernel has it"
+    "a path socket a process outside makes inside a folder the spec grants after the "
+    "launch, or one bound in another network namespace deeper than two folders into a "
+    "grant, can be connected to (connect() needs no write right): the ones there at "
+    "launch are hidden unless the spec names them ([network] unix, or a grant of the "
+    "socket itself); closing the rest needs Landlock's RESOLVE_UNIX right (ABI 9, Linux "
+    "7.1), which lnk-sandbox applies where the kernel has it"
 )
 
 
@@ -215,10 +213,11 @@ def check(spec_path: str | None) -> Report:
     report.gaps.append(GAP_LOADER)
     report.gaps.append(GAP_PRELOAD)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
-    if snapshot.network.unix is None:
-        report.gaps.append(GAP_SOCKETS)
-    elif machine.landlock_abi < UNIX_SOCKETS_ABI:
-        report.gaps.append(f"{GAP_UNIX}; this kernel has {abi}")
+    report.layers.append("path sockets under the grants: found at launch (bound in this "
+                         "network namespace, or within two folders of a grant) and hidden, "
+                         "but those the spec names")
+    if machine.landlock_abi < UNIX_SOCKETS_ABI:
+        report.gaps.append(f"{GAP_SOCKETS}; this kernel has {abi}")
     else:
         report.layers.append(f"Landlock ABI {machine.landlock_abi}: no path socket made "
                              "outside the sandbox but the named ones (RESOLVE_UNIX)")

@@ -164,6 +164,7 @@ def _print_plan(spec: str | None, command: list[str]) -> int:
     out.write("# bwrap's arguments (FD<path>: that path, opened without following links):\n")
     out.write(shlex.join(args) + "\n")
     out.write(f"# command: {shlex.join(command)}\n")
+    out.writelines(f"# note: {note}\n" for note in plan.notes)
     return 0
 
 

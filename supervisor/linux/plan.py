@@ -33,6 +33,7 @@ from ..grants import Grant, Snapshot, expand_name, is_within
 from ..placeholders import Wanted
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from .procfs import ProcEntry, is_global, read_only
+from .sockets import FoundSockets
 
 OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
 
@@ -80,6 +81,7 @@ class HostLayout(NamedTuple):
     lnk_home: str | None = None
     proc_read_only: tuple[str, ...] = ()
     root_sockets: tuple[str, ...] = ()
+    sockets: FoundSockets = FoundSockets()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -109,7 +111,18 @@ class HostLayout(NamedTuple):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
         return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
                           lnk_home, read_only(_proc_listing()),
-                          _root_sockets() if root_mode else ())
+                          _root_sockets() if root_mode else (),
+                          _sockets(snapshot, lnk_home) if snapshot is not None
+                          else FoundSockets())
+
+
+def _sockets(snapshot: Snapshot, lnk_home: str | None) -> FoundSockets:
+    """The path sockets under the snapshot's granted folders, but in hidden ones."""
+    from .sockets import find
+
+    hidden = [g.target for g in snapshot.grants if g.access == "hide" and g.target]
+    return find((g.target for g in snapshot.visible() if g.is_dir and g.target),
+                [*hidden, *([lnk_home] if lnk_home else [])])
 
 
 def _root_sockets() -> tuple[str, ...]:
@@ -265,7 +278,8 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     holds = _dot_files(grants, layout, mounts, add)
     if root_mode:
         _refuse_root_write_grants(grants)
-        _refuse_root_sockets(layout, grants, mounts)
+        _refuse_root_sockets(layout, grants, mounts, snapshot)
+    _hide_sockets(snapshot, layout.sockets.sockets, mounts, add)
 
     inner_parent = INNER_PARENT_UNDER_ROOT if "/" in targets else INNER_PARENT
     extra: list[MountOp] = [MountOp("ro-bind", f"{inner_parent}/inner", layout.inner_source,
@@ -301,9 +315,20 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         root_mode=root_mode,
         share_net=snapshot.network_mode == "host",
         interpreter=layout.interpreter,
+        notes=_socket_notes(layout.sockets),
         holds=tuple(holds),
         inner_parent=inner_parent,
     )
+
+
+def _socket_notes(found: FoundSockets) -> tuple[str, ...]:
+    if not found.unwalked:
+        return ()
+    shown = ", ".join(found.unwalked[:5])
+    more = f" and {len(found.unwalked) - 5} more" if len(found.unwalked) > 5 else ""
+    return (f"path sockets: the walk of the granted folders stopped at its bound, before "
+            f"{shown}{more}; a socket bound in this network namespace there is hidden all "
+            "the same, one bound in another is not",)
 
 
 def _idmapped(ops: list[MountOp], grants: tuple[Grant, ...]) -> list[MountOp]:
@@ -358,13 +383,14 @@ def _refuse_root_write_grants(grants: tuple[Grant, ...]) -> None:
 
 
 def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
-                         mounts: list[tuple[str, str]]) -> None:
+                         mounts: list[tuple[str, str]], snapshot: Snapshot) -> None:
     """Run by root, no grant may show a socket a root process listens on: the sandbox
     would be its owner there (grants are idmapped) and a daemon that trusts its
     socket's mode alone (Docker's) would do what it asks. A socket the spec hides, or
     names in [network] unix (the person's choice, bound on its own), is not refused."""
+    named = {s.target for s in snapshot.network.sockets()}
     for path in layout.root_sockets:
-        if _deepest(path, mounts) not in ("read", "write"):
+        if _deepest(path, mounts) not in ("read", "write") or path in named:
             continue
         grant = max((g for g in grants if g.access in ("read", "write") and g.target
                      and is_within(path, g.target)), key=lambda g: _depth(g.target or "/"),
@@ -378,6 +404,20 @@ def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
             hint=f'hide it (files.hide = ["{path}"]) or its folder, grant a folder that '
             "holds no daemon's socket, or run lnk-sandbox as a user other than root",
         )
+
+
+def _hide_sockets(snapshot: Snapshot, sockets: tuple[str, ...],
+                  mounts: list[tuple[str, str]],
+                  add: Callable[[int, MountOp, str], None]) -> None:
+    """Each path socket found under a grant hidden (an empty file bound over it), but the
+    ones the spec names, in [network] unix or as a grant of its own: connect() needs no
+    write right, so a read grant would hand the sandbox every agent listening there."""
+    named = {g.target for g in snapshot.visible() if not g.is_dir}
+    named |= {s.target for s in snapshot.network.sockets()}
+    for path in sockets:
+        if path not in named and _deepest(path, mounts) in ("read", "write"):
+            add(1, MountOp("hide-file", path, reason="a socket in a granted folder, not "
+                           "named in [network] unix: hidden"), "hide")
 
 
 def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
