@@ -284,6 +284,18 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
             how = "names it" if grant.target == path or is_within(grant.target or "", path) \
                 else "holds it"
             found.append(f"{name}: {grant.key or grant.reason} ({grant.name}) {how}")
+    # What the name rule would hide (secret_names), shown because a grant names it.
+    from .secret_names import find
+
+    home = os.path.realpath(snapshot.home)
+    hidden = tuple(g.target for g in snapshot.grants if g.access == "hide" and g.target)
+    for place in find(home, hidden):
+        grant = next((g for g in snapshot.visible() if g.key and g.target
+                      and is_within(g.target, place.path)), None)
+        if grant is not None:
+            shown = "~" + place.path[len(home):]
+            found.append(f"{shown}: {grant.key} ({grant.name}) names it (hidden by its name "
+                         "otherwise)")
     return found
 
 

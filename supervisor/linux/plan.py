@@ -32,6 +32,7 @@ from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
 from ..placeholders import Wanted
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
+from ..secret_names import Found
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
 
@@ -71,6 +72,8 @@ class HostLayout(NamedTuple):
     only a layout made by hand (a test) leaves out. `lnk_home` is `$LNK_HOME` resolved
     when it exists now but did not when the snapshot was made (a first start makes it,
     for its check cache and placeholders, after resolving): hidden all the same.
+    `sockets`: the path sockets under the grants (sockets.py), each hidden unless named;
+    `secrets`: what the name rule found in home (secret_names.py), hidden unless named.
     """
 
     system: dict[str, str | None]
@@ -82,6 +85,7 @@ class HostLayout(NamedTuple):
     proc_read_only: tuple[str, ...] = ()
     root_sockets: tuple[str, ...] = ()
     sockets: FoundSockets = FoundSockets()
+    secrets: tuple[Found, ...] = ()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -113,7 +117,22 @@ class HostLayout(NamedTuple):
                           lnk_home, read_only(_proc_listing()),
                           _root_sockets() if root_mode else (),
                           _sockets(snapshot, lnk_home) if snapshot is not None
-                          else FoundSockets())
+                          else FoundSockets(),
+                          _secrets(snapshot, lnk_home) if snapshot is not None else ())
+
+
+def _secrets(snapshot: Snapshot, lnk_home: str | None) -> tuple[Found, ...]:
+    """What the name rule finds in home, looked for only when a grant shows a place it
+    looks in (home itself, or the XDG folders of tools' files)."""
+    from ..secret_names import XDG_PLACES, find
+
+    home = os.path.realpath(snapshot.home)
+    places = [home, *(os.path.join(home, p[2:]) for p in XDG_PLACES)]
+    if not any(is_within(place, g.target) or (place != home and is_within(g.target, place))
+               for g in snapshot.visible() if g.target for place in places):
+        return ()
+    hidden = [g.target for g in snapshot.grants if g.access == "hide" and g.target]
+    return find(home, (*hidden, *([lnk_home] if lnk_home else [])))
 
 
 def _sockets(snapshot: Snapshot, lnk_home: str | None) -> FoundSockets:
@@ -280,6 +299,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         _refuse_root_write_grants(grants)
         _refuse_root_sockets(layout, grants, mounts, snapshot)
     _hide_sockets(snapshot, layout.sockets.sockets, mounts, add)
+    late += _hide_by_name(snapshot, layout.secrets, mounts, add)
 
     inner_parent = INNER_PARENT_UNDER_ROOT if "/" in targets else INNER_PARENT
     extra: list[MountOp] = [MountOp("ro-bind", f"{inner_parent}/inner", layout.inner_source,
@@ -418,6 +438,27 @@ def _hide_sockets(snapshot: Snapshot, sockets: tuple[str, ...],
         if path not in named and _deepest(path, mounts) in ("read", "write"):
             add(1, MountOp("hide-file", path, reason="a socket in a granted folder, not "
                            "named in [network] unix: hidden"), "hide")
+
+
+def _hide_by_name(snapshot: Snapshot, found: tuple[Found, ...],
+                  mounts: list[tuple[str, str]],
+                  add: Callable[[int, MountOp, str], None]) -> list[MountOp]:
+    """Each place the name rule found hidden as a table entry is, unless a grant names it
+    (the place itself, or a folder inside it); the remounts to add last."""
+    named = [g.target for g in snapshot.visible() if g.target]
+    late = []
+    for place in found:
+        if any(is_within(target, place.path) for target in named):
+            continue
+        if _deepest(place.path, mounts) not in ("read", "write"):
+            continue
+        reason = "default hide: by its name, where tools keep secrets"
+        if place.is_dir:
+            add(1, MountOp("tmpfs", place.path, reason=reason), "hide")
+            late.append(MountOp("remount-ro", place.path, reason="hidden folder"))
+        else:
+            add(1, MountOp("hide-file", place.path, reason=reason), "hide")
+    return late
 
 
 def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],

@@ -124,3 +124,77 @@ def test_a_stale_socket_in_a_written_folder_stays_removable(sandbox: Sandbox) ->
     sandbox.chown()
     sandbox.probe("unlink", str(stale), spec='[files]\nwrite = ["."]\n').expect(0)
     assert not stale.exists()
+
+
+# -- files: the table, and the name rule -------------------------------------------------------
+
+# The red team's finds with read = ["~"] (issue 13), each in the table now.
+TABLE_FILES = (
+    ".kaggle/kaggle.json", ".config/containers/auth.json", ".s3cfg", ".boto",
+    ".databrickscfg", ".dbt/profiles.yml", ".pulumi/credentials.json",
+    ".config/configstore/firebase-tools.json", ".gitcookies", ".huggingface/token",
+    ".config/pip/pip.conf", ".viminfo", ".local/state/nvim/shada/main.shada",
+    ".android/adbkey", ".subversion/auth/svn.simple/x", ".zsh_history", ".m2/settings.xml",
+    ".gem/credentials",
+)
+# In no table: hidden by their names alone, where tools keep their files.
+NAMED_FILES = (
+    ".irb_history", ".rediscli_history", ".config/newtool/token",
+    ".config/newtool/credentials.json", ".local/share/othertool/auth.json",
+    ".config/editor/Cookies", ".local/state/shell/history.db", ".secrets/api.txt",
+)
+# What the rule leaves: settings, and files of the person's own without a dot at the top.
+LEFT = (".config/newtool/settings.json", "notes/token.txt", ".local/share/othertool/data.db")
+
+READER = ("import sys\nprint('STARTED', flush=True)\n"
+          "for path in sys.argv[1:]:\n"
+          "    try:\n        data = open(path).read()\n"
+          "    except OSError as err:\n        data = f'errno {err.errno}'\n"
+          "    print(path, 'SECRET' if 'SECRET' in data else 'nothing')\n")
+
+
+def _plant_files(box: Sandbox, names: tuple[str, ...]) -> list[str]:
+    paths = []
+    for name in names:
+        path = box.home / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("SECRET of the person's\n")
+        paths.append(str(path))
+    box.chown()
+    return paths
+
+
+def test_the_red_teams_credential_files_are_not_read(sandbox: Sandbox) -> None:
+    """read = ["~"]: each file the red team read is empty inside, the same as outside
+    when named, and check names what a spec shows."""
+    from support.sandbox import PYTHON_INSIDE
+
+    paths = _plant_files(sandbox, TABLE_FILES)
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, *paths, spec=READ_HOME)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "STARTED", done
+    assert lines[1:] == [f"{path} nothing" for path in paths], done.stdout
+    named = READ_HOME.replace('["~"]', '["~", "~/.kaggle", "~/.zsh_history"]')
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, paths[0], paths[-3], spec=named)
+    assert done.stdout.splitlines()[1:] == [f"{paths[0]} SECRET", f"{paths[-3]} SECRET"]
+    check = sandbox.lnk("check", spec=named)
+    assert "~/.kaggle: files.read[1] (~/.kaggle) names it" in check.stdout
+    assert "~/.zsh_history: files.read[2] (~/.zsh_history) names it" in check.stdout
+
+
+def test_secrets_no_table_lists_are_hidden_by_their_names(sandbox: Sandbox) -> None:
+    from support.sandbox import PYTHON_INSIDE
+
+    hidden = _plant_files(sandbox, NAMED_FILES)
+    left = _plant_files(sandbox, LEFT)
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, *hidden, *left, spec=READ_HOME)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "STARTED", done
+    assert lines[1:] == ([f"{path} nothing" for path in hidden]
+                         + [f"{path} SECRET" for path in left]), done.stdout
+    named = READ_HOME.replace('["~"]', '["~", "~/.config/newtool/token"]')
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, hidden[2], hidden[3], spec=named)
+    assert done.stdout.splitlines()[1:] == [f"{hidden[2]} SECRET", f"{hidden[3]} nothing"]
+    check = sandbox.lnk("check", spec=named)
+    assert ("~/.config/newtool/token: files.read[1] (~/.config/newtool/token) names it"
+            in check.stdout), check.stdout
