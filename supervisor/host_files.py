@@ -326,13 +326,17 @@ class PrivateFolder:
                          dir_fd=self.fd)
         except FileNotFoundError:
             raise
-        except OSError:
+        except OSError as err:
+            path = os.path.join(self.path, name)
             link = _link_at(self.fd, name)
             if link is not None:
-                raise LaunchError(f"{os.path.join(self.path, name)} is a link (to {link}); "
-                                  "lnk-sandbox follows none where it keeps its files",
-                                  hint="remove the link", errno=errno.ELOOP) from None
-            raise
+                raise LaunchError(f"{path} is a link (to {link}); lnk-sandbox follows none "
+                                  "where it keeps its files", hint="remove the link",
+                                  errno=errno.ELOOP) from None
+            what = "is a pipe" if err.errno == errno.ENXIO else f"cannot be opened: " \
+                f"{err.strerror}"
+            raise LaunchError(f"{path} {what}", hint="remove it; lnk-sandbox makes it again",
+                              errno=err.errno) from None
         writes = flags & (os.O_WRONLY | os.O_RDWR)
         problem = (_own_file_problem(fd) if writes else None
                    if stat.S_ISREG(os.fstat(fd).st_mode) else "it is not a regular file")
