@@ -293,14 +293,13 @@ class Sandbox:
             context = context._replace(cwd=self._cwd)
         snapshot = snapshot_for(load_spec(self._spec), context)
         ensure_allowed(snapshot, yes=self._yes)
-        base = ensure_private_dir(os.path.join(snapshot.lnk_home, "harness"))
-        self._reports = ensure_private_dir(os.path.join(base, "reports"))
+        self._reports = ensure_private_dir(snapshot.lnk_home, "harness/reports")
         if not self._fresh_tmp and sys.platform == "darwin":
             # macOS: the session's TMPDIR, where each run's own would be made (its
             # profile denies $LNK_HOME whole).
             self._tmp = os.path.realpath(tempfile.mkdtemp(prefix="lnk-sandbox-session-"))
         elif not self._fresh_tmp:
-            sessions = ensure_private_dir(os.path.join(base, "tmp"))
+            sessions = ensure_private_dir(snapshot.lnk_home, "harness/tmp")
             _prune_sessions(sessions)
             self._tmp = os.path.join(sessions, f"{os.getpid()}-{secrets.token_hex(8)}")
             os.mkdir(self._tmp, 0o755)  # as a fresh tmpfs at /tmp would be; its parent is 0700

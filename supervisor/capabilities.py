@@ -26,26 +26,31 @@ def boot_id() -> str:
         return "unknown"
 
 
+CACHE_NAME = "cache/checks.json"
+
+
 class CheckCache:
     """Passed checks of this boot, in `$LNK_HOME/cache/checks.json`. `boot` names the
     boot where /proc does not (macOS's kern.bootsessionuuid)."""
 
     def __init__(self, lnk_home: str, boot: str | None = None):
-        self.path = os.path.join(lnk_home, "cache", "checks.json")
+        self.lnk_home = lnk_home
+        self.path = os.path.join(lnk_home, CACHE_NAME)
         self.boot = boot or boot_id()
         self.passed: dict[str, Any] = {}
+        from .state import read
+
         try:
-            with open(self.path) as handle:
-                data = json.load(handle)
+            data = json.loads(read(lnk_home, CACHE_NAME) or b"{}")
             if isinstance(data, dict) and data.get("boot_id") == self.boot:
                 self.passed = dict(data.get("passed", {}))
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, LaunchError):
+            pass  # no cache: the checks run again (a link there refuses the first write)
         # A start killed while writing the cache left its temp file, and once the cache
         # is complete no start writes it again to remove it: each start looks (a listdir).
         from .state import remove_stale_temps
 
-        remove_stale_temps(self.path)
+        remove_stale_temps(lnk_home, CACHE_NAME)
 
     def get(self, name: str) -> Any:
         return self.passed.get(name)
@@ -55,9 +60,8 @@ class CheckCache:
         from .state import write_atomically
 
         try:
-            write_atomically(
-                self.path, json.dumps({"boot_id": self.boot, "passed": self.passed}).encode()
-            )
+            write_atomically(self.lnk_home, CACHE_NAME, json.dumps(
+                {"boot_id": self.boot, "passed": self.passed}).encode())
         except OSError:
             pass  # a cache that cannot be written only costs the next start a probe
 

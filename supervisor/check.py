@@ -53,9 +53,12 @@ GAP_HOST_ABSTRACT = (
     "abstract unix sockets (D-Bus, X11 and others) can be connected to"
 )
 GAP_SOCKETS = (
-    "a path socket inside a folder the spec grants (read or write) can be connected to "
-    "(connect() needs no write right); sockets elsewhere are not mounted. Name the ones "
-    "the command needs in [network] unix and hide the folders of the others"
+    "a path socket a process outside makes inside a folder the spec grants after the "
+    "launch, or one bound in another network namespace deeper than two folders into a "
+    "grant, can be connected to (connect() needs no write right): the ones there at "
+    "launch are hidden unless the spec names them ([network] unix, or a grant of the "
+    "socket itself); closing the rest needs Landlock's RESOLVE_UNIX right (ABI 9, Linux "
+    "7.1), which lnk-sandbox applies where the kernel has it"
 )
 GAP_DISK = (
     "a write grant's file system can be filled (no quota is set: one for the sandbox's "
@@ -71,11 +74,6 @@ GAP_SOCKET_MEMORY = (
     "socket buffers are held in the run's memory limit only on cgroup v2; on v1 "
     "(this machine's memory controller) TCP buffers past it are held back under memory "
     "pressure, not stopped, within the machine's tcp_mem"
-)
-GAP_UNIX = (
-    "[network] unix makes the named sockets reachable, but path sockets inside the folders "
-    "the spec grants stay reachable too: only Landlock's RESOLVE_UNIX right (ABI 9, Linux "
-    "7.1) closes them, which lnk-sandbox applies where the kernel has it"
 )
 
 
@@ -255,10 +253,11 @@ def check(spec_path: str | None) -> Report:
     if _memory_on_v1():
         report.gaps.append(GAP_SOCKET_MEMORY)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
-    if snapshot.network.unix is None:
-        report.gaps.append(GAP_SOCKETS)
-    elif machine.landlock_abi < UNIX_SOCKETS_ABI:
-        report.gaps.append(f"{GAP_UNIX}; this kernel has {abi}")
+    report.layers.append("path sockets under the grants: found at launch (bound in this "
+                         "network namespace, or within two folders of a grant) and hidden, "
+                         "but those the spec names")
+    if machine.landlock_abi < UNIX_SOCKETS_ABI:
+        report.gaps.append(f"{GAP_SOCKETS}; this kernel has {abi}")
     else:
         report.layers.append(f"Landlock ABI {machine.landlock_abi}: no path socket made "
                              "outside the sandbox but the named ones (RESOLVE_UNIX)")
@@ -337,6 +336,18 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
             how = "names it" if grant.target == path or is_within(grant.target or "", path) \
                 else "holds it"
             found.append(f"{name}: {grant.key or grant.reason} ({grant.name}) {how}")
+    # What the name rule would hide (secret_names), shown because a grant names it.
+    from .secret_names import find
+
+    home = os.path.realpath(snapshot.home)
+    hidden = tuple(g.target for g in snapshot.grants if g.access == "hide" and g.target)
+    for place in find(home, hidden):
+        grant = next((g for g in snapshot.visible() if g.key and g.target
+                      and is_within(g.target, place.path)), None)
+        if grant is not None:
+            shown = "~" + place.path[len(home):]
+            found.append(f"{shown}: {grant.key} ({grant.name}) names it (hidden by its name "
+                         "otherwise)")
     return found
 
 

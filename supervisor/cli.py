@@ -214,6 +214,7 @@ def _print_plan(spec: str | None, command: list[str]) -> int:
     out.write("# bwrap's arguments (FD<path>: that path, opened without following links):\n")
     out.write(shlex.join(args) + "\n")
     out.write(f"# command: {shlex.join(command)}\n")
+    out.writelines(f"# note: {note}\n" for note in plan.notes)
     return 0
 
 
@@ -269,7 +270,7 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         from .events import say
         from .host_files import open_report
 
-        fd = open_report(args.output, snapshot.written(), what="what learn found")
+        fd = open_report(args.output, what="what learn found")
         try:
             os.write(fd, text.encode())
         finally:

@@ -24,6 +24,18 @@ def say(text: str) -> None:
     os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
 
 
+def report_line(record: dict[str, object]) -> bytes:
+    """One JSON line of the report, inert if a shell ever reads it (`. report.jsonl`,
+    a file named like a script): a refused program's path is the sandbox's to choose,
+    and in a JSON string, which a shell reads as a double-quoted word, `$(...)` and
+    backquotes would run. `$` and the backquote are written as the JSON escapes \\u0024
+    and \\u0060, which every JSON reader decodes to the same text; JSON's own escapes for
+    `"` and `\\` are a shell's too, and non-ASCII is escaped (ensure_ascii), so nothing
+    else in a line is a shell's to expand."""
+    text = json.dumps(record, ensure_ascii=True)
+    return (text.replace("$", "\\u0024").replace("`", "\\u0060") + "\n").encode()
+
+
 class Event(NamedTuple):
     """One refusal.
 
@@ -95,7 +107,7 @@ class EventLog:
                 record = event._asdict()
                 if not event.reason:
                     del record["reason"]  # a program's refusal reads as it always did
-                self._write_report((json.dumps(record) + "\n").encode())
+                self._write_report(report_line(record))
         if first and not self._quiet:
             say(event.message())
 

@@ -7,9 +7,10 @@
 - `expose`: ports the sandbox listens on, reachable at the same port of the host's
   loopback (none and proxy modes). Empty: none.
 - `unix`: path sockets the sandbox may connect to, each made reachable at its path
-  (resolved once, into the snapshot, like a file grant). Absent (None): path sockets
-  under the folders the spec grants stay reachable, the stated gap; present (even
-  empty): only these, where the kernel can close the rest (`check` says where).
+  (resolved once, into the snapshot, like a file grant). Absent or empty: none. A path
+  socket found under a grant at launch is hidden unless named here or as a grant of its
+  own (linux/sockets.py); one made there after the launch is closed only where the
+  kernel has RESOLVE_UNIX (`check` says where).
 
 Nothing here looks at the machine but `resolve_unix`, called when the snapshot is made.
 """
@@ -24,20 +25,20 @@ from .errors import SpecError
 
 SSH_AUTH_SOCK = "SSH_AUTH_SOCK"
 # Landlock's right over connecting to path sockets (LANDLOCK_ACCESS_FS_RESOLVE_UNIX) came
-# with ABI 9, Linux 7.1, and closes every socket but the named ones there (confine.py):
-# below it nothing of the kernel's closes a path socket the mounts show, short of
-# refusing every unix socket (sandbox-runtime's seccomp), which would close the named
-# ones too.
+# with ABI 9, Linux 7.1, and closes every socket made outside the sandbox but the named
+# ones there (confine.py): below it nothing of the kernel's closes a path socket the
+# mounts show, short of refusing every unix socket (sandbox-runtime's seccomp), which
+# would close the named ones too; the plan hides the ones found at launch instead.
 UNIX_SOCKETS_ABI = 9
 DEFAULT_DECIDE_TIMEOUT = 30.0
 
 
 def unix_sockets_gap(abi: int) -> str:
     """What `[network] unix` leaves open on a kernel below UNIX_SOCKETS_ABI."""
-    return (f"[network] unix: the named sockets are reachable, and path sockets inside the "
-            f"folders the spec grants stay reachable too: closing those needs Landlock ABI "
-            f"{UNIX_SOCKETS_ABI} (Linux 7.1, RESOLVE_UNIX), and this kernel has "
-            f"{f'ABI {abi}' if abi else 'no Landlock'}")
+    return (f"[network] unix: the named sockets are reachable, and the other path sockets "
+            f"in the granted folders are hidden, but one made there after the launch would "
+            f"be reachable too: closing it needs Landlock ABI {UNIX_SOCKETS_ABI} (Linux 7.1, "
+            f"RESOLVE_UNIX), and this kernel has {f'ABI {abi}' if abi else 'no Landlock'}")
 
 
 class Decide(NamedTuple):

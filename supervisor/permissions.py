@@ -20,7 +20,7 @@ from typing import Any
 from .errors import LaunchError
 from .grants import Snapshot
 from .plain import to_plain
-from .state import write_atomically
+from .state import is_file, read, write_atomically
 
 # What a digest covers: what the sandbox may do. Where the spec wrote it (file, key,
 # line, the reason a rule exists) does not change what is allowed, nor does whether a
@@ -57,18 +57,18 @@ def digest(snapshot: Snapshot) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _permission_path(lnk_home: str, key: str) -> str:
-    return os.path.join(lnk_home, "permissions", key)
+def _permission_name(key: str) -> str:
+    return f"permissions/{key}"
 
 
 def remembered(snapshot: Snapshot) -> bool:
-    return os.path.isfile(_permission_path(snapshot.lnk_home, digest(snapshot)))
+    return is_file(snapshot.lnk_home, _permission_name(digest(snapshot)))
 
 
 def remember(snapshot: Snapshot, description_text: str) -> None:
     """Keep the person's yes, with what they were shown."""
     try:
-        write_atomically(_permission_path(snapshot.lnk_home, digest(snapshot)),
+        write_atomically(snapshot.lnk_home, _permission_name(digest(snapshot)),
                          description_text.encode())
     except OSError as err:
         raise LaunchError(
@@ -81,8 +81,7 @@ def save_snapshot(snapshot: Snapshot) -> str:
     text = snapshot.to_json()
     key = hashlib.sha256(text.encode()).hexdigest()[:32]
     try:
-        write_atomically(os.path.join(snapshot.lnk_home, "snapshots", f"{key}.json"),
-                         text.encode())
+        write_atomically(snapshot.lnk_home, f"snapshots/{key}.json", text.encode())
     except OSError as err:
         raise LaunchError(f"cannot save the snapshot in {snapshot.lnk_home}: {err.strerror}",
                           errno=err.errno) from None
@@ -95,13 +94,12 @@ def load_snapshot(lnk_home: str, key: str) -> Snapshot:
         raise LaunchError(f"{key!r} is not a snapshot ID (32 hex digits, as wrap prints)")
     path = os.path.join(lnk_home, "snapshots", f"{key}.json")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(1 << 22)
-    except FileNotFoundError:
-        raise LaunchError(f"no saved snapshot {key} in {lnk_home}/snapshots",
-                          hint="wrap the command again (lnk sandbox wrap)") from None
+        data = read(lnk_home, f"snapshots/{key}.json")
     except OSError as err:
         raise LaunchError(f"cannot read {path}: {err.strerror}", errno=err.errno) from None
+    if data is None:
+        raise LaunchError(f"no saved snapshot {key} in {lnk_home}/snapshots",
+                          hint="wrap the command again (lnk sandbox wrap)")
     if hashlib.sha256(data).hexdigest()[:32] != key:
         raise LaunchError(f"{path} was changed since it was saved, so it is not used",
                           hint="wrap the command again (lnk sandbox wrap)")

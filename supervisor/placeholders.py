@@ -45,11 +45,13 @@ import time
 from typing import Literal
 
 from .errors import LaunchError
+from .host_files import PrivateFolder
 from .linux.pinning import FoundLink, walk
-from .state import ensure_private_dir
+from .state import existing_folder, private_folder
 
 STATE_NAME = "placeholders"
 LOCK_NAME = "placeholders.lock"
+TEMP_NAME = STATE_NAME + ".tmp"
 _HEADER = b"lnk-placeholders 1"
 _runs = itertools.count(1)
 
@@ -227,39 +229,47 @@ class Placeholders:
     def __init__(self, lnk_home: str):
         self.lnk_home = lnk_home
         self.state_path = os.path.join(lnk_home, STATE_NAME)
-        self.temp_path = self.state_path + ".tmp"
-        self.lock_path = os.path.join(lnk_home, LOCK_NAME)
         self.last_wait = 0.0
+        self._home: PrivateFolder | None = None  # $LNK_HOME, held open while locked
 
     # -- the locked section -----------------------------------------------------------------
 
     def _locked(self) -> int:
-        ensure_private_dir(self.lnk_home)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-                     0o600)
+        """The lock taken: its fd; `$LNK_HOME` stays open (self._home) until `_unlock`,
+        and every file of the state is opened through it (host_files)."""
+        home = private_folder(self.lnk_home)
+        try:
+            fd = home.open(LOCK_NAME, os.O_RDWR | os.O_CREAT)
+        except BaseException:
+            home.close()
+            raise
         started = time.perf_counter()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            self.last_wait = time.perf_counter() - started
+            home.unlink(TEMP_NAME)  # only a writer killed mid-write leaves one
         except BaseException:
             os.close(fd)
+            home.close()
             raise
-        self.last_wait = time.perf_counter() - started
-        try:
-            os.unlink(self.temp_path)  # only a writer killed mid-write leaves one
-        except FileNotFoundError:
-            pass
-        except BaseException:
-            os.close(fd)
-            raise
+        self._home = home
         return fd
+
+    def _unlock(self, fd: int) -> None:
+        os.close(fd)
+        if self._home is not None:
+            self._home.close()
+            self._home = None
 
     def _read(self) -> bytes | None:
         """The state's bytes as they are, None when there is no state."""
-        try:
-            with open(self.state_path, "rb") as handle:
-                return handle.read()
-        except FileNotFoundError:
+        if self._home is not None:
+            return self._home.read(STATE_NAME, limit=1 << 30)
+        home = existing_folder(self.lnk_home)
+        if home is None:
             return None
+        with home:
+            return home.read(STATE_NAME, limit=1 << 30)
 
     def _load(self) -> dict[str, _Entry]:
         return _parse(self._read() or b"")
@@ -273,29 +283,14 @@ class Placeholders:
         dead, an entry left stale is judged again by its inode, and one about to be
         made was not yet. The temp file has one name: only the lock's holder writes it.
         """
+        assert self._home is not None, "the state is written only under the lock"
         data = _render(entries)
         if data == before:
             return data
         if not entries:
-            try:
-                os.unlink(self.state_path)
-            except FileNotFoundError:
-                pass
+            self._home.unlink(STATE_NAME)
             return b""
-        fd = os.open(self.temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-                     | os.O_NOFOLLOW, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if made:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            os.unlink(self.temp_path)
-            raise
-        os.close(fd)
-        os.rename(self.temp_path, self.state_path)
+        self._home.write_atomically(STATE_NAME, data, sync=made, temp=TEMP_NAME)
         return data
 
     def _prune(self, entries: dict[str, _Entry], parents: _Parents,
@@ -391,7 +386,7 @@ class Placeholders:
                               errno=err.errno) from None
         finally:
             parents.close()
-            os.close(fd)
+            self._unlock(fd)
         return held
 
     def release(self, token: str) -> None:
@@ -409,7 +404,7 @@ class Placeholders:
             self._save(entries, before, made=False)
         finally:
             parents.close()
-            os.close(fd)
+            self._unlock(fd)
 
     def entries(self) -> dict[str, tuple[Kind, int, int, tuple[str, ...]]]:
         """The state as it is (for tests and `check`): path -> kind, dev, ino, holders."""

@@ -17,7 +17,7 @@ from .grants import Snapshot, resolve
 from .netpolicy import Decide
 from .policy import Context, Policy, effective_policy
 from .spec import Spec, load_spec
-from .state import ensure_private_dir
+from .state import private_folder
 
 
 def interpreter() -> tuple[str, str]:
@@ -41,12 +41,13 @@ def snapshot_for(spec_path: str | Spec | None, context: Context | None = None) -
     spec = spec_path if isinstance(spec_path, Spec) else load_spec(spec_path)
     policy = effective_policy(spec, context)
     if spec.agent:
-        ensure_private_dir(os.path.join(context.lnk_home, "agents", spec.agent))
+        private_folder(context.lnk_home, f"agents/{spec.agent}").close()
     if spec.session:
-        ensure_private_dir(os.path.join(context.lnk_home, "sessions", spec.session))
+        private_folder(context.lnk_home, f"sessions/{spec.session}").close()
     snapshot = resolve(policy, context)
     for cache in snapshot.caches:  # made now, as an agent's folder is: they are bound
-        ensure_private_dir(cache.store)
+        private_folder(context.lnk_home,
+                       os.path.relpath(cache.store, context.lnk_home)).close()
     return snapshot
 
 

@@ -720,4 +720,95 @@ CREDENTIALS: tuple[Credential, ...] = (
                "#docker-socket-location", "any"),
     Credential("~/.lima", "Lima", "instances' sockets and SSH keys (LIMA_HOME's default)",
                "https://lima-vm.io/docs/config/environment-variables/", "any"),
+    # Found readable by the red team of issue 13 with read = ["~"], and the tools the rule
+    # names that were left unverified before: data and cloud tools' keys.
+    Credential("~/.kaggle", "Kaggle API", "kaggle.json with the API key",
+               "https://github.com/Kaggle/kaggle-api#api-credentials", "any"),
+    Credential("~/.config/containers/auth.json", "podman, buildah, skopeo", "registry "
+               "logins (user:password), read after the one in $XDG_RUNTIME_DIR",
+               "https://man.archlinux.org/man/containers-auth.json.5", "any"),
+    Credential("~/.s3cfg", "s3cmd", "the access and secret keys",
+               "https://s3tools.org/kb/item14.htm", "any"),
+    Credential("~/.boto", "gsutil, boto", "credentials and key file paths",
+               "https://cloud.google.com/storage/docs/boto-gsutil", "any"),
+    Credential("~/.databrickscfg", "Databricks CLI and SDKs", "configuration profiles with "
+               "tokens", "https://docs.databricks.com/dev-tools/auth/config-profiles.html",
+               "any"),
+    Credential("~/.dbt/profiles.yml", "dbt", "database connection credentials",
+               "https://docs.getdbt.com/docs/configure-your-profile", "any"),
+    Credential("~/.pulumi/credentials.json", "Pulumi", "access tokens from pulumi login",
+               "https://github.com/pulumi/pulumi/blob/master/sdk/go/common/workspace/creds.go",
+               "any"),
+    Credential("~/.config/configstore/firebase-tools.json", "Firebase CLI", "the OAuth "
+               "refresh token from firebase login",
+               "https://github.com/firebase/firebase-tools/blob/master/src/configstore.ts",
+               "any"),
+    Credential("~/.oci", "OCI CLI", "config and the API signing key (oci_api_key.pem)",
+               "https://docs.oracle.com/en-us/iaas/Content/API/Concepts/sdkconfig.htm", "any"),
+    # Package managers and build tools.
+    Credential("~/.config/pip/pip.conf", "pip", "index URLs, often with credentials",
+               "https://pip.pypa.io/en/stable/topics/configuration/", "any"),
+    Credential("~/.pip/pip.conf", "pip", "the legacy place of the same file",
+               "https://pip.pypa.io/en/stable/topics/configuration/", "any"),
+    Credential("~/.m2/settings.xml", "Maven", "servers' user names and passwords",
+               "https://maven.apache.org/settings.html#servers", "any"),
+    Credential("~/.m2/settings-security.xml", "Maven", "the master password",
+               "https://maven.apache.org/guides/mini/guide-encryption.html", "any"),
+    Credential("~/.gem/credentials", "RubyGems", "API keys from gem signin",
+               "https://guides.rubygems.org/command-reference/#gem-signin", "any"),
+    Credential("~/.local/share/gem/credentials", "RubyGems", "the same, in the XDG place",
+               "https://guides.rubygems.org/command-reference/#gem-signin", "any"),
+    Credential("~/.yarnrc.yml", "Yarn", "npmAuthToken per registry",
+               "https://yarnpkg.com/configuration/yarnrc#npmAuthToken", "any"),
+    Credential("~/.config/composer/auth.json", "Composer", "HTTP basic, GitHub and GitLab "
+               "tokens (COMPOSER_HOME's XDG default)",
+               "https://getcomposer.org/doc/articles/authentication-for-private-packages.md",
+               "any"),
+    Credential("~/.composer/auth.json", "Composer", "the same, COMPOSER_HOME's legacy place",
+               "https://getcomposer.org/doc/articles/authentication-for-private-packages.md",
+               "any"),
+    Credential("~/.nuget/NuGet/NuGet.Config", "NuGet, dotnet", "packageSourceCredentials",
+               "https://learn.microsoft.com/en-us/nuget/reference/nuget-config-file", "any"),
+    Credential("~/.config/NuGet/NuGet.Config", "NuGet, dotnet", "the same, the other user "
+               "place", "https://learn.microsoft.com/en-us/nuget/reference/nuget-config-file",
+               "any"),
+    # Forges, version control and editors' sign-ins.
+    Credential("~/.gitcookies", "git (http.cookieFile), Gerrit", "HTTP authentication "
+               "cookies", "https://git-scm.com/docs/git-config#Documentation/git-config.txt"
+               "-httpcookieFile", "any"),
+    Credential("~/.cache/git/credential", "git credential-cache", "the cache daemon's "
+               "socket, which hands out cached passwords",
+               "https://git-scm.com/docs/git-credential-cache", "any"),
+    Credential("~/.git-credential-cache", "git credential-cache", "the legacy place of the "
+               "same socket", "https://git-scm.com/docs/git-credential-cache", "any"),
+    Credential("~/.subversion/auth", "Subversion", "cached passwords and certificates",
+               "https://svnbook.red-bean.com/en/1.7/svn.serverconfig.netmodel.html", "any"),
+    Credential("~/.config/github-copilot", "GitHub Copilot in editors", "hosts.json and "
+               "apps.json with the OAuth token", "https://github.com/github/copilot.vim",
+               "any"),
+    Credential("~/.huggingface", "Hugging Face Hub", "token, the place before "
+               "~/.cache/huggingface", "https://github.com/huggingface/huggingface_hub/issues"
+               "/1232", "any"),
+    Credential("~/.authinfo", "Emacs auth-source", "passwords for hosts and services",
+               "https://www.gnu.org/software/emacs/manual/html_mono/auth.html", "any"),
+    Credential("~/.authinfo.gpg", "Emacs auth-source", "the same, encrypted",
+               "https://www.gnu.org/software/emacs/manual/html_mono/auth.html", "any"),
+    Credential("~/.mylogin.cnf", "MySQL clients", "login paths with obfuscated passwords",
+               "https://dev.mysql.com/doc/refman/8.4/en/mysql-config-editor.html", "any"),
+    Credential("~/.android/adbkey", "adb", "the private key Android devices trust",
+               "https://developer.android.com/tools/adb", "any"),
+    # Histories: editors' and the shells' that set HISTFILE themselves.
+    Credential("~/.zsh_history", "zsh (Oh My Zsh, macOS's /etc/zshrc)", "command history "
+               "(zsh has no default HISTFILE: these set it)",
+               "https://github.com/ohmyzsh/ohmyzsh/blob/master/lib/history.zsh", "any"),
+    Credential("~/.histfile", "zsh (zsh-newuser-install)", "command history",
+               "https://github.com/zsh-users/zsh/blob/master/Functions/Newuser"
+               "/zsh-newuser-install", "any"),
+    Credential("~/.viminfo", "Vim", "command-line, search and register history",
+               "https://vimhelp.org/starting.txt.html#viminfo-file-name", "any"),
+    Credential("~/.local/state/nvim/shada", "Neovim", "ShaDa: command-line, search and "
+               "register history", "https://neovim.io/doc/user/starting.html#shada-file-name",
+               "any"),
+    Credential("~/.local/share/nvim/shada", "Neovim", "the same, before Neovim 0.8",
+               "https://neovim.io/doc/user/starting.html#shada-file-name", "any"),
 )

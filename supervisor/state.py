@@ -1,8 +1,10 @@
-"""Files in `$LNK_HOME`: made private, written atomically.
+"""Files in `$LNK_HOME`: made private, written atomically, reached through host_files.
 
 `$LNK_HOME` holds what no sandbox may touch (remembered permissions, saved snapshots,
-the placeholder list), and is hidden from every sandbox. A write is a temp file, fsync,
-then rename, so a full disk or a kill mid-write leaves the old file whole.
+the placeholder list, the runs), and is hidden from every sandbox. Every name in it is
+opened through the folder above it, no link followed (host_files.PrivateFolder). A
+write is a temp file, fsync, then rename, so a full disk or a kill mid-write leaves the
+old file whole.
 """
 
 from __future__ import annotations
@@ -10,87 +12,13 @@ from __future__ import annotations
 import os
 
 from .errors import LaunchError
-
-
-def ensure_private_dir(path: str) -> str:
-    """Make `path` (and parents) with mode 0700 where missing; refuse a link. Each
-    missing folder is made 0700 (os.makedirs gives the ones above the last the umask's
-    mode), so a first start does not leave $LNK_HOME readable by others."""
-    try:
-        missing = []
-        folder = os.path.abspath(path)
-        while not os.path.lexists(folder) and folder != os.path.dirname(folder):
-            missing.append(folder)
-            folder = os.path.dirname(folder)
-        for folder in reversed(missing):
-            try:
-                os.mkdir(folder, 0o700)
-            except FileExistsError:
-                pass
-    except OSError as err:
-        raise LaunchError(f"cannot make {path}: {err.strerror}", errno=err.errno) from None
-    if os.path.islink(path):
-        raise LaunchError(f"{path} is a link; lnk-sandbox keeps its settings in a real folder")
-    if not os.path.isdir(path):
-        raise LaunchError(f"cannot make {path}: something else than a folder is there")
-    return path
-
-
-def remove_stale_temps(path: str) -> None:
-    """Remove `path`'s temp files (PATH.PID.tmp) whose writer is gone: a writer killed
-    between making one and renaming it (SIGKILL) leaves it, and none can finish it."""
-    folder, name = os.path.split(path)
-    try:
-        entries = os.listdir(folder)
-    except OSError:
-        return
-    for entry in entries:
-        pid = entry[len(name) + 1:-4] if entry.startswith(name + ".") and \
-            entry.endswith(".tmp") else ""
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # alive (or another user's): its writer may still rename it
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue
-        try:
-            os.unlink(os.path.join(folder, entry))
-        except OSError:
-            pass
-
-
-def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` whole, or leave it as it was (OSError). Temp files a
-    killed writer left beside it are removed first."""
-    folder = os.path.dirname(path)
-    ensure_private_dir(folder)
-    remove_stale_temps(path)
-    temp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW,
-                 mode)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(temp)
-        raise
-    os.close(fd)
-    try:
-        os.rename(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
+from .host_files import PrivateFolder
 
 
 def remove_tree(folder: str) -> None:
     """Remove a folder a sandbox wrote in, whatever modes it left there (a folder it
-    made 0000 would stop a plain rmtree); links are removed, never followed."""
+    made 0000 would stop a plain rmtree); links are removed, never followed. Called after
+    the sandbox has ended."""
     import shutil
 
     def fix(function: object, path: str, info: object) -> None:
@@ -106,3 +34,72 @@ def remove_tree(folder: str) -> None:
             pass
 
     shutil.rmtree(folder, onerror=fix)
+
+
+def private_folder(lnk_home: str, name: str = "") -> PrivateFolder:
+    """`$LNK_HOME/name` opened (made 0700 where missing); LaunchError for a link on the
+    way, or a folder that is not this user's alone. The caller closes it."""
+    home = PrivateFolder.lnk_home(lnk_home)
+    assert home is not None
+    if not name:
+        return home
+    with home:
+        folder = home.folder(name)
+    assert folder is not None
+    return folder
+
+
+def existing_folder(lnk_home: str, name: str = "") -> PrivateFolder | None:
+    """`$LNK_HOME/name` opened as `private_folder` does, None when it is missing."""
+    home = PrivateFolder.lnk_home(lnk_home, make=False)
+    if home is None or not name:
+        return home
+    with home:
+        return home.folder(name, make=False)
+
+
+def write_atomically(lnk_home: str, name: str, data: bytes, mode: int = 0o600) -> None:
+    """Replace `$LNK_HOME/name` with `data` whole, or leave it as it was (OSError)."""
+    folder, file = os.path.split(name)
+    with private_folder(lnk_home, folder) as opened:
+        opened.write_atomically(file, data, mode)
+
+
+def read(lnk_home: str, name: str, limit: int = 1 << 22) -> bytes | None:
+    """What `$LNK_HOME/name` holds, None when it (or `$LNK_HOME`) is missing."""
+    folder, file = os.path.split(name)
+    opened = existing_folder(lnk_home, folder)
+    if opened is None:
+        return None
+    with opened:
+        return opened.read(file, limit)
+
+
+def is_file(lnk_home: str, name: str) -> bool:
+    folder, file = os.path.split(name)
+    opened = existing_folder(lnk_home, folder)
+    if opened is None:
+        return False
+    with opened:
+        return opened.is_file(file)
+
+
+def ensure_private_dir(lnk_home: str, name: str) -> str:
+    """`$LNK_HOME/name` made as `private_folder` makes it (no link on the way, this user's
+    alone); its path, for what is kept there by path. No sandbox sees `$LNK_HOME`."""
+    with private_folder(lnk_home, name) as folder:
+        return folder.path
+
+
+def remove_stale_temps(lnk_home: str, name: str) -> None:
+    """Remove the temp files of `$LNK_HOME/name` (NAME.PID.tmp) whose writer is gone: a
+    writer killed between making one and renaming it (SIGKILL) leaves it, and a file
+    that is complete may never be written again to remove it."""
+    folder, file = os.path.split(name)
+    try:
+        opened = existing_folder(lnk_home, folder)
+    except LaunchError:
+        return
+    if opened is not None:
+        with opened:
+            opened.remove_stale_temps(file)

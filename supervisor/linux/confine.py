@@ -50,20 +50,21 @@ def landlock_rules(
     """
     unrestricted = snapshot.programs is None
     extra: tuple[str, ...] = ("execute",) if unrestricted else ()
-    named = snapshot.network.unix is not None
-    if not named:
-        # Without [network] unix, a path socket the mounts show stays reachable, as it
-        # is where the kernel has no RESOLVE_UNIX (ABI 9): the right goes with the grants.
-        extra += ("resolve_unix",)
+    # RESOLVE_UNIX (ABI 9) goes on no folder: a path socket made outside the sandbox is
+    # reached only where the spec names it, in [network] unix or as a grant of its own
+    # (a rule on the socket file), whenever it was made; the sandbox's own sockets are
+    # its domain's. Below ABI 9 the plan hides the ones found at launch (sockets.py).
+    named_files = {g.target for g in snapshot.visible() if not g.is_dir}
     rules: list[tuple[str, list[str]]] = []
     for op in plan.ops:
         rights: tuple[str, ...]
+        socket = ("resolve_unix",) if op.dest in named_files and op.dest == op.source else ()
         if op.kind == "ro-bind" and is_within(op.dest, "/proc"):
             rights = READ  # a global file of /proc, bound read-only over itself
         elif op.kind == "ro-bind":
-            rights = READ + extra  # "/" too, when a spec grants it
+            rights = READ + extra + socket  # "/" too, when a spec grants it
         elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest in FRESH_MOUNTS):
-            rights = WRITE + extra
+            rights = WRITE + extra + socket
         elif op.kind == "proc":
             rights = PROC
         elif op.kind == "dev":
@@ -73,7 +74,7 @@ def landlock_rules(
         rules.append((op.dest, list(rights)))
     if not any(dest == "/" for dest, _ in rules):
         rules.insert(0, ("/", ["read_dir"]))  # `ls /` lists the mount points, nothing more
-    for sock in snapshot.network.sockets() if named else ():
+    for sock in snapshot.network.sockets():
         # Each named socket, and no other one made outside the sandbox (ABI 9).
         rules.append((sock.target or "", ["resolve_unix"]))
     for program in snapshot.programs or ():

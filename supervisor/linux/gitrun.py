@@ -24,7 +24,7 @@ from ..events import say
 from ..gitsupport import exclude_text, failed_writers, identity_files, identity_for
 from ..grants import Grant, Snapshot, is_within
 from ..placeholders import Placeholders
-from ..state import ensure_private_dir, remove_tree
+from ..state import ensure_private_dir, private_folder, remove_tree
 from .plan import LaunchPlan, MountOp
 
 
@@ -65,9 +65,10 @@ class GitRun(NamedTuple):
             return GitRun(None, tuple(ops), env, (), None)
         from ..proxy.runfolder import remove_stale
 
-        base = ensure_private_dir(os.path.join(snapshot.lnk_home, "run"))
-        remove_stale(base, "git")
-        folder = os.path.realpath(tempfile.mkdtemp(prefix=f"git-{os.getpid()}-", dir=base))
+        with private_folder(snapshot.lnk_home, "run") as base:
+            remove_stale(base, "git")
+            folder = os.path.realpath(os.path.join(
+                base.path, base.make_unique_folder(f"git-{os.getpid()}-")))
         try:
             return _made(folder, inside, ops, env, watched=watched)
         except BaseException:
@@ -114,7 +115,7 @@ def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
     import hashlib
 
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
-    base = ensure_private_dir(os.path.join(lnk_home, "git"))
+    base = ensure_private_dir(lnk_home, "git")
     folder = os.path.join(base, f"identity-{digest}")
     if _is_folder(folder):
         return _used(folder)
@@ -137,7 +138,7 @@ def _stored_file(lnk_home: str, data: bytes) -> str:
     exclude file is the same from one run to the next until the repository's changes)."""
     import hashlib
 
-    base = ensure_private_dir(os.path.join(lnk_home, "git"))
+    base = ensure_private_dir(lnk_home, "git")
     path = os.path.join(base, f"exclude-{hashlib.sha256(data).hexdigest()[:16]}")
     if _is_regular(path):
         return _used(path)

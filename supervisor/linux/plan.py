@@ -33,7 +33,9 @@ from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
 from ..placeholders import Wanted
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
+from ..secret_names import Found
 from .procfs import ProcEntry, is_global, read_only
+from .sockets import FoundSockets
 
 OpKind = Literal["ro-bind", "bind", "tmpfs", "symlink", "dev", "proc", "hide-file", "remount-ro"]
 
@@ -78,6 +80,8 @@ class HostLayout(NamedTuple):
     only a layout made by hand (a test) leaves out. `lnk_home` is `$LNK_HOME` resolved
     when it exists now but did not when the snapshot was made (a first start makes it,
     for its check cache and placeholders, after resolving): hidden all the same.
+    `sockets`: the path sockets under the grants (sockets.py), each hidden unless named;
+    `secrets`: what the name rule found in home (secret_names.py), hidden unless named.
     """
 
     system: dict[str, str | None]
@@ -88,6 +92,8 @@ class HostLayout(NamedTuple):
     lnk_home: str | None = None
     proc_read_only: tuple[str, ...] = ()
     root_sockets: tuple[str, ...] = ()
+    sockets: FoundSockets = FoundSockets()
+    secrets: tuple[Found, ...] = ()
     cache_missing: Mapping[str, str] = MappingProxyType({})
 
     @staticmethod
@@ -124,6 +130,9 @@ class HostLayout(NamedTuple):
         return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
                           lnk_home, read_only(_proc_listing()),
                           _root_sockets() if root_mode else (),
+                          _sockets(snapshot, lnk_home) if snapshot is not None
+                          else FoundSockets(),
+                          _secrets(snapshot, lnk_home) if snapshot is not None else (),
                           cache_missing=_first_missing(snapshot))
 
 
@@ -139,6 +148,29 @@ def _first_missing(snapshot: Snapshot | None) -> dict[str, str]:
                 found[cache.path] = walked
                 break
     return found
+
+
+def _secrets(snapshot: Snapshot, lnk_home: str | None) -> tuple[Found, ...]:
+    """What the name rule finds in home, looked for only when a grant shows a place it
+    looks in (home itself, or the XDG folders of tools' files)."""
+    from ..secret_names import XDG_PLACES, find
+
+    home = os.path.realpath(snapshot.home)
+    places = [home, *(os.path.join(home, p[2:]) for p in XDG_PLACES)]
+    if not any(is_within(place, g.target) or (place != home and is_within(g.target, place))
+               for g in snapshot.visible() if g.target for place in places):
+        return ()
+    hidden = [g.target for g in snapshot.grants if g.access == "hide" and g.target]
+    return find(home, (*hidden, *([lnk_home] if lnk_home else [])))
+
+
+def _sockets(snapshot: Snapshot, lnk_home: str | None) -> FoundSockets:
+    """The path sockets under the snapshot's granted folders, but in hidden ones."""
+    from .sockets import find
+
+    hidden = [g.target for g in snapshot.grants if g.access == "hide" and g.target]
+    return find((g.target for g in snapshot.visible() if g.is_dir and g.target),
+                [*hidden, *([lnk_home] if lnk_home else [])])
 
 
 def _root_sockets() -> tuple[str, ...]:
@@ -296,11 +328,15 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
                 add(1, MountOp("hide-file", grant.target, reason=_why(grant)), "hide")
         elif grant.access == "protect" and holder == "write":
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
+    _anchor_lnk_home(next((g.target for g in hidden if g.name == LNK_HOME_NAME
+                           and g.access == "hide"), None), mounts, add)
     holds = _dot_files(grants, layout, mounts, add)
     holds += _caches(snapshot, layout, mounts, add, late, root_mode=root_mode)
     if root_mode:
         _refuse_root_write_grants(grants)
-        _refuse_root_sockets(layout, grants, mounts)
+        _refuse_root_sockets(layout, grants, mounts, snapshot)
+    _hide_sockets(snapshot, layout.sockets.sockets, mounts, add)
+    late += _hide_by_name(snapshot, layout.secrets, mounts, add)
 
     inner_parent = INNER_PARENT_UNDER_ROOT if "/" in targets else INNER_PARENT
     extra: list[MountOp] = [MountOp("ro-bind", f"{inner_parent}/inner", layout.inner_source,
@@ -336,6 +372,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
         root_mode=root_mode,
         share_net=snapshot.network_mode == "host",
         interpreter=layout.interpreter,
+        notes=_socket_notes(layout.sockets),
         holds=tuple(holds),
         inner_parent=inner_parent,
     )
@@ -364,6 +401,14 @@ def _caches(snapshot: Snapshot, layout: HostLayout, mounts: list[tuple[str, str]
         add(1, MountOp("bind", cache.path, cache.store, f"{shown}: a private cache of "
                        "lnk-sandbox's own, kept across runs", idmapped=root_mode), "cache")
     return holds
+def _socket_notes(found: FoundSockets) -> tuple[str, ...]:
+    if not found.unwalked:
+        return ()
+    shown = ", ".join(found.unwalked[:5])
+    more = f" and {len(found.unwalked) - 5} more" if len(found.unwalked) > 5 else ""
+    return (f"path sockets: the walk of the granted folders stopped at its bound, before "
+            f"{shown}{more}; a socket bound in this network namespace there is hidden all "
+            "the same, one bound in another is not",)
 
 
 def _idmapped(ops: list[MountOp], grants: tuple[Grant, ...]) -> list[MountOp]:
@@ -418,13 +463,14 @@ def _refuse_root_write_grants(grants: tuple[Grant, ...]) -> None:
 
 
 def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
-                         mounts: list[tuple[str, str]]) -> None:
+                         mounts: list[tuple[str, str]], snapshot: Snapshot) -> None:
     """Run by root, no grant may show a socket a root process listens on: the sandbox
     would be its owner there (grants are idmapped) and a daemon that trusts its
     socket's mode alone (Docker's) would do what it asks. A socket the spec hides, or
     names in [network] unix (the person's choice, bound on its own), is not refused."""
+    named = {s.target for s in snapshot.network.sockets()}
     for path in layout.root_sockets:
-        if _deepest(path, mounts) not in ("read", "write"):
+        if _deepest(path, mounts) not in ("read", "write") or path in named:
             continue
         grant = max((g for g in grants if g.access in ("read", "write") and g.target
                      and is_within(path, g.target)), key=lambda g: _depth(g.target or "/"),
@@ -438,6 +484,60 @@ def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
             hint=f'hide it (files.hide = ["{path}"]) or its folder, grant a folder that '
             "holds no daemon's socket, or run lnk-sandbox as a user other than root",
         )
+
+
+def _hide_sockets(snapshot: Snapshot, sockets: tuple[str, ...],
+                  mounts: list[tuple[str, str]],
+                  add: Callable[[int, MountOp, str], None]) -> None:
+    """Each path socket found under a grant hidden (an empty file bound over it), but the
+    ones the spec names, in [network] unix or as a grant of its own: connect() needs no
+    write right, so a read grant would hand the sandbox every agent listening there."""
+    named = {g.target for g in snapshot.visible() if not g.is_dir}
+    named |= {s.target for s in snapshot.network.sockets()}
+    for path in sockets:
+        if path not in named and _deepest(path, mounts) in ("read", "write"):
+            add(1, MountOp("hide-file", path, reason="a socket in a granted folder, not "
+                           "named in [network] unix: hidden"), "hide")
+
+
+def _hide_by_name(snapshot: Snapshot, found: tuple[Found, ...],
+                  mounts: list[tuple[str, str]],
+                  add: Callable[[int, MountOp, str], None]) -> list[MountOp]:
+    """Each place the name rule found hidden as a table entry is, unless a grant names it
+    (the place itself, or a folder inside it); the remounts to add last."""
+    named = [g.target for g in snapshot.visible() if g.target]
+    late = []
+    for place in found:
+        if any(is_within(target, place.path) for target in named):
+            continue
+        if _deepest(place.path, mounts) not in ("read", "write"):
+            continue
+        reason = "default hide: by its name, where tools keep secrets"
+        if place.is_dir:
+            add(1, MountOp("tmpfs", place.path, reason=reason), "hide")
+            late.append(MountOp("remount-ro", place.path, reason="hidden folder"))
+        else:
+            add(1, MountOp("hide-file", place.path, reason=reason), "hide")
+    return late
+
+
+def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
+                     add: Callable[[int, MountOp, str], None]) -> None:
+    """`$LNK_HOME` set inside a folder the sandbox writes: each folder between that grant
+    and it bound onto itself. `$LNK_HOME` itself is hidden (a mount point), but a folder
+    above it could be renamed away and made again, holding a link or forged permissions,
+    for the next start to trust; a mount point cannot be renamed (EBUSY)."""
+    if lnk_home is None:
+        return
+    above = [(d, a) for d, a in mounts if d != lnk_home]
+    if _deepest(lnk_home, above) != "write":
+        return
+    folder = max((d for d, a in above if a == "write" and is_within(lnk_home, d)), key=_depth)
+    for part in lnk_home[len(folder):].strip("/").split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        if not any(d == folder for d, _ in mounts):
+            add(2, MountOp("bind", folder, folder, "lnk-sandbox's settings ($LNK_HOME) are "
+                           "inside: a mount point, so it cannot be renamed"), "write")
 
 
 def _dot_files(

@@ -153,6 +153,8 @@ def launch_and_supervise(
     running `argv` (inner/fileop.py)."""
     # Listed, and given cgroups of its own, before anything of the run exists: whenever
     # this process is killed from here on, the next start ends what the run left (runs.py).
+    # $LNK_HOME is made by then, before the plan, which hides it (and holds the folders
+    # above it, when it is inside a folder the sandbox writes).
     token = this_token()
     listed = RunList(snapshot.lnk_home, token)
     cgroups = RunCgroups.entering(token, snapshot.run_limits())
@@ -177,7 +179,7 @@ def launch_and_supervise(
         config = inner_config(plan, snapshot, layers, loaders)
         if file_op is not None:
             config["file"] = file_op._asdict()
-        events = EventLog(open_report(report, snapshot.written()) if report else None)
+        events = EventLog(open_report(report) if report else None)
         if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
             say(unix_sockets_gap(layers.landlock_abi))
         # The run's folder and exposed ports exist before bwrap, the helper's job after it.

@@ -23,7 +23,8 @@ import os
 import signal
 from collections.abc import Iterator
 
-from ..state import ensure_private_dir
+from ..host_files import PrivateFolder
+from ..state import private_folder
 from .cgroups import TOKEN
 
 RUNS = "runs"
@@ -53,27 +54,34 @@ class RunList:
     sharing $LNK_HOME names another process, or none."""
 
     def __init__(self, lnk_home: str, token: str) -> None:
-        self.path = os.path.join(lnk_home, RUNS, token)
-        folder = ensure_private_dir(os.path.join(lnk_home, RUNS))
-        with _locked(folder):
-            end_killed_runs(folder)
-            self.fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-                              | os.O_NOFOLLOW, 0o600)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.token = token
+        self.folder = private_folder(lnk_home, RUNS)
+        self.fd = -1
+        try:
+            with _locked(self.folder):
+                end_killed_runs(self.folder)
+                self.fd = self.folder.open(token, os.O_RDONLY | os.O_CREAT | os.O_EXCL)
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            if self.fd >= 0:
+                os.close(self.fd)
+            self.folder.close()
+            raise
 
     def close(self) -> None:
         try:
-            os.unlink(self.path)
+            self.folder.unlink(self.token)
         except OSError:
             pass
         os.close(self.fd)
+        self.folder.close()
 
 
 @contextlib.contextmanager
-def _locked(folder: str) -> Iterator[None]:
+def _locked(folder: PrivateFolder) -> Iterator[None]:
     """The runs folder, locked while an entry is made and locked or the dead ones ended:
     a start never sees another's new entry before it is locked."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    fd = os.dup(folder.fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -81,10 +89,11 @@ def _locked(folder: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _dead(folder: str, token: str) -> bool:
+def _dead(folder: PrivateFolder, token: str) -> bool:
     """Whether the entry's lock is free: its supervisor is gone."""
     try:
-        fd = os.open(os.path.join(folder, token), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(token, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK,
+                     dir_fd=folder.fd)
     except OSError:
         return False
     try:
@@ -96,11 +105,11 @@ def _dead(folder: str, token: str) -> bool:
     return True
 
 
-def end_killed_runs(folder: str) -> None:
+def end_killed_runs(folder: PrivateFolder) -> None:
     """Kill what listed runs whose supervisor is gone left running, and unlist them.
     Called with the folder locked."""
     try:
-        tokens = [t for t in os.listdir(folder) if TOKEN.match(t)]
+        tokens = [t for t in folder.names() if TOKEN.match(t)]
     except OSError:
         return
     dead = [t for t in tokens if _dead(folder, t)]
@@ -114,7 +123,7 @@ def end_killed_runs(folder: str) -> None:
             _kill_if_marked(int(pid), marks)
     for token in dead:
         try:
-            os.unlink(os.path.join(folder, token))
+            folder.unlink(token)
         except OSError:
             continue
 

@@ -307,7 +307,7 @@ class MacLauncher:
                decide: Decide | None = None, timeout: float | None = None,
                temp: str | None = None) -> _Outcome:
         """One run; `temp`, a session's temp folder to use (and keep) as the run's own."""
-        events = EventLog(open_report(report, snapshot.written()) if report else None)
+        events = EventLog(open_report(report) if report else None)
         try:
             outcome = self._launch(snapshot, argv, learn=False, events=events, decide=decide,
                                    timeout=timeout, session_temp=temp)

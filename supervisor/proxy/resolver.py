@@ -61,8 +61,9 @@ class Resolver:
         if not is_host_name(name):
             raise LookupFailed(name, "NXDOMAIN", "not a host name")
         if self.log_path is not None:
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                         0o644)
+            from ..host_files import open_log
+
+            fd = open_log(self.log_path)
             try:
                 os.write(fd, f"{name}\n".encode("utf-8", "replace"))
             finally:

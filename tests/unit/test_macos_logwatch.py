@@ -71,7 +71,7 @@ def report(pid: int, verdict: str = "deny", op: str = "process-exec*",
 
 def test_a_run_names_denied_execs_of_its_own_processes(tmp_path: object) -> None:
     path = os.path.join(str(tmp_path), "report.jsonl")
-    events = EventLog(open_report(path, ()), quiet=True)
+    events = EventLog(open_report(path), quiet=True)
     namer = Namer(events, learn=False)
     namer(report(501))  # before the run's sandbox existed: not ours
     namer.lineage = lineage()

@@ -18,6 +18,7 @@ import pytest
 from netns_helper.protocol import Job, Listen
 from supervisor.environment import build_environment
 from supervisor.errors import LaunchError
+from supervisor.host_files import PrivateFolder
 from supervisor.linux.network import (
     PLAN_SOURCE,
     ResolvConfHost,
@@ -136,7 +137,10 @@ def test_stale_run_folders_are_removed(tmp_path: Path) -> None:
     (tmp_path / f"net-{gone_pid}-abc").mkdir()
     (tmp_path / f"net-{os.getpid()}-def").mkdir()
     (tmp_path / "other").mkdir()
-    remove_stale(str(tmp_path))
+    base = PrivateFolder.lnk_home(str(tmp_path))
+    assert base is not None
+    with base:
+        remove_stale(base)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"net-{os.getpid()}-def", "other"]
 
 

@@ -197,8 +197,9 @@ def test_remembered_permissions_of_specs_without_the_keys_hold(tmp_path: Path) -
 
 # -- Landlock's RESOLVE_UNIX (ABI 9): compiled here; run only on a kernel that has it -------
 
-def _landlock_rules(unix: tuple[UnixSocket, ...] | None) -> list[tuple[str, list[str]]]:
-    from supervisor.grants import Snapshot
+def _landlock_rules(unix: tuple[UnixSocket, ...] | None, *, socket_granted: bool = False
+                    ) -> list[tuple[str, list[str]]]:
+    from supervisor.grants import Grant, Snapshot
     from supervisor.linux.confine import landlock_rules
     from supervisor.linux.plan import LaunchPlan, MountOp
 
@@ -207,15 +208,27 @@ def _landlock_rules(unix: tuple[UnixSocket, ...] | None) -> list[tuple[str, list
                       chdir="/p", root_mode=False, share_net=False,
                       interpreter="/usr/bin/python3")
     snapshot = Snapshot(version=1, source="s.toml", home="/h", cwd="/p", lnk_home="/h/.lnk",
-                        uid=1000, grants=(), programs=None, network_mode="none",
+                        uid=1000, grants=(Grant("/run/agent.sock", "/run/agent.sock", "read",
+                                                "files.read[0]", "files.read[0]", 2,
+                                                is_dir=False),) if socket_granted else (),
+                        programs=None, network_mode="none",
                         network_allow=(), env_keep=(), env_assign=(), agent=None,
                         session=None, network=NetworkRules(unix=unix))
     return landlock_rules(plan, snapshot, {})
 
 
-def test_without_the_key_the_grants_keep_their_sockets() -> None:
+def test_without_the_key_no_folder_resolves_a_socket_made_outside() -> None:
+    """A socket made outside the sandbox under a granted folder, found at launch or made
+    after it, is reached only by name: no folder's rule holds RESOLVE_UNIX."""
     rules = dict(_landlock_rules(None))
-    assert "resolve_unix" in rules["/usr"] and "resolve_unix" in rules["/p"]
+    assert "resolve_unix" not in rules["/usr"] and "resolve_unix" not in rules["/p"]
+    assert "resolve_unix" not in rules["/run/agent.sock"]
+
+
+def test_a_socket_named_as_a_grant_is_resolved() -> None:
+    rules = dict(_landlock_rules(None, socket_granted=True))
+    assert "resolve_unix" in rules["/run/agent.sock"]
+    assert "resolve_unix" not in rules["/usr"] and "resolve_unix" not in rules["/p"]
 
 
 def test_with_the_key_only_the_named_sockets_may_be_resolved() -> None:

@@ -1,0 +1,200 @@
+"""Credentials and agent sockets under a read grant of home stay out of the sandbox's reach
+unless the spec names them.
+
+Agent sockets are found by type, not by a table of names: a real ssh-agent holding a key,
+listening where no table lists it (`~/.bitwarden-ssh-agent.sock`, the red team's), in this
+network namespace or another one, is not reached from a sandbox that reads home (root
+mode refuses the launch outright for a socket root listens on); named in `[network]
+unix` it works, which shows the agent and the key were there to reach.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support.sandbox import Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+READ_HOME = '[files]\nread = ["~"]\nwrite = ["."]\n'
+LIST_KEYS = "echo STARTED; SSH_AUTH_SOCK={sock} ssh-add -L; echo ssh-add=$?"
+
+
+class Agent:
+    """A real ssh-agent run by the test's user with one key, at `sock`; `other_network`
+    starts it in a network namespace of its own (where /proc/net/unix does not list its
+    socket: the walk of the grants must find it)."""
+
+    def __init__(self, box: Sandbox, sock: Path, *, other_network: bool = False) -> None:
+        self.sock = sock
+        run = list(box.who.prefix)
+        if other_network:
+            run += ["unshare", "-n"] if box.who.is_root else ["unshare", "-rn"]
+        key = box.base / f"key-{sock.name}"
+        subprocess.run([*box.who.prefix, "ssh-keygen", "-q", "-t", "ed25519", "-N", "",
+                        "-C", "the-persons-key", "-f", str(key)], check=True,
+                       capture_output=True)
+        started = subprocess.run([*run, "ssh-agent", "-a", str(sock), "-s"],
+                                 capture_output=True, text=True, check=True)
+        self.pid = int(started.stdout.split("SSH_AGENT_PID=")[1].split(";")[0])
+        env = {"SSH_AUTH_SOCK": str(sock), "PATH": "/usr/bin:/bin"}
+        subprocess.run([*box.who.prefix, "ssh-add", "-q", str(key)], check=True, env=env,
+                       capture_output=True)
+        self.public = Path(f"{key}.pub").read_text().split()[1]
+        key.unlink()
+
+    def stop(self) -> None:
+        os.kill(self.pid, signal.SIGTERM)
+
+
+@pytest.fixture
+def agents(sandbox: Sandbox) -> Iterator[list[Agent]]:
+    started: list[Agent] = []
+    yield started
+    for agent in started:
+        agent.stop()
+
+
+def test_an_agent_socket_no_table_names_is_not_reached(sandbox: Sandbox,
+                                                       agents: list[Agent]) -> None:
+    sock = sandbox.home / ".bitwarden-ssh-agent.sock"
+    agents.append(Agent(sandbox, sock))
+    done = sandbox.run("/bin/sh", "-c", LIST_KEYS.format(sock=sock), spec=READ_HOME)
+    assert agents[0].public not in done.stdout
+    if sandbox.who.is_root:
+        # Run by root, a socket root listens on in a grant refuses the launch.
+        assert done.returncode == 125, done
+        assert f"{sock} is a socket a root process listens on" in done.stderr
+    else:
+        assert done.stdout.splitlines() == ["STARTED", "ssh-add=2"], done
+        assert "Error connecting to agent: Connection refused" in done.stderr
+    named = READ_HOME + '[network]\nunix = ["~/.bitwarden-ssh-agent.sock"]\n'
+    done = sandbox.run("/bin/sh", "-c", LIST_KEYS.format(sock=sock), spec=named)
+    assert done.returncode == 0, done
+    assert agents[0].public in done.stdout and "ssh-add=0" in done.stdout
+
+
+@pytest.mark.parametrize("where", [".agent.sock", ".tool/agent.sock"])
+def test_an_agent_in_another_network_namespace_is_not_reached(
+        sandbox: Sandbox, agents: list[Agent], where: str) -> None:
+    """Bound in a network namespace of its own, the socket is in no list of this one's:
+    found by the walk of the grant, at depth one and two, and hidden in both modes."""
+    sock = sandbox.home / where
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    sandbox.chown()
+    agents.append(Agent(sandbox, sock, other_network=True))
+    listed = subprocess.run([*sandbox.who.prefix, "ssh-add", "-L"], capture_output=True,
+                            text=True, env={"SSH_AUTH_SOCK": str(sock), "PATH": "/usr/bin"})
+    assert agents[0].public in listed.stdout  # reachable from outside, by path
+    done = sandbox.run("/bin/sh", "-c", LIST_KEYS.format(sock=sock), spec=READ_HOME)
+    assert done.stdout.splitlines() == ["STARTED", "ssh-add=2"], done
+    assert agents[0].public not in done.stdout
+
+
+def test_a_deep_agent_socket_in_this_network_is_not_reached(sandbox: Sandbox,
+                                                             agents: list[Agent]) -> None:
+    """Deeper than the walk looks, but listed by /proc/net/unix: hidden all the same."""
+    sock = sandbox.home / ".local" / "share" / "tool" / "run" / "agent.sock"
+    sock.parent.mkdir(parents=True)
+    sandbox.chown()
+    agents.append(Agent(sandbox, sock))
+    done = sandbox.run("/bin/sh", "-c", LIST_KEYS.format(sock=sock), spec=READ_HOME)
+    assert agents[0].public not in done.stdout
+    if sandbox.who.is_root:
+        assert done.returncode == 125 and "a root process listens on" in done.stderr, done
+    else:
+        assert done.stdout.splitlines() == ["STARTED", "ssh-add=2"], done
+
+
+def test_a_stale_socket_in_a_written_folder_stays_removable(sandbox: Sandbox) -> None:
+    """A socket file nobody listens on (a server's, from an earlier run) is left as it
+    is: hiding it would keep a later server from removing it to bind again."""
+    import socket
+
+    stale = sandbox.project / "app.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(stale))
+    server.close()
+    sandbox.chown()
+    sandbox.probe("unlink", str(stale), spec='[files]\nwrite = ["."]\n').expect(0)
+    assert not stale.exists()
+
+
+# -- files: the table, and the name rule -------------------------------------------------------
+
+# The red team's finds with read = ["~"] (issue 13), each in the table now.
+TABLE_FILES = (
+    ".kaggle/kaggle.json", ".config/containers/auth.json", ".s3cfg", ".boto",
+    ".databrickscfg", ".dbt/profiles.yml", ".pulumi/credentials.json",
+    ".config/configstore/firebase-tools.json", ".gitcookies", ".huggingface/token",
+    ".config/pip/pip.conf", ".viminfo", ".local/state/nvim/shada/main.shada",
+    ".android/adbkey", ".subversion/auth/svn.simple/x", ".zsh_history", ".m2/settings.xml",
+    ".gem/credentials",
+)
+# In no table: hidden by their names alone, where tools keep their files.
+NAMED_FILES = (
+    ".irb_history", ".rediscli_history", ".config/newtool/token",
+    ".config/newtool/credentials.json", ".local/share/othertool/auth.json",
+    ".config/editor/Cookies", ".local/state/shell/history.db", ".secrets/api.txt",
+)
+# What the rule leaves: settings, and files of the person's own without a dot at the top.
+LEFT = (".config/newtool/settings.json", "notes/token.txt", ".local/share/othertool/data.db")
+
+READER = ("import sys\nprint('STARTED', flush=True)\n"
+          "for path in sys.argv[1:]:\n"
+          "    try:\n        data = open(path).read()\n"
+          "    except OSError as err:\n        data = f'errno {err.errno}'\n"
+          "    print(path, 'SECRET' if 'SECRET' in data else 'nothing')\n")
+
+
+def _plant_files(box: Sandbox, names: tuple[str, ...]) -> list[str]:
+    paths = []
+    for name in names:
+        path = box.home / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("SECRET of the person's\n")
+        paths.append(str(path))
+    box.chown()
+    return paths
+
+
+def test_the_red_teams_credential_files_are_not_read(sandbox: Sandbox) -> None:
+    """read = ["~"]: each file the red team read is empty inside, the same as outside
+    when named, and check names what a spec shows."""
+    from support.sandbox import PYTHON_INSIDE
+
+    paths = _plant_files(sandbox, TABLE_FILES)
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, *paths, spec=READ_HOME)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "STARTED", done
+    assert lines[1:] == [f"{path} nothing" for path in paths], done.stdout
+    named = READ_HOME.replace('["~"]', '["~", "~/.kaggle", "~/.zsh_history"]')
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, paths[0], paths[-3], spec=named)
+    assert done.stdout.splitlines()[1:] == [f"{paths[0]} SECRET", f"{paths[-3]} SECRET"]
+    check = sandbox.lnk("check", spec=named)
+    assert "~/.kaggle: files.read[1] (~/.kaggle) names it" in check.stdout
+    assert "~/.zsh_history: files.read[2] (~/.zsh_history) names it" in check.stdout
+
+
+def test_secrets_no_table_lists_are_hidden_by_their_names(sandbox: Sandbox) -> None:
+    from support.sandbox import PYTHON_INSIDE
+
+    hidden = _plant_files(sandbox, NAMED_FILES)
+    left = _plant_files(sandbox, LEFT)
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, *hidden, *left, spec=READ_HOME)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "STARTED", done
+    assert lines[1:] == ([f"{path} nothing" for path in hidden]
+                         + [f"{path} SECRET" for path in left]), done.stdout
+    named = READ_HOME.replace('["~"]', '["~", "~/.config/newtool/token"]')
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, hidden[2], hidden[3], spec=named)
+    assert done.stdout.splitlines()[1:] == [f"{hidden[2]} SECRET", f"{hidden[3]} nothing"]
+    check = sandbox.lnk("check", spec=named)
+    assert ("~/.config/newtool/token: files.read[1] (~/.config/newtool/token) names it"
+            in check.stdout), check.stdout
