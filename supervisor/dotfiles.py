@@ -67,10 +67,11 @@ COMMIT_REASON = "files.commit leaves it read-only"
 
 # What git reads in a git directory to decide what to run or where its settings are
 # (setup.c, config.c, hook.c, submodule.c, worktree.c), each held when missing in a form
-# git reads as absent: an empty settings file, an empty folder, and for `commondir`,
-# which git dies on when empty, `.` (the git directory itself). The rest (objects, refs,
-# the index, HEAD, logs, the state of a merge, rebase or cherry-pick) stays writable
-# under files.commit.
+# git reads as absent: an empty settings file, an empty folder, an empty alternates
+# list, and for `commondir`, which git dies on when empty, `.` (the git directory
+# itself). The rest (objects, refs, the index, HEAD, logs, the state of a merge, rebase
+# or cherry-pick) stays writable under files.commit, and what a run leaves there is
+# checked after it (commit_check.py).
 GIT_METADATA: tuple[tuple[str, Kind, str], ...] = (
     ("config", "file", "git's settings, which name the programs it runs"),
     ("hooks", "folder", "git runs the hooks there"),
@@ -78,11 +79,19 @@ GIT_METADATA: tuple[tuple[str, Kind, str], ...] = (
     ("modules", "folder", "each submodule's git directory: its settings and hooks"),
     ("branches", "folder", "where a remote's address is read from, as settings"),
     ("remotes", "folder", "where a remote's address is read from, as settings"),
+    ("objects/info/alternates", "file", "git reads objects from the folders it names, "
+                                        "anywhere, as you"),
 )
 GIT_DIR_METADATA: tuple[tuple[str, Kind, str, bytes], ...] = (
     ("commondir", "file", "it points git at settings and hooks anywhere", b"."),
     ("config.worktree", "file", "the worktree's own settings", b""),
 )
+# A linked worktree's `gitdir` names its checkout: `git worktree repair` writes a .git
+# file there, `git worktree remove` deletes it (worktree.c, builtin/worktree.c). Held
+# where it is; one made by a run is checked after it.
+WORKTREE_GITDIR: tuple[str, Kind, str] = (
+    "gitdir", "file", "it names the checkout `git worktree repair` writes a .git file into "
+                      "and `git worktree remove` deletes")
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
 MAX_SUBMODULES = 1000  # gitlinks followed in all, nested ones too
@@ -373,6 +382,11 @@ class _Analysis:
                 path = os.path.join(git, name)
                 self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
                          content=content)
+        if git_dir != common_dir:  # this checkout is a linked worktree of the repository
+            name, kind, why = WORKTREE_GITDIR
+            path = os.path.join(git_dir, name)
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+                     hold=False)
         try:
             linked = sorted(os.listdir(os.path.join(common_dir, "worktrees")))
         except OSError:
@@ -384,6 +398,9 @@ class _Analysis:
             for file, kind, why, content in GIT_DIR_METADATA:
                 self.add(os.path.join(folder, file), kind,
                          f"the linked worktree {name}'s {file}: {why}", content=content)
+            file, kind, why = WORKTREE_GITDIR
+            self.add(os.path.join(folder, file), kind,
+                     f"the linked worktree {name}'s {file}: {why}", hold=False)
 
     def agent_settings(self) -> None:
         """The project settings of coding agents and editors (runs_as_you.AGENT_SETTINGS):
@@ -920,30 +937,6 @@ def index_may_hold_gitlinks(dirs: GitDirs) -> bool:
     entries elsewhere): an index where neither is true holds no gitlink."""
     data = _read_small(os.path.join(dirs.git_dir, "index"), limit=MAX_INDEX_SIZE) or b""
     return _GITLINK_BYTES in data or _may_split(data, 32 if dirs.sha256 else 20)
-
-
-def populated_submodules(top: str) -> frozenset[str]:
-    """The gitlinks of `top`'s repository whose folder holds a .git: the submodules a
-    `git status` at the top runs `git status` in, with their own settings.
-
-    Under files.commit the index is writable, so a sandbox can add a gitlink and make
-    a repository in the folder it names, whose settings the person's next `git status`
-    at the top would run: the run compares this before and after, and says so.
-    """
-    dot_git = os.path.join(top, ".git")
-    git_dir = dot_git
-    if _lstat_kind(dot_git) == "file":
-        target = _read_gitfile(dot_git)
-        if target is None:
-            return frozenset()
-        git_dir = os.path.join(top, target)
-    sha256 = False
-    config = _read_small(os.path.join(git_dir, "config"), limit=1 << 20)
-    if config is not None:
-        sha256 = any(key == "extensions.objectformat" and (value or "").lower() == "sha256"
-                     for key, value in parse_git_config(config.decode("utf-8", "replace")))
-    return frozenset(path for path in _gitlinks(os.path.join(git_dir, "index"), sha256)
-                     if _lstat_kind(os.path.join(top, path, ".git")) != "missing")
 
 
 def analyze(top: str, *, home: str, commit: bool = False) -> DotFiles:

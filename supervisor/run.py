@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from .errors import SandboxError
 from .grants import Snapshot, resolve
@@ -17,6 +18,9 @@ from .netpolicy import Decide
 from .policy import Context, Policy, effective_policy
 from .spec import Spec, load_spec
 from .state import ensure_private_dir
+
+if TYPE_CHECKING:
+    from .commit_check import CommitCheck
 
 
 def interpreter() -> tuple[str, str]:
@@ -57,6 +61,7 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
     from .terminal import restore_flags, standard_flags
 
     flags = standard_flags()
+    check = check_commits(snapshot)
     try:
         if sys.platform == "darwin":
             from .macos.run import run_macos
@@ -66,7 +71,21 @@ def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = No
 
         return run_linux(snapshot, argv, report=report, decide=decide)
     finally:
+        if check is not None:
+            check.finish()
         restore_flags(flags)
+
+
+def check_commits(snapshot: Snapshot) -> CommitCheck | None:
+    """The record of the repositories files.commit opens, to check after the run what
+    it left there (commit_check.py), and the checks of killed runs done first. The
+    module is loaded only where there is something to check."""
+    if not any(g.commit for g in snapshot.grants) and not os.path.isdir(
+            os.path.join(snapshot.lnk_home, "commit-checks")):
+        return None
+    from .commit_check import begin
+
+    return begin(snapshot)
 
 
 def check_decide(decide: Decide, snapshot: Snapshot) -> None:
@@ -100,7 +119,12 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     from .linux.watch import Judge
 
     judge = Judge(None, record=True)
-    outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+    check = check_commits(snapshot)
+    try:
+        outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+    finally:
+        if check is not None:
+            check.finish()
     if outcome.problem is not None:
         raise outcome.problem
     learned, left = summarize(judge.seen, snapshot)

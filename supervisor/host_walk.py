@@ -1,0 +1,182 @@
+"""Reading and changing a folder a sandbox wrote, on the host, never through a link.
+
+What a sandbox leaves where it wrote is read afterwards by lnk-sandbox itself, as the
+person or as root (commit_check.py): each folder is opened one component at a time with
+O_NOFOLLOW (O_PATH for the folders on the way, which needs no read right, where the
+system has it), each file is read only when it is a regular file, opened without
+blocking (a pipe would wait for a writer), and a link is removed or renamed, never
+opened.
+
+Facts: O_NOFOLLOW guards only the last component of a path, which is why a walk opens one
+component per call, relative to the last descriptor; O_PATH | O_DIRECTORY | O_NOFOLLOW
+on a link fails with ENOTDIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW with ELOOP; unlinkat
+and renameat act on a link itself; os.scandir(fd) reads a duplicate and leaves `fd`
+open; a change time (st_ctime) is set by the kernel on every change and cannot be set
+back by the file's owner, as a modification time can (utimensat).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+MAX_DEPTH = 64  # folders deeper than this are not walked (git makes none so deep)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_SEARCH = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_LIMIT = 1 << 16
+
+
+def open_folder(path: str) -> int:
+    """A descriptor of the folder `path` (absolute), opened one component at a time
+    from `/` without following a link (OSError, ELOOP or ENOTDIR, at one)."""
+    fd = os.open("/", _SEARCH)
+    try:
+        parts = [p for p in path.split("/") if p]
+        for index, part in enumerate(parts):
+            flags = _DIR if index == len(parts) - 1 else _SEARCH
+            next_fd = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        if not parts:
+            next_fd = os.open(".", _DIR, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_below(fd: int, relative: str) -> int:
+    """A descriptor of the folder `relative` below `fd`, no link followed."""
+    current = os.dup(fd)
+    try:
+        for part in [p for p in relative.split("/") if p]:
+            next_fd = os.open(part, _DIR, dir_fd=current)
+            os.close(current)
+            current = next_fd
+    except BaseException:
+        os.close(current)
+        raise
+    return current
+
+
+def lstat_at(fd: int, name: str) -> os.stat_result | None:
+    """What `name` below `fd` is, the link itself for a link; None when missing."""
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def read_at(fd: int, name: str) -> bytes | None:
+    """A regular file's first bytes below `fd`, or None; never opens a link, never
+    waits on a pipe."""
+    try:
+        file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                       dir_fd=fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(file).st_mode):
+            return None
+        return os.read(file, _READ_LIMIT)
+    except OSError:
+        return None
+    finally:
+        os.close(file)
+
+
+def remove_tree(fd: int, name: str, depth: int = 0) -> None:
+    """Remove `name` below `fd` and all in it, following no link (a link is removed)."""
+    info = lstat_at(fd, name)
+    if info is None:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(name, dir_fd=fd)
+        return
+    if depth > MAX_DEPTH:
+        raise OSError(f"{name}: more than {MAX_DEPTH} folders deep")
+    inner = os.open(name, _DIR, dir_fd=fd)
+    try:
+        with os.scandir(inner) as entries:
+            names = [entry.name for entry in entries]
+        for entry_name in names:
+            remove_tree(inner, entry_name, depth + 1)
+    finally:
+        os.close(inner)
+    os.rmdir(name, dir_fd=fd)
+
+
+def digest(fd: int, names: list[str]) -> str:
+    """What the names are now, by inode, size and change time (a time the sandbox
+    cannot set back), through every folder among them."""
+    import hashlib
+
+    hashed = hashlib.sha256()
+    pending = [(name, 0) for name in names]
+    while pending:
+        name, depth = pending.pop()
+        info = lstat_at(fd, name)
+        if info is None:
+            continue
+        hashed.update(f"{name}\0{info.st_mode}\0{info.st_ino}\0{info.st_size}\0"
+                      f"{info.st_mtime_ns}\0{info.st_ctime_ns}\n".encode("utf-8",
+                                                                      "surrogateescape"))
+        if stat.S_ISDIR(info.st_mode) and depth < MAX_DEPTH:
+            try:
+                inner = open_below(fd, name)
+            except OSError:
+                continue
+            try:
+                with os.scandir(inner) as entries:
+                    pending.extend((f"{name}/{e.name}", depth + 1) for e in entries)
+            finally:
+                os.close(inner)
+    return hashed.hexdigest()
+
+
+def survey(root: str, held: frozenset[str]) -> tuple[dict[str, list[Any]], list[str]]:
+    """Below `root`, no link followed, `held` paths left out: every link and every file
+    that is neither a regular file nor a folder, {path: [kind, inode, link target]};
+    and the folders at MAX_DEPTH, unread."""
+    found: dict[str, list[Any]] = {}
+    deep: list[str] = []
+    try:
+        root_fd = open_folder(root)
+    except OSError:
+        return found, deep
+    try:
+        pending = [("", 0)]
+        while pending:
+            relative, depth = pending.pop()
+            try:
+                fd = open_below(root_fd, relative)
+            except OSError:
+                continue  # gone since it was listed: nothing left to find in it
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        child = f"{relative}/{entry.name}" if relative else entry.name
+                        path = f"{root}/{child}"
+                        if path in held:
+                            continue
+                        if entry.is_symlink():
+                            try:
+                                target = os.readlink(entry.name, dir_fd=fd)
+                            except OSError:
+                                target = ""
+                            found[path] = ["link", entry.inode(), target]
+                        elif entry.is_dir(follow_symlinks=False):
+                            if depth + 1 >= MAX_DEPTH:
+                                deep.append(path)
+                            else:
+                                pending.append((child, depth + 1))
+                        elif not entry.is_file(follow_symlinks=False):
+                            found[path] = ["other", entry.inode(), ""]
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root_fd)
+    return found, deep
