@@ -238,7 +238,7 @@ def _state(top: str, written: list[str]) -> dict[str, Any] | None:
         found.update(survey(root, frozenset(held))[0])
     heads: dict[str, str] = {}
     operations: dict[str, dict[str, str]] = {}
-    for git_dir in dict.fromkeys([dirs.git_dir, *admin]):
+    for git_dir in dict.fromkeys([dirs.git_dir, dirs.common_dir, *admin]):
         try:
             fd = open_folder(git_dir)
         except OSError:

@@ -152,7 +152,7 @@ class Check:
     def operations(self) -> None:
         admin = [os.path.join(self.dirs.common_dir, "worktrees", name)
                  for name in linked_worktrees(self.dirs.common_dir)]
-        for git_dir in dict.fromkeys([self.dirs.git_dir, *admin]):
+        for git_dir in dict.fromkeys([self.dirs.git_dir, self.dirs.common_dir, *admin]):
             before = self.state["operations"].get(git_dir)
             restored = self.state["restored"].get(git_dir, [])
             try:
