@@ -385,18 +385,31 @@ def _token() -> str | None:
 
 
 def _save(lnk_home: str, states: list[dict[str, Any]], written: list[str]) -> str | None:
-    """The record, kept in `$LNK_HOME` for the next start should this one be killed."""
+    """The record, kept in `$LNK_HOME` for the next start should this one be killed.
+
+    Written before the launch, and not synced: a start killed while writing it never
+    ran the sandbox (the next start drops a record it cannot read), and a machine that
+    crashes ends the sandbox with it."""
     import json
 
-    from .state import write_atomically
+    from .state import ensure_private_dir
 
     token = _token()
     if token is None:
         return None
     path = os.path.join(lnk_home, PENDING, f"{token}.json")
+    data = json.dumps({"states": states, "written": written}).encode()
     try:
-        write_atomically(path, json.dumps({"states": states, "written": written}).encode())
-    except (OSError, ValueError) as err:
+        ensure_private_dir(os.path.dirname(path))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW |
+                     os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except (OSError, SandboxError) as err:
         say(f"could not keep the record of this run's repositories ({err}): were it "
             "killed, nothing would check what it left in them")
         return None
