@@ -59,16 +59,17 @@ class Check:
         before: dict[str, list[Any]] = self.state["found"]
         held = frozenset(self.state["held"])
         for root in git_roots(self.dirs):
-            found, deep = survey(root, held)
+            found, unread = survey(root, held)
             for path, (kind, inode, target) in sorted(found.items()):
                 if before.get(path) == [kind, inode, target]:
                     continue  # yours, as it was
                 self.remove(path, kind, target, before.get(path))
-            for number, path in enumerate(deep):
-                where = self.set_aside(root, [os.path.basename(path)], f"deep-{number}",
+            for number, path in enumerate(unread):
+                where = self.set_aside(root, [os.path.basename(path)], f"unread-{number}",
                                        source=os.path.dirname(path))
-                self.said.append(f"set aside {path}, more than {MAX_DEPTH} folders deep "
-                                 f"in the git directory (git makes none), as {where}")
+                self.said.append(f"set aside {path}, a folder in the git directory more "
+                                 f"than {MAX_DEPTH} deep or that could not be listed (git "
+                                 f"makes neither), unread, as {where}")
 
     def remove(self, path: str, kind: str, target: str, yours: list[Any] | None) -> None:
         folder, name = os.path.split(path)

@@ -140,43 +140,124 @@ def digest(fd: int, names: list[str]) -> str:
 def survey(root: str, held: frozenset[str]) -> tuple[dict[str, list[Any]], list[str]]:
     """Below `root`, no link followed, `held` paths left out: every link and every file
     that is neither a regular file nor a folder, {path: [kind, inode, link target]};
-    and the folders at MAX_DEPTH, unread."""
+    and the folders not read: at MAX_DEPTH, or one this process may not open, list or
+    search even after giving its owner's rights back (allow_owner)."""
     found: dict[str, list[Any]] = {}
-    deep: list[str] = []
+    unread: list[str] = []
     try:
-        root_fd = open_folder(root)
+        root_fd = _open_root(root)
     except OSError:
-        return found, deep
+        return found, unread
     try:
         pending = [("", 0)]
         while pending:
             relative, depth = pending.pop()
-            try:
-                fd = open_below(root_fd, relative)
-            except OSError:
-                continue  # gone since it was listed: nothing left to find in it
-            try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        child = f"{relative}/{entry.name}" if relative else entry.name
-                        path = f"{root}/{child}"
-                        if path in held:
-                            continue
-                        if entry.is_symlink():
-                            try:
-                                target = os.readlink(entry.name, dir_fd=fd)
-                            except OSError:
-                                target = ""
-                            found[path] = ["link", entry.inode(), target]
-                        elif entry.is_dir(follow_symlinks=False):
-                            if depth + 1 >= MAX_DEPTH:
-                                deep.append(path)
-                            else:
-                                pending.append((child, depth + 1))
-                        elif not entry.is_file(follow_symlinks=False):
-                            found[path] = ["other", entry.inode(), ""]
-            finally:
-                os.close(fd)
+            path = f"{root}/{relative}" if relative else root
+            listed = _list(root_fd, root, relative)
+            if listed is None and relative and _allow_below(root_fd, relative):
+                listed = _list(root_fd, root, relative)  # once more, readable now
+            if listed is None:
+                if relative:
+                    unread.append(path)
+                continue
+            inside, folders = listed
+            found.update((p, v) for p, v in inside.items() if p not in held)
+            for child in folders:
+                if f"{root}/{child}" in held:
+                    continue
+                if depth + 1 >= MAX_DEPTH:
+                    unread.append(f"{root}/{child}")
+                else:
+                    pending.append((child, depth + 1))
     finally:
         os.close(root_fd)
-    return found, deep
+    return found, [path for path in unread if path not in held]
+
+
+def _open_root(root: str) -> int:
+    """The root of a walk, its owner's rights given back first where it has lost them."""
+    try:
+        fd = open_folder(root)
+        os.stat(".", dir_fd=fd, follow_symlinks=False)
+        return fd
+    except PermissionError:
+        pass
+    parent = open_folder(os.path.dirname(root))
+    try:
+        allow_owner(parent, os.path.basename(root))
+    finally:
+        os.close(parent)
+    return open_folder(root)
+
+
+def _allow_below(root_fd: int, relative: str) -> bool:
+    parent_name, _, name = relative.rpartition("/")
+    try:
+        parent = open_below(root_fd, parent_name)
+    except OSError:
+        return False
+    try:
+        return allow_owner(parent, name)
+    finally:
+        os.close(parent)
+
+
+def _list(root_fd: int, root: str, relative: str
+          ) -> tuple[dict[str, list[Any]], list[str]] | None:
+    """One folder's links and special files, and its folders (relative to the root);
+    None where it cannot be opened, listed or searched (or is gone since)."""
+    try:
+        fd = open_below(root_fd, relative)
+    except FileNotFoundError:
+        return {}, []  # gone since it was listed: nothing left to find in it
+    except OSError:
+        return None
+    found: dict[str, list[Any]] = {}
+    folders: list[str] = []
+    try:
+        os.stat(".", dir_fd=fd, follow_symlinks=False)  # searching it: EACCES without x
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                child = f"{relative}/{entry.name}" if relative else entry.name
+                path = f"{root}/{child}"
+                if entry.is_symlink():
+                    found[path] = ["link", entry.inode(),
+                                   os.readlink(entry.name, dir_fd=fd)]
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append(child)
+                elif not entry.is_file(follow_symlinks=False):
+                    found[path] = ["other", entry.inode(), ""]
+    except FileNotFoundError:
+        pass  # an entry gone while listed
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return found, folders
+
+
+def allow_owner(parent: int, name: str) -> bool:
+    """Give the folder `name` below `parent` its owner's read, write and search rights
+    back, when this process is its owner: a sandbox running as you may take them away
+    to hide what is in it from a walk (git, which knows the names it wants, needs only
+    to search a folder; a walk must list it), and git makes no folder so. The folder is
+    opened O_PATH without following a link and changed through /proc/self/fd (Linux;
+    elsewhere, or not the owner: False)."""
+    o_path = getattr(os, "O_PATH", 0)
+    if not o_path:
+        return False
+    try:
+        fd = os.open(name, o_path | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=parent)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid():
+            return False
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) | 0o700)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -71,8 +71,8 @@ def contents(folder: Path) -> dict[str, bytes]:
 
 # -- links: git opens its own files by name and follows them ---------------------------------
 
-LINKS = ["commit-editmsg", "stash-reflog", "squash-credential", "worktree-prune",
-         "objects-prune", "fifo", "head"]
+LINKS = ["commit-editmsg", "stash-reflog", "hidden-reflog", "squash-credential",
+         "worktree-prune", "objects-prune", "fifo", "head"]
 
 
 def _plant_link(box: Sandbox, which: str, spec: str) -> str:
@@ -84,6 +84,10 @@ def _plant_link(box: Sandbox, which: str, spec: str) -> str:
         return plant(box, "echo x >> README; git commit -qam 'Update $(touch "
                           f"{box.base}/markers/rc-ran)'; mkdir -p .git/logs/refs; "
                           f"ln -s {where}/rc .git/logs/refs/stash", spec)
+    if which == "hidden-reflog":  # its folder left searchable, not listable: git needs
+        return plant(box, "mkdir -p .git/logs/refs; "  # only to search it; a walk lists
+                          f"ln -s {where}/rc .git/logs/refs/stash; chmod 100 .git/logs/refs",
+                     spec)
     if which == "squash-credential":  # 1c: a hidden file becomes a commit message
         return plant(box, f"! cat {where}/credentials 2>/dev/null; "  # hidden inside
                           f"ln -s {where}/credentials .git/SQUASH_MSG", spec)
@@ -112,7 +116,7 @@ def _trigger_link(box: Sandbox, which: str) -> None:
             host_git(box, "-c", "core.editor=true", "commit", "-q", check=False)
         except subprocess.TimeoutExpired:
             pass  # the pipe: it blocked, which the check prevents
-    elif which == "stash-reflog":
+    elif which in ("stash-reflog", "hidden-reflog"):
         (box.project / "README").write_text("work in progress\n")
         host_git(box, "stash", "-q")
         subprocess.run(["bash", str(box.base / "victim" / "rc")], cwd=box.base,
