@@ -25,6 +25,7 @@ from .dotfiles import GitDirs
 from .grants import is_within
 from .host_walk import (
     MAX_DEPTH,
+    allow_owner,
     digest,
     lstat_at,
     open_below,
@@ -232,6 +233,7 @@ class Check:
         return None
 
     def gitlinks(self) -> None:
+        self.readable_index()
         top = self.state["top"]
         before = set(self.state["gitlinks"])
         now = listed_gitlinks(self.dirs, top, self.written)
@@ -249,6 +251,19 @@ class Check:
                 f"the sandbox added the submodule {path} in {top} (a gitlink in the "
                 f"index; a git status at the top runs the settings of a repository in its "
                 f"folder): {out}{aside}")
+
+    def readable_index(self) -> None:
+        """The index (and shared index) readable by you again: one the sandbox made
+        unreadable would list no gitlink now, and run them once you make it readable."""
+        fd = open_folder(self.dirs.git_dir)
+        try:
+            with os.scandir(fd) as entries:
+                names = [e.name for e in entries if e.name == "index" or
+                         e.name.startswith("sharedindex.")]
+            for name in names:
+                allow_owner(fd, name, folder=False)
+        finally:
+            os.close(fd)
 
     @staticmethod
     def set_repository_aside(top: str, path: str) -> str:

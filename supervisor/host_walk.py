@@ -178,10 +178,15 @@ def _open_root(root: str) -> int:
     """The root of a walk, its owner's rights given back first where it has lost them."""
     try:
         fd = open_folder(root)
-        os.stat(".", dir_fd=fd, follow_symlinks=False)
-        return fd
     except PermissionError:
         pass
+    else:
+        try:
+            _own_rights(fd)
+            os.stat(".", dir_fd=fd, follow_symlinks=False)
+            return fd
+        except PermissionError:
+            os.close(fd)
     parent = open_folder(os.path.dirname(root))
     try:
         allow_owner(parent, os.path.basename(root))
@@ -215,6 +220,7 @@ def _list(root_fd: int, root: str, relative: str
     found: dict[str, list[Any]] = {}
     folders: list[str] = []
     try:
+        _own_rights(fd)
         os.stat(".", dir_fd=fd, follow_symlinks=False)  # searching it: EACCES without x
         with os.scandir(fd) as entries:
             for entry in entries:
@@ -236,26 +242,37 @@ def _list(root_fd: int, root: str, relative: str
     return found, folders
 
 
-def allow_owner(parent: int, name: str) -> bool:
+def _own_rights(fd: int) -> None:
+    """Give a folder open as `fd` its owner's read, write and search rights back where
+    this process owns it and they are missing: git's folders always have them, and
+    without write a link in it could not be removed, nor the folder moved."""
+    info = os.fstat(fd)
+    if info.st_uid == os.geteuid() and info.st_mode & 0o700 != 0o700:
+        os.fchmod(fd, stat.S_IMODE(info.st_mode) | 0o700)
+
+
+def allow_owner(parent: int, name: str, *, folder: bool = True) -> bool:
     """Give the folder `name` below `parent` its owner's read, write and search rights
-    back, when this process is its owner: a sandbox running as you may take them away
-    to hide what is in it from a walk (git, which knows the names it wants, needs only
-    to search a folder; a walk must list it), and git makes no folder so. The folder is
-    opened O_PATH without following a link and changed through /proc/self/fd (Linux;
-    elsewhere, or not the owner: False)."""
+    back (a file: its owner's read right), when this process is its owner: a sandbox
+    running as you may take them away to hide what is in it from a walk (git, which
+    knows the names it wants, needs only to search a folder; a walk must list it), and
+    git makes nothing so. It is opened O_PATH without following a link and changed
+    through /proc/self/fd (Linux; elsewhere, not the owner, or a link: False)."""
     o_path = getattr(os, "O_PATH", 0)
     if not o_path:
         return False
     try:
-        fd = os.open(name, o_path | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     dir_fd=parent)
+        fd = os.open(name, o_path | (os.O_DIRECTORY if folder else 0) | os.O_NOFOLLOW |
+                     os.O_CLOEXEC, dir_fd=parent)
     except OSError:
         return False
     try:
         info = os.fstat(fd)
-        if info.st_uid != os.geteuid():
+        wanted = 0o700 if folder else 0o400
+        if info.st_uid != os.geteuid() or not (folder or stat.S_ISREG(info.st_mode)):
             return False
-        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) | 0o700)
+        if info.st_mode & wanted != wanted:
+            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) | wanted)
         return True
     except OSError:
         return False

@@ -71,8 +71,8 @@ def contents(folder: Path) -> dict[str, bytes]:
 
 # -- links: git opens its own files by name and follows them ---------------------------------
 
-LINKS = ["commit-editmsg", "stash-reflog", "hidden-reflog", "squash-credential",
-         "worktree-prune", "objects-prune", "fifo", "head"]
+LINKS = ["commit-editmsg", "stash-reflog", "hidden-reflog", "fixed-reflog",
+         "squash-credential", "worktree-prune", "objects-prune", "fifo", "head"]
 
 
 def _plant_link(box: Sandbox, which: str, spec: str) -> str:
@@ -87,6 +87,10 @@ def _plant_link(box: Sandbox, which: str, spec: str) -> str:
     if which == "hidden-reflog":  # its folder left searchable, not listable: git needs
         return plant(box, "mkdir -p .git/logs/refs; "  # only to search it; a walk lists
                           f"ln -s {where}/rc .git/logs/refs/stash; chmod 100 .git/logs/refs",
+                     spec)
+    if which == "fixed-reflog":  # its folder left listable, not writable: no unlink
+        return plant(box, "mkdir -p .git/logs/refs; "
+                          f"ln -s {where}/rc .git/logs/refs/stash; chmod 500 .git/logs/refs",
                      spec)
     if which == "squash-credential":  # 1c: a hidden file becomes a commit message
         return plant(box, f"! cat {where}/credentials 2>/dev/null; "  # hidden inside
@@ -116,7 +120,7 @@ def _trigger_link(box: Sandbox, which: str) -> None:
             host_git(box, "-c", "core.editor=true", "commit", "-q", check=False)
         except subprocess.TimeoutExpired:
             pass  # the pipe: it blocked, which the check prevents
-    elif which in ("stash-reflog", "hidden-reflog"):
+    elif which in ("stash-reflog", "hidden-reflog", "fixed-reflog"):
         (box.project / "README").write_text("work in progress\n")
         host_git(box, "stash", "-q")
         subprocess.run(["bash", str(box.base / "victim" / "rc")], cwd=box.base,
@@ -378,10 +382,12 @@ def _submodule(box: Sandbox, how: str) -> str:
             f"; /usr/bin/python3 -c '{PADDED.replace(chr(39), chr(34))}'"
     if how == "committed":
         script += "; git commit -qm 'add sub'"
+    if how == "unreadable":  # listed by no reader now, live once you make it readable
+        script += "; chmod 000 .git/index"
     return script
 
 
-@pytest.mark.parametrize("how", ["plain", "padded", "committed"])
+@pytest.mark.parametrize("how", ["plain", "padded", "committed", "unreadable"])
 def test_a_submodule_the_sandbox_adds_is_undone(sandbox: Sandbox, how: str) -> None:
     make_repository(sandbox)
     said = plant(sandbox, _submodule(sandbox, how))
