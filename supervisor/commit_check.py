@@ -60,7 +60,6 @@ from .dotfiles import (
     GitDirs,
     git_dirs,
     index_gitlinks,
-    index_may_hold_gitlinks,
 )
 from .errors import SandboxError
 from .events import say
@@ -221,7 +220,7 @@ def _restore(git_dir: str) -> list[str]:
     return restored
 
 
-def _state(top: str, written: list[str]) -> dict[str, Any] | None:
+def _state(top: str) -> dict[str, Any] | None:
     """The repository at `top` before the run (JSON-ready), operations put back first."""
     dirs = git_dirs(top)
     if dirs is None:
@@ -251,19 +250,14 @@ def _state(top: str, written: list[str]) -> dict[str, Any] | None:
     return {"top": top, "git_dir": dirs.git_dir, "common_dir": dirs.common_dir,
             "sha256": dirs.sha256, "held": held, "found": found, "heads": heads,
             "operations": operations, "restored": {dirs.git_dir: restored},
-            "worktrees": worktrees, "gitlinks": _gitlinks_before(dirs, top, written)}
+            "worktrees": worktrees, "gitlinks": _gitlinks_before(dirs)}
 
 
-def _gitlinks_before(dirs: GitDirs, top: str, written: list[str]) -> list[str]:
-    """The index's gitlinks before the run: the reader's, and git's own where the index
-    may hold one (a gitlink's mode in it, or a split index): a gitlink either finds is
-    the person's, whose folder the run holds, and is never taken for the run's."""
-    found = set(index_gitlinks(dirs))
-    if index_may_hold_gitlinks(dirs):
-        listed = run_git(dirs, top, written, "ls-files", "--stage", "-z")
-        if listed is not None:
-            found.update(_gitlinks_listed(listed))
-    return sorted(found)
+def _gitlinks_before(dirs: GitDirs) -> list[str]:
+    """The index's gitlinks before the run, as the reader finds them: exactly those
+    whose folders the run holds (dotfiles.py), so a gitlink git alone would list is
+    taken for the run's after it, and undone."""
+    return sorted(set(index_gitlinks(dirs)))
 
 
 def _find_git(written: list[str]) -> str | None:
@@ -360,7 +354,7 @@ def begin(snapshot: Snapshot) -> CommitCheck | None:
     states = []
     for top in tops:
         try:
-            state = _state(top, written)
+            state = _state(top)
         except OSError as err:
             raise SandboxError(
                 f"{snapshot.source}: files.commit: cannot record the repository at {top} "

@@ -932,13 +932,6 @@ def index_gitlinks(dirs: GitDirs) -> list[str]:
     return _gitlinks(os.path.join(dirs.git_dir, "index"), dirs.sha256)
 
 
-def index_may_hold_gitlinks(dirs: GitDirs) -> bool:
-    """Whether the index holds a gitlink's mode anywhere, or may be split (its other
-    entries elsewhere): an index where neither is true holds no gitlink."""
-    data = _read_small(os.path.join(dirs.git_dir, "index"), limit=MAX_INDEX_SIZE) or b""
-    return _GITLINK_BYTES in data or _may_split(data, 32 if dirs.sha256 else 20)
-
-
 def analyze(top: str, *, home: str, commit: bool = False) -> DotFiles:
     """The dot files at the top of the write grant `top` (resolved, no links in it).
 

@@ -42,7 +42,7 @@ def repository(tmp_path: Path) -> Path:
 
 def check(top: Path, run: object) -> list[str]:
     """Record, let `run` (a callable) write as a sandbox would, check; what was said."""
-    state = _state(str(top), [str(top)])
+    state = _state(str(top))
     assert state is not None
     run()  # type: ignore[operator]
     return Check(json.loads(json.dumps(state)), [str(top)]).run()
@@ -98,7 +98,7 @@ def test_only_an_operations_own_names_are_put_back(tmp_path: Path) -> None:
     (aside / "rebase-merge").mkdir()
     (aside / "config").write_text("[core]\n\tfsmonitor = evil\n")
     (aside / "hooks").mkdir()
-    state = _state(str(top), [str(top)])
+    state = _state(str(top))
     assert state is not None and state["restored"] == {f"{top}/.git": ["rebase"]}
     assert (top / ".git" / "rebase-merge").is_dir()
     assert (top / ".git" / "config").read_bytes() == config
@@ -106,7 +106,7 @@ def test_only_an_operations_own_names_are_put_back(tmp_path: Path) -> None:
     # Yours in progress: nothing comes back over it.
     (aside / "rebase-merge").mkdir(parents=True)
     (aside / "rebase-merge" / "theirs").write_text("x")
-    state = _state(str(top), [str(top)])
+    state = _state(str(top))
     assert state is not None and state["restored"] == {f"{top}/.git": []}
     assert not (top / ".git" / "rebase-merge" / "theirs").exists()
 
@@ -155,7 +155,7 @@ def test_a_killed_runs_record_is_checked_once_and_a_live_ones_left(tmp_path: Pat
     lnk_home = tmp_path / "lnk"
     folder = lnk_home / commit_check.PENDING
     folder.mkdir(parents=True)
-    state = _state(str(top), [str(top)])
+    state = _state(str(top))
     os.symlink("/etc/passwd", top / ".git" / "COMMIT_EDITMSG.lnk")
     record = json.dumps({"states": [state], "written": [str(top)]})
     dead = folder / "999999999-1.json"  # no such process
