@@ -122,6 +122,15 @@ def _working_directory_seen(snapshot: Snapshot) -> bool:
     return working_directory_problem(snapshot, system) is None
 
 
+COMMIT_OPENED = (
+    "files.commit: its objects, refs, index, HEAD and logs, to commit; what git reads to "
+    "decide what to run stays read-only (listed above); after the run, what it left "
+    "there that your git would follow or carry out is removed or set aside (links, a "
+    "rebase, am, cherry-pick or bisect in progress, a worktree or submodule git would "
+    "act on); while it runs, git you run in this repository works on what the sandbox "
+    "is writing: let the run end first")
+
+
 def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described],
                                              list[Described]]:
     """What runs as the person inside each written folder: protected (there now),
@@ -153,9 +162,7 @@ def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described],
                 placeholders.append(Described(item.name, item.placeholder, item.reason))
         if grant.commit and not grant.dot_files_writable:
             git = f"{grant.target}/.git"
-            opened.append(Described(git, git, "files.commit: its objects, refs, index, HEAD "
-                                    "and logs, to commit; what git reads to decide what to "
-                                    "run stays read-only (listed above)"))
+            opened.append(Described(git, git, COMMIT_OPENED))
     # What lies inside a folder already read-only needs no line of its own.
     closed = [item.target for item in protected if item.target]
     protected = [item for item in protected if not any(

@@ -70,10 +70,11 @@ COMMIT_REASON = "files.commit leaves it read-only"
 
 # What git reads in a git directory to decide what to run or where its settings are
 # (setup.c, config.c, hook.c, submodule.c, worktree.c), each held when missing in a form
-# git reads as absent: an empty settings file, an empty folder, and for `commondir`,
-# which git dies on when empty, `.` (the git directory itself). The rest (objects, refs,
-# the index, HEAD, logs, the state of a merge, rebase or cherry-pick) stays writable
-# under files.commit.
+# git reads as absent: an empty settings file, an empty folder, an empty alternates
+# list, and for `commondir`, which git dies on when empty, `.` (the git directory
+# itself). The rest (objects, refs, the index, HEAD, logs, the state of a merge, rebase
+# or cherry-pick) stays writable under files.commit, and what a run leaves there is
+# checked after it (commit_check.py).
 GIT_METADATA: tuple[tuple[str, Kind, str], ...] = (
     ("config", "file", "git's settings, which name the programs it runs"),
     ("hooks", "folder", "git runs the hooks there"),
@@ -81,11 +82,19 @@ GIT_METADATA: tuple[tuple[str, Kind, str], ...] = (
     ("modules", "folder", "each submodule's git directory: its settings and hooks"),
     ("branches", "folder", "where a remote's address is read from, as settings"),
     ("remotes", "folder", "where a remote's address is read from, as settings"),
+    ("objects/info/alternates", "file", "git reads objects from the folders it names, "
+                                        "anywhere, as you"),
 )
 GIT_DIR_METADATA: tuple[tuple[str, Kind, str, bytes], ...] = (
     ("commondir", "file", "it points git at settings and hooks anywhere", b"."),
     ("config.worktree", "file", "the worktree's own settings", b""),
 )
+# A linked worktree's `gitdir` names its checkout: `git worktree repair` writes a .git
+# file there, `git worktree remove` deletes it (worktree.c, builtin/worktree.c). Held
+# where it is; one made by a run is checked after it.
+WORKTREE_GITDIR: tuple[str, Kind, str] = (
+    "gitdir", "file", "it names the checkout `git worktree repair` writes a .git file into "
+                      "and `git worktree remove` deletes")
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
 MAX_SUBMODULES = 1000  # gitlinks followed in all, nested ones too
@@ -391,6 +400,11 @@ class _Analysis:
                 path = os.path.join(git, name)
                 self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
                          content=content)
+        if git_dir != common_dir:  # this checkout is a linked worktree of the repository
+            name, kind, why = WORKTREE_GITDIR
+            path = os.path.join(git_dir, name)
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+                     hold=False)
         try:
             linked = sorted(os.listdir(os.path.join(common_dir, "worktrees")))
         except OSError:
@@ -402,6 +416,9 @@ class _Analysis:
             for file, kind, why, content in GIT_DIR_METADATA:
                 self.add(os.path.join(folder, file), kind,
                          f"the linked worktree {name}'s {file}: {why}", content=content)
+            file, kind, why = WORKTREE_GITDIR
+            self.add(os.path.join(folder, file), kind,
+                     f"the linked worktree {name}'s {file}: {why}", hold=False)
 
     def agent_settings(self) -> None:
         """The project settings of coding agents and editors (runs_as_you.AGENT_SETTINGS):
@@ -700,17 +717,22 @@ _GITLINK_BYTES = _GITLINK.to_bytes(4, "big")  # the mode as the index stores it
 
 
 def _gitlinks(index: str, sha256: bool) -> list[str]:
-    """The paths of the gitlinks (submodules) in a git index file, as git stores them.
+    """The paths of the gitlinks (submodules) in a git index file, read as git reads it.
 
-    The index format (gitformat-index): "DIRC", version 2-4, the entry count; each
-    entry 40 bytes of stat data (the mode at offset 24), the object name, 16 bits of
-    flags (and 16 more in version 3+ when the extended bit is set), then the path:
-    NUL-terminated and padded to a multiple of 8 bytes (2, 3), or prefix-compressed
-    against the previous path (4). A split index keeps the rest of its entries in the
-    `sharedindex.<name>` file its "link" extension names: both are read. Without the
-    gitlink mode anywhere in the file (the common case) nothing is parsed. A file that
-    does not parse yields what was read before the fault: git refuses such an index
-    too, and runs nothing in a submodule then.
+    The index format (gitformat-index, and read-cache.c's create_from_disk, which is
+    what counts): "DIRC", version 2-4, the entry count; each entry 40 bytes of stat data
+    (the mode at offset 24), the object name, 16 bits of flags whose low 12 bits are the
+    name's length (0xFFF: longer, then up to a NUL), 16 more when the extended bit is set
+    (in any version: git does not check), then the name: in versions 2 and 3 that many
+    bytes, the entry padded to a multiple of 8 whatever the padding holds; in version 4
+    a varint of bytes to strip from the previous name and the rest, NUL-terminated. A
+    split index keeps the rest of its entries in the `sharedindex.<name>` file its
+    "link" extension names: both are read. Without the gitlink mode anywhere in the file
+    (the common case) nothing is parsed. A file that does not parse yields what was read
+    before the fault: git refuses such an index too, and runs nothing in a submodule.
+
+    After a run the index is listed by git itself (commit_check.py); this reader serves
+    the start, where finding more than git would only protects more.
     """
     data = _read_small(index, limit=MAX_INDEX_SIZE)
     if data is None:
@@ -726,27 +748,51 @@ def _gitlinks(index: str, sha256: bool) -> list[str]:
             return []
         position, previous = 12, b""
         for _ in range(count):
+            path, size = _index_entry(data, position, oid, version, previous)
+            if position + size > len(data) - oid:
+                raise IndexError("an entry past the end")
             mode = int.from_bytes(data[position + 24:position + 28], "big")
-            flags = int.from_bytes(data[position + 40 + oid:position + 42 + oid], "big")
-            name = position + 42 + oid + (2 if version >= 3 and flags & 0x4000 else 0)
-            if version == 4:
-                strip, name = _varint(data, name)
-                end = data.index(b"\0", name)
-                path = previous[:len(previous) - strip] + data[name:end]
-                position = end + 1
-            else:
-                end = data.index(b"\0", name)
-                path = data[name:end]
-                position += (end - position + 8) & ~7
+            position += size
             previous = path
             if mode & 0o170000 == _GITLINK:
-                found.append(os.fsdecode(path))
+                found.append(os.fsdecode(path.split(b"\0", 1)[0]))
         shared = _shared_index(data, position, oid)
     except (IndexError, ValueError):
         return found
     if shared:
         found.extend(_gitlinks(os.path.join(os.path.dirname(index), shared), sha256))
     return found
+
+
+_NAME_MASK, _EXTENDED = 0x0FFF, 0x4000
+
+
+def _index_entry(data: bytes, position: int, oid: int, version: int, previous: bytes
+                 ) -> tuple[bytes, int]:
+    """One entry's name and its size on disk, as read-cache.c's create_from_disk reads
+    them (ValueError or IndexError where git would die)."""
+    flags_at = position + 40 + oid
+    if flags_at + 2 > len(data):
+        raise IndexError("a truncated entry")
+    flags = int.from_bytes(data[flags_at:flags_at + 2], "big")
+    length = flags & _NAME_MASK
+    name_at = flags_at + (4 if flags & _EXTENDED else 2)
+    if version == 4:
+        strip, name_at = _varint(data, name_at)
+        if position != 12 and strip > len(previous):
+            raise ValueError("a name that strips more than the previous one has")
+        kept = len(previous) - strip if position != 12 else 0
+        if length == _NAME_MASK:
+            length = data.index(b"\0", name_at) - name_at + kept
+        if length < kept:
+            raise ValueError("a name shorter than what it keeps")
+        rest = data[name_at:name_at + length - kept]
+        return previous[:kept] + rest, name_at - position + length + 1 - kept
+    if length == _NAME_MASK:
+        length = data.index(b"\0", name_at) - name_at
+    name = data[name_at:name_at + length]
+    fixed = 40 + oid + (4 if flags & _EXTENDED else 2)
+    return name, (fixed + length + 8) & ~7
 
 
 def _may_split(data: bytes, oid: int) -> bool:
@@ -845,28 +891,51 @@ def _read_gitfile(path: str) -> str | None:
     return text.decode("utf-8", "surrogateescape") or None
 
 
-def populated_submodules(top: str) -> frozenset[str]:
-    """The gitlinks of `top`'s repository whose folder holds a .git: the submodules a
-    `git status` at the top runs `git status` in, with their own settings.
+class GitDirs(NamedTuple):
+    """Where the repository checked out at a top keeps its state, links resolved."""
 
-    Under files.commit the index is writable, so a sandbox can add a gitlink and make
-    a repository in the folder it names, whose settings the person's next `git status`
-    at the top would run: the run compares this before and after, and says so.
-    """
+    git_dir: str  # HEAD, the index, the state of an operation in progress
+    common_dir: str  # objects, refs, logs, settings, hooks, linked worktrees
+    sha256: bool  # extensions.objectformat = sha256: object names are 32 bytes
+
+
+def git_dirs(top: str) -> GitDirs | None:
+    """The git directories of `top`'s repository (a .git folder, a `gitdir:` file, or
+    `top` itself a bare repository), found as the analysis finds them; None without one.
+    Reads files only, never through a link at the last component."""
     dot_git = os.path.join(top, ".git")
-    git_dir = dot_git
-    if _lstat_kind(dot_git) == "file":
+    kind = _lstat_kind(dot_git)
+    if kind == "file":
         target = _read_gitfile(dot_git)
         if target is None:
-            return frozenset()
-        git_dir = os.path.join(top, target)
+            return None
+        git_dir = os.path.realpath(os.path.join(top, target))
+    elif kind == "folder":
+        git_dir = dot_git
+    elif _lstat_kind(os.path.join(top, "objects")) == "folder" and \
+            _lstat_kind(os.path.join(top, "refs")) == "folder" and \
+            _lstat_kind(os.path.join(top, "HEAD")) == "file":
+        git_dir = top
+    else:
+        return None
+    if _lstat_kind(git_dir) != "folder":
+        return None
+    common_dir = git_dir
+    common = _read_small(os.path.join(git_dir, "commondir"))
+    if common is not None and common.strip():
+        text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
+        common_dir = os.path.realpath(os.path.join(git_dir, text))
     sha256 = False
-    config = _read_small(os.path.join(git_dir, "config"), limit=1 << 20)
+    config = _read_small(os.path.join(common_dir, "config"), limit=1 << 20)
     if config is not None:
         sha256 = any(key == "extensions.objectformat" and (value or "").lower() == "sha256"
                      for key, value in parse_git_config(config.decode("utf-8", "replace")))
-    return frozenset(path for path in _gitlinks(os.path.join(git_dir, "index"), sha256)
-                     if _lstat_kind(os.path.join(top, path, ".git")) != "missing")
+    return GitDirs(git_dir, common_dir, sha256)
+
+
+def index_gitlinks(dirs: GitDirs) -> list[str]:
+    """The gitlinks in the repository's index, read as git reads it (see _gitlinks)."""
+    return _gitlinks(os.path.join(dirs.git_dir, "index"), dirs.sha256)
 
 
 def analyze(top: str, *, home: str, commit: bool = False,

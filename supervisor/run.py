@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .errors import SandboxError
 from .grants import Snapshot, resolve
@@ -18,6 +18,9 @@ from .netpolicy import Decide
 from .policy import Context, Policy, effective_policy
 from .spec import Spec, load_spec
 from .state import private_folder
+
+if TYPE_CHECKING:
+    from .commit_check import CommitCheck
 
 
 def interpreter() -> tuple[str, str]:
@@ -141,6 +144,7 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
     from .terminal import restore_flags, standard_flags
 
     flags = standard_flags()
+    check = check_commits(snapshot)
     try:
         if sys.platform == "darwin":
             from .macos.run import run_macos
@@ -162,6 +166,8 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
         return Ended(outcome.status, outcome.timed_out,
                      failure.errno if failure is not None else None)
     finally:
+        if check is not None:
+            check.finish()
         restore_flags(flags)
 
 
@@ -173,6 +179,18 @@ def mac_file_op_argv(file_op: FileOp) -> list[str]:
     code = source + "\nimport sys\nsys.exit(standalone(sys.argv[1:]))\n"
     limit = "" if file_op.limit is None else str(file_op.limit)
     return [interpreter()[0], "-I", "-S", "-c", code, file_op.op, file_op.path, limit]
+
+
+def check_commits(snapshot: Snapshot) -> CommitCheck | None:
+    """The record of the repositories files.commit opens, to check after the run what
+    it left there (commit_check.py), and the checks of killed runs done first. The
+    module is loaded only where there is something to check."""
+    if not any(g.commit for g in snapshot.grants) and not os.path.isdir(
+            os.path.join(snapshot.lnk_home, "commit-checks")):
+        return None
+    from .commit_check import begin
+
+    return begin(snapshot)
 
 
 def check_decide(decide: Decide, snapshot: Snapshot) -> None:
@@ -208,7 +226,12 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     from .linux.watch import Judge
 
     judge = Judge(None, record=True)
-    outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+    check = check_commits(snapshot)
+    try:
+        outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+    finally:
+        if check is not None:
+            check.finish()
     if outcome.problem is not None:
         raise outcome.problem
     learned, left = summarize(judge.seen, snapshot)

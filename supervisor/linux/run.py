@@ -267,35 +267,14 @@ def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan
         raise
 
 
-def _committed_tops(snapshot: Snapshot) -> dict[str, frozenset[str]]:
-    """The populated submodules of each folder opened for committing, before the run."""
-    from ..dotfiles import populated_submodules
-
-    return {g.target: populated_submodules(g.target) for g in snapshot.grants
-            if g.access == "write" and g.commit and g.target and not g.dot_files_writable}
-
-
-def _say_new_submodules(before: dict[str, frozenset[str]]) -> None:
-    from ..dotfiles import populated_submodules
-
-    for top, seen in before.items():
-        for path in sorted(populated_submodules(top) - seen):
-            say(f"the sandbox added the submodule {path} in {top} (a gitlink in the index "
-                "and a repository in its folder): a git status there now runs that "
-                f"repository's settings; read {os.path.join(top, path, '.git')} first, or "
-                f"drop it with `git rm --cached {path}`")
-
-
 def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
               decide: Decide | None = None, timeout: float | None = None,
               cwd: str | None = None, tmp: str | None = None,
               file_op: FileOp | None = None) -> Outcome:
     """One run, said as a person reads it; its Outcome (SandboxError for lnk-sandbox's
     own failures)."""
-    committed = _committed_tops(snapshot)
     outcome = launch_and_supervise(snapshot, argv, report=report, decide=decide,
                                    timeout=timeout, cwd=cwd, tmp=tmp, file_op=file_op)
-    _say_new_submodules(committed)
     if outcome.problem is not None:
         raise outcome.problem
     if outcome.timed_out and timeout is not None:

@@ -160,22 +160,6 @@ def test_with_write_dot_files_the_commit_plants_run(sandbox: Sandbox) -> None:
     assert "commit-plant" in ran(sandbox)
 
 
-def test_a_submodule_added_under_files_commit_is_said(sandbox: Sandbox) -> None:
-    """The index is writable to commit: a gitlink and a repository in its folder would
-    make the person's git status at the top run that repository's settings. The run
-    says so, naming the way out."""
-    make_repository(sandbox)
-    script = ("set -e; echo STARTED; mkdir sub; cd sub; git init -q; "
-              "git commit -q --allow-empty -m s; cd ..; "
-              "git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub")
-    done = sandbox.run("/bin/sh", "-c", script, spec=COMMIT + _committer(sandbox))
-    assert done.stdout.startswith("STARTED") and done.returncode == 0, done
-    assert "added the submodule sub" in done.stderr
-    assert "git rm --cached sub" in done.stderr
-    plain = sandbox.run("/bin/true", spec=COMMIT)
-    assert "submodule" not in plain.stderr  # said once, for what this run added
-
-
 def test_a_placeholder_commondir_reads_as_the_git_directory_itself(sandbox: Sandbox) -> None:
     """While a run holds `.git/commondir` (missing), the person's own git outside goes
     on working: it holds `.`, which names the git directory, where an empty file would

@@ -127,6 +127,8 @@ def cases(draw: st.DrawFn) -> Case:
                 # placeholder Linux would put there is the first missing one.
                 below = draw(st.sampled_from(["tools/hooks", "a/b/hooks"]))
                 first = below.split("/")[0]
+                if any(is_within(g.target, f"{top}/{first}") for g in grants if g.target):
+                    continue  # a grant's folder is there, so the one above it is too
                 protected.append(Protected(f"{top}/{below}", below, "folder", False,
                                            "core.hooksPath", placeholder=f"{top}/{first}"))
     programs = None
