@@ -64,8 +64,9 @@ TOP_FOLDERS: tuple[tuple[str, str], ...] = (
 )
 GIT_REASON = "git runs its settings and hooks on any git command"
 ENVRC_REASON = "direnv runs it when you cd into the folder, once allowed"
-BARE_REASON = ("with HEAD, objects/ and refs/ here git takes the folder itself for a "
-               "bare repository, and runs its settings on any git command in it or below")
+BARE_REASON = ("with HEAD, objects/ and refs/ here (or where a commondir here points) git "
+               "takes the folder itself for a bare repository, and runs its settings on any "
+               "git command in it or below")
 COMMIT_REASON = "files.commit leaves it read-only"
 
 # What git reads in a git directory to decide what to run or where its settings are
@@ -491,6 +492,9 @@ class _Analysis:
             if not commit:
                 self.add(head, "file", BARE_REASON)
             return
+        # commondir moves where is_git_directory looks for objects/ and refs/: held
+        # holding ".", the folder itself (git dies on an empty one).
+        self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON, content=b".")
         for name in ("refs", "objects"):
             path = os.path.join(self.top, name)
             if _lstat_kind(path) == "missing":

@@ -163,6 +163,8 @@ def open_report(path: str, *, what: str = "the report") -> int:
             hint = "name a file in a folder you may write, such as /tmp/report.jsonl"
         elif err == errno.ENOENT:
             hint = "make the folder first, or name a file in a folder that exists"
+        elif err == errno.EISDIR:
+            hint = "name a file, as in --report /tmp/report.jsonl"
         else:
             hint = ("lnk-sandbox follows no link on the way to a file it writes (a sandbox "
                     "may have planted it): name the file by its real path "
@@ -187,6 +189,8 @@ def open_report(path: str, *, what: str = "the report") -> int:
             refuse(f"{shown} is a link (to {link})", errno.ELOOP)
         if err.errno == errno.ENXIO:
             refuse(f"{shown} is a pipe", err.errno)
+        if err.errno == errno.EISDIR:
+            refuse("it is a folder", err.errno)
         refuse(f"{shown}: {err.strerror}", err.errno)
     finally:
         os.close(fd)
