@@ -103,7 +103,7 @@ def main() -> None:
         lnk = [LNK, "sandbox", "run", "--", "/bin/true"]
         spec = os.path.join(workdir, "proxy.toml")
         with open(spec, "w") as handle:
-            handle.write('[network]\nmode = "proxy"\nallow = []\n')
+            handle.write('[files]\nwrite = ["."]\n[network]\nmode = "proxy"\nallow = []\n')
         proxy = [LNK, "sandbox", "run", "--yes", "--spec", spec, "--", "/bin/true"]
         commands = {"bare": bare, "lnk": lnk, "proxy": proxy}
         if args.baseline:
