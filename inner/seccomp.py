@@ -156,9 +156,10 @@ POLICY: tuple[Rule, ...] = (
     # Rules that read an argument first (see the facts above), openat and ioctl first of
     # all, since a program makes them more than any other call that runs the filter.
     #
-    # No set-user-ID or set-group-ID file: a sandbox run by root keeps uid 0, so a copy
-    # of a shell it made setuid would give anyone who later runs it outside root, and
-    # one run by a person would give anyone that person. The mode is in a register for
+    # No set-user-ID or set-group-ID file: run by root, a sandbox's files in a write
+    # grant are root's on disk (idmapped), so a copy of a shell it made setuid would
+    # give anyone who later runs it outside root, and one run by a person would give
+    # anyone that person. The mode is in a register for
     # every call that sets one, but for openat2, whose mode sits in a struct the filter
     # cannot read: it answers ENOSYS, as on a kernel before 5.6, and every caller falls
     # back to openat. mkdir needs no rule: the kernel drops both bits from its mode (a
