@@ -512,3 +512,20 @@ def test_chromium_runs_inside_with_no_sandbox_and_says_why_without(sandbox: Sand
     assert (done.returncode, done.stdout) == (
         0, '<html><head></head><body><p id="x">hello from a page</p>\n</body></html>\n'), \
         done.stderr
+
+
+# -- a working directory removed before the start ---------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "describe"])
+def test_a_deleted_working_directory_is_a_clear_error(sandbox: Sandbox, command: str) -> None:
+    """A shell still in a folder removed meanwhile (getcwd answers ENOENT): 125 and a
+    message, no traceback, nothing started."""
+    script = ('mkdir gone && cd gone && rmdir ../gone && exec "$@"')
+    argv = [LNK, "sandbox", command, *(["--", "/bin/echo", "RAN"] if command == "run" else [])]
+    done = subprocess.run([*sandbox.who.prefix, "sh", "-c", script, "sh", *argv],
+                          cwd=sandbox.project, env=sandbox.env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 125, done
+    assert "RAN" not in done.stdout and "Traceback" not in done.stderr, done
+    assert "working directory" in done.stderr, done.stderr
