@@ -306,12 +306,14 @@ def test_a_killed_supervisors_placeholder_goes_at_the_next_start(sandbox: Sandbo
             run.send_signal(signal.SIGKILL)  # the supervisor itself, with no chance to clean
             run.wait(timeout=30)
     time.sleep(0.2)  # bwrap and the sandbox die with their parent
-    # Left by the killed run: the folders, refs (held so the top is no bare repository),
-    # and the agents' settings held for the run (.github/hooks in a .github made for it).
+    # Left by the killed run: the folders, refs and commondir (held so the top is no bare
+    # repository), and the agents' settings held for the run (.github/hooks in a .github
+    # made for it).
     from supervisor.runs_as_you import AGENT_SETTINGS
 
     agents = {s.name.split("/")[0] for s in AGENT_SETTINGS if s.hold}
-    assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "refs", *agents))
+    assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "refs", "commondir",
+                                                  *agents))
     assert os.listdir(project / ".github") == ["hooks"]
     # The next start, in another folder, prunes the dead run's placeholders.
     done = sandbox.run("/bin/true", cwd=other)
