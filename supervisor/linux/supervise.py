@@ -1,11 +1,12 @@
 """Supervising a running bwrap: the status socket, signals, the exit status.
 
-The supervisor stays bwrap's parent for the whole run. It waits briefly without an event
-loop, since most tool commands end within milliseconds and anyio, asyncio and uvloop cost
-about 50 ms to import here; a command still running after that window is supervised under
-anyio for the rest of its run. Nothing decides less in one phase than in the other: the
-status socket is read by a thread from the start, and signals are forwarded by the same
-handlers in both.
+The supervisor stays bwrap's parent for the whole run. A run without services (the
+proxy and its helper are the only ones) is waited for without an event loop, however
+long it lasts: select on bwrap's pidfd, the deadline's and the kill grace's timeouts,
+and the signals' wakeup fd are all it needs, and anyio, asyncio and uvloop cost 65 to 85
+ms of CPU to import here (issue 21). A run with services runs them under anyio beside
+the same wait. Nothing decides less in one way than in the other: the status socket is
+read by a thread from the start, and signals are forwarded by the same handlers in both.
 
 Signals: bwrap forwards none, and one that killed it would kill the target with it
 (die-with-parent). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the supervisor are passed
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from .watch import ExecWatch
 
 KILL_GRACE = 10.0
-SYNC_WINDOW = 0.05
 
 # A task run in the loop beside the wait for bwrap (the network proxy and its helper);
 # cancelled when bwrap ends.
@@ -95,6 +95,7 @@ class Supervision:
         self.killed = False
         self._pending: dict[int, float] = {}
         self._previous: dict[int, object] = {}
+        self._wake: int | None = None  # wait_sync's pipe: a signal handled wakes its wait
         self._control = threading.Thread(target=self._read_status, name="lnk-status",
                                          daemon=True)
 
@@ -155,6 +156,13 @@ class Supervision:
 
     def _on_signal(self, sig: int, frame: FrameType | None) -> None:
         self.forward(sig)
+        if self._wake is not None:
+            # What forward() decided (a kill grace) is waited for from now: the handler
+            # may run after wait_sync computed its timeout, and this wakes it again.
+            try:
+                os.write(self._wake, b"\0")
+            except OSError:
+                pass  # full: it is awake already
 
     def forward(self, sig: int) -> None:
         """Pass a signal sent to the supervisor on to the sandbox's process group."""
@@ -216,18 +224,36 @@ class Supervision:
 
     # -- waiting -------------------------------------------------------------------------
 
-    def wait_briefly(self, window: float = SYNC_WINDOW) -> bool:
-        """Wait up to `window` seconds (never past the deadline) without an event loop;
-        True when bwrap ended."""
-        left = self.deadline.left()
-        end = time.monotonic() + (window if left is None else min(window, left))
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            readable, _, _ = select.select([self.launched.pidfd], [], [], left)
-            if readable:
-                return True
+    def wait_sync(self) -> None:
+        """Wait for bwrap to end without an event loop, acting on the deadline and the
+        kill grace when they come.
+
+        The kernel may give a signal to any thread (the status thread blocks in recvmsg),
+        and Python runs its handler in the main thread only once that thread runs again:
+        the wakeup fd, written by the C-level handler whichever thread it ran on, ends the
+        select, and the handler's own write (_on_signal) wakes it again after whatever the
+        handler decided."""
+        read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        self._wake = write_end
+        try:
+            while True:
+                self.overdue()
+                readable, _, _ = select.select([self.launched.pidfd, read_end], [], [],
+                                               self.time_left())
+                if self.launched.pidfd in readable:
+                    return
+                if read_end in readable:
+                    try:
+                        while os.read(read_end, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+        finally:
+            self._wake = None
+            signal.set_wakeup_fd(previous)
+            os.close(read_end)
+            os.close(write_end)
 
     async def wait_async(self) -> None:
         import anyio
@@ -326,7 +352,7 @@ def supervise(
     go_conditions: Sequence[threading.Event] = (),
     timeout: float | None = None,
 ) -> Outcome:
-    """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it).
+    """Supervise until bwrap ends; under anyio only a run that `needs_loop` (services).
 
     `services` run in the loop beside the wait (so they need `needs_loop`); the go waits
     for every event of `go_conditions`, added before the status socket is read;
@@ -336,8 +362,10 @@ def supervise(
     supervision.go_conditions.extend(go_conditions)
     supervision.start()
     try:
-        if needs_loop or not supervision.wait_briefly():
+        if needs_loop:
             _run_loop(supervision)
+        else:
+            supervision.wait_sync()
     except BaseException:
         supervision.kill()
         supervision.finish()
