@@ -12,7 +12,6 @@ own documented baseline and is not asked about.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from typing import Any, NamedTuple
 
@@ -111,6 +110,8 @@ def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
     else:
         ensure_allowed(snapshot, yes=yes)
     key = save_snapshot(snapshot)
+    import shlex
+
     launcher = program or _launcher()
     return Wrapped(key, shlex.join([launcher, "exec", key, "--", *command]))
 
