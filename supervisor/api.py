@@ -54,11 +54,12 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
     """Remembered, or asked now, or `yes`: else SandboxError saying how to allow it."""
     if snapshot.source == DEFAULT_SPEC_NAME:
         return
-    from .describe import describe, render
     from .permissions import remember, remembered
 
     if remembered(snapshot):
-        return
+        return  # the description (dataclasses, inspect: 8 ms) only for asking or --yes
+    from .describe import describe, render
+
     text = render(describe(snapshot))
     interactive = sys.stdin.isatty() and os.path.exists("/dev/tty")
     if yes or (interactive and _ask(text)):
