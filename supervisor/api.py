@@ -34,6 +34,9 @@ def _ask(text: str) -> bool:
         tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return False
+    from .home_places import look_again
+
+    look_again()  # the answer may take minutes: the plan looks at home's places anew
     try:
         shown = "".join(f"  {line}\n" for line in text.splitlines())
         os.write(tty, ("lnk-sandbox: this spec was not allowed before. It would allow:\n"
@@ -86,13 +89,15 @@ def run(command: list[str], *, spec: str | None = None, yes: bool = False,
     which the command and everything it started are killed (124).
     """
     from .deadline import check_timeout
+    from .home_places import found_once
     from .run import run_snapshot, snapshot_for
 
     timeout = check_timeout(timeout)
-    snapshot = snapshot_for(spec)
-    ensure_allowed(snapshot, yes=yes)
-    return run_snapshot(snapshot, command, report=report,
-                        decide=_decide(decide_fd, decide_timeout), timeout=timeout)
+    with found_once():  # resolving and planning look at home's places once
+        snapshot = snapshot_for(spec)
+        ensure_allowed(snapshot, yes=yes)
+        return run_snapshot(snapshot, command, report=report,
+                            decide=_decide(decide_fd, decide_timeout), timeout=timeout)
 
 
 def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
