@@ -1,4 +1,6 @@
-"""The network helper: `python -I -m netns_helper CTL_FD SUPERVISOR_PID`.
+"""The network helper: `python -I -m netns_helper CTL_FD SUPERVISOR_PID` (the supervisor
+runs `main` by -I -S -c, with this package's folder first on sys.path: helper_boot in
+supervisor/linux/network.py).
 
 Its steps, in this order:
 1. die with the supervisor (PR_SET_PDEATHSIG), checking it is still the parent;
