@@ -22,8 +22,9 @@ The cases (issue 21 sets the goals printed beside them):
 - firejail --noprofile, `codex sandbox linux`, and srt, when installed.
 
 `--baseline TREE` also times another source tree (an older checkout, run by the same
-venv with PYTHONPATH=TREE) for the default and proxy cases, so that a before and an after
-share the machine's load. The tree timed is always the one this file is in.
+venv with PYTHONPATH=TREE) for every case but the API's, in the same rounds, so that a
+before and an after share the machine's load; its rows' "x default" is against its own
+default. The tree timed is always the one this file is in.
 
     .venv/bin/python benchmarks/start.py [--runs N] [--baseline TREE] [--only CASE,...]
 """
@@ -252,8 +253,14 @@ def report(base: str, runs: int, baseline: Path | None, only: str | None) -> Non
     if baseline is not None:
         old_env = tree_env(baseline.resolve(), home)
         commands["baseline default"] = process([*run, "--", "/bin/true"], environ=old_env)
-        commands["baseline proxy"] = process([*run, "--yes", "--spec", specs["proxy"], "--",
-                                              "/bin/true"], environ=old_env)
+        for name in ("spec file", "programs", "proxy"):
+            spec = specs["default" if name == "spec file" else name]
+            commands[f"baseline {name}"] = process(
+                [*run, "--yes", "--spec", spec, "--", "/bin/true"], environ=old_env)
+        if "user" in commands:
+            commands["baseline user"] = process(
+                [*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
+                tree_env(baseline.resolve(), user_home))
     for name, command in peers(workdir).items():
         commands[name] = process(command)
     if only is not None:
@@ -293,13 +300,17 @@ def print_table(times: dict[str, list[float]], runs: int, load_before: tuple[flo
           f"(uptime: {', '.join(f'{x:.2f}' for x in load_after)})")
     print(f"{'case':<18} {'median ms':>9} {'x bare':>7} {'x default':>9}   goal")
     for name, values in times.items():
-        against_bare = "bare as user" if name == "user" and "bare as user" in times else "bare"
+        case = name.removeprefix("baseline ")
+        own = "baseline " if name.startswith("baseline ") else ""
+        against_bare = "bare as user" if case == "user" and "bare as user" in times else "bare"
         x_bare = ratio(name, against_bare)
-        x_default = f"{ratio(name, 'default'):9.2f}" if "default" in times else f"{'':9}"
+        x_default = (f"{ratio(name, own + 'default'):9.2f}" if own + "default" in times
+                     else f"{'':9}")
         goal = ""
-        if name in GOALS and GOALS[name][0] in times:
-            of, most = GOALS[name]
-            got = x_bare if of == "bare" else ratio(name, of)
+        of, most = GOALS.get(case, ("", 0.0))
+        reference = of if of == "bare" else own + of
+        if of and reference in times:
+            got = x_bare if of == "bare" else ratio(name, reference)
             goal = f"at most {most}x {of}: {'met' if got <= most else 'NOT met'}"
         print(f"{name:<18} {statistics.median(values):9.1f} {x_bare:7.2f} {x_default}   {goal}")
     if "user" in times:
