@@ -22,10 +22,8 @@ writes or reads: the spec would then say two things of one folder.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import NamedTuple
-from urllib.parse import quote
 
 CACHES = "caches"
 
@@ -47,12 +45,16 @@ def scope(source: str, agent: str | None) -> str:
     resolved path (editing the spec keeps its caches)."""
     if agent:
         return f"agent-{agent}"
+    import hashlib  # loaded for a spec with caches only: OpenSSL's costs every start 2 ms
+
     digest = hashlib.sha256(os.path.realpath(source).encode("utf-8", "surrogateescape"))
     return f"spec-{digest.hexdigest()[:16]}"
 
 
 def store_for(lnk_home: str, source: str, agent: str | None, name: str) -> str:
     """The folder of lnk-sandbox's own holding the cache `name` (`~/.npm`)."""
+    from urllib.parse import quote  # with ipaddress, 2 ms a start that names no cache
+
     return os.path.join(lnk_home, CACHES, scope(source, agent), quote(name, safe=""))
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from typing import Any
 
 from .errors import SandboxError, SpecError
@@ -96,6 +95,8 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         result["status"] = 128 + 2
     except Exception as err:  # a bug of lnk-sandbox's: said, and a SandboxError there
+        import traceback  # (with tokenize and textwrap: 2 ms of every call's start)
+
         traceback.print_exc()
         result["error"] = _error(SandboxError(f"lnk-sandbox failed: {err!r}"))
     data = json.dumps(result).encode()
