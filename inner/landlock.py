@@ -100,12 +100,6 @@ SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
 SCOPE_SIGNAL = 1 << 1
 SCOPES_ABI = 6
 
-_READ_GRANT = ("read_file", "read_dir")
-_WRITE_GRANT = (
-    "write_file", "remove_dir", "remove_file", "make_char", "make_dir", "make_reg",
-    "make_sock", "make_fifo", "make_block", "make_sym", "refer", "truncate",
-)
-
 
 class LandlockError(OSError):
     """A Landlock step failed: the caller must not run the target (fail closed).
@@ -123,20 +117,6 @@ def _fail(err: int, step: str, path: str | None = None) -> LandlockError:
     if path is None:
         return LandlockError(err, message)
     return LandlockError(err, message, path)
-
-
-def rights_for_read_grant(*, execute: bool = False) -> list[str]:
-    """Read files and list folders; `execute` when programs there may run."""
-    return [*_READ_GRANT, *(["execute"] if execute else [])]
-
-
-def rights_for_write_grant(*, execute: bool = False) -> list[str]:
-    """Read, plus everything a write grant means: write, make_*, remove_*, refer, truncate.
-
-    REFER is here because without it a rename between two writable folders is EXDEV;
-    IOCTL_DEV is not, since only device files need it (the caller grants it on /dev).
-    """
-    return [*rights_for_read_grant(execute=execute), *_WRITE_GRANT]
 
 
 def known_rights(abi: int) -> list[str]:
