@@ -51,6 +51,8 @@ import errno
 import os
 import stat
 
+from . import syscalls
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
@@ -180,22 +182,10 @@ def ruleset_attr_size(abi: int) -> int:
     return 16 if abi >= 4 else 8
 
 
-_libc: ctypes.CDLL | None = None
-
-
-def _syscall() -> ctypes._NamedFuncPointer:
-    """libc's syscall(2), loaded on first use (never at import)."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-    return _libc.syscall
-
-
 def _call(number: int, *args: ctypes._SimpleCData[int] | ctypes.c_void_p) -> tuple[int, int]:
     """(result, errno) of one raw syscall. Every argument is sized to a register."""
     ctypes.set_errno(0)
-    result = int(_syscall()(ctypes.c_long(number), *args))
+    result = int(syscalls.libc().syscall(ctypes.c_long(number), *args))
     return result, ctypes.get_errno() if result < 0 else 0
 
 

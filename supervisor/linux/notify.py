@@ -27,6 +27,8 @@ import fcntl
 import os
 import struct
 
+from inner.syscalls import libc
+
 NOTIF_RECV = 0xC0502100
 NOTIF_SEND = 0xC0182101
 NOTIF_ID_VALID = 0x40082102
@@ -118,8 +120,7 @@ class MemoryReader:
     PAGE = 4096
 
     def __init__(self) -> None:
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._call = self._libc.process_vm_readv
+        self._call = libc().process_vm_readv
         self._call.restype = ctypes.c_ssize_t
         self._call.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p,
                                ctypes.c_ulong, ctypes.c_ulong)
