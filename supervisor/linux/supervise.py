@@ -7,10 +7,7 @@ anyio for the rest of its run. Nothing decides less in one phase than in the oth
 status socket is read by a thread from the start, and signals are forwarded by the same
 handlers in both.
 
-Signals: bwrap forwards none, and one that killed it would kill the target with it
-(die-with-parent). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the supervisor are passed
-to bwrap's process group, so the target's own handler runs; SIGTERM or SIGHUP that the
-target outlives by `KILL_GRACE` seconds, or that comes twice, kills the whole tree.
+Signals: passed on to bwrap's process group as on macOS (signal_forwarding.py).
 
 Timeout: a run given one (deadline.py) that is still going at its deadline is killed
 whole by `Supervision.time_out`, in either phase, and ends with status 124.
@@ -28,7 +25,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from types import FrameType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from inner import protocol
@@ -36,13 +32,13 @@ from inner import protocol
 from ..deadline import TIMEOUT_STATUS, Deadline
 from ..errors import ConfinementError, HelperError, LaunchError, SandboxError
 from ..events import say
+from ..signal_forwarding import SignalForwarding
 from ..terminal import give_terminal
 from .launch import Launched
 
 if TYPE_CHECKING:
     from .watch import ExecWatch
 
-KILL_GRACE = 10.0
 SYNC_WINDOW = 0.05
 
 # A task run in the loop beside the wait for bwrap (the network proxy and its helper);
@@ -91,18 +87,15 @@ class Supervision:
         self.confinement_failure: str | None = None
         self.listeners: list[int] = []
         self.go_conditions: list[threading.Event] = []
-        self.kill_deadline: float | None = None
         self.killed = False
-        self._pending: dict[int, float] = {}
-        self._previous: dict[int, object] = {}
+        self.signals = SignalForwarding(launched.pid, self.kill)
         self._control = threading.Thread(target=self._read_status, name="lnk-status",
                                          daemon=True)
 
     # -- the status socket ---------------------------------------------------------------
 
     def start(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-            self._previous[sig] = signal.signal(sig, self._on_signal)
+        self.signals.install()
         self._control.start()
 
     def _read_status(self) -> None:
@@ -151,22 +144,7 @@ class Supervision:
                     self.watch.on_failure = self.kill
                     self.watch.start()
 
-    # -- signals -------------------------------------------------------------------------
-
-    def _on_signal(self, sig: int, frame: FrameType | None) -> None:
-        self.forward(sig)
-
-    def forward(self, sig: int) -> None:
-        """Pass a signal sent to the supervisor on to the sandbox's process group."""
-        try:
-            os.killpg(self.launched.pid, sig)
-        except OSError:
-            return
-        if sig in (signal.SIGTERM, signal.SIGHUP):
-            if sig in self._pending:
-                self.kill()
-            self._pending[sig] = time.monotonic()
-            self.kill_deadline = time.monotonic() + KILL_GRACE
+    # -- ending it -----------------------------------------------------------------------
 
     def kill(self) -> None:
         """End the whole tree: bwrap's pid 1 dies with bwrap, and the namespace with it."""
@@ -200,17 +178,13 @@ class Supervision:
         if not self.timed_out and self.deadline.passed():
             self.time_out()
             return True
-        if self.kill_deadline is not None and time.monotonic() >= self.kill_deadline:
-            self.kill()
-            self.kill_deadline = None
-            return True
-        return False
+        return self.signals.overdue()
 
     def time_left(self) -> float | None:
         """Seconds until the next thing to act on (a kill grace, the deadline), or None."""
-        waits = [] if self.timed_out else [self.deadline.left()]
-        if self.kill_deadline is not None:
-            waits.append(max(0.0, self.kill_deadline - time.monotonic()))
+        waits = [self.signals.grace_left()]
+        if not self.timed_out:
+            waits.append(self.deadline.left())
         known = [w for w in waits if w is not None]
         return min(known) if known else None
 
@@ -249,8 +223,7 @@ class Supervision:
         """Reap bwrap, give the terminal back, and say how the run ended."""
         _, wait_status = os.waitpid(self.launched.pid, 0)
         self._control.join(timeout=5)
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self.signals.restore()
         give_terminal(self.launched.terminal_fd, os.getpgrp())
         records = _read_json_records(self.launched.json_status)
         self.launched.close()
