@@ -19,9 +19,9 @@ from supervisor.dotfiles import (
     DotFiles,
     Protected,
     analyze,
-    parse_git_config,
 )
 from supervisor.errors import LaunchError
+from supervisor.git_config import parse_git_config
 from supervisor.grants import Grant, Snapshot
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.placeholders import Wanted

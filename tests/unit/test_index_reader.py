@@ -1,4 +1,4 @@
-"""The index reader (dotfiles._gitlinks) against git itself, on indexes git wrote in
+"""The index reader (git_index.gitlinks) against git itself, on indexes git wrote in
 every version and shape, and on indexes changed as a sandbox under files.commit could:
 the gitlinks the reader finds are exactly those `git ls-files --stage` lists.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.dotfiles import GitDirs, git_dirs, index_gitlinks
+from supervisor.git_repository import GitDirs, git_dirs, index_gitlinks
 
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")
