@@ -28,7 +28,7 @@ from supervisor.placeholders import Wanted
 from supervisor.runs_as_you import AGENT_SETTINGS
 
 GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+needs_git = pytest.mark.requires_git
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
              "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C"}
 

@@ -32,6 +32,7 @@ from supervisor.policy import (
     installation_paths,
 )
 from supervisor.spec import Limits, load_spec, parse_spec
+from support.capabilities import missing
 
 CREDENTIALS = "default hide: credentials"
 SETTINGS = "lnk-sandbox's settings ($LNK_HOME)"
@@ -288,7 +289,7 @@ def test_a_file_below_a_grant_and_a_second_name_of_it_are_not_folders(tree: Tree
 
 def test_the_root_grant_is_the_outer_grant_whatever_the_order(tree: Tree) -> None:
     if not os.path.islink("/bin"):
-        pytest.skip("this machine's /bin is not a link (no merged /usr)")
+        missing("this machine's /bin is not a link (no merged /usr)")
     for text in ('[files]\nread = ["/bin", "/"]\n', '[files]\nread = ["/", "/bin"]\n'):
         error = tree.refused(text)
         assert error.message.startswith(

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from inner import seccomp, syscalls
+from support.capabilities import missing
 
 ARCHES = ("x86_64", "aarch64")
 MODES = ("allow", "notify", "enosys")
@@ -457,7 +458,7 @@ def _header_numbers(path: Path) -> dict[str, int]:
 def test_numbers_match_the_kernel_headers(arch: str, header: str) -> None:
     path = Path(header)
     if not path.exists():
-        pytest.skip(f"{header} is not installed (linux-libc-dev)")
+        missing(f"{header} is not installed (linux-libc-dev)")
     known = _header_numbers(path)
     newer = {"open_tree_attr": 467, "fchmodat2": 452}  # Linux 6.15 and 6.6, after these
     for name, nr in syscalls.TABLES[arch].items():
