@@ -75,7 +75,7 @@ def landlock(request: pytest.FixtureRequest) -> bool:
     """With Landlock, and with its syscalls answering ENOSYS as a kernel without it."""
     if request.param == "landlock" and caps.landlock_abi() < 1:
         missing("the kernel has no Landlock")
-    return request.param == "landlock"
+    return str(request.param) == "landlock"
 
 
 @pytest.fixture

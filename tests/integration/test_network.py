@@ -323,8 +323,9 @@ def _host_addresses(name: str, version: int) -> str:
     family = socket.AF_INET if version == 4 else socket.AF_INET6
     found: list[str] = []
     for info in socket.getaddrinfo(name, None, type=socket.SOCK_STREAM):
-        if info[0] == family and info[4][0] not in found:
-            found.append(info[4][0])
+        address = str(info[4][0])
+        if info[0] == family and address not in found:
+            found.append(address)
     return ",".join(found)
 
 

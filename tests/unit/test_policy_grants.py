@@ -7,6 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ class Tree:
     lnk: Path
     data: Path
 
-    def context(self, **changes: object) -> Context:
+    def context(self, **changes: Any) -> Context:
         context = Context(
             home=str(self.home),
             cwd=str(self.proj),

@@ -18,7 +18,8 @@ from supervisor.proxy.http import BadRequest, split_authority
 from supervisor.proxy.server import MAX_CONNECTIONS, ProxyServer
 from supervisor.proxy.streams import RawStream
 from supervisor.proxy.upstream import Gate
-from tests.unit.proxy_support import Running, read_all, serve_proxy
+
+from .proxy_support import Running, read_all, serve_proxy
 
 HTTP = "http"
 

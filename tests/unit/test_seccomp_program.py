@@ -553,7 +553,7 @@ def test_rules_after_a_two_check_rule_load_their_own_argument() -> None:
     asm_rules = (("openat", errno.EPERM, ((2, "any", 0o100), (3, "any", 0o4000))),
                  ("openat", errno.EACCES, ((3, "in", (5,)),)))
     original = seccomp.POLICY
-    seccomp.POLICY = asm_rules  # type: ignore[assignment]
+    seccomp.POLICY = asm_rules
     try:
         program = build("x86_64")
     finally:
