@@ -77,18 +77,8 @@ SECCOMP_RET_LOG = 0x7FFC0000
 SECCOMP_RET_ALLOW = 0x7FFF0000
 SECCOMP_RET_DATA = 0x0000FFFF
 
-# The listener's ioctls and flags. RECV needs a zeroed buffer (else EINVAL) and
-# ignores O_NONBLOCK: poll the fd first. resp.error is a negative errno.
-SECCOMP_IOCTL_NOTIF_RECV = 0xC0502100
-SECCOMP_IOCTL_NOTIF_SEND = 0xC0182101
-SECCOMP_IOCTL_NOTIF_ID_VALID = 0x40082102
-SECCOMP_IOCTL_NOTIF_ADDFD = 0x40182103
-SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1
-SECCOMP_ADDFD_FLAG_SETFD = 1
-SECCOMP_ADDFD_FLAG_SEND = 2
-NOTIF_SIZE = 80  # struct seccomp_notif {u64 id; u32 pid; u32 flags; seccomp_data data}
-NOTIF_RESP_SIZE = 24  # struct seccomp_notif_resp {u64 id; s64 val; s32 error; u32 flags}
-NOTIF_ADDFD_SIZE = 24  # struct seccomp_notif_addfd {u64 id; u32 flags, srcfd, newfd, newfd_flags}
+# The listener's ioctls are the supervisor's (supervisor/linux/notify.py): the inner
+# only makes the listener and hands it over.
 
 # Classic BPF opcodes, the only ones the filter uses.
 BPF_LD_W_ABS = 0x20

@@ -130,7 +130,7 @@ def _raise_error(error: dict[str, Any]) -> None:
                                line=error.get("line"), hint=error.get("hint"))
     kinds: dict[str, type[errors.SandboxError]] = {
         "LaunchError": errors.LaunchError, "ConfinementError": errors.ConfinementError,
-        "HelperError": errors.HelperError}
+        "HelperError": errors.HelperError, "NotAllowedError": errors.NotAllowedError}
     raise kinds.get(str(name), errors.SandboxError)(message, hint=error.get("hint"),
                                                       errno=error.get("errno"))
 
@@ -248,7 +248,7 @@ class Sandbox:
     directory by default (the current one otherwise). `yes`: allow a spec not allowed
     before without asking (a harness has no one to ask; at a terminal it asks, as the
     command line does). `fresh_tmp`: a fresh /tmp for every call instead of one kept for
-    the session. SandboxError (SpecError for the spec) when it cannot be allowed.
+    the session. SpecError for the spec, NotAllowedError when it cannot be allowed.
     """
 
     def __init__(self, spec: SpecSource = None, *, cwd: str | os.PathLike[str] | None = None,

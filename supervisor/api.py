@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, NamedTuple
 
-from .errors import SandboxError
+from .errors import NotAllowedError, SandboxError
 from .grants import Snapshot
 from .netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
 from .spec import DEFAULT_SPEC_NAME
@@ -54,7 +54,7 @@ def _ask(text: str) -> bool:
 
 
 def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
-    """Remembered, or asked now, or `yes`: else SandboxError saying how to allow it."""
+    """Remembered, or asked now, or `yes`: else NotAllowedError saying how to allow it."""
     if snapshot.source == DEFAULT_SPEC_NAME:
         return
     from .permissions import remember, remembered
@@ -69,8 +69,8 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
         remember(snapshot, text)
         return
     if interactive:
-        raise SandboxError("not allowed: the sandbox was not started")
-    raise SandboxError(
+        raise NotAllowedError("not allowed: the sandbox was not started")
+    raise NotAllowedError(
         f"the spec {snapshot.source} was not allowed before, and there is no terminal "
         "to ask on",
         hint="run it once at a terminal to be asked, read `lnk sandbox describe --spec "

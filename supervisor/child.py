@@ -71,11 +71,12 @@ def _end_with(parent: int) -> None:
     once set, since the parent may be gone already."""
     if sys.platform != "linux":
         return  # macOS has none: a harness killed outright leaves its run to finish
-    import ctypes
     import signal
 
+    from inner.syscalls import libc
+
     pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    libc().prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGTERM)
 

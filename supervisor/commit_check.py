@@ -53,16 +53,10 @@ import os
 import stat
 from typing import Any, NamedTuple
 
-from .dotfiles import (
-    GIT_DIR_METADATA,
-    GIT_METADATA,
-    WORKTREE_GITDIR,
-    GitDirs,
-    git_dirs,
-    index_gitlinks,
-)
+from .dotfiles import GIT_DIR_METADATA, GIT_METADATA, WORKTREE_GITDIR
 from .errors import SandboxError
 from .events import say
+from .git_repository import GitDirs, git_dirs, index_gitlinks
 from .grants import Snapshot, is_within
 from .host_walk import (
     digest,

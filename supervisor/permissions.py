@@ -16,7 +16,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from .errors import LaunchError
+from .errors import LaunchError, NotAllowedError
 from .grants import Snapshot
 from .plain import to_plain
 from .state import is_file, read, write_atomically
@@ -123,6 +123,6 @@ def load_snapshot(lnk_home: str, key: str) -> Snapshot:
     if os.path.realpath(snapshot.lnk_home) != os.path.realpath(lnk_home):
         raise LaunchError(f"{path} belongs to another $LNK_HOME ({snapshot.lnk_home})")
     if not remembered(snapshot):
-        raise LaunchError(f"the snapshot {key} was never allowed, or its permission was "
-                          "removed", hint="wrap the command again and allow it")
+        raise NotAllowedError(f"the snapshot {key} was never allowed, or its permission was "
+                              "removed", hint="wrap the command again and allow it")
     return snapshot

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from .errors import SandboxError
 from .grants import Snapshot, resolve
 from .netpolicy import Decide
-from .policy import Context, Policy, effective_policy
+from .policy import Context, effective_policy
 from .spec import Spec, load_spec
 from .state import private_folder
 
@@ -31,10 +31,6 @@ def interpreter() -> tuple[str, str]:
 
 def inner_source() -> str:
     return os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "inner")
-
-
-def policy_for(spec: Spec, context: Context | None = None) -> Policy:
-    return effective_policy(spec, context or Context.current())
 
 
 def snapshot_for(spec_path: str | Spec | None, context: Context | None = None) -> Snapshot:

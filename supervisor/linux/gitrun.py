@@ -223,9 +223,9 @@ def _excludes(snapshot: Snapshot, plan: LaunchPlan, tops: list[Grant]
         exclude = os.path.join(git, "info", "exclude")
         if not held or not _is_regular(exclude):
             continue
-        from ..dotfiles import _read_small
+        from ..host_walk import read_small
 
-        original = _read_small(exclude, 1 << 20) or b""
+        original = read_small(exclude, 1 << 20) or b""
         found.append((exclude, exclude_text(
             original, [os.path.relpath(path, top.target) for path in held])))
     return found

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from inner import protocol
 
 from ..deadline import TIMEOUT_STATUS, Deadline
-from ..errors import HelperError, LaunchError, SandboxError
+from ..errors import ConfinementError, HelperError, LaunchError, SandboxError
 from ..events import say
 from ..terminal import give_terminal
 from .launch import Launched
@@ -327,7 +327,7 @@ class Supervision:
             return Outcome(125, problem=HelperError(
                 f"the exec watch failed mid-run, so the sandbox was ended: {watch_failure}"))
         if self.confinement_failure is not None:
-            return Outcome(125, problem=SandboxError(
+            return Outcome(125, problem=ConfinementError(
                 f"the sandbox could not be confined: {self.confinement_failure}"))
         if self.timed_out:
             return Outcome(TIMEOUT_STATUS, timed_out=True)

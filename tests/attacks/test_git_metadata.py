@@ -41,6 +41,7 @@ import pytest
 
 from support.actions import Action, run_actions
 from support.git_host import (
+    Expected,
     attack,
     commit_on_host,
     host_git,
@@ -567,7 +568,7 @@ def test_missing_dot_files_cannot_be_made_first(sandbox: Sandbox) -> None:
     markers(sandbox)
     sandbox.chown()
     evil = payload(sandbox, "made-first")
-    actions: dict[Action, int | str] = {
+    actions: dict[Action, Expected] = {
         ("make", "evil.sh", evil): OK,
         ("mkdir", "evil.git"): OK,
         # git copies its templates in the file system's readdir order, which a fresh

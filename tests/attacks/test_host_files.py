@@ -62,6 +62,8 @@ def test_the_report_does_not_follow_a_link_an_earlier_run_planted(sandbox: Sandb
     marker = sandbox.base / "payload-ran"
     payload = base64.b64encode(f"touch {marker}".encode()).decode()
     program = f"{sandbox.project}/build/x$(echo {payload}|base64 -d|sh)"
+    # The project is read ("."): a run must start in a folder it sees, and this one is
+    # refused for its report, before it starts.
     spec = '[files]\nread = ["."]\nwrite = ["./build"]\n[commands]\nprograms = ["sh", "cp"]\n'
     command = ("/bin/sh", "-c", f"echo STARTED; cp /usr/bin/true '{program}' && '{program}'; "
                "true")

@@ -18,14 +18,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from support.processes import descendants
+from support.processes import descendants, wait_gone
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -324,8 +323,9 @@ def _host_addresses(name: str, version: int) -> str:
     family = socket.AF_INET if version == 4 else socket.AF_INET6
     found: list[str] = []
     for info in socket.getaddrinfo(name, None, type=socket.SOCK_STREAM):
-        if info[0] == family and info[4][0] not in found:
-            found.append(info[4][0])
+        address = str(info[4][0])
+        if info[0] == family and address not in found:
+            found.append(address)
     return ",".join(found)
 
 
@@ -365,15 +365,6 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def _gone(pids: set[int], timeout: float = 10) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if not any(Path(f"/proc/{pid}").exists() for pid in pids):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize("how", ["normal", "target-sigkill", "supervisor-sigterm"])
 def test_the_helper_is_gone_after_the_run(sandbox: Sandbox, how: str) -> None:
     process, helper = _start(sandbox)
@@ -388,7 +379,7 @@ def test_the_helper_is_gone_after_the_run(sandbox: Sandbox, how: str) -> None:
     else:
         process.communicate("7\n" if how == "normal" else "kill\n", timeout=30)
     assert process.returncode == expected
-    assert _gone(tree), [(pid, _cmdline(pid)) for pid in tree if Path(f"/proc/{pid}").exists()]
+    assert not (left := wait_gone(tree)), [(pid, _cmdline(pid)) for pid in left]
 
 
 @pytest.mark.kernel_matrix
@@ -401,7 +392,7 @@ def test_the_helper_killed_mid_run_ends_the_run_with_125(sandbox: Sandbox) -> No
     assert process.returncode == 125, stderr
     assert "the network helper died mid-run (killed by signal 9)" in stderr
     assert "Traceback" not in stderr
-    assert _gone(tree)
+    assert not wait_gone(tree)
 
 
 def test_proxy_refusals_go_to_the_report(sandbox: Sandbox, resolver_log: Path) -> None:

@@ -19,16 +19,16 @@ from supervisor.dotfiles import (
     DotFiles,
     Protected,
     analyze,
-    parse_git_config,
 )
 from supervisor.errors import LaunchError
+from supervisor.git_config import parse_git_config
 from supervisor.grants import Grant, Snapshot
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.placeholders import Wanted
 from supervisor.runs_as_you import AGENT_SETTINGS
 
 GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+needs_git = pytest.mark.requires_git
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
              "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C"}
 
