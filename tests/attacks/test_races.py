@@ -58,7 +58,8 @@ def test_a_grant_swapped_for_a_link_during_launches(sandbox: Sandbox) -> None:
             if run.returncode == 125:
                 assert "STARTED" not in run.stdout
                 assert any(text in run.stderr for text in (
-                    "is a link", "no longer exists", "could not set up")), run.stderr
+                    "is a link", "no longer exists", "could not set up",
+                    "cannot hold the missing dot files")), run.stderr
     finally:
         stop.set()
         swapper.join()
