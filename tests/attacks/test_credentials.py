@@ -148,7 +148,7 @@ TABLE_FILES = (
     ".config/configstore/firebase-tools.json", ".gitcookies", ".huggingface/token",
     ".config/pip/pip.conf", ".viminfo", ".local/state/nvim/shada/main.shada",
     ".android/adbkey", ".subversion/auth/svn.simple/x", ".zsh_history", ".m2/settings.xml",
-    ".gem/credentials",
+    ".gem/credentials", ".config/glab-cli/config.yml",
 )
 # In no table: hidden by their names alone, where tools keep their files.
 NAMED_FILES = (
