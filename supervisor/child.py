@@ -9,7 +9,8 @@ resolved again) and the command's stdin, stdout and stderr the child's own.
 
 The request is one JSON object read from the descriptor named by the first argument:
 `snapshot` (its JSON), `argv`, `timeout`, `cwd`, `tmp`, `env` (pairs, set last), `file`
-(a FileOp, or null), `report` (a path in `$LNK_HOME` for the refusals); the third
+(a FileOp, or null), `report` (a path in `$LNK_HOME` for the refusals), `decide` (the
+decider's fd, passed on, and timeout, or null); the third
 argument is the harness's pid, whose end ends the run. The result is
 one JSON object written to the descriptor named by the second: `status`, `timed_out`,
 `exec_errno`, and `error` (the SandboxError's class, message, hint and, for a spec's,
@@ -57,9 +58,16 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     cwd = request.get("cwd")
     if cwd is None and sys.platform == "darwin" and os.path.isdir(snapshot.cwd):
         os.chdir(snapshot.cwd)  # sandbox-exec starts where its parent is
+    decide = None
+    if request.get("decide"):
+        from .netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
+
+        timeout = request["decide"]["timeout"]
+        decide = Decide(int(request["decide"]["fd"]),
+                        DEFAULT_DECIDE_TIMEOUT if timeout is None else float(timeout))
     ended = launch_snapshot(snapshot, list(request["argv"]), report=request.get("report"),
                             timeout=request.get("timeout"), cwd=cwd,
-                            tmp=request.get("tmp"), file_op=file_op)
+                            tmp=request.get("tmp"), file_op=file_op, decide=decide)
     return {"status": ended.status, "timed_out": ended.timed_out,
             "exec_errno": ended.exec_errno, "error": None}
 

@@ -144,7 +144,8 @@ def test_where_the_walk_stopped_is_said_at_launch(sandbox: Sandbox) -> None:
 # The red team's finds with read = ["~"] (issue 13), each in the table now.
 TABLE_FILES = (
     ".kaggle/kaggle.json", ".config/containers/auth.json", ".s3cfg", ".boto",
-    ".databrickscfg", ".dbt/profiles.yml", ".pulumi/credentials.json",
+    ".config/glab-cli/config.yml", ".databrickscfg", ".dbt/profiles.yml",
+    ".pulumi/credentials.json",
     ".config/configstore/firebase-tools.json", ".gitcookies", ".huggingface/token",
     ".config/pip/pip.conf", ".viminfo", ".local/state/nvim/shada/main.shada",
     ".android/adbkey", ".subversion/auth/svn.simple/x", ".zsh_history", ".m2/settings.xml",

@@ -831,6 +831,29 @@ def test_the_python_api_takes_a_decider_too(sandbox: Sandbox, host_server: HostS
     assert done.returncode == 0
 
 
+def test_the_harness_api_takes_a_decider_too(sandbox: Sandbox,
+                                             host_server: HostServer) -> None:
+    """lnk_sandbox.run with decide_fd: the harness's decider answers for the call's
+    supervisor, as --decide-fd does (without it, the same call gets a 403)."""
+    decider = Decider({host_server.port: "yes"})
+    spec = '{"network": {"mode": "proxy", "allow": ["127.0.0.1"]}, "files": {"read": ["."]}}'
+    fd = decider.theirs.fileno()
+    code = ("import json, sys, lnk_sandbox\n"
+            "done = lnk_sandbox.run_sync(sys.argv[3:], spec=json.loads(sys.argv[1]), "
+            "yes=True, decide_fd=int(sys.argv[2]), decide_timeout=5)\n"
+            "sys.stdout.write(done.stdout.decode()); sys.exit(done.returncode)\n")
+    try:
+        done = subprocess.run(
+            [*sandbox.who.prefix, sys.executable, "-c", code, spec, str(fd), "/bin/sh",
+             "-c", _curl(host_server.port, "api")],
+            cwd=sandbox.project, env=sandbox.env(), capture_output=True, text=True,
+            timeout=60, pass_fds=[fd])
+    finally:
+        decider.close()
+    assert done.stdout == "api 200\n", done.stderr
+    assert done.returncode == 0
+
+
 @pytest.mark.parametrize(("args", "spec", "message"), [
     (["--decide-fd", "3"], '[network]\nmode = "none"\n',
      "lnk-sandbox: --decide-fd decides on destinations the proxy is asked for, and the "
