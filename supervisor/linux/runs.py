@@ -20,15 +20,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import signal
 from collections.abc import Iterator
 
 from ..host_files import PrivateFolder
 from ..state import private_folder
 from .cgroups import TOKEN
+from .keeper import TAG, kill_marked, mark
 
 RUNS = "runs"
-TAG = "LNK_SANDBOX_RUN_"
 
 
 def this_token() -> str:
@@ -115,32 +114,10 @@ def end_killed_runs(folder: PrivateFolder) -> None:
     dead = [t for t in tokens if _dead(folder, t)]
     if not dead:
         return
-    # bwrap's own argument, whole: the option before it, the NUL after it (12_3 is not
-    # 12_34), so a file that happens to be named like a mark is never taken for one.
-    marks = [b"\0--unsetenv\0" + (TAG + t.replace("-", "_")).encode() + b"\0" for t in dead]
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            _kill_if_marked(int(pid), marks)
+    kill_marked([mark(t) for t in dead])
     for token in dead:
         try:
             folder.unlink(token)
         except OSError:
             continue
 
-
-def _kill_if_marked(pid: int, marks: list[bytes]) -> None:
-    """SIGKILL `pid` through a pidfd taken before its command line is read: a pid reused
-    meanwhile is never the one killed (the pidfd names the process, not the number)."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        return
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            line = handle.read()
-        if any(mark in line for mark in marks):
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    except OSError:
-        pass
-    finally:
-        os.close(pidfd)
