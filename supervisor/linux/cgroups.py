@@ -1,5 +1,6 @@
 """A cgroup of the run's own: its processes and memory bounded, and every process of it
-killed at the end, or at the next start when the supervisor was killed first.
+killed at the end, or by the run's keeper (keeper.py) and again at the next start when
+the supervisor was killed first.
 
 Facts (Linux 6.18; Documentation/admin-guide/cgroup-v2.rst, cgroup-v1/*.rst; seen here):
 - A process is moved by writing its pid to a cgroup's `cgroup.procs`; what it forks

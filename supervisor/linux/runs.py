@@ -3,16 +3,18 @@
 bwrap sets its parent-death signal only once it runs: a supervisor killed in the first
 milliseconds of a start can leave bwrap's first child, pid 1 of the sandbox's namespace,
 waiting for ever on a parent that is gone (seen here: 19 of 120 kills, 0 to 4 ms after
-bwrap appeared). A cgroup of the run's own (cgroups.py) ends such a run at the next
-start where lnk-sandbox may make one; where it may not (a person with no delegated
-cgroup), this does:
+bwrap appeared). The run's keeper (keeper.py) ends such a run at once; what it could not
+end (it was killed too, or could not start) a cgroup of the run's own (cgroups.py) ends
+at the next start where lnk-sandbox may make one, and where it may not (a person with no
+delegated cgroup), this does:
 
 - each run is listed in `$LNK_HOME/runs` by its supervisor's pid and start time (a token
   that names one process for the boot) before bwrap starts, and unlisted at the end;
 - bwrap's command line carries the token (`--unsetenv LNK_SANDBOX_RUN_PID_START`, which
   unsets a variable no one sets), and every process bwrap forks keeps that command line;
 - a start that finds a listed run whose supervisor is gone kills every process whose
-  command line carries its token, then unlists it. /proc is read only then.
+  command line carries its token (keeper.kill_marked, as the keeper does), then unlists
+  it. /proc is read only then.
 """
 
 from __future__ import annotations
