@@ -80,6 +80,7 @@ class Keeper:
     def __init__(self, token: str) -> None:
         self.token = token
         self.fd = -1
+        self.pid = 0
         self.failure: OSError | None = None
 
     def start(self) -> None:
@@ -90,7 +91,7 @@ class Keeper:
         python = interpreter()[0]
         read_end, write_end = os.pipe()  # both close-on-exec
         try:
-            os.posix_spawn(
+            self.pid = os.posix_spawn(
                 python, [python, "-I", "-S", __file__, self.token], {},
                 file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0),
                               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
@@ -114,10 +115,18 @@ class Keeper:
         self.close()
 
     def close(self) -> None:
-        """Close the write end: without `ended` first, the keeper ends the run."""
+        """Close the write end: without `ended` first, the keeper ends the run. It is
+        reaped in the back (a process that runs many sandboxes, through the API, must not
+        gather zombies), never waited for: the command's status is not held up by it."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        if self.pid:
+            import threading
+
+            threading.Thread(target=os.waitpid, args=(self.pid, 0), name="lnk-keeper",
+                             daemon=True).start()
+            self.pid = 0
 
     def _send(self, data: bytes) -> None:
         if self.fd < 0 or not data:
