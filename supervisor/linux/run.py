@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
-from ..deadline import timed_out_message
+from ..deadline import TIMEOUT_STATUS, timed_out_message
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
@@ -162,7 +162,7 @@ def launch_and_supervise(
     listed = RunList(snapshot.lnk_home, token)
     keeper = Keeper(token)
     cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=keeper.start)
-    clean = True  # nothing of the run left to end: no bwrap, or bwrap reaped
+    clean = True  # nothing of the run can be left: no bwrap, or bwrap ended by itself
     git: GitRun | None = None
     events: EventLog | None = None
     network = None
@@ -232,7 +232,10 @@ def launch_and_supervise(
                                 watch_factory=watch_factory if layers.listener else None,
                                 timeout=timeout,
                                 **(network.supervise_options() if network else {}))
-            clean = True
+            # A run this process killed (a timeout, a failure, a second SIGTERM) may have
+            # been killed in bwrap's first milliseconds, as a killed supervisor's is: its
+            # keeper looks too (status 137 is also a command killed by the kernel).
+            clean = outcome.status not in (TIMEOUT_STATUS, 125, 128 + 9)
             for limit in cgroups.limit_hit():
                 say(f"the run reached its {limit} limit ([limits] in the spec; "
                     "`lnk sandbox describe` shows them)")
