@@ -6,7 +6,7 @@ SIGCHLD blocked) for the go bwrap, killed by its parent-death signal, never give
 asks for its own parent-death signal only after that wait (bubblewrap#633). Nothing of
 the supervisor can act once it is dead; the keeper can. It is started with each run:
 
-- as `python -I -S` on this file (the standard library only, as `inner/`), by
+- as `python -I -S` on this file (the standard library only, as `inner/`), by libc's
   posix_spawn, never by a fork of the threaded supervisor; before the supervisor enters
   the run's cgroups (so `cgroup.kill` never kills it), and before bwrap (so there is no
   instant at which a run exists without one);
@@ -17,10 +17,10 @@ the supervisor can act once it is dead; the keeper can. It is started with each 
   person's, where the sandbox, in a pid namespace of its own, cannot see it;
 - it reads the pipe to its end: `kill FOLDER` lines name the run's cgroups that have
   `cgroup.kill`, and a last `ended` line says the supervisor ended the run itself. At end
-  of file without it (the supervisor died, however), the keeper kills every process whose
-  command line carries the run's mark (through a pidfd taken before the command line is
-  read, so a reused pid is never the one killed), sweeping again while a sweep finds one
-  (a clone made meanwhile), kills the run's cgroups, and exits.
+  of file without it (the supervisor died, however), the keeper kills the run's cgroups,
+  then every process whose command line carries the run's mark (through a pidfd taken
+  before the command line is read, so a reused pid is never the one killed), sweeping
+  again while a sweep finds one (a clone made meanwhile), and exits.
 
 What the keeper cannot do (it failed to start, or was killed) the next start still does
 (runs.py); a failure to start is said once, and the run goes on.
@@ -138,9 +138,9 @@ _POSIX_SPAWN_SETSID = 0x80  # glibc 2.26 and musl: <spawn.h>
 def _spawn(argv: list[str], stdin: int) -> int:
     """posix_spawn `argv` with `stdin` on fd 0, /dev/null on 1 and 2, in a session of its
     own and an empty environment; its pid. Through ctypes, which lets go of the GIL while
-    the kernel makes the process and the child execs: os.posix_spawn holds it, and the
-    whole supervisor stopped for as long (4 ms at the median and over 100 ms at worst
-    on a loaded machine, measured; 0.5 ms here)."""
+    the kernel makes the process and the child execs: os.posix_spawn (and subprocess)
+    hold it, and the whole supervisor stopped for as long (measured on a loaded 2-CPU
+    machine: 4 ms at the median, over 100 ms at worst)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
