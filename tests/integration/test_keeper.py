@@ -102,3 +102,21 @@ def _no_fd_but_its_own(pid: int) -> None:
     assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2") == "/dev/null"
     assert os.getsid(pid) == pid  # a session of its own: no terminal, no Ctrl-C
     assert os.readlink(f"/proc/{pid}/cwd") == "/"
+
+
+def test_the_keeper_imports_only_what_it_uses() -> None:
+    """It starts with every run, beside bwrap: the standard library's smallest parts
+    (signal.py's enums, typing and the supervisor's package are a start's milliseconds)."""
+    from supervisor.linux import keeper
+    from supervisor.run import interpreter
+
+    done = subprocess.run([interpreter()[0], "-I", "-S", "-X", "importtime", keeper.__file__,
+                           TOKEN], input=b"ended\n", capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
+                if line.startswith("import time:") and "|" in line} - {"imported package"}
+    baseline = subprocess.run([interpreter()[0], "-I", "-S", "-X", "importtime", "-c", "pass"],
+                              capture_output=True, timeout=30).stderr.decode()
+    imported -= {line.split("|")[-1].strip() for line in baseline.splitlines()}
+    assert imported <= {"__future__", "os", "stat", "_stat", "posixpath", "genericpath",
+                        "_collections_abc", "time", "_signal"}, imported
