@@ -313,9 +313,10 @@ def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
                 problems.append(f"limits.{what} is set, and {way.removeprefix('not held: ')}")
         else:
             lines.append(f"limit: {what} {value}, by {way}")
-    lines.append("limit: a run killed with SIGKILL is ended at the next start: " + (
-        "its cgroup is emptied (cgroup.kill)" if held.kill else
-        "what its bwrap left is found by the mark on its command line"))
+    lines.append("limit: a run whose lnk-sandbox is killed with SIGKILL is ended at once by "
+                 "its keeper, else at the next start: " + (
+                     "its cgroup is emptied (cgroup.kill)" if held.kill else
+                     "what its bwrap left is found by the mark on its command line"))
     return lines
 
 

@@ -1,5 +1,6 @@
 """A cgroup of the run's own: its processes and memory bounded, and every process of it
-killed at the end, or at the next start when the supervisor was killed first.
+killed at the end, or by the run's keeper (keeper.py) and again at the next start when
+the supervisor was killed first.
 
 Facts (Linux 6.18; Documentation/admin-guide/cgroup-v2.rst, cgroup-v1/*.rst; seen here):
 - A process is moved by writing its pid to a cgroup's `cgroup.procs`; what it forks
@@ -35,7 +36,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from ..limits import RunLimits
@@ -116,6 +117,7 @@ class RunCgroups:
     def __init__(self, token: str, limits: RunLimits) -> None:
         self.token = token
         self.made: list[str] = []  # the run's cgroup folders, v2 first
+        self.killable: list[str] = []  # those with cgroup.kill
         self.home: list[str] = []  # the cgroups.procs this process was in, to go back to
         self.limits = limits
         self.pids = self.memory = self.kill = False
@@ -125,14 +127,19 @@ class RunCgroups:
         self.locks: list[int] = []  # each cgroup's folder, locked while this run lives
 
     @staticmethod
-    def entering(token: str, limits: RunLimits) -> RunCgroups:
+    def entering(token: str, limits: RunLimits, *,
+                 first: Callable[[], None] | None = None) -> RunCgroups:
         """Make the run's cgroups and move this process into them, in a thread: each
         move waits for an RCU grace period in the kernel (2-5 ms a hierarchy, measured),
-        which the start's other work hides. `entered()` waits for it before the spawn."""
+        which the start's other work hides. `entered()` waits for it before the spawn.
+        `first` runs in that thread before the move: what this process starts that must
+        be born outside the run's cgroups (the keeper)."""
         run = RunCgroups(token, limits)
 
         def enter() -> None:
             try:
+                if first is not None:
+                    first()
                 run._open()
                 run.enter()
             except BaseException as err:  # handed to entered(), in the launching thread
@@ -211,7 +218,9 @@ class RunCgroups:
         self.home.append(os.path.join(mine, "cgroup.procs"))
         limits = self.limits
         if hierarchy.version == 2:
-            self.kill = self.kill or os.path.exists(os.path.join(folder, "cgroup.kill"))
+            if os.path.exists(os.path.join(folder, "cgroup.kill")):
+                self.killable.append(folder)
+                self.kill = True
             available = set(_read(os.path.join(folder, "cgroup.controllers")).split())
             if limits.pids and "pids" in available and not self.pids:
                 _write(os.path.join(folder, "pids.max"), str(limits.pids))

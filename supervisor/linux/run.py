@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
-from ..deadline import timed_out_message
+from ..deadline import TIMEOUT_STATUS, timed_out_message
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
@@ -19,6 +19,7 @@ from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .gitrun import GitRun
+from .keeper import Keeper
 from .launch import spawn
 from .placement import place
 from .plan import HostLayout, LaunchPlan, build_plan
@@ -151,13 +152,17 @@ def launch_and_supervise(
     `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
     inside (placement.py); `file_op` has the inner read or write a file instead of
     running `argv` (inner/fileop.py)."""
-    # Listed, and given cgroups of its own, before anything of the run exists: whenever
-    # this process is killed from here on, the next start ends what the run left (runs.py).
-    # $LNK_HOME is made by then, before the plan, which hides it (and holds the folders
-    # above it, when it is inside a folder the sandbox writes).
+    # Listed, kept, and given cgroups of its own, before anything of the run exists:
+    # whenever this process is killed from here on, its keeper ends what the run left at
+    # once (keeper.py), and the next start what the keeper could not (runs.py). The
+    # keeper starts in the cgroups' thread, before it moves this process: it is never in
+    # them. $LNK_HOME is made by then, before the plan, which hides it (and holds the
+    # folders above it, when it is inside a folder the sandbox writes).
     token = this_token()
     listed = RunList(snapshot.lnk_home, token)
-    cgroups = RunCgroups.entering(token, snapshot.run_limits())
+    keeper = Keeper(token)
+    cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=keeper.start)
+    clean = True  # nothing of the run can be left: no bwrap, or bwrap ended by itself
     git: GitRun | None = None
     events: EventLog | None = None
     network = None
@@ -220,13 +225,19 @@ def launch_and_supervise(
         held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
         try:
             cgroups.entered()
+            _keep(keeper, cgroups)
             _refuse_unheld_limits(snapshot, cgroups)
+            clean = False
             launched = spawn(plan, info, argv=argv, env=env, inner_config=config,
                              mark=tuple(tag(token)), cgroups=cgroups)
             outcome = supervise(launched,
                                 watch_factory=watch_factory if layers.listener else None,
                                 timeout=timeout,
                                 **(network.supervise_options() if network else {}))
+            # A run this process killed (a timeout, a failure, a second SIGTERM) may have
+            # been killed in bwrap's first milliseconds, as a killed supervisor's is: its
+            # keeper looks too (status 137 is also a command killed by the kernel).
+            clean = outcome.status not in (TIMEOUT_STATUS, 125, 128 + 9)
             for limit in cgroups.limit_hit():
                 say(f"the run reached its {limit} limit ([limits] in the spec; "
                     "`lnk sandbox describe` shows them)")
@@ -245,8 +256,24 @@ def launch_and_supervise(
             if git is not None:
                 git.finish()
         finally:
-            cgroups.end()
-            listed.close()
+            try:
+                cgroups.end()  # joins the cgroups' thread, and with it the keeper's start
+                listed.close()
+            finally:
+                if clean:
+                    keeper.ended()
+                else:
+                    keeper.close()  # the keeper ends what is left
+
+
+def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:
+    """Give the keeper the run's cgroups to kill, or say it could not start: then a
+    lnk-sandbox killed early leaves its run to the next start (runs.py)."""
+    if keeper.failure is not None:
+        say(f"could not start the run's keeper ({keeper.failure.strerror}): if lnk-sandbox "
+            "is killed, what its sandbox leaves is ended at the next start")
+        return
+    keeper.kill_also(cgroups.killable)
 
 
 def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan

@@ -3,16 +3,18 @@
 bwrap sets its parent-death signal only once it runs: a supervisor killed in the first
 milliseconds of a start can leave bwrap's first child, pid 1 of the sandbox's namespace,
 waiting for ever on a parent that is gone (seen here: 19 of 120 kills, 0 to 4 ms after
-bwrap appeared). A cgroup of the run's own (cgroups.py) ends such a run at the next
-start where lnk-sandbox may make one; where it may not (a person with no delegated
-cgroup), this does:
+bwrap appeared). The run's keeper (keeper.py) ends such a run at once; what it could not
+end (it was killed too, or could not start) a cgroup of the run's own (cgroups.py) ends
+at the next start where lnk-sandbox may make one, and where it may not (a person with no
+delegated cgroup), this does:
 
 - each run is listed in `$LNK_HOME/runs` by its supervisor's pid and start time (a token
   that names one process for the boot) before bwrap starts, and unlisted at the end;
 - bwrap's command line carries the token (`--unsetenv LNK_SANDBOX_RUN_PID_START`, which
   unsets a variable no one sets), and every process bwrap forks keeps that command line;
 - a start that finds a listed run whose supervisor is gone kills every process whose
-  command line carries its token, then unlists it. /proc is read only then.
+  command line carries its token (keeper.kill_marked, as the keeper does), then unlists
+  it. /proc is read only then.
 """
 
 from __future__ import annotations
@@ -20,15 +22,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import signal
 from collections.abc import Iterator
 
 from ..host_files import PrivateFolder
 from ..state import private_folder
 from .cgroups import TOKEN
+from .keeper import TAG, kill_marked, mark
 
 RUNS = "runs"
-TAG = "LNK_SANDBOX_RUN_"
 
 
 def this_token() -> str:
@@ -117,32 +118,10 @@ def end_killed_runs(folder: PrivateFolder) -> None:
     dead = [t for t in tokens if _dead(folder, t)]
     if not dead:
         return
-    # bwrap's own argument, whole: the option before it, the NUL after it (12_3 is not
-    # 12_34), so a file that happens to be named like a mark is never taken for one.
-    marks = [b"\0--unsetenv\0" + (TAG + t.replace("-", "_")).encode() + b"\0" for t in dead]
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            _kill_if_marked(int(pid), marks)
+    kill_marked([mark(t) for t in dead])
     for token in dead:
         try:
             folder.unlink(token)
         except OSError:
             continue
 
-
-def _kill_if_marked(pid: int, marks: list[bytes]) -> None:
-    """SIGKILL `pid` through a pidfd taken before its command line is read: a pid reused
-    meanwhile is never the one killed (the pidfd names the process, not the number)."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        return
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            line = handle.read()
-        if any(mark in line for mark in marks):
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    except OSError:
-        pass
-    finally:
-        os.close(pidfd)

@@ -37,6 +37,33 @@ def _alive_with(marker: str, *, exclude: frozenset[int] = frozenset()) -> set[in
     return found
 
 
+def _keeper_of(supervisor: int) -> set[int]:
+    """The keeper of the run whose supervisor had pid `supervisor` (keeper.py: its
+    command line ends with the run's token, `pid-start-random`)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            line = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"/keeper.py\0" in line and line.split(b"\0")[-2].startswith(f"{supervisor}-".encode()):
+            found.add(int(entry.name))
+    return found
+
+
+def _left_after(marker: str, supervisor: int, wait: float = 2.0) -> set[int]:
+    """What the killed run left (its processes, its keeper) once `wait` seconds passed
+    with no other start: the keeper's sweep, not the next start, must end them."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = _alive_with(marker) | _keeper_of(supervisor)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
 def _bwrap_child_of(pid: int) -> bool:
     """Whether bwrap is running as a child of `pid` (the supervisor spawned it)."""
     for entry in Path("/proc").iterdir():
@@ -91,10 +118,13 @@ def _run_cgroups() -> list[str]:
 
 @pytest.mark.requires_landlock(abi=1)
 @pytest.mark.requires_seccomp_notify
+@pytest.mark.timeout(1200)  # 200 starts killed, each waited for, on a loaded machine
 def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
     """Before bwrap, in bwrap's first milliseconds, during its mounts, while the watch
-    holds a notification, during cleanup: wherever the kill lands, the next start ends
-    what it left, and then no process, mount, cgroup, placeholder or listed run is left.
+    holds a notification, during cleanup: wherever the kill lands, no process of the run
+    is left 2 seconds later, before any other start (its keeper ended them); the next
+    start removes what it left on disk, and then no process, mount, cgroup, placeholder
+    or listed run is left.
 
     Counted on the host: every process whose command line names this test's folder (bwrap
     names the project in its binds, the command carries it too), the host namespace's
@@ -109,6 +139,7 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
     rng = random.Random(1234)
     command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--yes",
                "--", "/bin/sh", "-c", f"while :; do true; done # {marker}"]
+    leftovers: list[tuple[int, list[int]]] = []
     for launch in range(LAUNCHES):
         process = subprocess.Popen(command, cwd=sandbox.project, env=sandbox.env(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -122,6 +153,15 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
             time.sleep(rng.uniform(0, 0.12))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
+        left = _left_after(marker, supervisor)
+        if left:
+            leftovers.append((launch, sorted(left)))
+            for pid in left:  # each kill counted alone: the next start would end them
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+    assert leftovers == [], f"{len(leftovers)} of {LAUNCHES} kills left processes"
     # The next start ends what the killed runs left, and prunes what they held.
     done = sandbox.run("/bin/sh", "-c", "echo STARTED", spec=spec.read_text(), timeout=60)
     assert done.returncode == 0, done.stderr
