@@ -31,14 +31,14 @@ def bare_bwrap_args(workdir: str) -> list[str]:
     """The default spec's plan for `workdir`, with every bind in path form."""
     from supervisor.linux.plan import build_plan
     from supervisor.linux.run import plan_for  # noqa: F401  (same layout probe)
-    from supervisor.run import snapshot_for
+    from supervisor.stages import snapshot_for
 
     cwd = os.getcwd()
     os.chdir(workdir)
     try:
         snapshot = snapshot_for(None)
+        from supervisor.installation import inner_source, interpreter
         from supervisor.linux.plan import HostLayout
-        from supervisor.run import inner_source, interpreter
 
         python, prefix = interpreter()
         root_mode = os.geteuid() == 0

@@ -113,13 +113,10 @@ def _git_identity(snapshot: Snapshot) -> str | None:
 
 def _working_directory_seen(snapshot: Snapshot) -> bool:
     """Whether a run from this working directory starts (run.require_working_directory)."""
-    import sys
-
     from .grants import working_directory_problem
-    from .policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS
+    from .policy import system_folders
 
-    system = MACOS_SYSTEM_FOLDERS if sys.platform == "darwin" else LINUX_SYSTEM_FOLDERS
-    return working_directory_problem(snapshot, system) is None
+    return working_directory_problem(snapshot, system_folders()) is None
 
 
 COMMIT_OPENED = (

@@ -31,9 +31,9 @@ from typing import Literal, NamedTuple
 from ..dotfiles import DotFiles, Protected, analyze
 from ..errors import LaunchError
 from ..grants import Grant, Snapshot, expand_name, is_within
-from ..placeholders import Wanted
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
+from .placeholders import Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
 

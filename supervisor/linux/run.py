@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
-from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
+from ..capabilities import CheckCache
 from ..deadline import timed_out_message
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
 from ..grants import Snapshot
 from ..host_files import open_report
+from ..installation import inner_source, interpreter
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
-from ..placeholders import Placeholders
-from ..run import FileOp, inner_source, interpreter
+from ..run_types import Ended, FileOp
+from .capabilities import bwrap_info, landlock_abi, watch_support
 from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .gitrun import GitRun
 from .launch import spawn
+from .placeholders import Placeholders
 from .placement import place
 from .plan import HostLayout, LaunchPlan, build_plan
 from .runs import RunList, tag, this_token
@@ -291,7 +293,55 @@ def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
     return outcome
 
 
-__all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]
+def launch_linux(snapshot: Snapshot, argv: list[str], *, report: str | None,
+                 decide: Decide | None, timeout: float | None, cwd: str | None,
+                 tmp: str | None, file_op: FileOp | None) -> Ended:
+    """One run, said as the hall's launch says it (run.launch_snapshot)."""
+    outcome = run_linux(snapshot, argv, report=report, decide=decide, timeout=timeout,
+                        cwd=cwd, tmp=tmp, file_op=file_op)
+    failure = outcome.exec_failure
+    return Ended(outcome.status, outcome.timed_out,
+                 failure.errno if failure is not None else None)
+
+
+def learn_linux(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
+    """Run once with every program open and the watch recording; the status and the
+    `[commands]` lines for what ran."""
+    from ..learn import render, summarize
+    from .watch import Judge
+
+    judge = Judge(None, record=True)
+    outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+    if outcome.problem is not None:
+        raise outcome.problem
+    learned, left = summarize(judge.seen, snapshot)
+    return outcome.status, render(learned, left, argv)
+
+
+def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
+    """`lnk sandbox plan`: the mount plan and bwrap's arguments, every source as the
+    path it is pinned from at launch."""
+    import shlex
+
+    from .bwrap import BwrapInfo, bwrap_args
+
+    plan = plan_for(snapshot)
+    out.write(f"# spec: {snapshot.source}\n# mounts, in order:\n")
+    for op in plan.ops:
+        source = f" <- {op.source}" if op.source and op.source != op.dest else ""
+        out.write(f"{op.kind:<10} {op.dest}{source}    # {op.reason}\n")
+    info = BwrapInfo("bwrap", "?", True, True)
+    args = bwrap_args(plan, info, fd_of=lambda op: f"FD<{op.source}>", json_status_fd="FD",
+                      config_fd="FD")
+    out.write("# bwrap's arguments (FD<path>: that path, opened without following links):\n")
+    out.write(shlex.join(args) + "\n")
+    out.write(f"# command: {shlex.join(command)}\n")
+    out.writelines(f"# note: {note}\n" for note in plan.notes)
+    return 0
+
+
+__all__ = ["SandboxError", "launch_and_supervise", "launch_linux", "learn_linux", "plan_for",
+           "print_plan", "run_linux"]
 
 
 def _refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:

@@ -33,9 +33,9 @@ import select
 import stat
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..events import EventLog
+from ..events import EventLog, Executed
 from . import notify
 from .openat2 import RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2
 
@@ -63,17 +63,6 @@ MFD_EXEC = 0x10
 MFD_NOEXEC_SEAL = 0x8
 _READABLE = select.POLLIN
 _GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
-
-
-class Executed(NamedTuple):
-    """One exec the watch saw: the path as asked, and the file it resolved to inside
-    (its path, device and inode; None where it could not be resolved)."""
-
-    asked: str
-    path: str | None
-    device: int = 0
-    inode: int = 0
-    interpreter_of: str | None = None
 
 
 CHANGED = ("listed in [commands], but changed since the sandbox started: the list holds "

@@ -38,8 +38,7 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
-from ..events import EventLog
-from ..linux.watch import Executed
+from ..events import EventLog, Executed
 from .logparse import Report, parse_record
 
 LOG = "/usr/bin/log"

@@ -136,7 +136,7 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
     assert sorted(p.name for p in work.iterdir()) == []  # no placeholder (.git, ...) left
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
     assert list((sandbox.lnk_home / "runs").iterdir()) == []  # no run still listed
-    from supervisor.placeholders import Placeholders
+    from supervisor.linux.placeholders import Placeholders
 
     assert Placeholders(str(sandbox.lnk_home)).entries() == {}  # no run holds anything
 
