@@ -55,6 +55,7 @@ from netns_helper.protocol import (
 )
 
 from ..errors import HelperError, LaunchError
+from ..grants import deepest
 from .plan import LaunchPlan, MountOp
 
 if TYPE_CHECKING:
@@ -140,14 +141,7 @@ def _before_remounts(plan: LaunchPlan, new: list[MountOp]) -> LaunchPlan:
 
 def _holder(plan: LaunchPlan, path: str) -> MountOp | None:
     """The deepest bind (ro or not) holding `path`: what a mount there would go into."""
-    best: MountOp | None = None
-    for op in plan.ops:
-        if op.kind not in ("ro-bind", "bind"):
-            continue
-        inside = op.dest in (path, "/") or path.startswith(op.dest + "/")
-        if inside and (best is None or op.dest.count("/") >= best.dest.count("/")):
-            best = op
-    return best
+    return deepest(path, ((op.dest, op) for op in plan.ops if op.kind in ("ro-bind", "bind")))
 
 
 def _replace_ops(plan: LaunchPlan, ops: tuple[MountOp, ...], note: str | None = None

@@ -30,7 +30,7 @@ from typing import Literal, NamedTuple
 
 from ..dotfiles import DotFiles, Protected, analyze
 from ..errors import LaunchError
-from ..grants import Grant, Snapshot, expand_name, is_within
+from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
 from .placeholders import Wanted
@@ -231,17 +231,10 @@ class LaunchPlan(NamedTuple):
     inner_parent: str = INNER_PARENT
 
 
-def _depth(path: str) -> int:
-    return 0 if path == "/" else path.count("/")
-
-
 def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
-    """The access of the deepest mount holding `path`, or None when none does."""
-    best: tuple[int, str] | None = None
-    for dest, access in mounts:
-        if is_within(path, dest) and (best is None or _depth(dest) >= best[0]):
-            best = (_depth(dest), access)
-    return best[1] if best else None
+    """The access of the deepest mount holding `path` (of two at one path, the later
+    one: it covers the first), or None when none does."""
+    return deepest(path, mounts)
 
 
 def host_access(plan: LaunchPlan, path: str) -> str | None:
@@ -302,10 +295,10 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     late: list[MountOp] = []
 
     def add(order: int, op: MountOp, access: str) -> None:
-        layered.append((_depth(op.dest), order, op))
+        layered.append((depth(op.dest), order, op))
         mounts.append((op.dest, access))
 
-    for grant in sorted(grants, key=lambda g: _depth(g.target or "/")):
+    for grant in sorted(grants, key=lambda g: depth(g.target or "/")):
         assert grant.target is not None
         if grant.target == "/":
             continue
@@ -314,7 +307,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     hidden = [g._replace(target=layout.lnk_home) if g.name == LNK_HOME_NAME
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
     caches = [cache.path for cache in snapshot.caches]
-    for grant in sorted(hidden, key=lambda g: _depth(g.target or "/")):
+    for grant in sorted(hidden, key=lambda g: depth(g.target or "/")):
         if grant.target is None or grant.access not in ("hide", "protect"):
             continue
         if any(is_within(grant.target, cache) for cache in caches):
@@ -352,7 +345,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     linked: list[str] = []
     named = [(expand_name(g.name, snapshot.home, snapshot.cwd, snapshot.lnk_home), g)
              for g in grants]
-    for name, grant in sorted(named, key=lambda pair: _depth(pair[0])):
+    for name, grant in sorted(named, key=lambda pair: depth(pair[0])):
         assert grant.target is not None
         if name != grant.target and _deepest(name, mounts) is None and not any(
             is_within(name, link) for link in linked
@@ -387,7 +380,7 @@ def _caches(snapshot: Snapshot, layout: HostLayout, mounts: list[tuple[str, str]
     below it, covered by a tmpfs (read-only once the mount point is made) to make the
     rest in. Run by root, bound idmapped: the sandbox writes it as root's."""
     holds: list[Wanted] = []
-    for cache in sorted(snapshot.caches, key=lambda c: _depth(c.path)):
+    for cache in sorted(snapshot.caches, key=lambda c: depth(c.path)):
         first = layout.cache_missing.get(cache.path)
         shown = f"{cache.key}: {cache.name}"
         if first is not None and _deepest(os.path.dirname(first), mounts) in ("read",
@@ -472,9 +465,8 @@ def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
     for path in layout.root_sockets:
         if _deepest(path, mounts) not in ("read", "write") or path in named:
             continue
-        grant = max((g for g in grants if g.access in ("read", "write") and g.target
-                     and is_within(path, g.target)), key=lambda g: _depth(g.target or "/"),
-                    default=None)
+        grant = deepest(path, ((g.target, g) for g in grants
+                               if g.access in ("read", "write") and g.target))
         if grant is None or (grant.target == path and grant.access == "read"):
             continue  # named itself: bound as it is, not mapped (_idmapped)
         raise LaunchError(
@@ -532,7 +524,8 @@ def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
     above = [(d, a) for d, a in mounts if d != lnk_home]
     if _deepest(lnk_home, above) != "write":
         return
-    folder = max((d for d, a in above if a == "write" and is_within(lnk_home, d)), key=_depth)
+    folder = deepest(lnk_home, ((d, d) for d, a in above if a == "write"))
+    assert folder is not None  # the deepest mount holding it writes it
     for part in lnk_home[len(folder):].strip("/").split("/")[:-1]:
         folder = os.path.join(folder, part)
         if not any(d == folder for d, _ in mounts):
@@ -571,14 +564,15 @@ def _dot_files(
     holds: list[Wanted] = []
     bound: list[str] = []
     anchored: set[str] = set()
-    for grant, protected in sorted(found, key=lambda pair: _depth(_dest(pair[1]) or "/")):
+    for grant, protected in sorted(found, key=lambda pair: depth(_dest(pair[1]) or "/")):
         dest = _dest(protected)
         if dest is None or dest in written or any(is_within(dest, b) for b in bound):
             continue
         if _deepest(dest, mounts) != "write":
             continue
         owner = f"dot file of {grant.name} ({grant.key or grant.reason})"
-        top = max((d for d, a in mounts if a == "write" and is_within(dest, d)), key=_depth)
+        top = deepest(dest, ((d, d) for d, a in mounts if a == "write"))
+        assert top is not None  # the deepest mount holding it writes it
         folder = top
         for part in dest[len(top):].strip("/").split("/")[:-1]:
             folder = os.path.join(folder, part)
