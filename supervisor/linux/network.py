@@ -65,9 +65,11 @@ if TYPE_CHECKING:
     from ..proxy.decider import Decider
     from ..proxy.runfolder import RunFolder
     from ..proxy.upstream import Gate
-    from .supervise import Supervision
+    from .supervise import Served, Supervision
 
 RESOLV_CONF = "/etc/resolv.conf"
+# Where a plan printed or checked without a run (`lnk sandbox plan`, preflight) says the
+# proxy's resolv.conf comes from: each run makes a folder of its own for it.
 PLAN_SOURCE = "<the run's private folder>/resolv.conf"
 READY_TIMEOUT = 30.0
 
@@ -238,17 +240,16 @@ class NetworkRun:
                        Listen(f"forward-{port}", "::1", port, optional=True)]
         return tuple(wanted)
 
-    def supervise_options(self) -> dict[str, Any]:
-        """What `supervise` needs: the loop at once, the service, the go."""
-        return {"needs_loop": True, "services": [self.service], "go_conditions": [self.go]}
+    def served(self) -> Served:
+        """What `supervise` runs in its loop for the network, and the go it waits for."""
+        from .supervise import Served
 
-    def plan(self, plan: LaunchPlan) -> LaunchPlan:
-        """`plan` (made by `plan_for`) with this run's resolv.conf as the source."""
-        if self.folder is None:
-            return plan
-        source = self.folder.resolv_conf
-        return plan._replace(ops=tuple(op._replace(source=source) if op.source == PLAN_SOURCE
-                                       else op for op in plan.ops))
+        return Served(self.service, self.go)
+
+    def resolv_conf(self) -> str:
+        """The sandbox's resolv.conf in this run's own folder (proxy mode), which the plan
+        binds: the folder exists before the plan is built, so the plan names it at once."""
+        return self.folder.resolv_conf if self.folder is not None else PLAN_SOURCE
 
     async def service(self, supervision: Supervision) -> None:
         """Serve the network and keep the helper for the run (a task in the run's loop)."""

@@ -82,6 +82,9 @@ class HostLayout(NamedTuple):
     for its check cache and placeholders, after resolving): hidden all the same.
     `sockets`: the path sockets under the grants (sockets.py), each hidden unless named;
     `secrets`: what the name rule found in home (secret_names.py), hidden unless named.
+    `gone`: the hidden paths the snapshot resolved that are missing now: left out, since
+    a tmpfs or an empty file over a missing path would make bwrap create it, in a folder
+    the sandbox may only read (a grant that vanished is refused when pinned instead).
     """
 
     system: dict[str, str | None]
@@ -95,6 +98,7 @@ class HostLayout(NamedTuple):
     sockets: FoundSockets = FoundSockets()
     secrets: tuple[Found, ...] = ()
     cache_missing: Mapping[str, str] = MappingProxyType({})
+    gone: frozenset[str] = frozenset()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -133,7 +137,11 @@ class HostLayout(NamedTuple):
                           _sockets(snapshot, lnk_home) if snapshot is not None
                           else FoundSockets(),
                           _secrets(snapshot, lnk_home) if snapshot is not None else (),
-                          cache_missing=_first_missing(snapshot))
+                          cache_missing=_first_missing(snapshot),
+                          gone=frozenset(
+                              g.target for g in (snapshot.grants if snapshot else ())
+                              if g.access == "hide" and g.target
+                              and not os.path.lexists(g.target)))
 
 
 def _first_missing(snapshot: Snapshot | None) -> dict[str, str]:
@@ -308,7 +316,8 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
     caches = [cache.path for cache in snapshot.caches]
     for grant in sorted(hidden, key=lambda g: depth(g.target or "/")):
-        if grant.target is None or grant.access not in ("hide", "protect"):
+        if grant.target is None or grant.access not in ("hide", "protect") \
+                or grant.target in layout.gone:
             continue
         if any(is_within(grant.target, cache) for cache in caches):
             continue  # a private cache holds nothing of the person's to hide

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from .watch import ExecWatch, Judge
 
 
-def plan_for(snapshot: Snapshot) -> LaunchPlan:
+def plan_for(snapshot: Snapshot, *, resolv_conf: str | None = None) -> LaunchPlan:
+    """The plan for this machine. `resolv_conf`: the file the proxy's resolv.conf is
+    bound from (proxy mode), a run's own; a plan without a run names a stand-in."""
     python, prefix = interpreter()
     root_mode = os.geteuid() == 0
     layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
@@ -41,7 +43,7 @@ def plan_for(snapshot: Snapshot) -> LaunchPlan:
     if snapshot.network_mode == "proxy":
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
-        plan = with_resolv_conf(plan, PLAN_SOURCE, ResolvConfHost.probe())
+        plan = with_resolv_conf(plan, resolv_conf or PLAN_SOURCE, ResolvConfHost.probe())
     # A named socket that is gone since the snapshot refuses the launch when pinned, but
     # an optional one is left out, as an optional grant is.
     sockets = tuple(s for s in snapshot.network.sockets()
@@ -170,7 +172,17 @@ def launch_and_supervise(
         if learn:
             snapshot = snapshot._replace(programs=None)
         layers = decide_layers(snapshot, cache, learn=learn)
-        plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp,
+        events = EventLog(open_report(report) if report else None)
+        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+            say(unix_sockets_gap(layers.landlock_abi))
+        # The run's folder (proxy mode: the plan binds its resolv.conf) and exposed ports
+        # exist before the plan is built, the helper's job after bwrap has started.
+        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
+            from .network import NetworkRun
+
+            network = NetworkRun.open(snapshot, events, decide)
+        resolv_conf = network.resolv_conf() if network is not None else None
+        plan = place(plan_for(snapshot, resolv_conf=resolv_conf), cwd=cwd, tmp=tmp,
                      tmp_size_asked="tmp" in snapshot.run_limits().written)
         # git's files (identity, excludes, trace) are in the plan before Landlock's rules
         # are made from it; their folder goes on every way out.
@@ -181,15 +193,6 @@ def launch_and_supervise(
         config = inner_config(plan, snapshot, layers, loaders)
         if file_op is not None:
             config["file"] = file_op._asdict()
-        events = EventLog(open_report(report) if report else None)
-        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
-            say(unix_sockets_gap(layers.landlock_abi))
-        # The run's folder and exposed ports exist before bwrap, the helper's job after it.
-        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
-            from .network import NetworkRun
-
-            network = NetworkRun.open(snapshot, events, decide)
-            plan = network.plan(plan)
         relay = _relay_named_sockets(snapshot, plan)
         if relay is not None:
             plan = relay[0].plan(plan)
@@ -226,7 +229,7 @@ def launch_and_supervise(
             outcome = supervise(launched,
                                 watch_factory=watch_factory if layers.listener else None,
                                 timeout=timeout,
-                                **(network.supervise_options() if network else {}))
+                                served=(network.served(),) if network is not None else ())
             for limit in cgroups.limit_hit():
                 say(f"the run reached its {limit} limit ([limits] in the spec; "
                     "`lnk sandbox describe` shows them)")

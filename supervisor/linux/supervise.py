@@ -50,6 +50,16 @@ SYNC_WINDOW = 0.05
 Service = Callable[["Supervision"], Coroutine[Any, Any, None]]
 
 
+class Served(NamedTuple):
+    """What a part of the run served in the loop asks of `supervise` (the network: the
+    proxy, forwarded ports and their helper): `service`, run beside the wait, and `go`,
+    which the target's go waits for. A run with one is supervised in the loop at once,
+    since its service must start before the target does."""
+
+    service: Service
+    go: threading.Event
+
+
 class ExecFailure(NamedTuple):
     """The inner's execve failed: `errno` and the program as given; `interpreter`, the
     `#!` interpreter of a script found, when that is what is missing."""
@@ -320,23 +330,21 @@ def _read_json_records(fd: int) -> list[dict[str, Any]]:
 def supervise(
     launched: Launched,
     *,
-    needs_loop: bool = False,
     watch_factory: Callable[[int], ExecWatch] | None = None,
-    services: Sequence[Service] = (),
-    go_conditions: Sequence[threading.Event] = (),
+    served: Sequence[Served] = (),
     timeout: float | None = None,
 ) -> Outcome:
     """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it).
 
-    `services` run in the loop beside the wait (so they need `needs_loop`); the go waits
-    for every event of `go_conditions`, added before the status socket is read;
-    `timeout` (seconds, from now) kills the whole tree when it is up (status 124).
+    Each of `served` has its service run in the loop beside the wait, and the go wait
+    for its event, added before the status socket is read; `timeout` (seconds, from
+    now) kills the whole tree when it is up (status 124).
     """
-    supervision = Supervision(launched, watch_factory, services, timeout)
-    supervision.go_conditions.extend(go_conditions)
+    supervision = Supervision(launched, watch_factory, [s.service for s in served], timeout)
+    supervision.go_conditions.extend(s.go for s in served)
     supervision.start()
     try:
-        if needs_loop or not supervision.wait_briefly():
+        if served or not supervision.wait_briefly():
             _run_loop(supervision)
     except BaseException:
         supervision.kill()
