@@ -28,11 +28,12 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal, NamedTuple
 
-from ..dotfiles import DotFiles, Protected, analyze
+from ..dotfiles import DotFiles, Protected
 from ..errors import LaunchError
 from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
+from ..view import dot_files_of, link_refusal, protections
 from .placeholders import Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
@@ -115,20 +116,11 @@ class HostLayout(NamedTuple):
                 system[folder] = os.readlink(folder)
             elif stat.S_ISDIR(mode):
                 system[folder] = None
-        dot_files = {}
+        dot_files = dot_files_of(snapshot) if snapshot is not None else {}
         lnk_home = None
-        places = None
         for grant in snapshot.grants if snapshot is not None else ():
             assert snapshot is not None
-            if (grant.access == "write" and grant.target and not grant.dot_files_writable
-                    and grant.is_dir):
-                if places is None:
-                    from ..home_places import home_places
-
-                    places = home_places(snapshot.home)  # once for every grant
-                dot_files[grant.target] = analyze(grant.target, home=snapshot.home,
-                                                  commit=grant.commit, places=places)
-            elif grant.name == LNK_HOME_NAME and grant.target is None \
+            if grant.name == LNK_HOME_NAME and grant.target is None \
                     and os.path.isdir(snapshot.lnk_home):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
         return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
@@ -332,7 +324,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     _anchor_lnk_home(next((g.target for g in hidden if g.name == LNK_HOME_NAME
                            and g.access == "hide"), None), mounts, add)
-    holds = _dot_files(grants, layout, mounts, add)
+    holds = _dot_files(snapshot, layout, mounts, add)
     holds += _caches(snapshot, layout, mounts, add, late, root_mode=root_mode)
     if root_mode:
         _refuse_root_write_grants(grants)
@@ -543,7 +535,7 @@ def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
 
 
 def _dot_files(
-    grants: tuple[Grant, ...],
+    snapshot: Snapshot,
     layout: HostLayout,
     mounts: list[tuple[str, str]],
     add: Callable[[int, MountOp, str], None],
@@ -555,21 +547,11 @@ def _dot_files(
     state at launch: a missing one is made then, and an existing one may be another
     run's placeholder, which this run must hold too so it is not removed under it.
     """
-    written = {g.target for g in grants if g.access == "write"}
-    found: list[tuple[Grant, Protected]] = []
-    for grant in grants:
-        if grant.access == "write" and not grant.dot_files_writable and grant.target:
-            dots = layout.dot_files.get(grant.target)
-            found.extend((grant, p) for p in (dots.protected if dots else ()))
+    written = set(snapshot.written())
+    found = protections(snapshot, layout.dot_files)
     for grant, protected in found:
         if protected.link and _deepest(protected.link, mounts) == "write":
-            raise LaunchError(
-                f"{protected.link} is a link in the path of {protected.name} ({protected.reason}"
-                f"), in {grant.target}, which the sandbox writes: it could point the link "
-                "elsewhere, so the launch is refused",
-                hint=f"replace the link with what it points to, or list {grant.name!r} in "
-                "files.write_dot_files if the sandbox may change its dot files",
-            )
+            raise link_refusal(protected, grant)
     holds: list[Wanted] = []
     bound: list[str] = []
     anchored: set[str] = set()

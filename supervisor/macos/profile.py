@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..dotfiles import Protected
-from ..errors import LaunchError
 from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
+from ..view import link_refusal
 from . import system
 from .programs import Companion
 from .regexes import REGEX_LIMIT, any_case, any_case_regexes, chunks, fold, regex_escape
@@ -248,13 +248,7 @@ class _Compiler:
                                    "grant)", below_write=True))
         for item in protected:
             if item.link and self.holder(item.link, rules, strict=False) == "write":
-                raise LaunchError(
-                    f"{item.link} is a link in the path of {item.name} ({item.reason}), "
-                    "where the sandbox writes: it could point the link elsewhere, so the "
-                    "launch is refused",
-                    hint="replace the link with what it points to, or list the folder in "
-                    "files.write_dot_files if the sandbox may change its dot files",
-                )
+                raise link_refusal(item, None)
         kept = []
         seen: set[tuple[str, str]] = set()
         for rule in rules:

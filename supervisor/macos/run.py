@@ -43,7 +43,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 from ..deadline import TIMEOUT_STATUS, Deadline, timed_out_message
-from ..dotfiles import Protected, analyze
+from ..dotfiles import Protected
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Grant, Snapshot
@@ -84,16 +84,10 @@ NESTED = LaunchError(
 
 def protections(snapshot: Snapshot) -> list[Protected]:
     """The dot files at the top of each write grant whose dot files are protected."""
-    from ..home_places import home_places
+    from ..view import dot_files_of
+    from ..view import protections as of_grants
 
-    found: list[Protected] = []
-    places = home_places(snapshot.home) if snapshot.written() else ()
-    for grant in snapshot.visible():
-        if grant.access == "write" and not grant.dot_files_writable and grant.is_dir:
-            assert grant.target is not None
-            found.extend(analyze(grant.target, home=snapshot.home, commit=grant.commit,
-                                 places=places).protected)
-    return found
+    return [item for _, item in of_grants(snapshot, dot_files_of(snapshot))]
 
 
 @dataclass(frozen=True)
