@@ -1,45 +1,73 @@
-"""Start cost: `lnk sandbox run -- /bin/true` against bare bwrap with the same mounts.
+"""Start cost of `/bin/true` in a sandbox, each way lnk starts one, against bare bwrap.
 
-Both are measured in the same run, as whole processes, alternating, and the medians
-printed in milliseconds with their ratio. Bare bwrap gets the default spec's mounts in
+Every case is timed as a whole process (but the API's, timed as a harness sees its call)
+in the same rounds, in an order that turns each round so that none is always first or
+last; each round's time is divided by that round's bare bwrap, and the medians of those
+ratios are printed, with the milliseconds: the machine's load moves the milliseconds,
+much less the ratios of neighbouring runs. Bare bwrap gets the default spec's mounts in
 path form (but the placeholders, which it would make on the host) and runs /bin/true
-itself: what lnk-sandbox adds is the supervisor's start,
-resolving and pinning, the inner confiner's interpreter, and waiting for the status.
-The proxy row is the same start in proxy mode (an empty allow list): the proxy's
-listeners, the network helper joining the sandbox, and the wait for it before the go.
-`--baseline LNK` times another installation's `lnk` (an older checkout's venv) in the
-same alternation, so that a before and an after share the machine's load.
+itself: what lnk-sandbox adds is the supervisor's start, resolving and pinning, the inner
+confiner's interpreter, and waiting for the status.
 
-    .venv/bin/python benchmarks/start.py [--runs N] [--baseline PATH/TO/lnk]
+The cases (issue 21 sets the goals printed beside them):
+
+- default: `lnk sandbox run -- /bin/true`, the embedded default spec;
+- spec file: the same spec given as a file (`--spec`, allowed once before the rounds);
+- programs: a program list, `[commands] programs = ["true"]` (the exec watch runs);
+- proxy: proxy mode with an empty allow list (the network helper, its listeners);
+- api: `lnk_sandbox.run` from a harness whose event loop runs already (this process,
+  the API's modules loaded once), and `session`: a call in an open `lnk_sandbox.Sandbox`;
+- user: the default spec run by the unprivileged user `lnk-test` (root only; through
+  setpriv, as tests/support does), against root's own run of the same;
+- firejail --noprofile, `codex sandbox linux`, and srt, when installed.
+
+`--baseline TREE` also times another source tree (an older checkout, run by the same
+venv with PYTHONPATH=TREE) for every case but the API's, in the same rounds, so that a
+before and an after share the machine's load; its rows' "x default" is against its own
+default. The tree timed is always the one this file is in.
+
+    .venv/bin/python benchmarks/start.py [--runs N] [--baseline TREE] [--only CASE,...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 LNK = str(Path(sys.executable).parent / "lnk")
+TEST_USER = "lnk-test"
+AS_TEST_USER = ["setpriv", f"--reuid={TEST_USER}", f"--regid={TEST_USER}", "--init-groups"]
+DEFAULT_TOML = '[files]\nwrite = ["."]\n\n[network]\nmode = "none"\n'
+
+# Issue 21's goals: (the case measured against, at most this ratio).
+GOALS: dict[str, tuple[str, float]] = {
+    "default": ("bare", 5.0), "spec file": ("default", 1.1), "programs": ("default", 1.2),
+    "proxy": ("default", 1.3), "api": ("bare", 3.0), "session": ("bare", 3.0),
+    "user": ("default", 1.1)}
 
 
 def bare_bwrap_args(workdir: str) -> list[str]:
     """The default spec's plan for `workdir`, with every bind in path form."""
-    from supervisor.linux.plan import build_plan
-    from supervisor.linux.run import plan_for  # noqa: F401  (same layout probe)
+    from supervisor.installation import inner_source, interpreter
+    from supervisor.linux.bwrap import _op_args
+    from supervisor.linux.plan import HostLayout, build_plan
     from supervisor.stages import snapshot_for
 
     cwd = os.getcwd()
     os.chdir(workdir)
     try:
         snapshot = snapshot_for(None)
-        from supervisor.installation import inner_source, interpreter
-        from supervisor.linux.plan import HostLayout
-
         python, prefix = interpreter()
         root_mode = os.geteuid() == 0
         layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
@@ -54,21 +82,16 @@ def bare_bwrap_args(workdir: str) -> list[str]:
             continue  # a placeholder lnk makes for the run: bwrap alone would make it here
         if op.kind in ("ro-bind", "bind"):
             args += [f"--{op.kind}", str(op.source), op.dest]
-        elif op.kind == "symlink":
-            args += ["--symlink", str(op.source), op.dest]
-        elif op.kind in ("tmpfs", "dev", "proc", "remount-ro"):
-            args += [f"--{op.kind}", op.dest]
-        elif op.kind == "mask-folder":
-            args += ["--perms", "0000", "--tmpfs", op.dest]
-        elif op.kind in ("mask-file", "hide-file"):
+        elif op.kind == "hide-file":
             # An empty file from a pipe, as lnk does: DATA is replaced by a fresh fd per run.
-            args += (["--perms", "0000"] if op.kind == "mask-file" else []) + [
-                "--ro-bind-data", "DATA", op.dest]
+            args += ["--ro-bind-data", "DATA", op.dest]
+        else:  # a tmpfs (its size and mode), a link, /dev, /proc, a remount: as lnk's
+            args += _op_args(op, fd_of=str)
     return [*args, "--chdir", workdir, "/bin/true"]
 
 
-def timed(command: list[str], cwd: str) -> float:
-    """One whole run of `command`; each DATA in it becomes a fresh empty pipe."""
+def timed(command: list[str], cwd: str, env: dict[str, str]) -> float:
+    """One whole run of `command`, in ms; each DATA in it becomes a fresh empty pipe."""
     fds = []
     args = list(command)
     for index, arg in enumerate(args):
@@ -78,53 +101,221 @@ def timed(command: list[str], cwd: str) -> float:
             fds.append(read_end)
             args[index] = str(read_end)
     start = time.perf_counter()
-    done = subprocess.run(args, cwd=cwd, stdout=subprocess.DEVNULL, check=False,
-                          pass_fds=fds)
+    done = subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, check=False, pass_fds=fds)
     elapsed = time.perf_counter() - start
     for fd in fds:
         os.close(fd)
     if done.returncode != 0:
-        raise SystemExit(f"{command[0]} failed with {done.returncode}")
+        raise SystemExit(f"{' '.join(command[:4])}... failed with {done.returncode}: "
+                         f"{done.stderr.decode(errors='replace')[-800:]}")
     return elapsed * 1000
 
 
+def tree_env(tree: Path, home: str) -> dict[str, str]:
+    """The environment a case runs in: `tree`'s code, a home of the benchmark's own."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8",
+            "PYTHONPATH": str(tree)}
+
+
+class Api:
+    """This process as a harness: an event loop running in a thread (anyio's blocking
+    portal), the API imported once; each call timed from the harness's side."""
+
+    def __init__(self, workdir: str) -> None:
+        import anyio.from_thread
+
+        import lnk_sandbox
+
+        self.lnk_sandbox = lnk_sandbox
+        self.workdir = workdir
+        self.portal_cm = anyio.from_thread.start_blocking_portal()
+        self.portal = self.portal_cm.__enter__()
+        self.session = lnk_sandbox.Sandbox(cwd=workdir)
+        self.portal.call(self.session.__aenter__)
+
+    def _check(self, done: Any) -> None:
+        if done.returncode != 0:
+            raise SystemExit(f"the API's run failed: {done.returncode} {done.stderr!r}")
+
+    def run(self) -> float:
+        start = time.perf_counter()
+        done = self.portal.call(lambda: self.lnk_sandbox.run(["/bin/true"], cwd=self.workdir))
+        elapsed = time.perf_counter() - start
+        self._check(done)
+        return elapsed * 1000
+
+    def in_session(self) -> float:
+        start = time.perf_counter()
+        done = self.portal.call(lambda: self.session.run(["/bin/true"]))
+        elapsed = time.perf_counter() - start
+        self._check(done)
+        return elapsed * 1000
+
+    def close(self) -> None:
+        self.portal.call(self.session.aclose)
+        self.portal_cm.__exit__(None, None, None)
+
+
+def peers(workdir: str) -> dict[str, list[str]]:
+    """The other sandboxes, when installed, running /bin/true with what they offer."""
+    found: dict[str, list[str]] = {}
+    if shutil.which("firejail"):
+        found["firejail"] = ["firejail", "--noprofile", "--quiet", "/bin/true"]
+    if shutil.which("codex"):
+        found["codex sandbox"] = ["codex", "sandbox", "linux", "--", "/bin/true"]
+    if shutil.which("srt"):
+        found["srt"] = ["srt", "/bin/true"]
+    return found
+
+
+def user_folders(base: str) -> tuple[str, str]:
+    """A working directory and a home owned by the test user (made if missing)."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", TEST_USER], check=True, capture_output=True)
+        entry = pwd.getpwnam(TEST_USER)
+    os.chmod(base, 0o755)
+    folders = []
+    for name in ("user-work", "user-home"):
+        path = os.path.join(base, name)
+        os.mkdir(path)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+        folders.append(path)
+    for name in (".git", ".vscode", ".idea", ".husky"):
+        os.mkdir(os.path.join(folders[0], name))
+        os.chown(os.path.join(folders[0], name), entry.pw_uid, entry.pw_gid)
+    return folders[0], folders[1]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=40)
-    parser.add_argument("--baseline", metavar="LNK")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--baseline", metavar="TREE", type=Path,
+                        help="another source tree to time in the same rounds")
+    parser.add_argument("--only", help="the cases to time (comma-separated; bare always)")
     args = parser.parse_args()
-    runs = args.runs
-    with tempfile.TemporaryDirectory(prefix="lnk-bench-") as workdir:
-        # The dot-file folders a start holds with placeholders exist already, for both:
-        # bare bwrap then binds the same folders lnk does.
-        for name in (".git", ".vscode", ".idea", ".husky"):
-            os.mkdir(os.path.join(workdir, name))
-        bare = bare_bwrap_args(workdir)
-        lnk = [LNK, "sandbox", "run", "--", "/bin/true"]
-        spec = os.path.join(workdir, "proxy.toml")
-        with open(spec, "w") as handle:
-            handle.write('[network]\nmode = "proxy"\nallow = []\n')
-        proxy = [LNK, "sandbox", "run", "--yes", "--spec", spec, "--", "/bin/true"]
-        commands = {"bare": bare, "lnk": lnk, "proxy": proxy}
-        if args.baseline:
-            commands["baseline lnk"] = [args.baseline, *lnk[1:]]
-            commands["baseline proxy"] = [args.baseline, *proxy[1:]]
-        for _ in range(3):
-            for command in commands.values():
-                timed(command, workdir)
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(runs):
-            for name, command in commands.items():
-                times[name].append(timed(command, workdir))
-    median = {name: statistics.median(found) for name, found in times.items()}
-    b, s, p = median["bare"], median["lnk"], median["proxy"]
-    print(f"bare bwrap, same mounts:        median {b:6.1f} ms  (n={runs})")
-    print(f"lnk sandbox run -- /bin/true:   median {s:6.1f} ms  (n={runs})")
-    print(f"  the same in proxy mode:       median {p:6.1f} ms  (n={runs})")
-    if args.baseline:
-        print(f"baseline lnk:                   median {median['baseline lnk']:6.1f} ms")
-        print(f"  the same in proxy mode:       median {median['baseline proxy']:6.1f} ms")
-    print(f"ratio: {s / b:.1f}x bare bwrap (target: at most 10x); proxy mode {p / b:.1f}x")
+    base = tempfile.mkdtemp(prefix="lnk-bench-")
+    try:
+        report(base, args.runs, args.baseline, args.only)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def report(base: str, runs: int, baseline: Path | None, only: str | None) -> None:
+    workdir, home = os.path.join(base, "work"), os.path.join(base, "home")
+    os.mkdir(workdir)
+    os.mkdir(home)
+    # The dot-file folders a start holds with placeholders exist already, for both:
+    # bare bwrap then binds the same folders lnk does.
+    for name in (".git", ".vscode", ".idea", ".husky"):
+        os.mkdir(os.path.join(workdir, name))
+    env = tree_env(ROOT, home)
+    os.environ["HOME"] = home  # the API's $LNK_HOME, as the command line's
+    specs = {}
+    for name, text in (("default", DEFAULT_TOML),
+                       ("programs", '[files]\nwrite = ["."]\n\n[commands]\nprograms = '
+                        '["true"]\n'),
+                       ("proxy", '[files]\nwrite = ["."]\n\n[network]\nmode = "proxy"\n'
+                        'allow = []\n')):
+        specs[name] = os.path.join(base, f"{name}.toml")
+        with open(specs[name], "w") as handle:
+            handle.write(text)
+    run = [LNK, "sandbox", "run"]
+    commands: dict[str, Callable[[], float]] = {}
+
+    def process(command: list[str], cwd: str = workdir, environ: dict[str, str] = env
+                ) -> Callable[[], float]:
+        return lambda: timed(command, cwd, environ)
+
+    commands["bare"] = process(bare_bwrap_args(workdir))
+    commands["default"] = process([*run, "--", "/bin/true"])
+    commands["spec file"] = process([*run, "--yes", "--spec", specs["default"], "--",
+                                     "/bin/true"])
+    commands["programs"] = process([*run, "--yes", "--spec", specs["programs"], "--",
+                                    "/bin/true"])
+    commands["proxy"] = process([*run, "--yes", "--spec", specs["proxy"], "--", "/bin/true"])
+    api = None
+    if only is None or "api" in only or "session" in only:
+        api = Api(workdir)
+        commands["api"] = api.run
+        commands["session"] = api.in_session
+    if os.geteuid() == 0 and (only is None or "user" in only):
+        user_work, user_home = user_folders(base)
+        user_env = tree_env(ROOT, user_home)
+        commands["bare as user"] = process([*AS_TEST_USER, *bare_bwrap_args(user_work)],
+                                           user_work, user_env)
+        commands["user"] = process([*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
+                                   user_env)
+    if baseline is not None:
+        old_env = tree_env(baseline.resolve(), home)
+        commands["baseline default"] = process([*run, "--", "/bin/true"], environ=old_env)
+        for name in ("spec file", "programs", "proxy"):
+            spec = specs["default" if name == "spec file" else name]
+            commands[f"baseline {name}"] = process(
+                [*run, "--yes", "--spec", spec, "--", "/bin/true"], environ=old_env)
+        if "user" in commands:
+            commands["baseline user"] = process(
+                [*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
+                tree_env(baseline.resolve(), user_home))
+    for name, command in peers(workdir).items():
+        commands[name] = process(command)
+    if only is not None:
+        wanted = {"bare", *only.split(",")}
+        commands = {k: v for k, v in commands.items() if k in wanted
+                    or (k.startswith("baseline") and "baseline" in wanted)}
+    load_before = os.getloadavg()
+    try:
+        times = rounds(commands, runs)
+    finally:
+        if api is not None:
+            api.close()
+    load_after = os.getloadavg()
+    print_table(times, runs, load_before, load_after)
+
+
+def rounds(commands: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
+    for _ in range(2):  # warm the caches (the per-boot checks, the page cache, allowing)
+        for command in commands.values():
+            command()
+    names = list(commands)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(runs):
+        turn = round_ % len(names)
+        for name in names[turn:] + names[:turn]:
+            times[name].append(commands[name]())
+    return times
+
+
+def print_table(times: dict[str, list[float]], runs: int, load_before: tuple[float, ...],
+                load_after: tuple[float, ...]) -> None:
+    def ratio(name: str, against: str) -> float:
+        return statistics.median(a / b for a, b in zip(times[name], times[against], strict=True))
+
+    print(f"start of /bin/true, {runs} rounds, uid {os.geteuid()}, {os.cpu_count()} CPUs, "
+          f"load {load_before[0]:.2f} before, {load_after[0]:.2f} after "
+          f"(uptime: {', '.join(f'{x:.2f}' for x in load_after)})")
+    print(f"{'case':<18} {'median ms':>9} {'x bare':>7} {'x default':>9}   goal")
+    for name, values in times.items():
+        case = name.removeprefix("baseline ")
+        own = "baseline " if name.startswith("baseline ") else ""
+        against_bare = "bare as user" if case == "user" and "bare as user" in times else "bare"
+        x_bare = ratio(name, against_bare)
+        x_default = (f"{ratio(name, own + 'default'):9.2f}" if own + "default" in times
+                     else f"{'':9}")
+        goal = ""
+        of, most = GOALS.get(case, ("", 0.0))
+        reference = of if of == "bare" else own + of
+        if of and reference in times:
+            got = x_bare if of == "bare" else ratio(name, reference)
+            goal = f"at most {most}x {of}: {'met' if got <= most else 'NOT met'}"
+        print(f"{name:<18} {statistics.median(values):9.1f} {x_bare:7.2f} {x_default}   {goal}")
+    if "user" in times:
+        print("(user's x bare is against bare bwrap run by the same user)")
 
 
 if __name__ == "__main__":

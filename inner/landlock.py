@@ -51,6 +51,8 @@ import errno
 import os
 import stat
 
+from . import syscalls
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
@@ -100,12 +102,6 @@ SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
 SCOPE_SIGNAL = 1 << 1
 SCOPES_ABI = 6
 
-_READ_GRANT = ("read_file", "read_dir")
-_WRITE_GRANT = (
-    "write_file", "remove_dir", "remove_file", "make_char", "make_dir", "make_reg",
-    "make_sock", "make_fifo", "make_block", "make_sym", "refer", "truncate",
-)
-
 
 class LandlockError(OSError):
     """A Landlock step failed: the caller must not run the target (fail closed).
@@ -123,20 +119,6 @@ def _fail(err: int, step: str, path: str | None = None) -> LandlockError:
     if path is None:
         return LandlockError(err, message)
     return LandlockError(err, message, path)
-
-
-def rights_for_read_grant(*, execute: bool = False) -> list[str]:
-    """Read files and list folders; `execute` when programs there may run."""
-    return [*_READ_GRANT, *(["execute"] if execute else [])]
-
-
-def rights_for_write_grant(*, execute: bool = False) -> list[str]:
-    """Read, plus everything a write grant means: write, make_*, remove_*, refer, truncate.
-
-    REFER is here because without it a rename between two writable folders is EXDEV;
-    IOCTL_DEV is not, since only device files need it (the caller grants it on /dev).
-    """
-    return [*rights_for_read_grant(execute=execute), *_WRITE_GRANT]
 
 
 def known_rights(abi: int) -> list[str]:
@@ -200,22 +182,10 @@ def ruleset_attr_size(abi: int) -> int:
     return 16 if abi >= 4 else 8
 
 
-_libc: ctypes.CDLL | None = None
-
-
-def _syscall() -> ctypes._NamedFuncPointer:
-    """libc's syscall(2), loaded on first use (never at import)."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-    return _libc.syscall
-
-
 def _call(number: int, *args: ctypes._SimpleCData[int] | ctypes.c_void_p) -> tuple[int, int]:
     """(result, errno) of one raw syscall. Every argument is sized to a register."""
     ctypes.set_errno(0)
-    result = int(_syscall()(ctypes.c_long(number), *args))
+    result = int(syscalls.libc().syscall(ctypes.c_long(number), *args))
     return result, ctypes.get_errno() if result < 0 else 0
 
 

@@ -77,18 +77,8 @@ SECCOMP_RET_LOG = 0x7FFC0000
 SECCOMP_RET_ALLOW = 0x7FFF0000
 SECCOMP_RET_DATA = 0x0000FFFF
 
-# The listener's ioctls and flags. RECV needs a zeroed buffer (else EINVAL) and
-# ignores O_NONBLOCK: poll the fd first. resp.error is a negative errno.
-SECCOMP_IOCTL_NOTIF_RECV = 0xC0502100
-SECCOMP_IOCTL_NOTIF_SEND = 0xC0182101
-SECCOMP_IOCTL_NOTIF_ID_VALID = 0x40082102
-SECCOMP_IOCTL_NOTIF_ADDFD = 0x40182103
-SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1
-SECCOMP_ADDFD_FLAG_SETFD = 1
-SECCOMP_ADDFD_FLAG_SEND = 2
-NOTIF_SIZE = 80  # struct seccomp_notif {u64 id; u32 pid; u32 flags; seccomp_data data}
-NOTIF_RESP_SIZE = 24  # struct seccomp_notif_resp {u64 id; s64 val; s32 error; u32 flags}
-NOTIF_ADDFD_SIZE = 24  # struct seccomp_notif_addfd {u64 id; u32 flags, srcfd, newfd, newfd_flags}
+# The listener's ioctls are the supervisor's (supervisor/linux/notify.py): the inner
+# only makes the listener and hands it over.
 
 # Classic BPF opcodes, the only ones the filter uses.
 BPF_LD_W_ABS = 0x20
@@ -156,9 +146,10 @@ POLICY: tuple[Rule, ...] = (
     # Rules that read an argument first (see the facts above), openat and ioctl first of
     # all, since a program makes them more than any other call that runs the filter.
     #
-    # No set-user-ID or set-group-ID file: a sandbox run by root keeps uid 0, so a copy
-    # of a shell it made setuid would give anyone who later runs it outside root, and
-    # one run by a person would give anyone that person. The mode is in a register for
+    # No set-user-ID or set-group-ID file: run by root, a sandbox's files in a write
+    # grant are root's on disk (idmapped), so a copy of a shell it made setuid would
+    # give anyone who later runs it outside root, and one run by a person would give
+    # anyone that person. The mode is in a register for
     # every call that sets one, but for openat2, whose mode sits in a struct the filter
     # cannot read: it answers ENOSYS, as on a kernel before 5.6, and every caller falls
     # back to openat. mkdir needs no rule: the kernel drops both bits from its mode (a

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -233,11 +234,15 @@ _libc: ctypes.CDLL | None = None
 
 
 def libc() -> ctypes.CDLL:
-    """The C library, loaded on first use: importing this module does nothing."""
+    """The C library, loaded on first use (importing this module does nothing), and the
+    one load every part of lnk-sandbox calls it through: each C function's restype and
+    argtypes are set by the one module that calls it."""
     global _libc
     if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
+        lib = ctypes.CDLL(None, use_errno=True)
+        if sys.platform == "linux":  # macOS's host and log watch load it here too
+            lib.syscall.restype = ctypes.c_long  # a call's result is a long: an fd, a size
+        _libc = lib
     return _libc
 
 

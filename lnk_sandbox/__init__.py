@@ -20,6 +20,7 @@ from supervisor.errors import (
     ConfinementError,
     HelperError,
     LaunchError,
+    NotAllowedError,
     SandboxError,
     SpecError,
 )
@@ -43,7 +44,7 @@ from ._api import (
 
 __all__ = [
     "CANCEL_GRACE", "Completed", "ConfinementError", "Event", "HelperError", "LaunchError",
-    "Sandbox", "SandboxError", "SpecError", "SpecSource", "load_spec", "read_file",
-    "read_file_sync", "run", "run_sync", "spec_from_dict", "spec_from_toml", "write_file",
-    "write_file_sync",
+    "NotAllowedError", "Sandbox", "SandboxError", "SpecError", "SpecSource", "load_spec",
+    "read_file", "read_file_sync", "run", "run_sync", "spec_from_dict", "spec_from_toml",
+    "write_file", "write_file_sync",
 ]

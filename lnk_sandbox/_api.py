@@ -130,7 +130,7 @@ def _raise_error(error: dict[str, Any]) -> None:
                                line=error.get("line"), hint=error.get("hint"))
     kinds: dict[str, type[errors.SandboxError]] = {
         "LaunchError": errors.LaunchError, "ConfinementError": errors.ConfinementError,
-        "HelperError": errors.HelperError}
+        "HelperError": errors.HelperError, "NotAllowedError": errors.NotAllowedError}
     raise kinds.get(str(name), errors.SandboxError)(message, hint=error.get("hint"),
                                                       errno=error.get("errno"))
 
@@ -248,15 +248,21 @@ class Sandbox:
     directory by default (the current one otherwise). `yes`: allow a spec not allowed
     before without asking (a harness has no one to ask; at a terminal it asks, as the
     command line does). `fresh_tmp`: a fresh /tmp for every call instead of one kept for
-    the session. SandboxError (SpecError for the spec) when it cannot be allowed.
+    the session. `decide_fd`: in proxy mode, the harness's end of a decider socket
+    (README: Deciding at run time), asked about each destination no list names, for
+    `decide_timeout` seconds; it is passed to each call's supervisor, never to the
+    sandbox. SpecError for the spec, NotAllowedError when it cannot be allowed.
     """
 
     def __init__(self, spec: SpecSource = None, *, cwd: str | os.PathLike[str] | None = None,
-                 yes: bool = False, fresh_tmp: bool = False) -> None:
+                 yes: bool = False, fresh_tmp: bool = False, decide_fd: int | None = None,
+                 decide_timeout: float | None = None) -> None:
         self._spec = spec
         self._cwd = None if cwd is None else os.path.realpath(os.fspath(cwd))
         self._yes = yes
         self._fresh_tmp = fresh_tmp
+        self._decide_fd = decide_fd
+        self._decide_timeout = decide_timeout
         self._snapshot: Snapshot | None = None
         self._tmp: str | None = None
         self._reports: str | None = None
@@ -293,6 +299,13 @@ class Sandbox:
             context = context._replace(cwd=self._cwd)
         snapshot = snapshot_for(load_spec(self._spec), context)
         ensure_allowed(snapshot, yes=self._yes)
+        if self._decide_fd is not None:
+            from supervisor.netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
+            from supervisor.run import check_decide
+
+            check_decide(Decide(self._decide_fd, DEFAULT_DECIDE_TIMEOUT
+                                if self._decide_timeout is None else self._decide_timeout),
+                         snapshot)
         self._reports = ensure_private_dir(snapshot.lnk_home, "harness/reports")
         if not self._fresh_tmp and sys.platform == "darwin":
             # macOS: the session's TMPDIR, where each run's own would be made (its
@@ -386,7 +399,9 @@ class Sandbox:
         report = os.path.join(self._reports, f"{os.getpid()}-{secrets.token_hex(8)}.jsonl")
         request = {"snapshot": snapshot.to_json(), "argv": call.argv, "timeout": call.timeout,
                    "cwd": call.cwd, "tmp": self._tmp, "env": call.env, "file": call.file,
-                   "report": report}
+                   "report": report,
+                   "decide": None if self._decide_fd is None else {
+                       "fd": self._decide_fd, "timeout": self._decide_timeout}}
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
         pipe = subprocess.PIPE
@@ -398,7 +413,9 @@ class Sandbox:
                 # terminal (a hook's input through Claude Code's prefix, for one).
                 stdin=pipe if stdin is not None else subprocess.DEVNULL if capture else None,
                 stdout=pipe if capture else None, stderr=pipe if capture else None,
-                pass_fds=(request_read, result_write), start_new_session=True)
+                pass_fds=(request_read, result_write,
+                          *(() if self._decide_fd is None else (self._decide_fd,))),
+                start_new_session=True)
         except BaseException:
             for fd in (request_read, request_write, result_read, result_write):
                 os.close(fd)
@@ -507,12 +524,14 @@ def _prune_sessions(folder: str) -> None:
 async def run(argv: Sequence[str], *, spec: SpecSource = None,
               cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
               timeout: float | None = None, stdin: bytes | str | None = None,
-              capture: bool = True, yes: bool = False, output_limit: int | None = None
+              capture: bool = True, yes: bool = False, output_limit: int | None = None,
+              decide_fd: int | None = None, decide_timeout: float | None = None
               ) -> Completed:
     """Run `argv` in a sandbox of `spec`, as `cd CWD && lnk sandbox run` would: the
-    spec's `.` is `cwd` (the current folder by default), /tmp is fresh. See
-    `Sandbox.run` for the rest."""
-    async with Sandbox(spec, cwd=cwd, yes=yes, fresh_tmp=True) as sandbox:
+    spec's `.` is `cwd` (the current folder by default), /tmp is fresh. See `Sandbox`
+    and `Sandbox.run` for the rest."""
+    async with Sandbox(spec, cwd=cwd, yes=yes, fresh_tmp=True, decide_fd=decide_fd,
+                       decide_timeout=decide_timeout) as sandbox:
         return await sandbox.run(argv, env=env, timeout=timeout, stdin=stdin,
                                  capture=capture, output_limit=output_limit)
 

@@ -14,13 +14,35 @@ arrives whole: one JSON object per message, descriptors beside it (SCM_RIGHTS).
 The channel's end of file tells the helper the supervisor is gone; the helper's death
 (its pidfd) tells the supervisor the sandbox's network is.
 
-Standard library only: the supervisor imports this module too.
+Standard library only: the supervisor imports this module too. Not typing: it costs
+the helper's start 3 ms (re, enum, contextlib), and every proxy-mode go waits for that
+start; the tuples are collections.namedtuple's, typed for mypy alone.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
+    class _Listen(NamedTuple):
+        name: str
+        address: str
+        port: int
+        kind: str = "tcp"
+        optional: bool = False
+
+    class _Job(NamedTuple):
+        pid: int
+        net_inode: int
+        listen: tuple[Listen, ...] = ()
+else:
+    _Listen = namedtuple("_Listen", "name address port kind optional",
+                         defaults=("tcp", False))
+    _Job = namedtuple("_Job", "pid net_inode listen", defaults=((),))
 
 # Inside the sandbox's network namespace, on 127.0.0.1. Fixed, since the sandbox's
 # environment names them before the helper exists (bwrap is given it at spawn).
@@ -36,28 +58,22 @@ MAX_MESSAGE = 65536
 MAX_LISTENERS = 200  # below SCM_MAX_FD (253) descriptors in one message
 
 
-class Listen(NamedTuple):
-    """One listener to make inside: `kind` tcp or udp; an `optional` one is left out
-    where its address is not there (::1 without IPv6)."""
+class Listen(_Listen):
+    """One listener to make inside (`name`, `address`, `port`): `kind` tcp or udp; an
+    `optional` one is left out where its address is not there (::1 without IPv6)."""
 
-    name: str
-    address: str
-    port: int
-    kind: str = "tcp"
-    optional: bool = False
+    __slots__ = ()
 
 
-class Job(NamedTuple):
-    """What the helper joins and what it makes there.
+class Job(_Job):
+    """What the helper joins and what it makes there (`listen`).
 
     `pid` is bwrap's pid-1 reaper (its `child-pid`), which is in every namespace of the
     sandbox; `net_inode` the inode bwrap reported for its network namespace, checked
     against what /proc/PID/ns/net opens, so a reused pid is never joined.
     """
 
-    pid: int
-    net_inode: int
-    listen: tuple[Listen, ...] = ()
+    __slots__ = ()
 
     def encode(self) -> bytes:
         return json.dumps({"pid": self.pid, "net_inode": self.net_inode,

@@ -12,11 +12,10 @@ own documented baseline and is not asked about.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from typing import Any, NamedTuple
 
-from .errors import SandboxError
+from .errors import NotAllowedError, SandboxError
 from .grants import Snapshot
 from .netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
 from .spec import DEFAULT_SPEC_NAME
@@ -35,6 +34,9 @@ def _ask(text: str) -> bool:
         tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return False
+    from .home_places import look_again
+
+    look_again()  # the answer may take minutes: the plan looks at home's places anew
     try:
         shown = "".join(f"  {line}\n" for line in text.splitlines())
         os.write(tty, ("lnk-sandbox: this spec was not allowed before. It would allow:\n"
@@ -52,22 +54,23 @@ def _ask(text: str) -> bool:
 
 
 def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
-    """Remembered, or asked now, or `yes`: else SandboxError saying how to allow it."""
+    """Remembered, or asked now, or `yes`: else NotAllowedError saying how to allow it."""
     if snapshot.source == DEFAULT_SPEC_NAME:
         return
-    from .describe import describe, render
     from .permissions import remember, remembered
 
     if remembered(snapshot):
-        return
+        return  # the description (dataclasses, inspect: 8 ms) only for asking or --yes
+    from .describe import describe, render
+
     text = render(describe(snapshot))
     interactive = sys.stdin.isatty() and os.path.exists("/dev/tty")
     if yes or (interactive and _ask(text)):
         remember(snapshot, text)
         return
     if interactive:
-        raise SandboxError("not allowed: the sandbox was not started")
-    raise SandboxError(
+        raise NotAllowedError("not allowed: the sandbox was not started")
+    raise NotAllowedError(
         f"the spec {snapshot.source} was not allowed before, and there is no terminal "
         "to ask on",
         hint="run it once at a terminal to be asked, read `lnk sandbox describe --spec "
@@ -86,14 +89,16 @@ def run(command: list[str], *, spec: str | None = None, yes: bool = False,
     which the command and everything it started are killed (124).
     """
     from .deadline import check_timeout
+    from .home_places import found_once
     from .run import run_snapshot
     from .stages import snapshot_for
 
     timeout = check_timeout(timeout)
-    snapshot = snapshot_for(spec)
-    ensure_allowed(snapshot, yes=yes)
-    return run_snapshot(snapshot, command, report=report,
-                        decide=_decide(decide_fd, decide_timeout), timeout=timeout)
+    with found_once():  # resolving and planning look at home's places once
+        snapshot = snapshot_for(spec)
+        ensure_allowed(snapshot, yes=yes)
+        return run_snapshot(snapshot, command, report=report,
+                            decide=_decide(decide_fd, decide_timeout), timeout=timeout)
 
 
 def learn(command: list[str], *, spec: str | None = None, yes: bool = False
@@ -125,6 +130,8 @@ def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
     else:
         ensure_allowed(snapshot, yes=yes)
     key = save_snapshot(snapshot)
+    import shlex
+
     launcher = program or _launcher()
     return Wrapped(key, shlex.join([launcher, "exec", key, "--", *command]))
 

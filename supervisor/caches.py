@@ -10,19 +10,20 @@ where the spec names one): `$LNK_HOME/caches/spec-HASH/NAME` or `.../agent-NAME/
 hidden from every sandbox like the rest of `$LNK_HOME`. The person's own folder at that
 path is never opened: inside, the private one is mounted over it.
 
-A cache is a folder in home (`~/...`), never one of home's places that run as the
-person (`~/.config`, `~/.local/bin`, `~/.gitconfig`, a PATH folder: home_places.py)
-nor a folder holding one: what is kept there would run in the next sandbox, whatever
-that one is allowed. Nor inside or around a grant the spec writes or reads: the spec
-would then say two things of one folder.
+A cache is a folder in home (`~/...`). What one run leaves in it the next runs of its
+scope may run, as any tool's cache works (a wheel, npx's packages): the scope bounds it,
+and the person's own folders are never reached. It is never one of home's places that
+run as the person (`~/.config`, `~/.gitconfig`, a PATH folder: home_places.py), nor
+inside one (`~/.claude/x`), nor a folder holding a holder, whose files run whatever
+reads them (`~/.cargo` holds `~/.cargo/bin`): kept there, they would run in every later
+sandbox of the scope, whatever program it starts. Nor inside or around a grant the spec
+writes or reads: the spec would then say two things of one folder.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import NamedTuple
-from urllib.parse import quote
 
 CACHES = "caches"
 
@@ -44,12 +45,16 @@ def scope(source: str, agent: str | None) -> str:
     resolved path (editing the spec keeps its caches)."""
     if agent:
         return f"agent-{agent}"
+    import hashlib  # loaded for a spec with caches only: OpenSSL's costs every start 2 ms
+
     digest = hashlib.sha256(os.path.realpath(source).encode("utf-8", "surrogateescape"))
     return f"spec-{digest.hexdigest()[:16]}"
 
 
 def store_for(lnk_home: str, source: str, agent: str | None, name: str) -> str:
     """The folder of lnk-sandbox's own holding the cache `name` (`~/.npm`)."""
+    from urllib.parse import quote  # with ipaddress, 2 ms a start that names no cache
+
     return os.path.join(lnk_home, CACHES, scope(source, agent), quote(name, safe=""))
 
 

@@ -9,7 +9,8 @@ resolved again) and the command's stdin, stdout and stderr the child's own.
 
 The request is one JSON object read from the descriptor named by the first argument:
 `snapshot` (its JSON), `argv`, `timeout`, `cwd`, `tmp`, `env` (pairs, set last), `file`
-(a FileOp, or null), `report` (a path in `$LNK_HOME` for the refusals); the third
+(a FileOp, or null), `report` (a path in `$LNK_HOME` for the refusals), `decide` (the
+decider's fd, passed on, and timeout, or null); the third
 argument is the harness's pid, whose end ends the run. The result is
 one JSON object written to the descriptor named by the second: `status`, `timed_out`,
 `exec_errno`, and `error` (the SandboxError's class, message, hint and, for a spec's,
@@ -21,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from typing import Any
 
 from .errors import SandboxError, SpecError
@@ -60,9 +60,16 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     cwd = request.get("cwd")
     if cwd is None and is_macos() and os.path.isdir(snapshot.cwd):
         os.chdir(snapshot.cwd)  # sandbox-exec starts where its parent is
+    decide = None
+    if request.get("decide"):
+        from .netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
+
+        timeout = request["decide"]["timeout"]
+        decide = Decide(int(request["decide"]["fd"]),
+                        DEFAULT_DECIDE_TIMEOUT if timeout is None else float(timeout))
     ended = launch_snapshot(snapshot, list(request["argv"]), report=request.get("report"),
                             timeout=request.get("timeout"), cwd=cwd,
-                            tmp=request.get("tmp"), file_op=file_op)
+                            tmp=request.get("tmp"), file_op=file_op, decide=decide)
     return {"status": ended.status, "timed_out": ended.timed_out,
             "exec_errno": ended.exec_errno, "error": None}
 
@@ -74,11 +81,12 @@ def _end_with(parent: int) -> None:
     once set, since the parent may be gone already."""
     if is_macos():
         return  # macOS has none: a harness killed outright leaves its run to finish
-    import ctypes
     import signal
 
+    from inner.syscalls import libc
+
     pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    libc().prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -98,6 +106,8 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         result["status"] = 128 + 2
     except Exception as err:  # a bug of lnk-sandbox's: said, and a SandboxError there
+        import traceback  # (with tokenize and textwrap: 2 ms of every call's start)
+
         traceback.print_exc()
         result["error"] = _error(SandboxError(f"lnk-sandbox failed: {err!r}"))
     data = json.dumps(result).encode()

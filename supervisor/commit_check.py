@@ -54,16 +54,10 @@ import stat
 from typing import Any
 
 from .commit_git import HELD, OPERATIONS, git_roots, linked_worktrees, operation_names
-from .dotfiles import (
-    GIT_DIR_METADATA,
-    GIT_METADATA,
-    WORKTREE_GITDIR,
-    GitDirs,
-    git_dirs,
-    index_gitlinks,
-)
+from .dotfiles import GIT_DIR_METADATA, GIT_METADATA, WORKTREE_GITDIR
 from .errors import SandboxError
 from .events import say
+from .git_repository import GitDirs, git_dirs, index_gitlinks
 from .grants import Snapshot
 from .host_walk import (
     digest,

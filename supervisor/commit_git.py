@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from .dotfiles import WORKTREE_GITDIR, GitDirs, index_gitlinks
+from .dotfiles import WORKTREE_GITDIR
+from .git_repository import GitDirs, index_gitlinks
 from .grants import is_within
 from .host_walk import open_below, open_folder, read_at
 

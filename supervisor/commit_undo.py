@@ -21,7 +21,7 @@ from .commit_git import (
     operation_names,
     run_git,
 )
-from .dotfiles import GitDirs
+from .git_repository import GitDirs
 from .grants import is_within
 from .host_walk import (
     MAX_DEPTH,

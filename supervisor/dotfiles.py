@@ -30,24 +30,22 @@ What is protected (the decision record, "A project's dot files"):
 Not protected: a project's build files (Makefile, package.json's scripts) and a dev
 container's settings, which run only when you build or open the project that way.
 
-Facts the parser follows (git's config.c, git-config(1)):
-- section and key names are case-insensitive, a `[section "sub"]` subsection is not; the
-  deprecated `[section.sub]` form lowercases the subsection;
-- a value runs to the end of the line or a `#`/`;` outside quotes; `\\` `\\"` `\\n`
-  `\\t` `\\b` are escapes, a backslash at the end of a line continues it; a key with no
-  `=` is boolean true; an include that is missing is silently ignored by git (so a
-  sandbox could make it: it is held like a missing dot folder); includes nest at most
-  10 deep;
-- a `.git` file must start with the exact 8 bytes `gitdir: `; a relative path is
-  relative to the file's folder; `commondir` is relative to the git directory.
+git's settings are parsed by git_config.py, its index read by git_index.py, a checkout's
+git directories found by git_repository.py. Facts the analysis follows (git's config.c):
+an include that is missing is silently ignored by git (so a sandbox could make it: it is
+held like a missing dot folder); includes nest at most 10 deep.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from .git_config import parse_git_config, person_git_configs
+from .git_index import gitlinks
+from .git_repository import read_gitfile
+from .host_walk import lstat_kind, read_small
 
 if TYPE_CHECKING:
     from .home_places import Place
@@ -64,8 +62,9 @@ TOP_FOLDERS: tuple[tuple[str, str], ...] = (
 )
 GIT_REASON = "git runs its settings and hooks on any git command"
 ENVRC_REASON = "direnv runs it when you cd into the folder, once allowed"
-BARE_REASON = ("with HEAD, objects/ and refs/ here git takes the folder itself for a "
-               "bare repository, and runs its settings on any git command in it or below")
+BARE_REASON = ("with HEAD, objects/ and refs/ here (or where a commondir here points) git "
+               "takes the folder itself for a bare repository, and runs its settings on any "
+               "git command in it or below")
 COMMIT_REASON = "files.commit leaves it read-only"
 
 # What git reads in a git directory to decide what to run or where its settings are
@@ -98,9 +97,7 @@ WORKTREE_GITDIR: tuple[str, Kind, str] = (
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
 MAX_SUBMODULES = 1000  # gitlinks followed in all, nested ones too
-MAX_INDEX_SIZE = 256 << 20  # a git index read for its gitlinks: what a huge repository's is
 _STUB_READ_LIMIT = 64 * 1024
-_GITFILE_PREFIX = b"gitdir: "
 
 # lefthook's loader: the first existing name wins, extension by extension (loader.go).
 LEFTHOOK_EXTENSIONS = (".yml", ".yaml", ".json", ".jsonc", ".toml")
@@ -151,113 +148,7 @@ class DotFiles(NamedTuple):
     protected: tuple[Protected, ...]
 
 
-# --- git's config files -------------------------------------------------------------------
-
-
-_SECTION = r'\s*\[\s*([A-Za-z0-9.-]+)\s*(?:"((?:[^"\\\n]|\\.)*)")?\s*\]'
-_KEY = r"\s*([A-Za-z][A-Za-z0-9-]*)\s*(=?)"
-_UNESCAPE = r"\\(.)"
-_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
-
-
-def parse_git_config(text: str) -> list[tuple[str, str | None]]:
-    """Every `section[.subsection].key` and value in a git config file, in order.
-
-    Names are as git reports them (section and key lowercased, subsection kept); a
-    value of None is a key without `=`. A line git would refuse is skipped, and the
-    rest still read: finding more than git does only ever protects more.
-    """
-    # Compiled here, not at import: only a start in a repository pays for it (re caches).
-    section_re, key_re, unescape_re = (re.compile(_SECTION), re.compile(_KEY),
-                                       re.compile(_UNESCAPE))
-    entries: list[tuple[str, str | None]] = []
-    section = ""
-    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        index += 1
-        header = section_re.match(line)
-        if header:
-            name, sub = header.group(1), header.group(2)
-            if sub is not None:
-                section = name.lower() + "." + unescape_re.sub(r"\1", sub)
-            elif "." in name:
-                head, _, tail = name.partition(".")
-                section = f"{head.lower()}.{tail.lower()}"
-            else:
-                section = name.lower()
-            line = line[header.end():]
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#;":
-            continue
-        key = key_re.match(line)
-        if not key or not section:
-            continue
-        rest = line[key.end():]
-        if not key.group(2):
-            if rest.strip() and rest.strip()[0] not in "#;":
-                continue  # `key junk`: git refuses the line
-            entries.append((f"{section}.{key.group(1).lower()}", None))
-            continue
-        value, index = _value(rest, lines, index)
-        entries.append((f"{section}.{key.group(1).lower()}", value))
-    return entries
-
-
-def _value(rest: str, lines: list[str], index: int) -> tuple[str, int]:
-    """A value from `rest` on, following continuation lines; (value, next line index)."""
-    out: list[str] = []
-    spaces = ""
-    quoted = False
-    text = rest.lstrip(" \t")
-    position = 0
-    while True:
-        if position >= len(text):
-            break
-        char = text[position]
-        position += 1
-        if char == "\\":
-            if position >= len(text):  # a backslash at the end: the value goes on
-                if index >= len(lines):
-                    break
-                text, position = lines[index], 0
-                index += 1
-                continue
-            escaped = text[position]
-            position += 1
-            out.append(spaces + _ESCAPES.get(escaped, escaped))
-            spaces = ""
-            continue
-        if char == '"':
-            quoted = not quoted
-            out.append(spaces)
-            spaces = ""
-            continue
-        if not quoted and char in "#;":
-            break
-        if not quoted and char in " \t\v\f\r":
-            if any(out):
-                spaces += " "  # each blank after the value began is one space to git
-            continue
-        out.append(spaces + char)
-        spaces = ""
-    return "".join(out), index
-
-
 # --- paths --------------------------------------------------------------------------------
-
-
-def _lstat_kind(path: str) -> Literal["file", "folder", "link", "missing", "other"]:
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return "missing"
-    if stat.S_ISLNK(mode):
-        return "link"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    return "file" if stat.S_ISREG(mode) else "other"
 
 
 def _walk(path: str, start: str) -> tuple[str | None, str | None]:
@@ -267,7 +158,7 @@ def _walk(path: str, start: str) -> tuple[str | None, str | None]:
     current = start
     for part in rest.split("/") if rest else []:
         current = os.path.join(current, part)
-        kind = _lstat_kind(current)
+        kind = lstat_kind(current)
         if kind == "link":
             return current, None
         if kind == "missing":
@@ -319,9 +210,9 @@ class _Analysis:
         start = self.top if _within(name, self.top) else "/"
         link, missing = _walk(name, start)
         path = os.path.realpath(name) if link else name
-        exists = missing is None and _lstat_kind(path) != "missing"
+        exists = missing is None and lstat_kind(path) != "missing"
         if link is None and exists:
-            kind = "folder" if _lstat_kind(path) == "folder" else "file"
+            kind = "folder" if lstat_kind(path) == "folder" else "file"
         placeholder = missing if hold and not exists and link is None else None
         above: tuple[str, ...] = ()
         if parents and placeholder is not None and placeholder != name:
@@ -357,10 +248,10 @@ class _Analysis:
         whole all the same: a repository made at the top would run its settings.
         """
         dot_git = os.path.join(worktree, ".git")
-        kind = _lstat_kind(dot_git)
+        kind = lstat_kind(dot_git)
         if kind == "file":
             self.add(dot_git, "file", f"{label}.git (a gitdir: file): {GIT_REASON}")
-            target = _read_gitfile(dot_git)
+            target = read_gitfile(dot_git)
             if target is None:
                 return None
             git_dir = os.path.normpath(os.path.join(worktree, target))
@@ -375,7 +266,7 @@ class _Analysis:
             git_dir = dot_git
         git_dir = os.path.realpath(git_dir)
         common_dir = git_dir
-        common = _read_small(os.path.join(git_dir, "commondir"))
+        common = read_small(os.path.join(git_dir, "commondir"))
         if common is not None and common.strip():
             text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
             named = os.path.normpath(os.path.join(git_dir, text))
@@ -411,7 +302,7 @@ class _Analysis:
             linked = []
         for name in linked:
             folder = os.path.join(common_dir, "worktrees", name)
-            if _lstat_kind(folder) != "folder":
+            if lstat_kind(folder) != "folder":
                 continue
             for file, kind, why, content in GIT_DIR_METADATA:
                 self.add(os.path.join(folder, file), kind,
@@ -480,9 +371,9 @@ class _Analysis:
         repository already, what git reads there to run anything is protected.
         """
         head = os.path.join(self.top, "HEAD")
-        if _lstat_kind(os.path.join(self.top, "objects")) == "folder" and \
-                _lstat_kind(os.path.join(self.top, "refs")) == "folder" and \
-                _lstat_kind(head) == "file":
+        if lstat_kind(os.path.join(self.top, "objects")) == "folder" and \
+                lstat_kind(os.path.join(self.top, "refs")) == "folder" and \
+                lstat_kind(head) == "file":
             self.commit, commit = True, self.commit
             try:
                 self.git_metadata(self.top, self.top, "the bare repository at the top: ")
@@ -491,9 +382,12 @@ class _Analysis:
             if not commit:
                 self.add(head, "file", BARE_REASON)
             return
+        # commondir moves where is_git_directory looks for objects/ and refs/: held
+        # holding ".", the folder itself (git dies on an empty one).
+        self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON, content=b".")
         for name in ("refs", "objects"):
             path = os.path.join(self.top, name)
-            if _lstat_kind(path) == "missing":
+            if lstat_kind(path) == "missing":
                 self.add(path, "file", BARE_REASON)
                 return
         self.add(head, "file", BARE_REASON)
@@ -510,14 +404,14 @@ class _Analysis:
         sha256 = False
         files = [os.path.join(repository.common_dir, "config"),
                  os.path.join(repository.git_dir, "config.worktree"),
-                 *_person_git_configs(self.home)]
+                 *person_git_configs(self.home)]
         seen: set[str] = set()
         pending = [(path, 0) for path in files]
         while pending:
             config, depth = pending.pop(0)
             if depth > MAX_INCLUDE_DEPTH:
                 continue
-            data = _read_small(config, limit=1 << 20)  # first: most named files are missing
+            data = read_small(config, limit=1 << 20)  # first: most named files are missing
             if data is None:
                 continue
             real = os.path.realpath(config)
@@ -567,7 +461,7 @@ class _Analysis:
         """
         if depth >= MAX_INCLUDE_DEPTH:
             return
-        for path in _gitlinks(os.path.join(repository.git_dir, "index"), sha256):
+        for path in gitlinks(os.path.join(repository.git_dir, "index"), sha256):
             if self.submodules_seen >= MAX_SUBMODULES:
                 return
             self.submodules_seen += 1
@@ -596,7 +490,7 @@ class _Analysis:
             for name in names:
                 if name.endswith(".sample"):
                     continue
-                data = _read_small(os.path.join(folder, name), limit=_STUB_READ_LIMIT)
+                data = read_small(os.path.join(folder, name), limit=_STUB_READ_LIMIT)
                 if data is None:
                     continue
                 if b"File generated by pre-commit" in data:
@@ -635,12 +529,12 @@ class _Analysis:
         reason = f"lefthook's settings: its stub {stub} runs the hooks they list"
         order = [os.path.join(worktree, name + ext)
                  for ext in LEFTHOOK_EXTENSIONS for name in names]
-        first = next((i for i, path in enumerate(order) if _lstat_kind(path) != "missing"),
+        first = next((i for i, path in enumerate(order) if lstat_kind(path) != "missing"),
                      None)
         for i, path in enumerate(order):
             if first is None and i > 0:
                 break  # none there: the first name, held, comes before every other
-            if first is None or i <= first or _lstat_kind(path) != "missing":
+            if first is None or i <= first or lstat_kind(path) != "missing":
                 self.add(path, "file", reason)
 
 
@@ -698,244 +592,6 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
             if path is not None:
                 named.append(path)
     return named
-
-
-def _person_git_configs(home: str) -> list[str]:
-    """The person's own settings files git reads in every repository: the system's and
-    the global ones (each name git may use, whichever it uses: protecting more is safe)."""
-    files = [os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    for path in (os.environ.get("GIT_CONFIG_GLOBAL"), xdg and os.path.join(xdg, "git/config"),
-                 os.path.join(home, ".config/git/config"), os.path.join(home, ".gitconfig")):
-        if path and path not in files and path != "/dev/null":
-            files.append(path)
-    return files
-
-
-_GITLINK = 0o160000
-_GITLINK_BYTES = _GITLINK.to_bytes(4, "big")  # the mode as the index stores it
-
-
-def _gitlinks(index: str, sha256: bool) -> list[str]:
-    """The paths of the gitlinks (submodules) in a git index file, read as git reads it.
-
-    The index format (gitformat-index, and read-cache.c's create_from_disk, which is
-    what counts): "DIRC", version 2-4, the entry count; each entry 40 bytes of stat data
-    (the mode at offset 24), the object name, 16 bits of flags whose low 12 bits are the
-    name's length (0xFFF: longer, then up to a NUL), 16 more when the extended bit is set
-    (in any version: git does not check), then the name: in versions 2 and 3 that many
-    bytes, the entry padded to a multiple of 8 whatever the padding holds; in version 4
-    a varint of bytes to strip from the previous name and the rest, NUL-terminated. A
-    split index keeps the rest of its entries in the `sharedindex.<name>` file its
-    "link" extension names: both are read. Without the gitlink mode anywhere in the file
-    (the common case) nothing is parsed. A file that does not parse yields what was read
-    before the fault: git refuses such an index too, and runs nothing in a submodule.
-
-    After a run the index is listed by git itself (commit_check.py); this reader serves
-    the start, where finding more than git would only protects more.
-    """
-    data = _read_small(index, limit=MAX_INDEX_SIZE)
-    if data is None:
-        return []
-    oid = 32 if sha256 else 20
-    if data[:4] != b"DIRC" or (_GITLINK_BYTES not in data and not _may_split(data, oid)):
-        return []
-    found: list[str] = []
-    try:
-        version = int.from_bytes(data[4:8], "big")
-        count = int.from_bytes(data[8:12], "big")
-        if version not in (2, 3, 4):
-            return []
-        position, previous = 12, b""
-        for _ in range(count):
-            path, size = _index_entry(data, position, oid, version, previous)
-            if position + size > len(data) - oid:
-                raise IndexError("an entry past the end")
-            mode = int.from_bytes(data[position + 24:position + 28], "big")
-            position += size
-            previous = path
-            if mode & 0o170000 == _GITLINK:
-                found.append(os.fsdecode(path.split(b"\0", 1)[0]))
-        shared = _shared_index(data, position, oid)
-    except (IndexError, ValueError):
-        return found
-    if shared:
-        found.extend(_gitlinks(os.path.join(os.path.dirname(index), shared), sha256))
-    return found
-
-
-_NAME_MASK, _EXTENDED = 0x0FFF, 0x4000
-
-
-def _index_entry(data: bytes, position: int, oid: int, version: int, previous: bytes
-                 ) -> tuple[bytes, int]:
-    """One entry's name and its size on disk, as read-cache.c's create_from_disk reads
-    them (ValueError or IndexError where git would die)."""
-    flags_at = position + 40 + oid
-    if flags_at + 2 > len(data):
-        raise IndexError("a truncated entry")
-    flags = int.from_bytes(data[flags_at:flags_at + 2], "big")
-    length = flags & _NAME_MASK
-    name_at = flags_at + (4 if flags & _EXTENDED else 2)
-    if version == 4:
-        strip, name_at = _varint(data, name_at)
-        if position != 12 and strip > len(previous):
-            raise ValueError("a name that strips more than the previous one has")
-        kept = len(previous) - strip if position != 12 else 0
-        if length == _NAME_MASK:
-            length = data.index(b"\0", name_at) - name_at + kept
-        if length < kept:
-            raise ValueError("a name shorter than what it keeps")
-        rest = data[name_at:name_at + length - kept]
-        return previous[:kept] + rest, name_at - position + length + 1 - kept
-    if length == _NAME_MASK:
-        length = data.index(b"\0", name_at) - name_at
-    name = data[name_at:name_at + length]
-    fixed = 40 + oid + (4 if flags & _EXTENDED else 2)
-    return name, (fixed + length + 8) & ~7
-
-
-def _may_split(data: bytes, oid: int) -> bool:
-    """Whether a "link" extension header may be in the index: the signature followed
-    by a size that fits (a path holding "link" is followed by text, a size far too
-    big). Never False for a split index; rarely True for another."""
-    at = data.find(b"link", 12)
-    while at != -1:
-        size = int.from_bytes(data[at + 4:at + 8], "big")
-        if oid <= size <= len(data) - at - 8:
-            return True
-        at = data.find(b"link", at + 1)
-    return False
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    """git's offset varint (varint.c); (value, the position after it)."""
-    byte = data[position]
-    position += 1
-    value = byte & 0x7F
-    while byte & 0x80:
-        value += 1
-        byte = data[position]
-        position += 1
-        value = (value << 7) + (byte & 0x7F)
-    return value, position
-
-
-def _shared_index(data: bytes, position: int, oid: int) -> str | None:
-    """The `sharedindex.<name>` file a split index's "link" extension names, if any."""
-    end = len(data) - oid  # the trailing checksum
-    while position + 8 <= end:
-        signature = data[position:position + 4]
-        size = int.from_bytes(data[position + 4:position + 8], "big")
-        if signature == b"link":
-            name = data[position + 8:position + 8 + oid]
-            if len(name) == oid and any(name):
-                return "sharedindex." + name.hex()
-            return None
-        position += 8 + size
-    return None
-
-
-def _read_small(path: str, limit: int = 4096) -> bytes | None:
-    """A regular file's first `limit` bytes, or None (missing, a folder, unreadable).
-
-    What is read here lies where an earlier sandbox could write, and the reader may be
-    root: so the path is first opened O_PATH (which opens nothing: no device is armed,
-    no pipe waited on), and only a regular file is opened again to be read, through
-    that very descriptor. (macOS has no O_PATH: there a non-blocking open, then fstat.)"""
-    try:
-        fd = _open_regular(path)
-    except OSError:
-        return None
-    if fd is None:
-        return None
-    try:
-        chunks = []
-        while limit > 0:
-            chunk = os.read(fd, min(limit, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            limit -= len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _open_regular(path: str) -> int | None:
-    """A read descriptor of `path` when it is a regular file, else None."""
-    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
-    o_path = getattr(os, "O_PATH", 0)
-    if not o_path:
-        fd = os.open(path, flags)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-        return fd
-    where = os.open(path, o_path | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(where).st_mode):
-            return None
-        return os.open(f"/proc/self/fd/{where}", flags)
-    finally:
-        os.close(where)
-
-
-def _read_gitfile(path: str) -> str | None:
-    data = _read_small(path)
-    if data is None or not data.startswith(_GITFILE_PREFIX):
-        return None
-    text = data[len(_GITFILE_PREFIX):].split(b"\n", 1)[0].rstrip(b"\r")
-    return text.decode("utf-8", "surrogateescape") or None
-
-
-class GitDirs(NamedTuple):
-    """Where the repository checked out at a top keeps its state, links resolved."""
-
-    git_dir: str  # HEAD, the index, the state of an operation in progress
-    common_dir: str  # objects, refs, logs, settings, hooks, linked worktrees
-    sha256: bool  # extensions.objectformat = sha256: object names are 32 bytes
-
-
-def git_dirs(top: str) -> GitDirs | None:
-    """The git directories of `top`'s repository (a .git folder, a `gitdir:` file, or
-    `top` itself a bare repository), found as the analysis finds them; None without one.
-    Reads files only, never through a link at the last component."""
-    dot_git = os.path.join(top, ".git")
-    kind = _lstat_kind(dot_git)
-    if kind == "file":
-        target = _read_gitfile(dot_git)
-        if target is None:
-            return None
-        git_dir = os.path.realpath(os.path.join(top, target))
-    elif kind == "folder":
-        git_dir = dot_git
-    elif _lstat_kind(os.path.join(top, "objects")) == "folder" and \
-            _lstat_kind(os.path.join(top, "refs")) == "folder" and \
-            _lstat_kind(os.path.join(top, "HEAD")) == "file":
-        git_dir = top
-    else:
-        return None
-    if _lstat_kind(git_dir) != "folder":
-        return None
-    common_dir = git_dir
-    common = _read_small(os.path.join(git_dir, "commondir"))
-    if common is not None and common.strip():
-        text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
-        common_dir = os.path.realpath(os.path.join(git_dir, text))
-    sha256 = False
-    config = _read_small(os.path.join(common_dir, "config"), limit=1 << 20)
-    if config is not None:
-        sha256 = any(key == "extensions.objectformat" and (value or "").lower() == "sha256"
-                     for key, value in parse_git_config(config.decode("utf-8", "replace")))
-    return GitDirs(git_dir, common_dir, sha256)
-
-
-def index_gitlinks(dirs: GitDirs) -> list[str]:
-    """The gitlinks in the repository's index, read as git reads it (see _gitlinks)."""
-    return _gitlinks(os.path.join(dirs.git_dir, "index"), dirs.sha256)
 
 
 def analyze(top: str, *, home: str, commit: bool = False,

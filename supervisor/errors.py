@@ -69,3 +69,9 @@ class ConfinementError(SandboxError):
 
 class HelperError(SandboxError):
     """The network helper or the exec watch was lost or failed mid-run."""
+
+
+class NotAllowedError(SandboxError):
+    """The person did not allow the spec: they said no, or there was no terminal to ask
+    on and no `yes`, or a saved command's permission is gone. Not a fault: a harness
+    tells it from a failure by its class, and asks its person again."""

@@ -137,7 +137,13 @@ class EventLog:
                 "here on are only said here")
 
     def close(self) -> None:
+        """Close the report; say once how many refusals went past the bound, which are
+        neither kept nor in the report, so whoever reads it knows it is not whole."""
         with self._lock:
             if self._report is not None:
                 os.close(self._report)
                 self._report = None
+            dropped, self.dropped = self.dropped, 0
+        if dropped and not self._quiet:
+            say(f"{dropped} more refusals were not kept or reported (at most {MAX_EVENTS} "
+                "a run)")

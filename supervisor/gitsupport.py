@@ -31,7 +31,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from .dotfiles import _person_git_configs, _read_small, parse_git_config
+from .git_config import parse_git_config, person_git_configs
+from .host_walk import read_small
 
 if TYPE_CHECKING:
     from .grants import Snapshot
@@ -75,7 +76,7 @@ class Identity(NamedTuple):
 
 def _entries(path: str, home: str, depth: int = 0) -> Iterator[tuple[str, str | None, str]]:
     """(key, value, file) of a settings file, unconditional includes followed in place."""
-    data = _read_small(path, 1 << 20)
+    data = read_small(path, 1 << 20)
     if data is None or depth > MAX_INCLUDES:
         return
     for key, value in parse_git_config(data.decode("utf-8", "replace")):
@@ -110,7 +111,7 @@ def read_identity(home: str) -> Identity:
     git's order: a later value wins), read without running git."""
     name = email = None
     included: list[tuple[str, str | None, str | None]] = []
-    for path in _person_git_configs(home)[1:]:  # the system's is read inside anyway
+    for path in person_git_configs(home)[1:]:  # the system's is read inside anyway
         for key, value, found_in in _entries(path, home):
             if key == "user.name":
                 name = value
@@ -252,7 +253,7 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
     if is_macos() or "GIT_CONFIG_GLOBAL" in snapshot.env_keep or any(
             name == "GIT_CONFIG_GLOBAL" for name, _ in snapshot.env_assign):
         return None
-    configs = _person_git_configs(snapshot.home)[1:]  # the system's is read inside anyway
+    configs = person_git_configs(snapshot.home)[1:]  # the system's is read inside anyway
     if any(seen(path, snapshot.grants, LINUX_SYSTEM_FOLDERS) for path in configs):
         return None
     identity = read_identity(snapshot.home)

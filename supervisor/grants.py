@@ -398,7 +398,15 @@ class _Resolver:
             for home in dict.fromkeys((self.context.home, self.home_real)):
                 for place, where in ((p, w) for p in home_places(home)
                                      for w in dict.fromkeys((p.path, p.real))):
-                    if is_within(where, path) or is_within(path, where):
+                    # A cache is a tool's store of downloads (wheels, npx's packages):
+                    # what one run leaves there the next runs of its scope may run,
+                    # as a tool's own cache works, and the person's folder is never
+                    # touched. Refused: a place itself, a cache holding a folder whose
+                    # files run whatever reads them (a holder: ~/.local/bin, PATH), or
+                    # inside a place (~/.config/x); a tool's code cache inside it
+                    # (~/.npm/_npx) and a cache inside a holder (~/.cache/pip) are not.
+                    if where == path or (is_within(where, path) and place.holder) or (
+                            is_within(path, where) and not place.holder):
                         how = ("is" if where == path else "holds"
                                if is_within(where, path) else "is inside")
                         raise self.error(

@@ -32,8 +32,10 @@ Facts this follows:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
 from .platform import is_macos
@@ -247,12 +249,49 @@ def relative_path_gap(path_env: str) -> str | None:
             "node_modules/.bin by themselves)")
 
 
+# The places found within `found_once`, by home and PATH; None outside it.
+_found: dict[tuple[str, str], tuple[Place, ...]] | None = None
+
+
+@contextlib.contextmanager
+def found_once() -> Iterator[None]:
+    """Within it, each home's places are found once: a command line's start asks for
+    them when resolving and again when planning, milliseconds apart (each look costs 2
+    to 6 ms, more with a long PATH). Outside it every call looks again, so a process
+    that makes many snapshots (a harness) never uses what an earlier one found; and
+    `look_again` ends the reuse where a start waits (on a person's answer)."""
+    global _found
+    outer = _found
+    _found = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _found = outer
+
+
+def look_again() -> None:
+    """What was found so far within `found_once` is looked for again when next asked."""
+    if _found is not None:
+        _found.clear()
+
+
 def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
     """The table's places for this home, every PATH folder as a holder, and the
     installations PATH's commands run from as places; each with its links resolved.
 
     `path_env` is PATH as the person's tools see it (this process's by default).
     """
+    key = (os.path.normpath(home), os.environ.get("PATH", "") if path_env is None
+           else path_env)
+    if _found is not None and key in _found:
+        return _found[key]
+    places = _home_places(*key)
+    if _found is not None:
+        _found[key] = places
+    return places
+
+
+def _home_places(home: str, path_env: str) -> tuple[Place, ...]:
     from .runs_as_you import HOME_PLACES
 
     resolver = _Resolver()
@@ -269,7 +308,7 @@ def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
     for entry in HOME_PLACES:
         add(os.path.normpath(home + entry.name[1:]), entry.name, entry.kind, entry.what,
             holder=entry.holder, instead=entry.instead)
-    folders = path_folders(os.environ.get("PATH", "") if path_env is None else path_env)
+    folders = path_folders(path_env)
     for folder in folders:
         if folder != home:
             add(folder, _shown(folder, home), "folder", "a folder of your PATH: any file "

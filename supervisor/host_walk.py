@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any
+from typing import Any, Literal
 
 MAX_DEPTH = 64  # folders deeper than this are not walked (git makes none so deep)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -278,3 +278,63 @@ def allow_owner(parent: int, name: str, *, folder: bool = True) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def lstat_kind(path: str) -> Literal["file", "folder", "link", "missing", "other"]:
+    """What is at `path` itself, a link not followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def read_small(path: str, limit: int = 4096) -> bytes | None:
+    """A regular file's first `limit` bytes, or None (missing, a folder, unreadable).
+
+    What is read here lies where an earlier sandbox could write, and the reader may be
+    root: so the path is first opened O_PATH (which opens nothing: no device is armed,
+    no pipe waited on), and only a regular file is opened again to be read, through
+    that very descriptor. (macOS has no O_PATH: there a non-blocking open, then fstat.)"""
+    try:
+        fd = _open_regular(path)
+    except OSError:
+        return None
+    if fd is None:
+        return None
+    try:
+        chunks = []
+        while limit > 0:
+            chunk = os.read(fd, min(limit, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            limit -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: str) -> int | None:
+    """A read descriptor of `path` when it is a regular file, else None."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+    o_path = getattr(os, "O_PATH", 0)
+    if not o_path:
+        fd = os.open(path, flags)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return fd
+    where = os.open(path, o_path | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(where).st_mode):
+            return None
+        return os.open(f"/proc/self/fd/{where}", flags)
+    finally:
+        os.close(where)

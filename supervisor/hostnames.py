@@ -111,26 +111,32 @@ def _as_network(text: str) -> str:
     return str(network)
 
 
-def _split_port(text: str) -> tuple[str, int | None]:
+def split_host_port(text: str) -> tuple[str, str | None]:
+    """`host:port` or `[v6]:port` (the port optional) into the host, an IPv6 literal's
+    brackets dropped, and the port as written (None when no colon asks for one). An IPv6
+    address without brackets is all host: the spec's lists take one, a request line's
+    caller refuses it. ValueError for brackets left open or followed by other than
+    `:PORT`. The spec's patterns and the proxy's requests both split here."""
     if text.startswith("["):
         close = text.find("]")
         if close < 0:
-            raise HostPatternError("an IPv6 address in brackets lacks its ']'")
-        host, rest = text[: close + 1], text[close + 1 :]
+            raise ValueError("an IPv6 address in brackets lacks its ']'")
+        host, rest = text[1:close], text[close + 1:]
         if not rest:
             return host, None
         if not rest.startswith(":"):
-            raise HostPatternError("only ':PORT' may follow a bracketed address")
-        return host, _parse_port(rest[1:])
+            raise ValueError("only ':PORT' may follow a bracketed address")
+        return host, rest[1:]
     if text.count(":") == 1:
         host, _, port = text.partition(":")
-        return host, _parse_port(port)
+        return host, port
     return text, None
 
 
-def _parse_port(text: str) -> int:
+def parse_port(text: str) -> int:
+    """A port's number; ValueError unless it is one from 1 to 65535."""
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise HostPatternError(f"port {text!r} is not a number from 1 to 65535")
+        raise ValueError(f"port {text!r} is not a number from 1 to 65535")
     return int(text)
 
 
@@ -159,7 +165,11 @@ def parse_host_pattern(text: str, *, deny: bool = False) -> HostPattern:
         raise HostPatternError("a pattern must be a non-empty name without spaces")
     if "://" in text:
         raise HostPatternError(_url_hint(text))
-    host, port = _split_port(text)
+    try:
+        host, port_text = split_host_port(text)
+        port = None if port_text is None else parse_port(port_text)
+    except ValueError as err:
+        raise HostPatternError(str(err)) from None
     bare = normalize_host(host)
     if "/" in bare:
         network = _as_network(bare)

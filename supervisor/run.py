@@ -15,16 +15,10 @@ from .errors import SandboxError
 from .grants import Snapshot
 from .netpolicy import Decide
 from .platform import is_macos
-from .policy import Context, Policy, effective_policy
 from .run_types import Ended, FileOp
-from .spec import Spec
 
 if TYPE_CHECKING:
     from .commit_check import CommitCheck
-
-
-def policy_for(spec: Spec, context: Context | None = None) -> Policy:
-    return effective_policy(spec, context or Context.current())
 
 
 def require_caches_here(snapshot: Snapshot) -> None:

@@ -630,6 +630,8 @@ CREDENTIALS: tuple[Credential, ...] = (
     Credential("~/.config/gh", "GitHub CLI", "hosts.yml with the OAuth token when no "
                "keyring is used",
                "https://cli.github.com/manual/gh_help_environment", "any"),
+    Credential("~/.config/glab-cli", "GitLab CLI", "config.yml with each host's token",
+               "https://docs.gitlab.com/cli/configuration/", "any"),
     Credential("~/.git-credentials", "git credential store", "passwords and tokens in "
                "plain text", "https://git-scm.com/docs/git-credential-store#FILES", "any"),
     Credential("~/.config/git/credentials", "git credential store", "the XDG place of "

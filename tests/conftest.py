@@ -6,6 +6,7 @@ Markers (each probes the real thing, once per session):
 - requires_landlock(abi=N): the kernel offers Landlock at ABI N or newer;
 - requires_seccomp_notify: seccomp user notification works here;
 - requires_root: the tests run as root;
+- requires_git: git is installed (the tests compare what lnk reads with git's own answer);
 - requires_memfd_noexec_seal: memfd_create takes MFD_NOEXEC_SEAL (and MFD_EXEC), so the
   exec watch can make sealed memory files (without it they are refused under a list).
 
@@ -31,17 +32,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support import capabilities as caps
+from support.capabilities import missing
 from support.sandbox import Sandbox, Who
-
-MUST_RUN = os.environ.get("CI", "").lower() == "true" or os.environ.get("LNK_MUST_RUN") == "1"
-
-
-def missing(reason: str) -> None:
-    """Skip for a missing capability, or fail where every capability must be there."""
-    if MUST_RUN:
-        pytest.fail(f"capability missing where it must be present (CI): {reason}",
-                    pytrace=False)
-    pytest.skip(reason)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -50,6 +42,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         "requires_userns": caps.userns_problem,
         "requires_seccomp_notify": caps.notify_problem,
         "requires_memfd_noexec_seal": caps.memfd_noexec_seal_problem,
+        "requires_git": caps.git_problem,
     }
     for marker in item.iter_markers():
         if marker.name in probes and (reason := probes[marker.name]()):
@@ -82,7 +75,7 @@ def landlock(request: pytest.FixtureRequest) -> bool:
     """With Landlock, and with its syscalls answering ENOSYS as a kernel without it."""
     if request.param == "landlock" and caps.landlock_abi() < 1:
         missing("the kernel has no Landlock")
-    return request.param == "landlock"
+    return str(request.param) == "landlock"
 
 
 @pytest.fixture

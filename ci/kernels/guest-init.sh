@@ -15,6 +15,8 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mountpoint -q /sys/kernel/security || mount -t securityfs securityfs /sys/kernel/security
+# cgroup v2, as systemd mounts it on a Debian 12 boot: root's runs get cgroups of their own.
+mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ln -sf /proc/self/fd /dev/fd 2>/dev/null
 chmod 1777 /tmp
 hostname lnk-kernels

@@ -26,6 +26,13 @@ WRITE = (
     "refer",
 )
 RUN = ("execute", "read_file")
+# /proc keeps write_file under Landlock: a process writes its own entries there (glibc
+# and JITs name their threads through /proc/self/task/N/comm, browsers and runtimes set
+# their oom_score_adj), and those paths name pids Landlock cannot tell from the global
+# files beside them; rights add up below a rule, so none could narrow it for one file.
+# The global files are closed by their mounts instead: every global folder and
+# writable file of /proc is bound read-only over itself (procfs.py), which no Landlock
+# right reopens (tests/attacks/test_root_mode.py walks them all).
 PROC = ("read_file", "read_dir", "write_file")
 DEV = ("read_file", "read_dir", "write_file", "ioctl_dev")
 

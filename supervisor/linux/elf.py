@@ -52,15 +52,3 @@ def interpreter_of(path: str) -> str | None:
         return None
     return None
 
-
-def script_interpreter(path: str) -> str | None:
-    """The program a `#!` line names, or None when the file is not a script."""
-    try:
-        with open(path, "rb") as handle:
-            line = handle.readline(256)
-    except OSError:
-        return None
-    if not line.startswith(b"#!"):
-        return None
-    words = line[2:].strip().split()
-    return words[0].decode("utf-8", "surrogateescape") if words else None

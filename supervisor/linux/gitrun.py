@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import tempfile
 from typing import NamedTuple
 
 from ..events import say
@@ -72,6 +70,8 @@ class GitRun(NamedTuple):
         try:
             return _made(folder, inside, ops, env, watched=watched)
         except BaseException:
+            import shutil
+
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
@@ -120,6 +120,9 @@ def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
     if _is_folder(folder):
         return _used(folder)
     _prune(base)
+    import shutil
+    import tempfile
+
     made = tempfile.mkdtemp(prefix="identity-new-", dir=base)
     try:
         os.chmod(made, 0o755)  # run by root, the sandbox reads it as a uid of its own
@@ -143,6 +146,8 @@ def _stored_file(lnk_home: str, data: bytes) -> str:
     if _is_regular(path):
         return _used(path)
     _prune(base)
+    import tempfile
+
     fd, made = tempfile.mkstemp(prefix="exclude-new-", dir=base)
     try:
         os.write(fd, data)
@@ -218,9 +223,9 @@ def _excludes(snapshot: Snapshot, plan: LaunchPlan, tops: list[Grant]
         exclude = os.path.join(git, "info", "exclude")
         if not held or not _is_regular(exclude):
             continue
-        from ..dotfiles import _read_small
+        from ..host_walk import read_small
 
-        original = _read_small(exclude, 1 << 20) or b""
+        original = read_small(exclude, 1 << 20) or b""
         found.append((exclude, exclude_text(
             original, [os.path.relpath(path, top.target) for path in held])))
     return found

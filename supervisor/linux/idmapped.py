@@ -42,6 +42,9 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
+from inner.seccomp import CLONE_NEWNS, CLONE_NEWUSER
+from inner.syscalls import libc
+
 from ..errors import LaunchError
 
 if TYPE_CHECKING:
@@ -61,8 +64,6 @@ _AT_RECURSIVE = 0x8000
 _MOVE_MOUNT_F_EMPTY_PATH = 0x4
 _MOVE_MOUNT_T_EMPTY_PATH = 0x40
 _MOUNT_ATTR_IDMAP = 0x00100000
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUSER = 0x10000000
 _MS_REC = 0x4000
 _MS_SLAVE = 0x80000
 _MS_NOSUID = 0x2
@@ -72,21 +73,12 @@ _MS_NODEV = 0x4
 # no spawn needs (bwrap itself mounts its work tmpfs on /tmp, so not there).
 STAGING = "/run"
 
-_libc: ctypes.CDLL | None = None
 _userns_fd: int | None = None
-
-
-def _lib() -> ctypes.CDLL:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-    return _libc
 
 
 def _call(number: int, *args: int | bytes | ctypes.Array[ctypes.c_char]) -> int:
     wrapped = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
-    result = int(_lib().syscall(ctypes.c_long(number), *wrapped))
+    result = int(libc().syscall(ctypes.c_long(number), *wrapped))
     if result == -1:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
@@ -107,7 +99,7 @@ def mapping_namespace() -> int:
         try:
             os.close(ready_read)
             os.close(done_write)
-            code = 0 if _lib().unshare(_CLONE_NEWUSER) == 0 else 1
+            code = 0 if libc().unshare(CLONE_NEWUSER) == 0 else 1
             os.write(ready_write, bytes([code]))
             os.read(done_read, 1)
         finally:
@@ -190,8 +182,8 @@ class PrivateMounts:
     def enter(self) -> None:
         """A private namespace (a slave of the host's: nothing done here reaches it), a
         tmpfs at STAGING in it, and each copy attached there under its number."""
-        lib = _lib()
-        if lib.unshare(_CLONE_NEWNS) != 0:
+        lib = libc()
+        if lib.unshare(CLONE_NEWNS) != 0:
             err = ctypes.get_errno()
             raise LaunchError(f"root mode could not make a private mount namespace: "
                               f"{os.strerror(err)}", errno=err)
@@ -220,7 +212,7 @@ class PrivateMounts:
         if self.closed:
             return
         if self.entered:
-            if _lib().setns(self.home, _CLONE_NEWNS) != 0:  # os.setns is Python 3.12's
+            if libc().setns(self.home, CLONE_NEWNS) != 0:  # os.setns is Python 3.12's
                 err = ctypes.get_errno()
                 raise LaunchError(f"root mode could not leave its private mount "
                                   f"namespace: {os.strerror(err)}", errno=err)

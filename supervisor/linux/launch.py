@@ -26,6 +26,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from ..errors import LaunchError
+from ..signal_forwarding import FORWARDED
 from ..terminal import foreground_terminal, give_terminal
 from .bwrap import BwrapInfo, bwrap_args
 from .pinning import LinkInPath, PinnedPath, pin
@@ -34,8 +35,6 @@ from .plan import LaunchPlan
 if TYPE_CHECKING:
     from .cgroups import RunCgroups
     from .idmapped import PrivateMounts
-
-_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class Launched:
@@ -195,7 +194,7 @@ def spawn(
             args = [program, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}",
                     "--clear-groups", "--", *args]
         terminal = foreground_terminal()
-        saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _FORWARDED}
+        saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in FORWARDED}
         try:
             if private is not None:
                 private.enter()

@@ -15,12 +15,18 @@ Facts:
 - bwrap's `--json-status-fd` gives `{"child-pid": N, "net-namespace": INODE, ...}` once
   the sandbox exists, and `{"exit-code": N}` when it ends. The first line is read a byte
   at a time, so the exit line stays in the pipe for `Supervision.finish`.
-- The helper is spawned from the main thread, which runs the event loop for the whole
-  run: its PR_SET_PDEATHSIG follows the thread that forked it. It is spawned when the
-  run's network is opened, before bwrap, so that its interpreter's start overlaps bwrap's
-  and the inner's; it is handed its job (the sandbox to join) once bwrap reports the
-  sandbox. It gets a process group of its own, so a signal meant for the supervisor's
-  group reaches the target (through the supervisor) and not the helper.
+- The helper is spawned from the main thread, which lives for the whole run: its
+  PR_SET_PDEATHSIG follows the thread that forked it. It is spawned when the run's
+  network is opened, before bwrap, so that its interpreter's start overlaps bwrap's and
+  the inner's; it is handed its job (the sandbox to join) by the status thread as soon
+  as bwrap reports the sandbox, and its listeners come back before that thread sends
+  the go (`hand_off`). It gets a process group of its own, so a signal meant for the
+  supervisor's group reaches the target (through the supervisor) and not the helper.
+- A listener the helper made takes connections (the kernel completes the handshake, a
+  datagram waits in its buffer) before anything accepts them: the proxy and its event
+  loop are loaded when one is readable (`wake_fds`), not before the go, so a command that
+  never connects never loads them, and the first connection waits for them instead of
+  every start (issue 21).
 - A listening socket keeps the network namespace it was made in: the supervisor accepts
   on the helper's, from its own namespace, and the connection is the sandbox's.
 - A path socket is reached through the file system, whatever the network namespace:
@@ -72,6 +78,17 @@ RESOLV_CONF = "/etc/resolv.conf"
 # proxy's resolv.conf comes from: each run makes a folder of its own for it.
 PLAN_SOURCE = "<the run's private folder>/resolv.conf"
 READY_TIMEOUT = 30.0
+
+
+def helper_boot() -> str:
+    """The helper's entry: its package beside this supervisor's (the same checkout, never
+    another installation's), run with -I -S, since it imports the standard library only:
+    no site, no .pth file of the environment runs on the way (3 ms of its start)."""
+    from ..installation import inner_source
+
+    root = os.path.dirname(inner_source())
+    return (f"import sys;sys.path.insert(0,{root!r});"
+            "from netns_helper.main import main;main()")
 
 
 def proxy_environment() -> dict[str, str]:
@@ -155,9 +172,9 @@ class NetworkRun:
     """The run's network beyond bwrap's namespaces: the proxy (proxy mode), forwarded
     and exposed ports, and the helper that joins the sandbox for them.
 
-    `go` is set once the helper's listeners are the supervisor's; the inner's go waits on
-    it, so the target never starts before its way out is there. A helper that fails to
-    start, or dies before the sandbox ends, ends the run with status 125
+    The inner's go waits for `hand_off`, which makes the helper's listeners the
+    supervisor's, so the target never starts before its way out is there. A helper that
+    fails to start, or dies before the sandbox ends, ends the run with status 125
     (`Supervision.fail`).
     """
 
@@ -169,7 +186,9 @@ class NetworkRun:
         self.gate: Gate | None = None
         self.folder = folder
         self.exposed = exposed
-        self.go = threading.Event()
+        self.handed: dict[str, list[socket.socket]] | None = None
+        self.handed_off = threading.Event()  # hand_off is over, whatever came of it
+        self._net_inode: int | None = None
         self.helper_pid: int | None = None
         self._helper_pidfd: int | None = None
         self._reaper_pidfd: int | None = None
@@ -226,6 +245,13 @@ class NetworkRun:
         lists = NetworkLists.from_texts(self.snapshot.network_allow,
                                         self.snapshot.network.deny)
         self.gate = Gate(lists, Resolver.from_environment(), self.events, decider)
+        if self._net_inode is not None:
+            from .peers import describe_peer, pid_of_peer
+
+            self.gate.find_pid = functools.partial(pid_of_peer, self._net_inode)
+            if self.gate.decider is not None:
+                self.gate.decider.describe_peer = functools.partial(describe_peer,
+                                                                    self._net_inode)
 
     def listeners(self) -> tuple[Listen, ...]:
         """What the helper makes inside: the proxy's, then each forwarded port's."""
@@ -241,10 +267,22 @@ class NetworkRun:
         return tuple(wanted)
 
     def served(self) -> Served:
-        """What `supervise` runs in its loop for the network, and the go it waits for."""
+        """What `supervise` needs: the service, the hand-off before the go, and the fds
+        whose readiness needs the service."""
         from .supervise import Served
 
-        return Served(self.service, self.go)
+        return Served(self.service, self.hand_off, self.wake_fds)
+
+    def wake_fds(self) -> list[int]:
+        """What the service is needed for once readable: a listener (a connection or a
+        datagram waits), the helper's pidfd (it died); none once the sandbox ended."""
+        if self._reaper_pidfd is not None and _readable(self._reaper_pidfd):
+            return []  # the sandbox ended: the helper goes with it, nothing is served
+        fds = [s.fileno() for sockets in (self.handed or {}).values() for s in sockets]
+        fds += [s.fileno() for sockets in self.exposed.values() for s in sockets]
+        if self._helper_pidfd is not None and self.handed_off.is_set():
+            fds.append(self._helper_pidfd)
+        return fds
 
     def resolv_conf(self) -> str:
         """The sandbox's resolv.conf in this run's own folder (proxy mode), which the plan
@@ -258,11 +296,11 @@ class NetworkRun:
         self._ctl_lock = anyio.Lock()
         try:
             self._open_gate()
+            if not self.handed_off.is_set():  # an exposed port's connection came first
+                await anyio.to_thread.run_sync(self.handed_off.wait, abandon_on_cancel=True)
             async with anyio.create_task_group() as group:
-                handed = await self._start(supervision)
-                if handed is not None:
-                    self.go.set()
-                    group.start_soon(self._serve, handed)
+                if self.handed is not None:
+                    group.start_soon(self._serve, self.handed)
                     await self._keep_helper()
                 group.cancel_scope.cancel()
         except BaseExceptionGroup as group_error:
@@ -280,12 +318,20 @@ class NetworkRun:
         finally:
             self._stop_helper()
 
-    async def _start(self, supervision: Supervision) -> dict[str, list[socket.socket]] | None:
-        """Hand the helper its job; the listeners it made, by name (None: the sandbox
-        ended first, and finish() says why)."""
-        import anyio
+    def hand_off(self, supervision: Supervision) -> bool:
+        """Hand the helper its job and take the listeners it made (`handed`), in the
+        status thread before the go; HelperError when it failed. False, and no go, when
+        the sandbox ended first (finish() says why)."""
+        try:
+            self.handed = self._hand_off(supervision.launched.json_status,
+                                         supervision.launched.pidfd)
+        finally:
+            self.handed_off.set()
+        supervision.poke()  # wait_sync watches the listeners from now on
+        return self.handed is not None
 
-        status = await _read_status_line(supervision.launched.json_status)
+    def _hand_off(self, status_fd: int, bwrap: int) -> dict[str, list[socket.socket]] | None:
+        status = _read_status_line(status_fd)
         if status is None:
             return None  # bwrap ended before making the sandbox
         pid, net = status.get("child-pid"), status.get("net-namespace")
@@ -296,22 +342,19 @@ class NetworkRun:
             self._reaper_pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             return None
-        if self.gate is not None:
-            from .peers import describe_peer, pid_of_peer
-
-            self.gate.find_pid = functools.partial(pid_of_peer, net)
-            if self.gate.decider is not None:
-                self.gate.decider.describe_peer = functools.partial(describe_peer, net)
+        self._net_inode = net
         ctl = self._ctl
         assert ctl is not None
         ctl.send(Job(pid=pid, net_inode=net, listen=self.listeners()).encode())
-        with anyio.move_on_after(READY_TIMEOUT):
-            await anyio.wait_readable(ctl)
-        try:
-            message, fds = _receive(ctl)
-        except BlockingIOError:
+        import select
+
+        readable, _, _ = select.select([ctl.fileno(), bwrap], [], [], READY_TIMEOUT)
+        if ctl.fileno() not in readable:
+            if bwrap in readable:
+                return None  # the sandbox ended first (its own failure)
             raise HelperError(f"the network helper did not start within {READY_TIMEOUT:.0f} "
-                              "seconds") from None
+                              "seconds")
+        message, fds = _receive(ctl)
         if not message:
             raise HelperError(f"the network helper exited before it was ready "
                               f"({self._helper_status()})")
@@ -390,7 +433,7 @@ class NetworkRun:
         ctl, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             os.set_inheritable(child.fileno(), True)
-            argv = [sys.executable, "-I", "-m", "netns_helper", str(child.fileno()),
+            argv = [sys.executable, "-I", "-S", "-c", helper_boot(), str(child.fileno()),
                     str(os.getpid())]
             self.helper_pid = os.posix_spawn(
                 sys.executable, argv, {"LANG": "C.UTF-8"}, setpgroup=0,
@@ -514,17 +557,15 @@ def _startup_error(reply: dict[str, Any]) -> HelperError:
                        errno=code if isinstance(code, int) else None)
 
 
-async def _read_status_line(fd: int) -> dict[str, Any] | None:
-    """bwrap's first --json-status-fd record, read a byte at a time; None at its end."""
-    import anyio
-
-    os.set_blocking(fd, False)
+def _read_status_line(fd: int) -> dict[str, Any] | None:
+    """bwrap's first --json-status-fd record, read a byte at a time (blocking: bwrap
+    writes it at once, or ends); None at its end."""
+    os.set_blocking(fd, True)
     line = b""
     while not line.endswith(b"\n"):
         try:
             byte = os.read(fd, 1)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
+        except InterruptedError:
             continue
         if not byte:
             return None

@@ -27,13 +27,14 @@ import fcntl
 import os
 import struct
 
+from inner.syscalls import libc
+
 NOTIF_RECV = 0xC0502100
 NOTIF_SEND = 0xC0182101
 NOTIF_ID_VALID = 0x40082102
 NOTIF_ADDFD = 0x40182103
 
 USER_NOTIF_FLAG_CONTINUE = 1
-ADDFD_FLAG_SETFD = 1
 ADDFD_FLAG_SEND = 2
 
 NOTIF_SIZE = 80
@@ -119,8 +120,7 @@ class MemoryReader:
     PAGE = 4096
 
     def __init__(self) -> None:
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._call = self._libc.process_vm_readv
+        self._call = libc().process_vm_readv
         self._call.restype = ctypes.c_ssize_t
         self._call.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p,
                                ctypes.c_ulong, ctypes.c_ulong)

@@ -16,6 +16,8 @@ import ctypes
 import os
 import struct
 
+from inner.syscalls import libc
+
 SYS_OPENAT2 = 437
 RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -23,18 +25,12 @@ RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 RESOLVE_IN_ROOT = 0x10
 
-_libc: ctypes.CDLL | None = None
-
 
 def openat2(dirfd: int, path: str, flags: int, resolve: int) -> int:
     """The new fd, or OSError with the kernel's errno."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
     how = ctypes.create_string_buffer(struct.pack("=QQQ", flags | os.O_CLOEXEC, 0, resolve))
-    fd = int(_libc.syscall(ctypes.c_long(SYS_OPENAT2), ctypes.c_long(dirfd),
-                           ctypes.c_char_p(os.fsencode(path)), how, ctypes.c_size_t(24)))
+    fd = int(libc().syscall(ctypes.c_long(SYS_OPENAT2), ctypes.c_long(dirfd),
+                          ctypes.c_char_p(os.fsencode(path)), how, ctypes.c_size_t(24)))
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), path)

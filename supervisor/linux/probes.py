@@ -15,12 +15,9 @@ import struct
 from collections.abc import Callable
 
 from inner import landlock, seccomp, syscalls
+from inner.seccomp import CLONE_NEWUSER, MFD_CLOEXEC, MFD_NOEXEC_SEAL
 
 from . import notify
-
-CLONE_NEWUSER = 0x10000000
-MFD_CLOEXEC = 0x1
-MFD_NOEXEC_SEAL = 0x8
 
 
 def landlock_abi() -> int:

@@ -196,6 +196,8 @@ def launch_and_supervise(
         relay = _relay_named_sockets(snapshot, plan)
         if relay is not None:
             plan = relay[0].plan(plan)
+        for note in plan.notes:  # what the plan could not do, said as macOS says its own
+            say(note)
         env = sandbox_environment(snapshot)
         env.update(git.env if git is not None else {})
         run_events = events

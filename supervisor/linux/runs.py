@@ -81,7 +81,9 @@ class RunList:
 def _locked(folder: PrivateFolder) -> Iterator[None]:
     """The runs folder, locked while an entry is made and locked or the dead ones ended:
     a start never sees another's new entry before it is locked."""
-    fd = os.dup(folder.fd)
+    # A new open file description: a lock belongs to one, and a dup of the folder's fd
+    # (held for the whole run) would keep the folder locked until the run ends.
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder.fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -1,11 +1,19 @@
 """Supervising a running bwrap: the status socket, signals, the exit status.
 
-The supervisor stays bwrap's parent for the whole run. It waits briefly without an event
-loop, since most tool commands end within milliseconds and anyio, asyncio and uvloop cost
-about 50 ms to import here; a command still running after that window is supervised under
-anyio for the rest of its run. Nothing decides less in one phase than in the other: the
+The supervisor stays bwrap's parent for the whole run. It waits without an event loop
+(select on bwrap's pidfd, the deadline's and the kill grace's timeouts, the signals'
+wakeup fd), however long the run lasts, until something needs its services: anyio,
+asyncio and uvloop cost 65 to 85 ms of CPU to import here (issue 21). The network's
+services (the proxy, forwarded and exposed ports) are needed once one of the fds they
+serve is readable (a connection waits, a datagram came: `wake`), or the helper died;
+from then on they run under anyio beside the same wait. A command that makes no
+connection never loads the loop. Nothing decides less in one way than in the other: the
 status socket is read by a thread from the start, and signals are forwarded by the same
 handlers in both.
+
+`prepare` runs in that thread before it reads the inner's first message: the network's
+hand-off to its helper, whose listeners the go waits for (the thread sends the go; none
+when `prepare` says the sandbox ended first).
 
 Signals: bwrap forwards none, and one that killed it would kill the target with it
 (die-with-parent). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the supervisor are passed
@@ -34,7 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from inner import protocol
 
 from ..deadline import TIMEOUT_STATUS, Deadline
-from ..errors import HelperError, LaunchError, SandboxError
+from ..errors import ConfinementError, HelperError, LaunchError, SandboxError
 from ..events import say
 from ..terminal import give_terminal
 from .launch import Launched
@@ -43,7 +51,6 @@ if TYPE_CHECKING:
     from .watch import ExecWatch
 
 KILL_GRACE = 10.0
-SYNC_WINDOW = 0.05
 
 # A task run in the loop beside the wait for bwrap (the network proxy and its helper);
 # cancelled when bwrap ends.
@@ -52,12 +59,15 @@ Service = Callable[["Supervision"], Coroutine[Any, Any, None]]
 
 class Served(NamedTuple):
     """What a part of the run served in the loop asks of `supervise` (the network: the
-    proxy, forwarded ports and their helper): `service`, run beside the wait, and `go`,
-    which the target's go waits for. A run with one is supervised in the loop at once,
-    since its service must start before the target does."""
+    proxy, forwarded and exposed ports, and their helper): `service`, run under anyio
+    beside the wait once it is needed; `prepare`, run in the status thread before the
+    go (the hand-off to the helper, whose listeners the go waits for; False when the
+    sandbox ended first: no go, ever); and `wake`, the fds whose readiness needs the
+    service (a connection waits, a datagram came, the helper died)."""
 
     service: Service
-    go: threading.Event
+    prepare: Callable[[Supervision], bool]
+    wake: Callable[[], Sequence[int]]
 
 
 class ExecFailure(NamedTuple):
@@ -105,6 +115,10 @@ class Supervision:
         self.killed = False
         self._pending: dict[int, float] = {}
         self._previous: dict[int, object] = {}
+        self._wake: int | None = None  # wait_sync's pipe: a signal handled wakes its wait
+        self._wake_lock = threading.RLock()  # the handler's (main thread) and poke's
+        self.prepare: Callable[[Supervision], bool] | None = None
+        self.wake: Callable[[], Sequence[int]] | None = None
         self._control = threading.Thread(target=self._read_status, name="lnk-status",
                                          daemon=True)
 
@@ -116,6 +130,17 @@ class Supervision:
         self._control.start()
 
     def _read_status(self) -> None:
+        if self.prepare is not None:
+            try:
+                if not self.prepare(self):
+                    return  # the sandbox ended first: no go, ever
+            except SandboxError as problem:
+                self.fail(problem)
+                return
+            except Exception as err:  # a bug of lnk-sandbox's: the run ends, said
+                self.fail(HelperError(f"the network's start failed: "
+                                      f"{type(err).__name__}: {err}"))
+                return
         sock = self.launched.status
         while True:
             try:
@@ -165,6 +190,18 @@ class Supervision:
 
     def _on_signal(self, sig: int, frame: FrameType | None) -> None:
         self.forward(sig)
+        # What forward() decided (a kill grace) is waited for from now: the handler may
+        # run after wait_sync computed its timeout, and this wakes it again.
+        self.poke()
+
+    def poke(self) -> None:
+        """Wake wait_sync to look again (a signal handled, new fds for `wake`)."""
+        with self._wake_lock:
+            if self._wake is not None:
+                try:
+                    os.write(self._wake, b"\0")
+                except OSError:
+                    pass  # full: it is awake already
 
     def forward(self, sig: int) -> None:
         """Pass a signal sent to the supervisor on to the sandbox's process group."""
@@ -226,18 +263,43 @@ class Supervision:
 
     # -- waiting -------------------------------------------------------------------------
 
-    def wait_briefly(self, window: float = SYNC_WINDOW) -> bool:
-        """Wait up to `window` seconds (never past the deadline) without an event loop;
-        True when bwrap ended."""
-        left = self.deadline.left()
-        end = time.monotonic() + (window if left is None else min(window, left))
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            readable, _, _ = select.select([self.launched.pidfd], [], [], left)
-            if readable:
-                return True
+    def wait_sync(self) -> bool:
+        """Wait without an event loop, acting on the deadline and the kill grace when
+        they come, until bwrap ends (False) or one of `wake`'s fds is readable (True:
+        the services are needed from now on).
+
+        The kernel may give a signal to any thread (the status thread blocks in recvmsg),
+        and Python runs its handler in the main thread only once that thread runs again:
+        the wakeup fd, written by the C-level handler whichever thread it ran on, ends the
+        select, and the handler's own write (_on_signal) wakes it again after whatever the
+        handler decided."""
+        read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        with self._wake_lock:
+            self._wake = write_end
+        try:
+            while True:
+                self.overdue()
+                woken = tuple(self.wake()) if self.wake is not None else ()
+                readable, _, _ = select.select([self.launched.pidfd, read_end, *woken], [],
+                                               [], self.time_left())
+                if self.launched.pidfd in readable:
+                    return False
+                if any(fd in readable for fd in woken) and self.wake is not None and \
+                        any(fd in readable for fd in self.wake()):
+                    return True  # (asked again: the sandbox may have ended meanwhile)
+                if read_end in readable:
+                    try:
+                        while os.read(read_end, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+        finally:
+            with self._wake_lock:
+                self._wake = None
+            signal.set_wakeup_fd(previous)
+            os.close(read_end)
+            os.close(write_end)
 
     async def wait_async(self) -> None:
         import anyio
@@ -278,7 +340,7 @@ class Supervision:
             return Outcome(125, problem=HelperError(
                 f"the exec watch failed mid-run, so the sandbox was ended: {watch_failure}"))
         if self.confinement_failure is not None:
-            return Outcome(125, problem=SandboxError(
+            return Outcome(125, problem=ConfinementError(
                 f"the sandbox could not be confined: {self.confinement_failure}"))
         if self.timed_out:
             return Outcome(TIMEOUT_STATUS, timed_out=True)
@@ -334,17 +396,20 @@ def supervise(
     served: Sequence[Served] = (),
     timeout: float | None = None,
 ) -> Outcome:
-    """Supervise until bwrap ends; enter anyio only for a run that lasts (or needs it).
+    """Supervise until bwrap ends; under anyio only once a service of `served` is
+    needed (one of its `wake` fds is readable).
 
-    Each of `served` has its service run in the loop beside the wait, and the go wait
-    for its event, added before the status socket is read; `timeout` (seconds, from
-    now) kills the whole tree when it is up (status 124).
+    Each of `served` has its `prepare` run in the status thread before the go, and its
+    service run in the loop beside the wait once needed; `timeout` (seconds, from now)
+    kills the whole tree when it is up (status 124).
     """
     supervision = Supervision(launched, watch_factory, [s.service for s in served], timeout)
-    supervision.go_conditions.extend(s.go for s in served)
+    if served:
+        supervision.prepare = lambda running: all(s.prepare(running) for s in served)
+        supervision.wake = lambda: [fd for s in served for fd in s.wake()]
     supervision.start()
     try:
-        if served or not supervision.wait_briefly():
+        if supervision.wait_sync():
             _run_loop(supervision)
     except BaseException:
         supervision.kill()

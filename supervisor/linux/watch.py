@@ -35,6 +35,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from inner.seccomp import MFD_CLOEXEC, MFD_EXEC, MFD_NOEXEC_SEAL
+
 from ..events import EventLog, Executed
 from . import notify
 from .openat2 import RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2
@@ -58,9 +60,6 @@ AT_FDCWD = -100
 # nothing); on this 2-CPU machine benchmarks/exec_watch.py measured 1 and 2 receivers at
 # about 50 us added per exec and 4 at 65 us, with 2 to 6% less throughput for all three.
 RECEIVERS = min(4, max(1, os.cpu_count() or 1))
-MFD_CLOEXEC = 0x1
-MFD_EXEC = 0x10
-MFD_NOEXEC_SEAL = 0x8
 _READABLE = select.POLLIN
 _GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
 

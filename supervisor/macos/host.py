@@ -27,6 +27,8 @@ import os
 import sys
 from collections.abc import Mapping
 
+from inner.syscalls import libc
+
 from ..grants import Snapshot
 from .profile import MacHost
 from .programs import Toolchain, companions
@@ -82,21 +84,11 @@ def mac_host(snapshot: Snapshot, *, temp: str | None, env: Mapping[str, str],
                    developer_dir=toolchain.developer_dir(env))
 
 
-_libc: ctypes.CDLL | None = None
-
-
-def _lib() -> ctypes.CDLL:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
-
-
 def sandboxed() -> bool:
     """Whether this process runs inside a Seatbelt sandbox already (False off a Mac)."""
     if sys.platform != "darwin":
         return False
-    check = _lib().sandbox_check
+    check = libc().sandbox_check
     check.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     check.restype = ctypes.c_int
     return int(check(os.getpid(), None, 0)) > 0
@@ -108,6 +100,6 @@ def boot_session() -> str:
         return "unknown"
     size = ctypes.c_size_t(64)
     buffer = ctypes.create_string_buffer(size.value)
-    if _lib().sysctlbyname(b"kern.bootsessionuuid", buffer, ctypes.byref(size), None, 0):
+    if libc().sysctlbyname(b"kern.bootsessionuuid", buffer, ctypes.byref(size), None, 0):
         return "unknown"
     return buffer.value.decode("ascii", "replace") or "unknown"

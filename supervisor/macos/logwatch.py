@@ -38,6 +38,8 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
+from inner.syscalls import libc
+
 from ..events import EventLog, Executed
 from .logparse import Report, parse_record
 
@@ -107,15 +109,11 @@ def _proc_facts(pid: int) -> tuple[int, int] | None:
 # (at 100) [U: the layout read from the header, not run here].
 _PROC_PIDTBSDINFO = 3
 _BSDINFO_SIZE = 136
-_libc: ctypes.CDLL | None = None
 
 
 def _darwin_facts(pid: int) -> tuple[int, int] | None:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
     buffer = ctypes.create_string_buffer(_BSDINFO_SIZE)
-    size = _libc.proc_pidinfo(ctypes.c_int(pid), ctypes.c_int(_PROC_PIDTBSDINFO),
+    size = libc().proc_pidinfo(ctypes.c_int(pid), ctypes.c_int(_PROC_PIDTBSDINFO),
                               ctypes.c_uint64(0), buffer, ctypes.c_int(_BSDINFO_SIZE))
     if size != _BSDINFO_SIZE:
         return None

@@ -39,7 +39,6 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 from ..deadline import TIMEOUT_STATUS, Deadline, timed_out_message
@@ -51,6 +50,7 @@ from ..host_files import open_report
 from ..installation import inner_source, interpreter
 from ..netpolicy import Decide
 from ..run_types import Ended, FileOp
+from ..signal_forwarding import SignalForwarding
 from ..terminal import foreground_terminal, give_terminal
 from .environment import sandbox_environment
 from .host import boot_session, mac_host, sandboxed
@@ -69,9 +69,7 @@ from .programs import Toolchain, runs_instead
 if TYPE_CHECKING:
     from .proxy import MacProxy
 
-KILL_GRACE = 10.0
 WAITID = hasattr(os, "waitid")  # not on macOS before Python 3.13
-_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 TEMP_NAME = "the run's own temp folder (TMPDIR)"
 PLAN_PROXY_PORTS = (3128, 1080)
@@ -174,20 +172,11 @@ class _Child:
                               hint="sandbox-exec ships with macOS at /usr/bin/sandbox-exec"
                               ) from None
         self.status: int | None = None
-        self.deadline: float | None = None
-        self.pending: set[int] = set()
-        self.previous = {sig: signal.signal(sig, self._on_signal) for sig in _FORWARDED}
+        self.signals = SignalForwarding(self.pid, self.kill)
+        self.signals.install()
         if self.terminal is not None:
             give_terminal(self.terminal, self.pid)
             self._signal_group(signal.SIGCONT)  # stopped if it read the terminal before
-
-    def _on_signal(self, sig: int, frame: FrameType | None) -> None:
-        self._signal_group(sig)
-        if sig in (signal.SIGTERM, signal.SIGHUP):
-            if sig in self.pending:
-                self.kill()
-            self.pending.add(sig)
-            self.deadline = time.monotonic() + KILL_GRACE
 
     def _signal_group(self, sig: int) -> None:
         try:
@@ -218,9 +207,7 @@ class _Child:
         if self.status is None:
             if not self.timed_out and self.run_deadline.passed():
                 self.time_out()
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                self.deadline = None
-                self.kill()
+            self.signals.overdue()
             if WAITID:
                 ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
                 if ended is not None and ended.si_pid == self.pid:
@@ -268,8 +255,7 @@ class _Child:
         if self.status is None:
             self.kill()
             _, self.status = os.waitpid(self.pid, 0)
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
+        self.signals.restore()
         if self.terminal is not None:
             give_terminal(self.terminal, os.getpgrp())
 

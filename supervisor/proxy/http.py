@@ -21,6 +21,7 @@ import anyio
 import anyio.abc
 import h11
 
+from ..hostnames import parse_port, split_host_port
 from .relay import relay, relay_one_way
 from .streams import CHUNK, RawStream
 from .upstream import Gate, Refused, Unreachable
@@ -231,28 +232,19 @@ def _end_to_end(headers: list[tuple[bytes, bytes]] | h11._headers.Headers) -> li
 
 def split_authority(text: str, *, default: int | None) -> tuple[str, int]:
     """`host:port` or `[v6]:port` into its parts; BadRequest when malformed."""
-    host, port_text = text, ""
-    if text.startswith("["):
-        close = text.find("]")
-        if close < 0:
-            raise BadRequest(f"{text!r}: an IPv6 address lacks its ']'")
-        host, rest = text[1:close], text[close + 1:]
-        if rest and not rest.startswith(":"):
-            raise BadRequest(f"{text!r} is not host:port")
-        port_text = rest[1:]
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-    elif ":" in text:
-        raise BadRequest(f"{text!r}: put an IPv6 address in brackets")
-    if not host:
-        raise BadRequest("no host given")
-    if not port_text:
+    try:
+        host, port_text = split_host_port(text)
+        if ":" in host and not text.startswith("["):
+            raise ValueError("put an IPv6 address in brackets")
+        if not host:
+            raise ValueError("no host given")
+        if port_text:
+            return host, parse_port(port_text)
         if default is None:
-            raise BadRequest(f"{text!r} names no port")
+            raise ValueError("no port given")
         return host, default
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise BadRequest(f"port {port_text!r} is not a number from 1 to 65535")
-    return host, int(port_text)
+    except ValueError as err:
+        raise BadRequest(f"{text!r}: {err}") from None
 
 
 async def _next_event(conn: h11.Connection, stream: anyio.abc.ByteStream) -> object:

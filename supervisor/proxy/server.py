@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from ..events import say
 from .streams import RawStream, serve_listener
 from .upstream import Gate
 
@@ -43,6 +44,10 @@ def handler(kind: str) -> Handler:
 # (its exec watch needs some too).
 MAX_CONNECTIONS = 512
 
+# How a connection ends when its client or its server goes away: no fault of the proxy's.
+_ENDED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
+          TimeoutError, OSError)
+
 
 class ProxyServer:
     """One run's proxy: `serve(listeners)` under anyio until cancelled."""
@@ -50,6 +55,7 @@ class ProxyServer:
     def __init__(self, gate: Gate):
         self.gate = gate
         self.connections = 0
+        self.faults: set[str] = set()
 
     async def serve(self, listeners: Mapping[str, Sequence[socket.socket]]) -> None:
         """Serve every listener (by kind) until cancelled; the decider's task too."""
@@ -77,8 +83,16 @@ class ProxyServer:
                     if not found:
                         found.append(handler(kind))
                     await found[0](stream, self.gate)
-                except Exception:
-                    pass
+                except _ENDED:
+                    pass  # a side went away mid-exchange: that connection's own end
+                except Exception as err:
+                    # A fault of the proxy's own: this connection ends, the others and
+                    # the run go on, and it is said once per kind of fault.
+                    fault = f"{kind}: {type(err).__name__}"
+                    if fault not in self.faults:
+                        self.faults.add(fault)
+                        say(f"the proxy's {kind} connection failed ({type(err).__name__}: "
+                            f"{err}); the sandbox's other connections go on")
                 finally:
                     self.connections -= 1
             finally:

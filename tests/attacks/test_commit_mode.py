@@ -27,12 +27,12 @@ import errno
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from support.git_host import attack, host_git, make_repository, markers, payload, ran
+from support.processes import descendants, wait_gone
 from support.sandbox import LNK, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -441,17 +441,13 @@ def test_a_run_killed_before_its_end_is_checked_at_the_next_start(sandbox: Sandb
     assert lnk.stdout is not None
     try:
         assert lnk.stdout.readline().strip() == "PLANTED"
+        tree = descendants(lnk.pid)
         os.kill(lnk.pid, signal.SIGKILL)
         lnk.wait(timeout=30)
     finally:
         lnk.stdout.close()
     assert os.path.islink(sandbox.project / ".git" / "COMMIT_EDITMSG")
-    for _ in range(100):  # bwrap ends with its parent
-        if not any(Path(f"/proc/{p}/cmdline").exists() and b"sleep\x0060" in
-                   Path(f"/proc/{p}/cmdline").read_bytes()
-                   for p in os.listdir("/proc") if p.isdigit()):
-            break
-        time.sleep(0.1)
+    assert not wait_gone(tree), "bwrap ends with its parent"
     elsewhere = sandbox.base / "elsewhere"
     elsewhere.mkdir()
     sandbox.chown(elsewhere)

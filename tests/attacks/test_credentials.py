@@ -126,12 +126,26 @@ def test_a_stale_socket_in_a_written_folder_stays_removable(sandbox: Sandbox) ->
     assert not stale.exists()
 
 
+def test_where_the_walk_stopped_is_said_at_launch(sandbox: Sandbox) -> None:
+    """A plan's notes (what it could not do) are said on stderr when it runs, as the
+    macOS profile's are, not only by `lnk sandbox plan`."""
+    from supervisor.linux.sockets import MAX_FOLDERS
+
+    for number in range(MAX_FOLDERS + 10):  # the folders in a grant are walked, one level
+        (sandbox.home / f"d{number:04}").mkdir()
+    sandbox.chown()
+    done = sandbox.run("/bin/true", spec=READ_HOME)
+    assert done.returncode == 0, done
+    assert "lnk-sandbox: path sockets: the walk of the granted folders stopped" in done.stderr
+
+
 # -- files: the table, and the name rule -------------------------------------------------------
 
 # The red team's finds with read = ["~"] (issue 13), each in the table now.
 TABLE_FILES = (
     ".kaggle/kaggle.json", ".config/containers/auth.json", ".s3cfg", ".boto",
-    ".databrickscfg", ".dbt/profiles.yml", ".pulumi/credentials.json",
+    ".config/glab-cli/config.yml", ".databrickscfg", ".dbt/profiles.yml",
+    ".pulumi/credentials.json",
     ".config/configstore/firebase-tools.json", ".gitcookies", ".huggingface/token",
     ".config/pip/pip.conf", ".viminfo", ".local/state/nvim/shada/main.shada",
     ".android/adbkey", ".subversion/auth/svn.simple/x", ".zsh_history", ".m2/settings.xml",

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 LAUNCHES = int(os.environ.get("LNK_FAULT_LAUNCHES", "200"))
 
 
-def _alive_with(marker: str, *, exclude: set[int] = frozenset()) -> set[int]:
+def _alive_with(marker: str, *, exclude: frozenset[int] = frozenset()) -> set[int]:
     """Processes of the host (not zombies) whose command line holds `marker`."""
     found = set()
     for entry in Path("/proc").iterdir():

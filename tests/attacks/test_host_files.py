@@ -62,7 +62,9 @@ def test_the_report_does_not_follow_a_link_an_earlier_run_planted(sandbox: Sandb
     marker = sandbox.base / "payload-ran"
     payload = base64.b64encode(f"touch {marker}".encode()).decode()
     program = f"{sandbox.project}/build/x$(echo {payload}|base64 -d|sh)"
-    spec = '[files]\nwrite = ["./build"]\n[commands]\nprograms = ["sh", "cp"]\n'
+    # The project is read ("."): a run must start in a folder it sees, and this one is
+    # refused for its report, before it starts.
+    spec = '[files]\nread = ["."]\nwrite = ["./build"]\n[commands]\nprograms = ["sh", "cp"]\n'
     command = ("/bin/sh", "-c", f"echo STARTED; cp /usr/bin/true '{program}' && '{program}'; "
                "true")
     done = sandbox.lnk("run", "--report", "out/report.jsonl", "--", *command, spec=spec)
@@ -110,7 +112,7 @@ def test_what_an_earlier_run_planted_at_the_report_path_is_refused(
     script, report, says = PLANTS[plant]
     _plant(sandbox, script.format(victim=victim))
     done = sandbox.lnk("run", "--report", report, "--", "/bin/echo", "RAN", timeout=30,
-                       spec='[files]\nwrite = ["./build"]\n')
+                       spec='[files]\nread = ["."]\nwrite = ["./build"]\n')
     assert done.returncode == 125, done
     assert "RAN" not in done.stdout
     assert says.format(project=sandbox.project) in done.stderr, done.stderr

@@ -261,10 +261,12 @@ def test_the_socket_relay_serves_a_bounded_number_of_connections(
             threading.Thread(target=echo, args=(conn,), daemon=True).start()
 
     threading.Thread(target=serve, daemon=True).start()
-    spec = root_sandbox.write_spec(f'[network]\nunix = ["{path}"]\n')
+    spec_text = f'[files]\nread = ["."]\n[network]\nunix = ["{path}"]\n'
+    spec = root_sandbox.write_spec(spec_text)
     command = [LNK, "sandbox", "run", "--yes", "--spec", str(spec), "--",
                PYTHON_INSIDE, "-c", RELAY_FLOOD, str(path)]
-    with subprocess.Popen(command, cwd=root_sandbox.project, env=root_sandbox.env(),
+    with subprocess.Popen(command, cwd=root_sandbox.working_directory(spec_text),
+                          env=root_sandbox.env(),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
         assert run.stdout is not None
         lines = []

@@ -64,7 +64,9 @@ def test_a_grant_swapped_for_a_link_during_launches(sandbox: Sandbox) -> None:
         swapper.join()
     assert swaps > 0
     assert list(decoy.iterdir()) == []  # never the new place
-    assert 0 in outcomes or 125 in outcomes
+    # The race was met: with the folder a link or away about half the time, and a launch
+    # looking at it more than once, some launches found it so and refused.
+    assert 125 in outcomes, outcomes
     # A launch that went on wrote where the snapshot pointed: the folder it resolved.
     assert (0 in outcomes) == (work / "out").exists()
 

@@ -106,8 +106,12 @@ def test_the_hosts_network_sysctls_in_host_mode(sandbox: Sandbox, landlock: bool
 
 
 # Each where this kernel has it (sysrq-trigger and mtrr are build options).
+# A PCI device's config space (/proc/bus/pci), the modprobe path the kernel runs as root,
+# binfmt_misc's register file (an interpreter for every matching exec of the host).
 OTHER_GLOBAL = [path for path in ("/proc/irq/default_smp_affinity", "/proc/mtrr",
-                                  "/proc/sysrq-trigger", "/proc/sys/vm/drop_caches")
+                                  "/proc/sysrq-trigger", "/proc/sys/vm/drop_caches",
+                                  "/proc/bus/pci/00/00.0", "/proc/sys/kernel/modprobe",
+                                  "/proc/sys/fs/binfmt_misc/register")
                 if os.path.exists(path)]
 
 
@@ -153,6 +157,10 @@ step("fchmodat2", lambda: raw(452, -100, b"id", 0o6755, 0))
 step("open", lambda: os.close(os.open("made", os.O_CREAT | os.O_WRONLY, 0o4755)))
 step("mknod", lambda: os.mknod("node", stat.S_IFREG | 0o2755))
 step("openat2", lambda: raw(437, -100, b"id", ctypes.create_string_buffer(24), 24))
+step("tmpfile", lambda: os.close(os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o4755)))
+if os.uname().machine == "x86_64":  # the old calls only x86_64 still has
+    step("creat", lambda: raw(85, b"made", 0o4755))
+    step("fchmodat", lambda: raw(268, -100, b"id", 0o2755))
 step("setcap", lambda: os.setxattr("id", "security.capability",
      bytes.fromhex("0100000200000000000000000000000000000000")))
 step("chmod755", lambda: os.chmod("id", 0o755))
@@ -167,7 +175,9 @@ def test_no_set_id_file_is_made(sandbox: Sandbox, landlock: bool) -> None:
     assert results == {
         "chmod4755": str(EPERM), "chmod2755": str(EPERM), "fchmod": str(EPERM),
         "fchmodat2": str(EPERM), "open": str(EPERM), "mknod": str(EPERM),
-        "openat2": str(errno.ENOSYS),
+        "openat2": str(errno.ENOSYS), "tmpfile": str(EPERM),
+        **({"creat": str(EPERM), "fchmodat": str(EPERM)}
+           if os.uname().machine == "x86_64" else {}),
         "setcap": str(EPERM),  # file capabilities need CAP_SETFCAP, which none holds
         "chmod755": "0",  # an ordinary mode works
     }, done

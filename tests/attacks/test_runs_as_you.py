@@ -53,6 +53,31 @@ def test_a_top_without_git_cannot_become_a_bare_repository(sandbox: Sandbox) -> 
     assert ran(sandbox) == []
 
 
+def test_a_commondir_cannot_point_the_top_at_a_repository_elsewhere(sandbox: Sandbox) -> None:
+    """git looks for objects/ and refs/ where a folder's commondir points: HEAD at the top
+    and a commondir naming x/, a complete repository the sandbox made, would pass git's
+    discovery though refs is held. commondir is held too, naming the folder itself."""
+    markers(sandbox)
+    evil = payload(sandbox, "commondir")
+    folder = sandbox.project
+    plant: dict[tuple[str, ...], int | str] = {
+        ("make", "evil.sh", evil): OK,
+        ("mkdir", "x"): OK,
+        ("mkdir", "x/objects"): OK,
+        ("mkdir", "x/refs"): OK,
+        ("mkdir", "x/refs/heads"): OK,
+        ("write", "x/config",
+         f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+         f"\tworktree = {folder}\n\tfsmonitor = {folder}/evil.sh\n"): OK,
+        ("write", "HEAD", "ref: refs/heads/main\n"): OK,
+        ("write", "commondir", "x\n"): errno.EROFS,
+    }
+    attack(sandbox, plant)
+    done = host_git(sandbox, "status", check=False)
+    assert "not a git repository" in done.stderr, done
+    assert ran(sandbox) == []
+
+
 def test_a_written_folder_inside_a_repository_cannot_shadow_it(sandbox: Sandbox) -> None:
     """write = ["./src"] inside a real repository: a bare repository made in src would
     be the one git finds there first, before the person's own."""

@@ -112,7 +112,7 @@ def test_refusals_and_an_unrunnable_command_are_structured(sandbox: Sandbox) -> 
     (sandbox.project / "plain.txt").write_text("not a program\n")
     sandbox.chown(sandbox.project / "plain.txt")
     out = harness(sandbox, """
-        spec = {"commands": {"programs": ["sh"]}}
+        spec = {"files": {"read": ["."]}, "commands": {"programs": ["sh"]}}
         r = await lnk_sandbox.run(["sh", "-c", "env true"], spec=spec, yes=True)
         OUT["refused"] = done(r)
         OUT["missing"] = done(await lnk_sandbox.run(["no-such-program-here"]))

@@ -15,13 +15,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from support.actions import key, run_actions
 from support.actions import name as errno_name
+from support.processes import descendants, wait_gone
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -298,20 +298,24 @@ def test_a_killed_supervisors_placeholder_goes_at_the_next_start(sandbox: Sandbo
         cwd=project, env=sandbox.env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         text=True,
     ) as run:
+        tree: set[int] = set()
         try:
             assert run.stdout is not None
             assert run.stdout.readline() == "STARTED\n"
+            tree = descendants(run.pid)
             assert (project / ".git").is_dir()
         finally:
             run.send_signal(signal.SIGKILL)  # the supervisor itself, with no chance to clean
             run.wait(timeout=30)
-    time.sleep(0.2)  # bwrap and the sandbox die with their parent
-    # Left by the killed run: the folders, refs (held so the top is no bare repository),
-    # and the agents' settings held for the run (.github/hooks in a .github made for it).
+    assert not wait_gone(tree), "bwrap and the sandbox die with their parent"
+    # Left by the killed run: the folders, refs and commondir (held so the top is no bare
+    # repository), and the agents' settings held for the run (.github/hooks in a .github
+    # made for it).
     from supervisor.runs_as_you import AGENT_SETTINGS
 
     agents = {s.name.split("/")[0] for s in AGENT_SETTINGS if s.hold}
-    assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "refs", *agents))
+    assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "refs", "commondir",
+                                                  *agents))
     assert os.listdir(project / ".github") == ["hooks"]
     # The next start, in another folder, prunes the dead run's placeholders.
     done = sandbox.run("/bin/true", cwd=other)

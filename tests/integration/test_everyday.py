@@ -141,14 +141,13 @@ def test_a_report_path_that_cannot_be_opened_is_a_clear_error(sandbox: Sandbox) 
     missing = sandbox.base / "missing" / "report.jsonl"
     done = sandbox.lnk("run", "--report", str(missing), "--", "true")
     assert transcript(done) == (125, "", (
-        f"lnk-sandbox: cannot write the report to {missing}: {sandbox.base}/missing: No such "
-        "file or directory\n"
+        f"lnk-sandbox: cannot write the report to {missing}: {sandbox.base}/missing cannot "
+        "be opened: No such file or directory\n"
         "  hint: make the folder first, or name a file in a folder that exists\n"))
     done = sandbox.lnk("run", "--report", str(sandbox.base), "--", "true")
     assert transcript(done) == (125, "", (
-        f"lnk-sandbox: cannot write the report to {sandbox.base}: Is a directory\n"
-        "  hint: name a file outside the folders the sandbox writes, or remove what "
-        "is there\n"))
+        f"lnk-sandbox: cannot write the report to {sandbox.base}: it is a folder\n"
+        "  hint: name a file, as in --report /tmp/report.jsonl\n"))
     done = sandbox.lnk("run", "--report", "", "--", "true")
     assert transcript(done) == (125, "", "lnk-sandbox: --report names no file\n"
                                 "  hint: give it a path, as in --report /tmp/refusals.jsonl\n")
@@ -157,8 +156,8 @@ def test_a_report_path_that_cannot_be_opened_is_a_clear_error(sandbox: Sandbox) 
         closed.mkdir(mode=0o700)  # root's: the test user may not write in it
         done = sandbox.lnk("run", "--report", f"{closed}/report.jsonl", "--", "true")
         assert transcript(done) == (125, "", (
-            f"lnk-sandbox: cannot write the report to {closed}/report.jsonl: Permission "
-            "denied\n"
+            f"lnk-sandbox: cannot write the report to {closed}/report.jsonl: {closed}/"
+            "report.jsonl: Permission denied\n"
             "  hint: name a file in a folder you may write, such as /tmp/report.jsonl\n"))
 
 
@@ -205,9 +204,10 @@ def test_learn_writes_its_table_to_the_file_named(sandbox: Sandbox) -> None:
     assert done.returncode == 125
     assert done.stderr.endswith(
         f"lnk-sandbox: cannot write what learn found to {sandbox.project}/planted.toml: "
-        f"{sandbox.project}/planted.toml is a link\n"
-        "  hint: name a file outside the folders the sandbox writes, or remove what is "
-        "there\n")
+        f"{sandbox.project}/planted.toml is a link (to {sandbox.home}/victim)\n"
+        "  hint: lnk-sandbox follows no link on the way to a file it writes (a sandbox may "
+        f"have planted it): name the file by its real path ({sandbox.home}/victim now), "
+        "outside the folders sandboxes write, or remove what is there\n")
     assert not (sandbox.home / "victim").exists()
 
 
@@ -462,9 +462,9 @@ def test_caches_without_home_and_shared_by_an_agents_specs(sandbox: Sandbox) -> 
     ("~/.cargo", "{home}/.cargo holds ~/.cargo/bin: binaries cargo install and rustup put "
                  "there, on PATH once added; what a sandbox kept there would run in the next "
                  "one"),
-    ("~/.local/share/x", "{home}/.local/share/x is inside ~/.local: bin/ on PATH and share/ "
-                         "with desktop entries, D-Bus services, user units and shell "
-                         "snippets; what a sandbox kept there would run in the next one"),
+    ("~/.claude/x", "{home}/.claude/x is inside ~/.claude: Claude Code's user settings "
+                    "(hooks), skills, commands, agents, plugins and credentials; what a "
+                    "sandbox kept there would run in the next one"),
     ("~/.gitconfig", "{home}/.gitconfig is ~/.gitconfig: git's global settings: hooksPath, "
                      "fsmonitor, filters, aliases, helpers; what a sandbox kept there would "
                      "run in the next one"),
@@ -512,3 +512,20 @@ def test_chromium_runs_inside_with_no_sandbox_and_says_why_without(sandbox: Sand
     assert (done.returncode, done.stdout) == (
         0, '<html><head></head><body><p id="x">hello from a page</p>\n</body></html>\n'), \
         done.stderr
+
+
+# -- a working directory removed before the start ---------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "describe"])
+def test_a_deleted_working_directory_is_a_clear_error(sandbox: Sandbox, command: str) -> None:
+    """A shell still in a folder removed meanwhile (getcwd answers ENOENT): 125 and a
+    message, no traceback, nothing started."""
+    script = ('mkdir gone && cd gone && rmdir ../gone && exec "$@"')
+    argv = [LNK, "sandbox", command, *(["--", "/bin/echo", "RAN"] if command == "run" else [])]
+    done = subprocess.run([*sandbox.who.prefix, "sh", "-c", script, "sh", *argv],
+                          cwd=sandbox.project, env=sandbox.env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 125, done
+    assert "RAN" not in done.stdout and "Traceback" not in done.stderr, done
+    assert "working directory" in done.stderr, done.stderr

@@ -15,6 +15,7 @@ import pytest
 
 from supervisor.linux.openat2 import SYS_OPENAT2
 from support.held import HeldCall
+from support.processes import descendants, wait_gone
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns,
@@ -76,15 +77,6 @@ def _bwrap_of(supervisor: int) -> int:
     raise AssertionError(f"no bwrap under {supervisor}")
 
 
-def _ended(pid: int) -> bool:
-    """Whether `pid` has exited (a zombie not yet reaped, or gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
 @pytest.mark.kernel_matrix
 @pytest.mark.requires_root  # to trace the supervisor, whoever runs it
 def test_a_refusal_judged_after_the_sandbox_ended_is_still_named(
@@ -109,10 +101,8 @@ def test_a_refusal_judged_after_the_sandbox_ended_is_still_named(
                 process.stdin.write("go\n")
                 process.stdin.flush()
                 held.wait_held(timeout=30)
-                end = time.monotonic() + 30
-                while not _ended(bwrap) and time.monotonic() < end:
-                    time.sleep(0.01)
-                assert _ended(bwrap), "the sandbox did not end while the judgement waited"
+                assert not wait_gone({bwrap}, timeout=30), \
+                    "the sandbox did not end while the judgement waited"
             out, err = process.communicate(timeout=60)
         except BaseException:
             process.kill()
@@ -275,13 +265,14 @@ def test_nothing_runs_unwatched_once_the_supervisor_is_gone(sandbox: Sandbox) ->
     assert process.stdout is not None
     assert process.stdout.readline() == "STARTED\n"
     assert process.stdout.readline() == "READY\n"
-    time.sleep(0.3)
+    time.sleep(0.3)  # the loop runs a while: execs the watch judges
+    tree = descendants(process.pid)
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)
-    time.sleep(0.5)
+    assert not wait_gone(tree), "the sandbox outlived its supervisor"
     log = sandbox.project / "execs.log"
     count = log.read_text().count("ran")
-    time.sleep(0.5)
+    time.sleep(0.5)  # a while in which a loop left running would have run more
     assert log.read_text().count("ran") == count  # the loop (and its execs) ended
 
 

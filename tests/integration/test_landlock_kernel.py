@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from inner import landlock
+from supervisor.linux import confine
 from support import capabilities as caps
 
 pytestmark = pytest.mark.kernel_matrix
@@ -34,8 +35,8 @@ NO_LANDLOCK = REPO / "tests" / "support" / "no_landlock.py"
 PR_SET_NO_NEW_PRIVS = 38
 TIOCGPTN = 0x80045430  # _IOR('T', 0x30, unsigned int), the same on x86_64 and aarch64
 
-READ = landlock.rights_for_read_grant()
-WRITE = landlock.rights_for_write_grant()
+READ = list(confine.READ)  # the rights the supervisor gives a read grant, and a write one
+WRITE = list(confine.WRITE)
 
 Probe = Callable[[], dict[str, str]]
 

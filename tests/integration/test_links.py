@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from support import capabilities as caps
 from support.sandbox import PROBE_SOURCE, PYTHON_INSIDE, SUPPORT, ProbeResult, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -128,7 +129,7 @@ def test_the_installation_is_read_only_inside_a_write_grant(root_sandbox: Sandbo
     repo = Path(__file__).resolve().parents[2]
     venv = Path(sys.executable).parent.parent
     if not venv.is_relative_to(repo):
-        pytest.skip(f"the venv {venv} is not inside the clone {repo}")
+        caps.missing(f"the venv {venv} is not inside the clone {repo}")
     probe_target = venv / "pyvenv.cfg"
     before = probe_target.read_bytes()
     result = root_sandbox.probe("write", str(probe_target), cwd=repo)

@@ -17,6 +17,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,8 @@ def snapshot(folder: Path, *, programs: tuple[Program, ...] | None) -> Snapshot:
 def launcher(*, sandbox_exec: str = str(STANDINS / "sandbox-exec"),
              log: str = str(STANDINS / "log"), nested: bool = False,
              **changes: float) -> MacLauncher:
-    options = {"attach_timeout": 10.0, "quiet": 0.3, "settle_limit": 3.0, **changes}
+    options: dict[str, Any] = {"attach_timeout": 10.0, "quiet": 0.3, "settle_limit": 3.0,
+                               **changes}
     return MacLauncher(sandbox_exec=sandbox_exec, log=log, toolchain=NO_TOOLS,
                        nested=lambda: nested, **options)
 
@@ -77,8 +79,8 @@ def calls(folder: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def record(folder: Path, name: str) -> dict[str, object]:
-    data: dict[str, object] = json.loads((folder / f"{name}.json").read_text())
+def record(folder: Path, name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / f"{name}.json").read_text())
     return data
 
 
@@ -182,7 +184,7 @@ def test_a_refused_command_exits_126(folder: Path, capfd: pytest.CaptureFixture[
     assert status == 126
     err = capfd.readouterr().err
     assert "lnk-sandbox: refused /usr/bin/env (not in [commands])" in err
-    assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+    assert gone(int(record(folder, "log")["pid"]))
 
 
 def test_an_empty_list_refuses_even_the_command(folder: Path,
@@ -265,7 +267,7 @@ def test_a_run_goes_on_unnamed_when_the_log_cannot_be_read(
     err = capfd.readouterr().err
     assert "the program list still holds, but refused programs go unnamed" in err
     if mode != "missing":
-        assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+        assert gone(int(record(folder, "log")["pid"]))
 
 
 def test_a_missing_sandbox_exec_is_a_launch_error(folder: Path) -> None:
@@ -304,9 +306,9 @@ def test_sigterm_to_the_supervisor_reaches_the_commands_handler(folder: Path,
     finally:
         supervisor.kill()
         supervisor.wait()
-    assert gone(int(record(folder, "sandbox-exec")["pid"]))  # type: ignore[arg-type]
+    assert gone(int(record(folder, "sandbox-exec")["pid"]))
     if listed:
-        assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+        assert gone(int(record(folder, "log")["pid"]))
 
 
 # -- sandbox-exec's own failures, log's, forgeries, readiness ------------------------------
@@ -351,7 +353,7 @@ def test_a_nested_sandbox_is_lnk_sandboxs_failure_and_runs_nothing(
     assert [c["probe"] for c in calls(folder)] == [True]
     assert not (folder / "sandbox-exec.json").exists() and not marker.exists()
     if (folder / "log.json").exists():
-        assert gone(int(record(folder, "log")["pid"]))  # type: ignore[arg-type]
+        assert gone(int(record(folder, "log")["pid"]))
 
 
 def test_a_process_already_sandboxed_starts_nothing(folder: Path) -> None:
@@ -458,7 +460,7 @@ def test_a_timeout_kills_the_group_a_term_ignoring_command_included(
     assert time.monotonic() - started < 10
     assert "timed out after 1 s" in capfd.readouterr().err
     assert gone(int((folder / "bg.pid").read_text()))
-    assert gone(int(record(folder, "sandbox-exec")["pid"]))  # type: ignore[arg-type]
+    assert gone(int(record(folder, "sandbox-exec")["pid"]))
 
 
 def test_a_command_ending_before_its_timeout_keeps_its_status(

@@ -18,14 +18,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from support.processes import descendants
+from support.processes import descendants, wait_gone
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -324,8 +323,9 @@ def _host_addresses(name: str, version: int) -> str:
     family = socket.AF_INET if version == 4 else socket.AF_INET6
     found: list[str] = []
     for info in socket.getaddrinfo(name, None, type=socket.SOCK_STREAM):
-        if info[0] == family and info[4][0] not in found:
-            found.append(info[4][0])
+        address = str(info[4][0])
+        if info[0] == family and address not in found:
+            found.append(address)
     return ",".join(found)
 
 
@@ -365,15 +365,6 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def _gone(pids: set[int], timeout: float = 10) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if not any(Path(f"/proc/{pid}").exists() for pid in pids):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize("how", ["normal", "target-sigkill", "supervisor-sigterm"])
 def test_the_helper_is_gone_after_the_run(sandbox: Sandbox, how: str) -> None:
     process, helper = _start(sandbox)
@@ -388,7 +379,7 @@ def test_the_helper_is_gone_after_the_run(sandbox: Sandbox, how: str) -> None:
     else:
         process.communicate("7\n" if how == "normal" else "kill\n", timeout=30)
     assert process.returncode == expected
-    assert _gone(tree), [(pid, _cmdline(pid)) for pid in tree if Path(f"/proc/{pid}").exists()]
+    assert not (left := wait_gone(tree)), [(pid, _cmdline(pid)) for pid in left]
 
 
 @pytest.mark.kernel_matrix
@@ -401,7 +392,7 @@ def test_the_helper_killed_mid_run_ends_the_run_with_125(sandbox: Sandbox) -> No
     assert process.returncode == 125, stderr
     assert "the network helper died mid-run (killed by signal 9)" in stderr
     assert "Traceback" not in stderr
-    assert _gone(tree)
+    assert not wait_gone(tree)
 
 
 def test_proxy_refusals_go_to_the_report(sandbox: Sandbox, resolver_log: Path) -> None:
@@ -833,6 +824,29 @@ def test_the_python_api_takes_a_decider_too(sandbox: Sandbox, host_server: HostS
              "-c", _curl(host_server.port, "api")],
             cwd=sandbox.working_directory(spec.read_text()), env=sandbox.env(),
             capture_output=True, text=True,
+            timeout=60, pass_fds=[fd])
+    finally:
+        decider.close()
+    assert done.stdout == "api 200\n", done.stderr
+    assert done.returncode == 0
+
+
+def test_the_harness_api_takes_a_decider_too(sandbox: Sandbox,
+                                             host_server: HostServer) -> None:
+    """lnk_sandbox.run with decide_fd: the harness's decider answers for the call's
+    supervisor, as --decide-fd does (without it, the same call gets a 403)."""
+    decider = Decider({host_server.port: "yes"})
+    spec = '{"network": {"mode": "proxy", "allow": ["127.0.0.1"]}, "files": {"read": ["."]}}'
+    fd = decider.theirs.fileno()
+    code = ("import json, sys, lnk_sandbox\n"
+            "done = lnk_sandbox.run_sync(sys.argv[3:], spec=json.loads(sys.argv[1]), "
+            "yes=True, decide_fd=int(sys.argv[2]), decide_timeout=5)\n"
+            "sys.stdout.write(done.stdout.decode()); sys.exit(done.returncode)\n")
+    try:
+        done = subprocess.run(
+            [*sandbox.who.prefix, sys.executable, "-c", code, spec, str(fd), "/bin/sh",
+             "-c", _curl(host_server.port, "api")],
+            cwd=sandbox.project, env=sandbox.env(), capture_output=True, text=True,
             timeout=60, pass_fds=[fd])
     finally:
         decider.close()

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from support import registry
-from support.capabilities import VENV_BIN
+from support.capabilities import VENV_BIN, missing
 from support.netlab import Lab
 from support.sandbox import Sandbox
 
@@ -100,7 +100,7 @@ def test_every_recipe_is_run_here() -> None:
 def test_recipe_path(sandbox: Sandbox) -> None:
     """lnk on PATH, from the clone: what a fresh login's PATH finds."""
     if sandbox.who.is_root is False and not os.access(REPO, os.R_OK | os.X_OK):
-        pytest.skip("the test user cannot read this clone")
+        missing("the test user cannot read this clone")
     run_recipe(sandbox, "path", cwd=REPO, path=f"{sandbox.home}/.local/bin:/usr/bin:/bin")
     assert (sandbox.home / ".local" / "bin" / "lnk").resolve() == (VENV_BIN / "lnk").resolve()
 

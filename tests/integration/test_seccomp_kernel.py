@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from inner import prctl, seccomp, syscalls
+from supervisor.linux import notify
 
 pytestmark = pytest.mark.kernel_matrix
 
@@ -385,7 +386,7 @@ def test_probes_answer_without_installing() -> None:
     assert not seccomp.flags_supported(seccomp.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
     assert seccomp.action_available(seccomp.SECCOMP_RET_ALLOW)
     assert not seccomp.action_available(0x7FC10000)
-    assert seccomp.notif_sizes()[0] >= seccomp.NOTIF_SIZE
+    assert seccomp.notif_sizes()[0] >= notify.NOTIF_SIZE
     status = Path("/proc/self/status").read_text()
     assert "\nSeccomp:\t0\n" in status, "a probe installed a filter"
 
@@ -393,14 +394,14 @@ def test_probes_answer_without_installing() -> None:
 def receive(listener: int) -> tuple[int, int, int, tuple[int, ...]]:
     """One notification: (id, pid, nr, args), read with the zeroed buffer RECV needs."""
     assert select.select([listener], [], [], TIMEOUT)[0], "no notification came"
-    buffer = bytearray(seccomp.NOTIF_SIZE)
-    fcntl.ioctl(listener, seccomp.SECCOMP_IOCTL_NOTIF_RECV, buffer, True)
+    buffer = bytearray(notify.NOTIF_SIZE)
+    fcntl.ioctl(listener, notify.NOTIF_RECV, buffer, True)
     ident, pid, _, nr, _, _, *args = struct.unpack("=QIIiIQ6Q", buffer)
     return ident, pid, nr, tuple(args)
 
 
 def answer(listener: int, ident: int, *, error: int = 0, flags: int = 0) -> None:
-    fcntl.ioctl(listener, seccomp.SECCOMP_IOCTL_NOTIF_SEND,
+    fcntl.ioctl(listener, notify.NOTIF_SEND,
                 struct.pack("=QqiI", ident, 0, error, flags))
 
 
@@ -423,7 +424,7 @@ def test_the_listener_sees_unsealed_memory_files_and_execs() -> None:
         answer(listener, ident, error=-errno.ENOSYS)
         ident, pid, nr, _ = receive(listener)
         assert (pid, nr) == (child.pid, TABLE["execve"])
-        answer(listener, ident, flags=seccomp.SECCOMP_USER_NOTIF_FLAG_CONTINUE)
+        answer(listener, ident, flags=notify.USER_NOTIF_FLAG_CONTINUE)
         results = child.results()
         assert results == {"memfd plain": "ENOSYS", "memfd sealed": sealed,
                            "memfd huge": "EINVAL", "execve": "ENOENT"}

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from support.processes import descendants, wait_gone
+from support.processes import descendants, wait_gone, wait_until
 from support.sandbox import LNK, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -32,7 +32,8 @@ def test_the_tree_is_killed_at_the_deadline(sandbox: Sandbox) -> None:
     started = time.monotonic()
     assert process.stdout is not None
     assert process.stdout.readline() == "STARTED\n"
-    time.sleep(0.3)  # the background sleeps have started
+    # bwrap, its pid 1, sh, two sleeps (and a loop's sleep), once the sleeps have started
+    wait_until(lambda: len(descendants(process.pid)) >= 5)
     tree = descendants(process.pid)
     assert len(tree) >= 5, tree  # bwrap, its pid 1, sh, two sleeps (and a loop's sleep)
     _, err = process.communicate(timeout=30)

@@ -94,7 +94,7 @@ def run_actions(box: Sandbox, actions: list[Action], *, spec: str | None = None,
     """Run the actions in one sandbox: their results by key, and every line printed.
     Fails unless the script started inside and finished."""
     done = box.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps([list(a) for a in actions]),
-                   spec=spec, cwd=cwd)  # type: ignore[arg-type]
+                   spec=spec, cwd=cwd)
     lines = done.stdout.splitlines()
     assert lines and lines[0].startswith("STARTED "), (
         f"the actions never started inside (exit {done.returncode}):\n{done.stderr}\n"

@@ -1,7 +1,8 @@
 """Probes of what this machine offers, each run once per test session.
 
 Each returns None (or the ABI) when the capability is there, else the reason it is not,
-said the way a skip message should say it.
+said the way a skip message should say it; `missing` turns a reason into the skip (or,
+under CI, the failure).
 """
 
 from __future__ import annotations
@@ -13,9 +14,28 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
+
+import pytest
 
 TEST_USER = "lnk-test"
 VENV_BIN = Path(sys.executable).parent
+# Where every capability must be there (CI's machine has them all): a skip for one that
+# is not fails instead, since an enforcement test that silently skipped proves nothing.
+MUST_RUN = os.environ.get("CI", "").lower() == "true" or os.environ.get("LNK_MUST_RUN") == "1"
+
+
+def missing(reason: str) -> NoReturn:
+    """Skip for a missing capability, or fail where every capability must be there."""
+    if MUST_RUN:
+        pytest.fail(f"capability missing where it must be present (CI): {reason}",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
+@functools.cache
+def git_problem() -> str | None:
+    return None if shutil.which("git") else "git is not installed (apt-get install git)"
 
 
 @functools.cache

@@ -7,13 +7,18 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from .actions import Action, key, name, run_actions
 from .sandbox import Sandbox
 
+# What an action must give: its errno (0: it worked), its exact text, or a pattern for
+# an outcome whose wording varies from machine to machine.
+Expected = int | str | re.Pattern[str]
 
-def attack(box: Sandbox, expected: dict[Action, int | str | re.Pattern[str]], *,
+
+def attack(box: Sandbox, expected: Mapping[Action, Expected], *,
            spec: str | None = None, cwd: Path | None = None) -> None:
     """Run the actions in one sandbox and assert each result, after STARTED. A pattern
     stands for an outcome whose wording varies from machine to machine and must match

@@ -18,11 +18,17 @@ when the step worked; the execs run in a child).
 succeeded), then `RESULT ok`: the program went on after every refusal.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 
+TYPE_CHECKING = False  # typing is not imported: the probe starts in every sandbox test
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def act(action: str, args: list) -> None:
+
+def act(action: str, args: list[str]) -> None:
     if action == "write":
         fd = os.open(args[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.write(fd, b"written by the probe\n")
@@ -61,8 +67,8 @@ def act(action: str, args: list) -> None:
     elif action == "env":
         sys.stdout.write(f"ENV {args[0]}={os.environ.get(args[0], '<unset>')}\n")
     elif action == "caps":
-        with open("/proc/self/status") as handle:
-            for line in handle:
+        with open("/proc/self/status") as status:
+            for line in status:
                 if line.startswith(("Cap", "Uid", "Gid", "NoNewPrivs", "Seccomp")):
                     sys.stdout.write(line)
     elif action == "syscall":
@@ -96,9 +102,9 @@ def act(action: str, args: list) -> None:
         import mmap
 
         # mov eax, 20 (i386 getpid); int 0x80; ret  -- returns -errno in eax
-        code = bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3])
+        machine = bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3])
         page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-        page.write(code)
+        page.write(machine)
         address = ctypes.addressof(ctypes.c_char.from_buffer(page))
         result = ctypes.CFUNCTYPE(ctypes.c_int)(address)()
         if result < 0:
@@ -122,14 +128,14 @@ def act(action: str, args: list) -> None:
         with open("/usr/bin/true", "rb") as handle:
             os.write(fd, handle.read())
 
-        def step(work) -> int:
+        def step(work: Callable[[], object]) -> int:
             try:
                 work()
             except OSError as err:
                 return err.errno or -1
             return 0
 
-        def in_child(work) -> int:
+        def in_child(work: Callable[[], object]) -> int:
             pid = os.fork()
             if pid == 0:
                 os._exit(step(work) or 99)  # an exec that worked never returns: 0 below

@@ -7,6 +7,7 @@ import os
 import pty
 import select
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -51,6 +52,14 @@ def wait_gone(pids: set[int], timeout: float = 10) -> set[int]:
     while (left := alive(pids)) and time.monotonic() < end:
         time.sleep(0.05)
     return left
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10) -> bool:
+    """Wait until `condition()` holds; whether it did within `timeout`."""
+    end = time.monotonic() + timeout
+    while not (held := condition()) and time.monotonic() < end:
+        time.sleep(0.02)
+    return held
 
 
 def at_terminal(argv: list[str], *, cwd: Path, env: dict[str, str],

@@ -238,3 +238,24 @@ def test_lnk_without_the_sandbox_word(layout: Layout, args: tuple[str, ...]) -> 
     assert result.returncode == 125
     assert result.stderr.startswith("usage: lnk sandbox ")
     assert "Traceback" not in result.stderr
+
+
+def test_a_spec_nobody_allowed_is_refused_with_its_own_class(
+        layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A harness tells a refusal to allow from a failure by its class, not by its text."""
+    from supervisor.api import ensure_allowed
+    from supervisor.errors import NotAllowedError
+    from supervisor.stages import snapshot_for
+
+    spec = layout.proj / "spec.toml"
+    spec.write_text('[files]\nwrite = ["."]\n')
+    for name, value in layout.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(layout.proj)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    snapshot = snapshot_for(str(spec))
+    with pytest.raises(NotAllowedError) as refused:
+        ensure_allowed(snapshot, yes=False)
+    assert "was not allowed before" in refused.value.message
+    ensure_allowed(snapshot, yes=True)
+    ensure_allowed(snapshot, yes=False)  # remembered now

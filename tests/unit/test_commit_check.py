@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from supervisor import commit_check
-from supervisor.commit_check import HELD, _state, finish_killed
-from supervisor.commit_git import _find_git
+from supervisor.commit_check import _state, finish_killed
+from supervisor.commit_git import HELD, _find_git
 from supervisor.commit_undo import Check
 from supervisor.host_walk import MAX_DEPTH
 
 GIT = shutil.which("git")
-pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")
+pytestmark = pytest.mark.requires_git
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
        "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C", "GIT_AUTHOR_NAME": "t",
        "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}

@@ -19,16 +19,16 @@ from supervisor.dotfiles import (
     DotFiles,
     Protected,
     analyze,
-    parse_git_config,
 )
 from supervisor.errors import LaunchError
+from supervisor.git_config import parse_git_config
 from supervisor.grants import Grant, Snapshot
 from supervisor.linux.placeholders import Wanted
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.runs_as_you import AGENT_SETTINGS
 
 GIT = shutil.which("git")
-needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+needs_git = pytest.mark.requires_git
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
              "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C"}
 
@@ -111,8 +111,12 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
     assert list(dots.protected) == [
         Protected(f"{top}/.git", f"{top}/.git", "folder", False, f".git: {GIT_REASON}",
                   placeholder=f"{top}/.git"),
-        # refs held as an empty file: git's discovery cannot take the top for a bare
-        # repository (and a file named HEAD would make `git diff HEAD` ambiguous).
+        # commondir held naming the folder itself, so git looks for refs/ here, not where
+        # a planted one would point; refs held as an empty file: git's discovery cannot
+        # take the top for a bare repository (and a file named HEAD would make
+        # `git diff HEAD` ambiguous).
+        Protected(f"{top}/commondir", f"{top}/commondir", "file", False, BARE_REASON,
+                  placeholder=f"{top}/commondir", content=b"."),
         Protected(f"{top}/refs", f"{top}/refs", "file", False, BARE_REASON,
                   placeholder=f"{top}/refs"),
         # A missing .envrc is never held: direnv runs only what you allowed.

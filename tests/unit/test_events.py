@@ -32,3 +32,20 @@ def test_every_refusal_is_one_report_line(tmp_path: Path) -> None:
     log.close()
     (line,) = path.read_text().splitlines()
     assert json.loads(line)["pid"] == 7
+
+
+def test_refusals_past_the_bound_are_counted_and_said_at_the_end(
+        capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    monkeypatch.setattr("supervisor.events.MAX_EVENTS", 2)
+    path = tmp_path / "report.jsonl"
+    log = EventLog(os.open(path, os.O_WRONLY | os.O_CREAT))
+    for pid in range(5):
+        log.add("program", "/usr/bin/curl", "/usr/bin/curl", "commands.programs", pid)
+    assert (len(log.events), log.dropped) == (2, 3)
+    log.close()
+    log.close()  # said once
+    assert capfd.readouterr().err == (
+        "lnk-sandbox: refused /usr/bin/curl (not in [commands])\n"
+        "lnk-sandbox: 3 more refusals were not kept or reported (at most 2 a run)\n")
+    assert len(path.read_text().splitlines()) == 2

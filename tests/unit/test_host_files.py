@@ -16,6 +16,7 @@ from supervisor.errors import LaunchError
 from supervisor.events import report_line
 from supervisor.host_files import PrivateFolder, open_report
 from supervisor.state import private_folder, read, write_atomically
+from support.capabilities import missing
 
 
 @pytest.fixture
@@ -129,8 +130,9 @@ def test_links_on_the_way_to_home_are_the_persons(base: Path,
     _refused(str(base / "homelink" / "logs" / "report.jsonl"), "logs is a link")
 
 
-@pytest.mark.skipif(not os.path.islink("/bin"), reason="needs /bin -> usr/bin (usrmerge)")
 def test_the_systems_links_in_root_are_followed() -> None:
+    if not os.path.islink("/bin"):
+        missing("needs /bin -> usr/bin (usrmerge)")
     with PrivateFolder.anywhere("/bin") as folder:
         assert folder.path == "/usr/bin"
 
@@ -226,3 +228,23 @@ def test_a_stale_temp_file_goes_and_a_live_ones_stays(base: Path) -> None:
     (folder / "checks.json.1.tmp").write_text("init's")  # pid 1 lives
     write_atomically(str(lnk_home), "cache/checks.json", b"{}")
     assert sorted(os.listdir(folder)) == ["checks.json", "checks.json.1.tmp"]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_tree_is_removed_with_its_links_never_followed(base: Path, nested: bool) -> None:
+    """A run's folder of files goes without shutil; one holding folders by rmtree; in
+    both, a link goes and what it points to stays."""
+    lnk_home = str(base / "home" / ".lnk")
+    with private_folder(lnk_home, "run") as run:
+        made = Path(run.path) / "net-1-x"
+        made.mkdir()
+        (made / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+        (made / "out").symlink_to(base / "victim")
+        (made / "file").symlink_to(base / "victim" / "report.jsonl")
+        if nested:
+            (made / "inner").mkdir()
+            (made / "inner" / "deep").symlink_to(base / "victim")
+        run.remove_tree("net-1-x")
+        assert not os.path.lexists(made)
+        run.remove_tree("net-1-x")  # gone already: nothing to do
+    assert (base / "victim" / "report.jsonl").read_text() == "the person's\n"

@@ -1,4 +1,4 @@
-"""The index reader (dotfiles._gitlinks) against git itself, on indexes git wrote in
+"""The index reader (git_index.gitlinks) against git itself, on indexes git wrote in
 every version and shape, and on indexes changed as a sandbox under files.commit could:
 the gitlinks the reader finds are exactly those `git ls-files --stage` lists.
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.dotfiles import GitDirs, git_dirs, index_gitlinks
+from supervisor.git_repository import GitDirs, git_dirs, index_gitlinks
 
 GIT = shutil.which("git")
-pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")
+pytestmark = pytest.mark.requires_git
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
        "GIT_CONFIG_GLOBAL": "/dev/null", "LANG": "C", "GIT_AUTHOR_NAME": "t",
        "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.unit.test_landlock_imports import imported_by
+from .test_landlock_imports import imported_by
 
 EVERYTHING_MAIN_LOADS = (
     "import inner.main, inner.protocol, inner.prctl, inner.seccomp, inner.syscalls, "

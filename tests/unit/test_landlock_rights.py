@@ -8,6 +8,7 @@ import errno
 import pytest
 
 from inner import landlock
+from supervisor.linux import confine
 
 ABI1_RIGHTS = ["execute", "write_file", "read_file", "read_dir", "remove_dir", "remove_file",
                "make_char", "make_dir", "make_reg", "make_sock", "make_fifo", "make_block",
@@ -42,7 +43,7 @@ def test_rights_per_abi(abi: int, added: list[str], handled: int) -> None:
 
 
 def test_mask_drops_what_the_abi_lacks() -> None:
-    names = [*landlock.rights_for_write_grant(execute=True), "ioctl_dev"]
+    names = [*confine.WRITE, "execute", "ioctl_dev"]
     assert landlock.access_mask(names, abi=1) == (1 << 13) - 1
     assert landlock.access_mask(names, abi=2) == (1 << 14) - 1
     assert landlock.access_mask(names, abi=4) == (1 << 15) - 1
@@ -66,12 +67,11 @@ def test_unknown_right_is_an_error() -> None:
     assert "bind_tcp" in str(raised.value)
 
 
-def test_grant_helpers() -> None:
-    assert landlock.rights_for_read_grant() == ["read_file", "read_dir"]
-    assert landlock.rights_for_read_grant(execute=True) == ["read_file", "read_dir", "execute"]
-    write = landlock.rights_for_write_grant()
+def test_a_write_grant_holds_every_right_but_running_devices_and_sockets() -> None:
+    assert confine.READ == ("read_file", "read_dir")
+    write = confine.WRITE
     assert set(write) == set(landlock.FS_RIGHTS) - {"execute", "ioctl_dev", "resolve_unix"}
-    assert "execute" in landlock.rights_for_write_grant(execute=True)
+    assert len(write) == len(set(write))
 
 
 @pytest.mark.parametrize(("abi", "scopes", "expected"), [

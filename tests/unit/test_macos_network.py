@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from supervisor.grants import Grant, Snapshot
+from supervisor.macos.environment import sandbox_environment
 from supervisor.macos.profile import MacHost, compile_profile
-from supervisor.macos.run import sandbox_environment
 from supervisor.macos.system import network_rules, unix_socket_rules
 from supervisor.netpolicy import NetworkRules, UnixSocket
 

@@ -537,3 +537,18 @@ def test_stubs_run_what_they_stand_for_and_each_is_named() -> None:
     read = [r for r in rules(profile.text) if r.startswith("(allow file-read*")
             and any(params[p] == developer for p in params_of(r))]
     assert len(read) == 1 and "process-exec" not in read[0]
+
+
+def test_the_reviews_defects_14_to_17_hold_in_every_mode() -> None:
+    """#14 resolv.conf read in host mode only (the other modes answer names through the
+    proxy or not at all); #15 kern.proc's records and #16 net.routetable's (ps, pgrep,
+    getifaddrs) readable in every mode; #17 the local directory's recordStore readable
+    (getpwuid), in every mode."""
+    for name, (snap, protected, host, learn) in SPECS.items():
+        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        joined = "\n".join(text)
+        resolv = f"(allow file-read* (literal {system.quoted(system.RESOLV_CONF)}))"
+        assert (resolv in text) == (snap.network_mode == "host"), name
+        for prefix in ("kern.proc.all", "kern.proc.pid.", "net.routetable."):
+            assert f"(sysctl-name-prefix {system.quoted(prefix)})" in joined, (name, prefix)
+        assert f"(allow file-read* (literal {system.quoted(system.RECORD_STORE)}))" in text, name

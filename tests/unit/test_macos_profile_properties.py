@@ -30,6 +30,7 @@ from supervisor.dotfiles import Protected
 from supervisor.grants import Grant, Program, Snapshot, is_within
 from supervisor.macos import system
 from supervisor.macos.profile import MacHost, compile_profile
+from supervisor.policy import Access
 
 from .macos_seatbelt import Seatbelt
 
@@ -110,8 +111,8 @@ def cases(draw: st.DrawFn) -> Case:
         min_size=1, max_size=7, unique=True))
     grants: list[Grant] = []
     for i, path in enumerate(paths):
-        access = draw(st.sampled_from(["read", "write", "hide"] if path != HOME
-                                      else ["read", "hide"]))
+        choices: list[Access] = ["read", "write", "hide"] if path != HOME else ["read", "hide"]
+        access = draw(st.sampled_from(choices))
         writable = access == "write" and draw(st.booleans())
         grants.append(Grant(path.replace(HOME, "~", 1), path, access, f"files.{access}[{i}]",
                             f"files.{access}[{i}]", 1, writable))

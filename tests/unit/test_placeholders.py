@@ -14,6 +14,7 @@ from supervisor.errors import LaunchError
 from supervisor.linux.placeholders import (
     LOCK_NAME,
     STATE_NAME,
+    Kind,
     Placeholders,
     Wanted,
     _parse,
@@ -34,7 +35,7 @@ def top(tmp_path: Path) -> Path:
     return folder
 
 
-def state(lnk_home: Path) -> dict[str, tuple[str, int, int, tuple[str, ...]]]:
+def state(lnk_home: Path) -> dict[str, tuple[Kind, int, int, tuple[str, ...]]]:
     return Placeholders(str(lnk_home)).entries()
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,7 @@ from supervisor.policy import (
     installation_paths,
 )
 from supervisor.spec import Limits, load_spec, parse_spec
+from support.capabilities import missing
 
 CREDENTIALS = "default hide: credentials"
 SETTINGS = "lnk-sandbox's settings ($LNK_HOME)"
@@ -47,7 +49,7 @@ class Tree:
     lnk: Path
     data: Path
 
-    def context(self, **changes: object) -> Context:
+    def context(self, **changes: Any) -> Context:
         context = Context(
             home=str(self.home),
             cwd=str(self.proj),
@@ -288,7 +290,7 @@ def test_a_file_below_a_grant_and_a_second_name_of_it_are_not_folders(tree: Tree
 
 def test_the_root_grant_is_the_outer_grant_whatever_the_order(tree: Tree) -> None:
     if not os.path.islink("/bin"):
-        pytest.skip("this machine's /bin is not a link (no merged /usr)")
+        missing("this machine's /bin is not a link (no merged /usr)")
     for text in ('[files]\nread = ["/bin", "/"]\n', '[files]\nread = ["/", "/bin"]\n'):
         error = tree.refused(text)
         assert error.message.startswith(

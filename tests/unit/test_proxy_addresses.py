@@ -79,8 +79,9 @@ def test_a_refusal_says_the_form_and_the_address_it_carries() -> None:
     assert found.describe() == "the NAT64 form of a private address (10.0.0.1)"
     loopback = classify(parse("127.0.0.1"))  # type: ignore[arg-type]
     assert loopback is not None and loopback.describe() == "a loopback address"
-    assert classify(parse("100.64.0.1")).describe() == \
-        "a carrier-grade NAT address"  # type: ignore[union-attr]
+    nat = parse("100.64.0.1")
+    assert nat is not None
+    assert classify(nat).describe() == "a carrier-grade NAT address"  # type: ignore[union-attr]
 
 
 LISTS = NetworkLists.from_texts(

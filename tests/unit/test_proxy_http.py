@@ -7,13 +7,19 @@ dropped, `Connection: close` both ways.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
+from typing import cast
 
+import anyio
 import pytest
 
 from supervisor.proxy.http import BadRequest, split_authority
-from supervisor.proxy.server import MAX_CONNECTIONS
-from tests.unit.proxy_support import Running, read_all, serve_proxy
+from supervisor.proxy.server import MAX_CONNECTIONS, ProxyServer
+from supervisor.proxy.streams import RawStream
+from supervisor.proxy.upstream import Gate
+
+from .proxy_support import Running, read_all, serve_proxy
 
 HTTP = "http"
 
@@ -167,3 +173,29 @@ def test_connections_beyond_the_limit_are_closed_at_once(tmp_path: Path) -> None
         assert running.server.connections == 0
 
     serve_proxy(tmp_path, ["localhost:{port}"], test)
+
+
+def test_a_connections_fault_is_said_once_and_its_end_is_not(
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """One connection's failure is its own, but a fault of the proxy's is said, never
+    swallowed; a side going away is how a connection ends, and says nothing."""
+    faults = [anyio.EndOfStream(), ValueError("a bug"), ValueError("again"), OSError(104)]
+
+    async def failing(stream: RawStream, gate: object) -> None:
+        raise faults.pop(0)
+
+    monkeypatch.setattr("supervisor.proxy.server.handler", lambda kind: failing)
+    server = ProxyServer(cast(Gate, None))
+
+    async def main() -> None:
+        for _ in range(4):
+            near, far = socket.socketpair()
+            far.close()
+            await server._one(HTTP)(RawStream(near))
+            assert near.fileno() == -1  # closed by the server, whatever happened
+
+    anyio.run(main)
+    assert capfd.readouterr().err == (
+        "lnk-sandbox: the proxy's http connection failed (ValueError: a bug); the "
+        "sandbox's other connections go on\n")
+    assert server.connections == 0

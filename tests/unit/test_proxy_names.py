@@ -19,7 +19,8 @@ import dns.rdatatype
 import pytest
 
 from supervisor.proxy import dnswire as wire
-from tests.unit.proxy_support import Running, serve_proxy
+
+from .proxy_support import Running, serve_proxy
 
 TABLE = {"localhost": ["127.0.0.1", "::1"], "api.example.test": ["203.0.113.7"],
          "rebound.example.test": ["198.51.100.9", "10.1.2.3", "::ffff:127.0.0.1",
@@ -159,7 +160,7 @@ def test_dns_over_tcp_answers_each_query_in_order(tmp_path: Path) -> None:
         async with await running.connect("dns-tcp") as stream:
             await stream.send(b"".join(struct.pack("!H", len(q)) + q for q in queries))
             data = b""
-            replies = []
+            replies: list[dns.message.Message] = []
             while len(replies) < 3:
                 data += await stream.receive()
                 while len(data) >= 2 and len(data) >= 2 + struct.unpack("!H", data[:2])[0]:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 from netns_helper.protocol import Job, Listen
@@ -195,12 +194,12 @@ def test_only_bwraps_first_status_record_is_read() -> None:
     read_end, write_end = os.pipe()
     os.write(write_end, b'{"child-pid": 7, "net-namespace": 9}\n{"exit-code": 3}\n')
     try:
-        first = anyio.run(_read_status_line, read_end)
+        first = _read_status_line(read_end)
         assert first == {"child-pid": 7, "net-namespace": 9}
         assert os.read(read_end, 100) == b'{"exit-code": 3}\n'
         os.close(write_end)
         write_end = -1
-        assert anyio.run(_read_status_line, read_end) is None
+        assert _read_status_line(read_end) is None
     finally:
         os.close(read_end)
         if write_end >= 0:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.proxy_support import Running, read_all, serve_proxy
+from .proxy_support import Running, read_all, serve_proxy
 
 SOCKS = "socks"
 

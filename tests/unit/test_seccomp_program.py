@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from inner import seccomp, syscalls
+from support.capabilities import missing
 
 ARCHES = ("x86_64", "aarch64")
 MODES = ("allow", "notify", "enosys")
@@ -457,7 +458,7 @@ def _header_numbers(path: Path) -> dict[str, int]:
 def test_numbers_match_the_kernel_headers(arch: str, header: str) -> None:
     path = Path(header)
     if not path.exists():
-        pytest.skip(f"{header} is not installed (linux-libc-dev)")
+        missing(f"{header} is not installed (linux-libc-dev)")
     known = _header_numbers(path)
     newer = {"open_tree_attr": 467, "fchmodat2": 452}  # Linux 6.15 and 6.6, after these
     for name, nr in syscalls.TABLES[arch].items():
@@ -552,7 +553,7 @@ def test_rules_after_a_two_check_rule_load_their_own_argument() -> None:
     asm_rules = (("openat", errno.EPERM, ((2, "any", 0o100), (3, "any", 0o4000))),
                  ("openat", errno.EACCES, ((3, "in", (5,)),)))
     original = seccomp.POLICY
-    seccomp.POLICY = asm_rules  # type: ignore[assignment]
+    seccomp.POLICY = asm_rules
     try:
         program = build("x86_64")
     finally:

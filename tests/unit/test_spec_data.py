@@ -14,8 +14,9 @@ from supervisor.spec import Spec, parse_spec, parse_spec_data
 
 from . import test_spec as file_tests
 
-BAD_FILES: list[Any] = next(mark for mark in file_tests.test_bad_spec_names_key_and_line
-                            .pytestmark if mark.name == "parametrize").args[1]
+_MARKED: Any = file_tests.test_bad_spec_names_key_and_line  # pytest gave it .pytestmark
+BAD_FILES: list[Any] = next(mark for mark in _MARKED.pytestmark
+                            if mark.name == "parametrize").args[1]
 
 
 def without_lines(spec: Spec) -> Spec:

@@ -1,0 +1,43 @@
+"""The run list in $LNK_HOME/runs: an entry per live run, locked while its run lives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from supervisor.linux.runs import RunList
+
+
+def test_a_live_run_never_holds_the_list_for_another_start(tmp_path: Path) -> None:
+    """Two runs at once: the second start lists itself while the first is listed (the
+    folder's lock is held only while an entry is made, never for a run's length)."""
+    lnk_home = tmp_path / "lnk"
+    first = RunList(str(lnk_home), "1-1-00000001")
+    made: list[RunList] = []
+    second = threading.Thread(target=lambda: made.append(
+        RunList(str(lnk_home), "2-2-00000002")), daemon=True)
+    second.start()
+    second.join(timeout=10)
+    try:
+        assert made, "the second start waited for the first run to end"
+        assert sorted(os.listdir(lnk_home / "runs")) == ["1-1-00000001", "2-2-00000002"]
+    finally:
+        first.close()
+        for run in made:
+            run.close()
+    assert os.listdir(lnk_home / "runs") == []
+
+
+def test_a_killed_runs_entry_is_unlisted_by_the_next_start(tmp_path: Path) -> None:
+    """Its lock went with its process: the next start finds the entry unlocked."""
+    lnk_home = tmp_path / "lnk"
+    code = ("import sys; from supervisor.linux.runs import RunList; "
+            "RunList(sys.argv[1], '3-3-00000003'); import os; os._exit(0)")
+    subprocess.run([sys.executable, "-c", code, str(lnk_home)], check=True,
+                   env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert os.listdir(lnk_home / "runs") == ["3-3-00000003"]
+    RunList(str(lnk_home), "4-4-00000004").close()
+    assert os.listdir(lnk_home / "runs") == []
