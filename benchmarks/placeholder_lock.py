@@ -2,7 +2,7 @@
 
 Measured in one run, against baselines from the same run, printed as ratios:
 
-1. what it adds to a start: importing `supervisor.placeholders` after what a start
+1. what it adds to a start: importing `supervisor.linux.placeholders` after what a start
    imports anyway, then `hold()` for a typical project (.git there; .vscode, .idea and
    .husky missing, so three placeholders made and listed), against the bare work the
    placeholders need (three mkdir, one lstat) and against a whole
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from supervisor.placeholders import Placeholders, Wanted  # noqa: E402
+from supervisor.linux.placeholders import Placeholders, Wanted  # noqa: E402
 
 LNK = str(Path(sys.executable).parent / "lnk")
 MISSING = (".vscode", ".idea", ".husky")
@@ -47,9 +47,9 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 import dataclasses, errno, fcntl, itertools, json, os, stat, typing
 import supervisor.errors, supervisor.state, supervisor.spec, supervisor.grants
-assert "supervisor.placeholders" not in sys.modules
+assert "supervisor.linux.placeholders" not in sys.modules
 t = time.perf_counter()
-import supervisor.placeholders
+import supervisor.linux.placeholders
 print((time.perf_counter() - t) * 1e6)
 """
 
@@ -59,7 +59,7 @@ _COLD = r"""
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 import supervisor.linux.run
-from supervisor.placeholders import Placeholders, Wanted
+from supervisor.linux.placeholders import Placeholders, Wanted
 project, lnk_home, number = sys.argv[2], sys.argv[3], int(sys.argv[4])
 want = [Wanted(project + "/" + name, "folder") for name in (".git",) + tuple(sys.argv[5:])]
 places = Placeholders(lnk_home)
@@ -243,7 +243,7 @@ def main() -> None:
     added = imported + one["added"]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"one start (n={args.runs}), a project with .git and {', '.join(MISSING)} missing:")
-    print(f"  import supervisor.placeholders after a start's imports: {imported:7.1f} µs")
+    print(f"  import supervisor.linux.placeholders after a start's imports: {imported:7.1f} µs")
     print(f"  hold(), three made: {one['hold']:7.1f} µs (lock wait {one['wait']:.1f} µs); "
           f"the bare mkdir/lstat alone {one['bare']:.1f} µs; paired difference "
           f"{one['added']:.1f} µs")

@@ -59,9 +59,10 @@ GOALS: dict[str, tuple[str, float]] = {
 
 def bare_bwrap_args(workdir: str) -> list[str]:
     """The default spec's plan for `workdir`, with every bind in path form."""
+    from supervisor.installation import inner_source, interpreter
     from supervisor.linux.bwrap import _op_args
     from supervisor.linux.plan import HostLayout, build_plan
-    from supervisor.run import inner_source, interpreter, snapshot_for
+    from supervisor.stages import snapshot_for
 
     cwd = os.getcwd()
     os.chdir(workdir)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -240,8 +239,13 @@ def libc() -> ctypes.CDLL:
     global _libc
     if _libc is None:
         lib = ctypes.CDLL(None, use_errno=True)
-        if sys.platform == "linux":  # macOS's host and log watch load it here too
-            lib.syscall.restype = ctypes.c_long  # a call's result is a long: an fd, a size
+        # A call's result is a long (an fd, a size). macOS's host and log watch load the
+        # C library here too and never call syscall(2): its restype is set where the
+        # symbol is there, never by asking which OS this is (test_layers: the chooser
+        # alone reads the platform).
+        call = getattr(lib, "syscall", None)
+        if call is not None:
+            call.restype = ctypes.c_long
         _libc = lib
     return _libc
 

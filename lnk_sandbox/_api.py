@@ -289,7 +289,7 @@ class Sandbox:
     def _open(self) -> None:
         from supervisor.api import ensure_allowed
         from supervisor.policy import Context
-        from supervisor.run import snapshot_for
+        from supervisor.stages import snapshot_for
         from supervisor.state import ensure_private_dir
 
         context = Context.current()

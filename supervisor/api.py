@@ -90,7 +90,8 @@ def run(command: list[str], *, spec: str | None = None, yes: bool = False,
     """
     from .deadline import check_timeout
     from .home_places import found_once
-    from .run import run_snapshot, snapshot_for
+    from .run import run_snapshot
+    from .stages import snapshot_for
 
     timeout = check_timeout(timeout)
     with found_once():  # resolving and planning look at home's places once
@@ -100,11 +101,24 @@ def run(command: list[str], *, spec: str | None = None, yes: bool = False,
                             decide=_decide(decide_fd, decide_timeout), timeout=timeout)
 
 
+def learn(command: list[str], *, spec: str | None = None, yes: bool = False
+          ) -> tuple[int, str]:
+    """Run `command` once with every program open; its exit status and the `[commands]`
+    table of what it ran, for the person to add (learn writes nothing itself)."""
+    from .run import learn_snapshot
+    from .stages import snapshot_for
+
+    snapshot = snapshot_for(spec)
+    ensure_allowed(snapshot, yes=yes)
+    return learn_snapshot(snapshot, command)
+
+
 def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
          program: str | None = None) -> Wrapped:
     """Resolve and check now, ask if needed, save the snapshot; the line to run later."""
     from .permissions import save_snapshot
-    from .run import preflight, snapshot_for
+    from .run import preflight
+    from .stages import snapshot_for
 
     snapshot = snapshot_for(spec)
     preflight(snapshot)
@@ -150,15 +164,16 @@ def _decide(fd: int | None, timeout: float) -> Decide | None:
 
 def describe(spec: str | None = None) -> dict[str, Any]:
     from .describe import describe as describe_snapshot
-    from .run import snapshot_for
+    from .stages import snapshot_for
 
     return describe_snapshot(snapshot_for(spec)).to_dict()
 
 
 def check(spec: str | None = None) -> dict[str, Any]:
-    from .check import check as check_spec
+    from .platform.backends import check as check_spec
 
     return check_spec(spec).to_dict()
 
 
-__all__ = ["SandboxError", "Wrapped", "check", "describe", "exec_saved", "run", "wrap"]
+__all__ = ["SandboxError", "Wrapped", "check", "describe", "exec_saved", "learn", "run",
+           "wrap"]

@@ -3,7 +3,8 @@
 A start's checks of the machine are kept for the boot, passes only: a cached pass skips
 the probe, a failure is probed again next time, and reading the cache opens nothing
 else. The cache is advice for speed, never a decision: bwrap, the filter and Landlock
-still refuse what they cannot do, and the inner fails closed on any error.
+still refuse what they cannot do, and the inner fails closed on any error. Each OS asks
+its own machine through it (`linux/capabilities.py`; macOS keys it by its boot session).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 from typing import Any
 
 from .errors import LaunchError
-from .linux.bwrap import BwrapInfo, find_bwrap, probe_bwrap, require_bind_fd
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
@@ -64,54 +64,3 @@ class CheckCache:
                 {"boot_id": self.boot, "passed": self.passed}).encode())
         except OSError:
             pass  # a cache that cannot be written only costs the next start a probe
-
-
-def bwrap_info(cache: CheckCache) -> BwrapInfo:
-    """The bwrap to run, with --bind-fd; LaunchError saying what to install if not."""
-    cached = cache.get("bwrap")
-    path = find_bwrap()
-    if isinstance(cached, dict) and cached.get("path") == path and path is not None:
-        return BwrapInfo(**cached)
-    if path is None:
-        raise LaunchError(
-            "bubblewrap (bwrap) is not installed",
-            hint="install it: apt-get install bubblewrap (Debian 12 ships 0.8.0 with "
-            "--bind-fd), or bubblewrap 0.10+ elsewhere",
-        )
-    info = probe_bwrap(path)
-    require_bind_fd(info)
-    cache.record("bwrap", info._asdict())
-    return info
-
-
-def landlock_abi(cache: CheckCache) -> int:
-    """The Landlock ABI this kernel offers; 0 when it has none (not cached)."""
-    cached = cache.get("landlock_abi")
-    if isinstance(cached, int) and cached > 0:
-        return cached
-    from .linux import probes
-
-    abi = probes.landlock_abi()
-    if abi > 0:
-        cache.record("landlock_abi", abi)
-    return abi
-
-
-def watch_support(cache: CheckCache) -> tuple[bool, bool]:
-    """(a seccomp listener with WAIT_KILLABLE_RECV, memory files the watch can seal).
-
-    Sealing needs MFD_NOEXEC_SEAL and ADDFD_FLAG_SEND as well as the listener.
-    """
-    listener = cache.get("seccomp_listener") is True
-    sealed = cache.get("sealed_memfd") is True
-    if listener and sealed:
-        return True, True
-    from .linux import probes
-
-    if not listener and probes.listener():
-        listener = True
-        cache.record("seccomp_listener", True)
-    if listener and not sealed and probes.memfd_noexec_seal() and probes.addfd_send():
-        sealed = True
-        cache.record("sealed_memfd", True)
-    return listener, sealed

@@ -2,28 +2,19 @@
 
 It probes afresh (a person asking wants today's answer) and keeps the passes for the
 boot, as a start does. The report is plain data; the command line prints it as text or
-JSON and exits 0 when the spec can launch here, 1 when not.
+JSON and exits 0 when the spec can launch here, 1 when not. This module holds what both
+OSes report alike; each OS probes its own machine (`linux/check.py`, `macos/check.py`),
+and `platform/backends.py` asks the one this process runs on.
 """
 
 from __future__ import annotations
 
 import os
-import platform
-import sys
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from .errors import SandboxError
-from .netpolicy import UNIX_SOCKETS_ABI
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .grants import Snapshot
-
-if TYPE_CHECKING:
-    from .grants import Snapshot
-
-if TYPE_CHECKING:
-    from .macos.check import MacMachine
 
 # Chromium (so Electron, and Playwright's browsers) sandbox each renderer with namespaces
 # of its own (or a setuid helper): neither can be made inside lnk-sandbox, and the
@@ -77,27 +68,16 @@ GAP_SOCKET_MEMORY = (
 )
 
 
-@dataclass
-class Machine:
-    """What the kernel and bwrap offer; each value probed for real."""
+class MachineFacts(Protocol):
+    """What an OS's probe found of its machine (`linux.check.Machine`,
+    `macos.check.MacMachine`): a dataclass, so that the report turns to JSON whole."""
 
     os: str
-    kernel: str
-    bwrap_path: str | None = None
-    bwrap_version: str | None = None
-    bind_fd: bool = False
-    user_namespaces: bool = False
-    seccomp_listener: bool = False
-    addfd_send: bool = False
-    memfd_noexec_seal: bool = False
-    landlock_abi: int = 0
-    listener_taken: bool = False  # another seccomp listener holds this process
-    exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
 
 
 @dataclass
 class Report:
-    machine: Machine | MacMachine
+    machine: MachineFacts
     spec: str
     can_launch: bool
     layers: list[str] = field(default_factory=list)
@@ -107,217 +87,6 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def probe_machine(lnk_home: str) -> Machine:
-    from .capabilities import CheckCache
-    from .linux import probes
-    from .linux.bwrap import find_bwrap, probe_bwrap
-
-    machine = Machine(os=platform.system(), kernel=f"{platform.release()} {platform.machine()}")
-    cache = CheckCache(lnk_home)
-    path = find_bwrap()
-    if path:
-        try:
-            info = probe_bwrap(path)
-        except SandboxError:
-            info = None
-        if info is not None:
-            machine.bwrap_path, machine.bwrap_version = info.path, info.version
-            machine.bind_fd = info.bind_fd
-            if info.bind_fd:
-                cache.record("bwrap", info._asdict())
-    machine.user_namespaces = probes.user_namespaces()
-    machine.seccomp_listener = probes.listener()
-    machine.addfd_send = probes.addfd_send()
-    machine.memfd_noexec_seal = probes.memfd_noexec_seal()
-    machine.landlock_abi = probes.landlock_abi()
-    machine.listener_taken = machine.seccomp_listener and not probes.listener_free()
-    machine.exec_watch = _exec_watch(machine.seccomp_listener and not machine.listener_taken)
-    if machine.landlock_abi:
-        cache.record("landlock_abi", machine.landlock_abi)
-    if machine.seccomp_listener:
-        cache.record("seccomp_listener", True)  # the passes a start looks for, as it keeps them
-        if machine.addfd_send and machine.memfd_noexec_seal:
-            cache.record("sealed_memfd", True)
-    return machine
-
-
-def _exec_watch(listener: bool) -> str:
-    """Which exec watch a watched run gets here: none without a listener; else the
-    compiled one where setup.py built it (and LNK_EXEC_WATCH does not ask for Python)."""
-    if not listener:
-        return "none"
-    if os.environ.get("LNK_EXEC_WATCH") == "python":
-        return "python"
-    from .linux.watch import compiled_available
-
-    return "compiled" if compiled_available() else "python"
-
-
-def memory_files(machine: Machine) -> str:
-    """What a memfd_create gets under a program list here (run.py's decide_layers makes
-    the same choice from the same probes)."""
-    listener = machine.seccomp_listener and not machine.listener_taken
-    missing = [name for name, there in (("a seccomp listener of its own", listener),
-                                        ("ADDFD_FLAG_SEND", machine.addfd_send),
-                                        ("MFD_NOEXEC_SEAL (Linux 6.3)",
-                                         machine.memfd_noexec_seal)) if not there]
-    if not missing:
-        return ("memory files: made by the exec watch with MFD_NOEXEC_SEAL added and "
-                "handed over with ADDFD_FLAG_SEND: writable and mappable executable, "
-                "never run")
-    return ("memory files: refused with ENOSYS, since the exec watch cannot seal them "
-            f"without {' and '.join(missing)}; a program must fall back from memfd_create")
-
-
-def watch_layer(machine: Machine) -> str:
-    if machine.exec_watch == "none":
-        why = ("another seccomp listener holds this process" if machine.listener_taken
-               else "no seccomp listener")
-        return f"exec watch: none ({why}): refused programs go unnamed"
-    kind = ("compiled (C, built by setup.py)" if machine.exec_watch == "compiled" else
-            "Python (the compiled part was not built, or LNK_EXEC_WATCH=python)")
-    return f"exec watch: {kind}: names every program the list refuses"
-
-
-def check(spec_path: str | None) -> Report:
-    """Probe the machine and judge the spec's effective policy against it. On a Mac,
-    the Mac is asked (macos/check.py): no Linux interface is touched there."""
-    if sys.platform == "darwin":
-        from .macos.check import check_macos
-
-        return check_macos(spec_path)
-    from .policy import Context
-    from .run import snapshot_for
-
-    context = Context.current()
-    machine = probe_machine(context.lnk_home)
-    report = Report(machine, spec_path or "<default spec>", can_launch=True)
-    if not machine.bwrap_path:
-        report.problems.append("bubblewrap is not installed (apt-get install bubblewrap)")
-    elif not machine.bind_fd:
-        report.problems.append(
-            f"bubblewrap {machine.bwrap_version} has no --bind-fd (install 0.10+, or "
-            "Debian's 0.8.0-2+deb12u1)")
-    if not machine.user_namespaces:
-        report.problems.append("this user cannot make a user namespace, which bwrap needs")
-    try:
-        snapshot = snapshot_for(spec_path, context)
-    except SandboxError as err:
-        report.problems.append(err.render())
-        report.can_launch = False
-        return report
-    from .grants import working_directory_problem
-
-    cwd_problem = working_directory_problem(snapshot, context.system_folders)
-    if cwd_problem is not None:
-        report.problems.append(cwd_problem.render())
-    report.layers.append("bubblewrap: only the granted folders are mounted; own pid, ipc, uts, "
-                         "user and network namespaces; every capability dropped")
-    report.layers.append("seccomp filter: the calls a sandboxed program does not need are "
-                         "refused with an errno; TIOCSTI and fexecve closed")
-    if machine.landlock_abi:
-        report.layers.append(f"Landlock ABI {machine.landlock_abi}: the file grants held again "
-                             "inside the mounts; abstract sockets and signals scoped"
-                             if machine.landlock_abi >= 6 else
-                             f"Landlock ABI {machine.landlock_abi}: the file grants held again")
-    else:
-        report.layers.append("no Landlock: the mounts alone hold the file grants")
-    if snapshot.programs is None:
-        report.layers.append("programs: any program may run; memory files are made as asked")
-    elif machine.landlock_abi:
-        names = ", ".join(p.name for p in snapshot.programs) or "none"
-        report.layers.append(f"programs: only {names} (and their loaders), by Landlock")
-        report.layers.append(watch_layer(machine))
-        report.layers.append(memory_files(machine))
-    else:
-        report.problems.append(
-            "the spec lists programs, which only Landlock enforces, and this kernel has "
-            "no Landlock")
-    if os.geteuid() == 0:
-        from .linux.idmapped import SANDBOX_UID
-
-        report.layers.append(
-            f"run by root: the sandbox runs as uid {SANDBOX_UID} outside (uid 0 inside), "
-            "so nothing the kernel grants root by uid or ownership applies; the folders it "
-            "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
-    report.layers += limit_layers(snapshot, report.problems)
-    report.exposed = exposed_credentials(snapshot)
-    report.layers += network_layers(snapshot)
-    report.layers.append(NESTED_BROWSERS)
-    report.gaps.append(GAP_LOADER)
-    report.gaps.append(GAP_PRELOAD)
-    report.gaps.append(GAP_DISK)
-    report.gaps.append(GAP_SHARED_COUNTS)
-    if _memory_on_v1():
-        report.gaps.append(GAP_SOCKET_MEMORY)
-    abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
-    report.layers.append("path sockets under the grants: found at launch (bound in this "
-                         "network namespace, or within two folders of a grant) and hidden, "
-                         "but those the spec names")
-    if machine.landlock_abi < UNIX_SOCKETS_ABI:
-        report.gaps.append(f"{GAP_SOCKETS}; this kernel has {abi}")
-    else:
-        report.layers.append(f"Landlock ABI {machine.landlock_abi}: no path socket made "
-                             "outside the sandbox but the named ones (RESOLVE_UNIX)")
-    if snapshot.network_mode == "host" and machine.landlock_abi < 6:
-        report.gaps.append(GAP_HOST_ABSTRACT)
-    if snapshot.written():
-        from .home_places import relative_path_gap
-
-        if (path_gap := relative_path_gap(os.environ.get("PATH", ""))) is not None:
-            report.gaps.append(path_gap)
-    report.can_launch = not report.problems
-    return report
-
-
-def _memory_on_v1() -> bool:
-    """Whether the memory controller here is cgroup v1's (a hybrid or legacy system)."""
-    from .linux.cgroups import hierarchies
-
-    return any(h.version == 1 and "memory" in h.controllers for h in hierarchies())
-
-
-def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
-    """How each of the run's limits holds here: by a cgroup of the run's own (probed by
-    making one, as a start does), by setrlimit, by a tmpfs size, or not at all. A limit
-    the spec sets and nothing here holds is a problem: the launch refuses it."""
-    from .limits import describe
-    from .linux.cgroups import RunCgroups
-    from .linux.runs import this_token
-
-    limits = snapshot.run_limits()
-    probe = RunCgroups.open(this_token(), limits)
-    held = probe.held
-    probe.end()
-    how = {
-        "processes": ("a cgroup of the run's own (pids.max), and RLIMIT_NPROC"
-                      if held.pids else "RLIMIT_NPROC (counted per user namespace)"),
-        "memory": ("a cgroup of the run's own" if held.memory else
-                   "not held: no cgroup lnk-sandbox may make here has the memory "
-                   "controller (run as root, or where systemd delegates a subtree)"),
-        "/tmp": "the size of its tmpfs", "/dev/shm": "the size of its tmpfs",
-        "open files per process": "RLIMIT_NOFILE", "CPU time per process": "RLIMIT_CPU",
-        "wall-clock time of the run": "the supervisor, which kills the whole run (124)",
-    }
-    lines = []
-    for line in describe(limits):
-        what, _, value = line.partition(": ")
-        way = how[what]
-        if value == "no limit":
-            lines.append(f"limit: {what}: no limit")
-        elif way.startswith("not held"):
-            lines.append(f"limit: {what} {value}: {way}")
-            if what in limits.written:
-                problems.append(f"limits.{what} is set, and {way.removeprefix('not held: ')}")
-        else:
-            lines.append(f"limit: {what} {value}, by {way}")
-    lines.append("limit: a run whose lnk-sandbox is killed with SIGKILL is ended at once by "
-                 "its keeper, else at the next start: " + (
-                     "its cgroup is emptied (cgroup.kill)" if held.kill else
-                     "what its bwrap left is found by the mark on its command line"))
-    return lines
 
 
 def exposed_credentials(snapshot: Snapshot) -> list[str]:
@@ -377,37 +146,5 @@ def network_layers(snapshot: Snapshot) -> list[str]:
         layers.append("network: path sockets " + (", ".join(named) if named else "none")
                       + " bound in ([network] unix)")
     return layers
-
-
-def render(report: Report) -> str:
-    m = report.machine
-    if not isinstance(m, Machine):
-        from .macos.check import render_macos
-
-        return render_macos(report)
-    yes = {True: "yes", False: "no"}
-    lines = [
-        f"machine: {m.os} {m.kernel}",
-        f"  bubblewrap          {m.bwrap_version or 'missing'}"
-        + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
-        f"  user namespaces     {yes[m.user_namespaces]}",
-        f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)"
-        + (", but another listener holds this process" if m.listener_taken else ""),
-        f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",
-        f"  MFD_NOEXEC_SEAL     {yes[m.memfd_noexec_seal]}",
-        f"  Landlock            {'ABI ' + str(m.landlock_abi) if m.landlock_abi else 'none'}",
-        f"  exec watch          {m.exec_watch}",
-        f"spec {report.spec}: " + ("can launch here" if report.can_launch else
-                                    "cannot launch here"),
-    ]
-    lines += [f"  layer: {layer}" for layer in report.layers]
-    lines += [f"  problem: {problem}" for problem in report.problems]
-    if report.exposed:
-        lines.append("credentials the spec shows to the sandbox (hidden by default):")
-        lines += [f"  - {item}" for item in report.exposed]
-    if report.gaps:
-        lines.append("open gaps (stated, not closed):")
-        lines += [f"  - {gap}" for gap in report.gaps]
-    return "\n".join(lines) + "\n"
 
 

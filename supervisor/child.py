@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from .errors import SandboxError, SpecError
+from .platform import is_macos
 
 
 def _read_all(fd: int) -> bytes:
@@ -46,7 +47,8 @@ def _error(err: SandboxError) -> dict[str, Any]:
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """Run what `request` asks; the result (see the module's docstring)."""
     from .grants import Snapshot
-    from .run import FileOp, launch_snapshot
+    from .run import launch_snapshot
+    from .run_types import FileOp
 
     snapshot = Snapshot.from_json(request["snapshot"])
     env = tuple((str(k), str(v)) for k, v in request.get("env") or ())
@@ -56,7 +58,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
         snapshot = snapshot._replace(env_assign=(*snapshot.env_assign, *env))
     file_op = FileOp(**request["file"]) if request.get("file") else None
     cwd = request.get("cwd")
-    if cwd is None and sys.platform == "darwin" and os.path.isdir(snapshot.cwd):
+    if cwd is None and is_macos() and os.path.isdir(snapshot.cwd):
         os.chdir(snapshot.cwd)  # sandbox-exec starts where its parent is
     decide = None
     if request.get("decide"):
@@ -77,7 +79,7 @@ def _end_with(parent: int) -> None:
     SIGKILL included): its command then ends as a supervisor's SIGTERM ends one, its own
     handler first, the tree killed after the grace. Linux's parent-death signal; checked
     once set, since the parent may be gone already."""
-    if sys.platform != "linux":
+    if is_macos():
         return  # macOS has none: a harness killed outright leaves its run to finish
     import signal
 

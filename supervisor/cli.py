@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import SandboxError, SpecError
+from .platform import SYSTEM
 
 if TYPE_CHECKING:
     import argparse
@@ -116,7 +117,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     plan = command("plan", "print the mount plan and bwrap's arguments, or the macOS profile")
     plan.add_argument("--os", choices=("linux", "macos"), dest="target_os",
-                      default="macos" if sys.platform == "darwin" else "linux",
+                      default=SYSTEM,
                       help="whose plan to print; either works on any OS")
     describe = command("describe", "what a person is asked to allow", rest=False)
     describe.add_argument("--json", action="store_true", help="print it as JSON")
@@ -194,30 +195,6 @@ def _decide(args: Any) -> dict[str, Any]:
     return found
 
 
-def _print_plan(spec: str | None, command: list[str]) -> int:
-    from .linux.bwrap import BwrapInfo, bwrap_args
-    from .linux.run import plan_for
-    from .run import snapshot_for
-
-    snapshot = snapshot_for(spec)
-    plan = plan_for(snapshot)
-    out = sys.stdout
-    out.write(f"# spec: {snapshot.source}\n# mounts, in order:\n")
-    for op in plan.ops:
-        source = f" <- {op.source}" if op.source and op.source != op.dest else ""
-        out.write(f"{op.kind:<10} {op.dest}{source}    # {op.reason}\n")
-    info = BwrapInfo("bwrap", "?", True, True)
-    args = bwrap_args(plan, info, fd_of=lambda op: f"FD<{op.source}>", json_status_fd="FD",
-                      config_fd="FD")
-    import shlex
-
-    out.write("# bwrap's arguments (FD<path>: that path, opened without following links):\n")
-    out.write(shlex.join(args) + "\n")
-    out.write(f"# command: {shlex.join(command)}\n")
-    out.writelines(f"# note: {note}\n" for note in plan.notes)
-    return 0
-
-
 def _clear_caches(spec_path: str | None, *, every: bool) -> int:
     """`cache clear --spec FILE` empties that spec's private caches (its agent's, where
     it names one); `--all` every one of them."""
@@ -258,12 +235,7 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report,
                               timeout=_timeout(args), **_decide(args))
     if args.action == "learn":
-        from .run import learn_snapshot, snapshot_for
-
-        command = _command(args.command)
-        snapshot = snapshot_for(args.spec)
-        api.ensure_allowed(snapshot, yes=args.yes)
-        status, text = learn_snapshot(snapshot, command)
+        status, text = api.learn(_command(args.command), spec=args.spec, yes=args.yes)
         if args.output is None:
             sys.stderr.write(text)  # never mixed with the command's output on stdout
             return status
@@ -283,7 +255,7 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return 0
     if args.action == "describe":
         from .describe import describe, render
-        from .run import snapshot_for
+        from .stages import snapshot_for
 
         description = describe(snapshot_for(args.spec))
         if args.json:
@@ -294,8 +266,7 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
             sys.stdout.write(render(description))
         return 0
     if args.action == "check":
-        from .check import check
-        from .check import render as render_check
+        from .platform.backends import check, render_check
 
         report = check(args.spec)
         if args.json:
@@ -309,12 +280,10 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return _clear_caches(args.spec, every=args.all)
     if args.action == "plan":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        if args.target_os == "macos":
-            from .macos.run import print_plan
-            from .run import snapshot_for
+        from .platform.backends import print_plan
+        from .stages import snapshot_for
 
-            return print_plan(snapshot_for(args.spec), command, sys.stdout)
-        return _print_plan(args.spec, command)
+        return print_plan(args.target_os, snapshot_for(args.spec), command, sys.stdout)
     raise AssertionError(args.action)
 
 

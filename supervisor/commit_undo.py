@@ -12,7 +12,7 @@ import os
 import stat
 from typing import Any
 
-from .commit_check import (
+from .commit_git import (
     HELD,
     OPERATIONS,
     git_roots,

@@ -113,13 +113,10 @@ def _git_identity(snapshot: Snapshot) -> str | None:
 
 def _working_directory_seen(snapshot: Snapshot) -> bool:
     """Whether a run from this working directory starts (run.require_working_directory)."""
-    import sys
-
     from .grants import working_directory_problem
-    from .policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS
+    from .policy import system_folders
 
-    system = MACOS_SYSTEM_FOLDERS if sys.platform == "darwin" else LINUX_SYSTEM_FOLDERS
-    return working_directory_problem(snapshot, system) is None
+    return working_directory_problem(snapshot, system_folders()) is None
 
 
 COMMIT_OPENED = (
@@ -136,20 +133,16 @@ def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described],
     """What runs as the person inside each written folder: protected (there now),
     held (missing, kept from being made for the run), and opened by the spec's
     files.write_dot_files or files.commit, each with the reason."""
-    from .dotfiles import analyze
-    from .home_places import home_places
+    from .view import dot_files_of, written_tops
 
-    written = [g.target for g in snapshot.grants if g.access == "write" and g.target]
+    written = snapshot.written()
     protected: list[Described] = []
     placeholders: list[Described] = []
     opened: list[Described] = []
-    places = home_places(snapshot.home) if written else ()
-    for grant in snapshot.grants:
-        if grant.access != "write" or not grant.target or not grant.is_dir:
-            continue
-        found = analyze(grant.target, home=snapshot.home,
-                        commit=grant.commit and not grant.dot_files_writable, places=places)
-        for item in found.protected:
+    tops = dot_files_of(snapshot, opened_too=True)
+    for grant in written_tops(snapshot, opened_too=True):
+        assert grant.target is not None
+        for item in tops[grant.target].protected:
             if not any(is_within(item.path, w) for w in written):
                 continue  # read-only or hidden already: nothing the sandbox writes
             if grant.dot_files_writable:

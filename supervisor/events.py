@@ -16,6 +16,19 @@ import threading
 import time
 from typing import NamedTuple
 
+
+class Executed(NamedTuple):
+    """One exec a backend saw (Linux's exec watch, Seatbelt's reports on macOS): the
+    path as asked, and the file it resolved to inside (its path, device and inode; None
+    where it could not be resolved). What learn turns into `[commands]` lines."""
+
+    asked: str
+    path: str | None
+    device: int = 0
+    inode: int = 0
+    interpreter_of: str | None = None
+
+
 MAX_EVENTS = 10_000
 
 

@@ -246,12 +246,11 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
     sandbox sees the person's global settings itself (git reads them there), where the
     spec's [env] names GIT_CONFIG_GLOBAL, on macOS (not done there yet), or where the
     person has none."""
-    import sys
-
     from .grants import seen
+    from .platform import is_macos
     from .policy import LINUX_SYSTEM_FOLDERS
 
-    if sys.platform == "darwin" or "GIT_CONFIG_GLOBAL" in snapshot.env_keep or any(
+    if is_macos() or "GIT_CONFIG_GLOBAL" in snapshot.env_keep or any(
             name == "GIT_CONFIG_GLOBAL" for name, _ in snapshot.env_assign):
         return None
     configs = person_git_configs(snapshot.home)[1:]  # the system's is read inside anyway

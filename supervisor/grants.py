@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from .caches import Cache
 from .errors import SpecError
@@ -124,6 +125,34 @@ class Snapshot(NamedTuple):
 def is_within(path: str, folder: str) -> bool:
     """True when `path` is `folder` or inside it (both absolute and normalized)."""
     return folder in (path, "/") or path.startswith(folder + "/")
+
+
+def depth(path: str) -> int:
+    """How many folders deep `path` is: "/" 0, "/usr" 1, "/usr/bin" 2."""
+    return 0 if path == "/" else path.count("/")
+
+
+Rule = TypeVar("Rule")
+
+
+def deepest(path: str, rules: Iterable[tuple[str, Rule]]) -> Rule | None:
+    """The rule that decides for `path`, of `rules` given as (folder, rule): the one at
+    the deepest folder holding `path`, or None when no folder holds it.
+
+    The one tie-break, everywhere a rule is judged (the view, Linux's mount plan and
+    network, macOS's profile, check, describe): of rules at the same folder, the one
+    given last decides. Each caller gives them in the order they are laid, so that this
+    is what the mechanism does: on Linux a later mount covers an earlier one at the same
+    path; on macOS a rule comes after the ones it narrows (a hide after a grant), and
+    Seatbelt's last matching rule wins. Folders of the same depth that both hold a path
+    are the same folder, so nothing else is left to break a tie.
+    """
+    best: Rule | None = None
+    best_depth = -1
+    for folder, rule in rules:
+        if is_within(path, folder) and (here := depth(folder)) >= best_depth:
+            best, best_depth = rule, here
+    return best
 
 
 def expand_name(name: str, home: str, cwd: str, lnk_home: str) -> str:
@@ -511,13 +540,8 @@ def seen_by(path: str, grants: tuple[Grant, ...]) -> Grant | None:
     """The spec's grant through which the sandbox sees `path`, or None: the deepest
     rule holding it decides (a hide deeper than the grant closes it), and a grant
     inside `path` shows part of it."""
-    best: Grant | None = None
-    for grant in grants:
-        if grant.target is None or grant.access == "protect":
-            continue
-        if is_within(path, grant.target) and (
-                best is None or grant.target.count("/") > (best.target or "").count("/")):
-            best = grant
+    best = deepest(path, ((g.target, g) for g in grants
+                          if g.target is not None and g.access != "protect"))
     if best is not None and best.access in ("read", "write") and best.key:
         return best
     inside = [g for g in grants if g.access in ("read", "write") and g.key and g.target
@@ -532,14 +556,11 @@ def seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:
 
 def _seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:
     """Whether the sandbox sees `path`: the deepest grant or system folder holding it
-    reads or writes it (a hide deeper than it closes it)."""
-    best: tuple[int, str] | None = None
+    reads or writes it (a hide deeper than it closes it, and a spec's rule at a system
+    folder is laid after it, as its mount is)."""
     holders = [(folder, "read") for folder in system]
     holders += [(g.target, g.access) for g in grants if g.target and g.access != "protect"]
-    for folder, access in holders:
-        if is_within(path, folder) and (best is None or folder.count("/") > best[0]):
-            best = (folder.count("/"), access)
-    return best is not None and best[1] in ("read", "write")
+    return deepest(path, holders) in ("read", "write")
 
 
 def working_directory_problem(snapshot: Snapshot, system: tuple[str, ...]) -> SpecError | None:
@@ -554,9 +575,8 @@ def working_directory_problem(snapshot: Snapshot, system: tuple[str, ...]) -> Sp
     cwd = snapshot.cwd
     if cwd == "/" or _seen(cwd, snapshot.grants, system):
         return None  # "/" is the sandbox's own root: where it was started
-    holder = max((g for g in snapshot.grants if g.target and g.access == "hide"
-                  and is_within(cwd, g.target)),
-                 key=lambda g: (g.target or "").count("/"), default=None)
+    holder = deepest(cwd, ((g.target, g) for g in snapshot.grants
+                           if g.target and g.access == "hide"))
     if holder is not None:
         why = holder.key or holder.reason
         return SpecError(

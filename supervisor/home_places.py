@@ -35,9 +35,10 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import sys
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
+
+from .platform import is_macos
 
 Kind = Literal["file", "folder"]
 
@@ -97,7 +98,7 @@ class _Resolver:
         not say an entry's type, and a case-insensitive one, get an lstat)."""
         if folder not in self.listings:
             listing: dict[str, bool | None] | None = None
-            if sys.platform != "darwin" and not _system(folder):  # /usr/bin: 2000 names
+            if not is_macos() and not _system(folder):  # /usr/bin: 2000 names
                 try:
                     with os.scandir(folder) as entries:
                         listing = {e.name: _link_or_none(e) for e in entries}

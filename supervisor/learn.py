@@ -14,8 +14,8 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .events import Executed
 from .grants import Snapshot, is_within
-from .linux.watch import Executed
 from .spec import toml_string
 
 # macOS's, resolved as Seatbelt reports them: /tmp and /var are links into /private, and

@@ -24,13 +24,15 @@ from .spec import Limits, PathGrant, Spec
 
 Access = Literal["read", "write", "hide", "protect"]
 
-def credential_names(platform: str = sys.platform) -> tuple[str, ...]:
+def credential_names(platform: str | None = None) -> tuple[str, ...]:
     """Where this OS's developer tools keep a token, key, session, history or agent
     socket in home (runs_as_you.CREDENTIALS): hidden from every sandbox unless a spec
-    names the path itself, or a folder inside it."""
+    names the path itself, or a folder inside it. `platform`: another OS's, as
+    Python names it ("darwin"), for a test or a description of it."""
+    from .platform import SYSTEM
     from .runs_as_you import CREDENTIALS
 
-    system = "macos" if platform == "darwin" else "linux"
+    system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
     return tuple(dict.fromkeys(c.name for c in CREDENTIALS if c.os in ("any", system)))
 
 
@@ -49,6 +51,13 @@ MACOS_SYSTEM_FOLDERS = (
     "/System", "/usr", "/bin", "/sbin", "/Library", "/Applications", "/opt",
     "/private/etc", "/private/var/db/timezone", "/private/var/select",
 )
+
+
+def system_folders() -> tuple[str, ...]:
+    """The folders every sandbox of this OS reads (supervisor/platform.py's choice)."""
+    from .platform import is_macos
+
+    return MACOS_SYSTEM_FOLDERS if is_macos() else LINUX_SYSTEM_FOLDERS
 
 
 class Context(NamedTuple):
@@ -88,8 +97,7 @@ class Context(NamedTuple):
             uid=os.geteuid(),
             runtime_dir=os.path.normpath(runtime) if runtime and runtime.startswith("/") else None,
             installation=installation_paths(),
-            system_folders=(MACOS_SYSTEM_FOLDERS if sys.platform == "darwin"
-                            else LINUX_SYSTEM_FOLDERS),
+            system_folders=system_folders(),
         )
 
 

@@ -9,51 +9,22 @@ one starts anything.
 from __future__ import annotations
 
 import os
-import sys
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING
 
 from .errors import SandboxError
-from .grants import Snapshot, resolve
+from .grants import Snapshot
 from .netpolicy import Decide
-from .policy import Context, effective_policy
-from .spec import Spec, load_spec
-from .state import private_folder
+from .platform import is_macos
+from .run_types import Ended, FileOp
 
 if TYPE_CHECKING:
     from .commit_check import CommitCheck
 
 
-def interpreter() -> tuple[str, str]:
-    """The real base interpreter (never a venv link or a shim) and its prefix."""
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    return os.path.realpath(base), os.path.realpath(sys.base_prefix)
-
-
-def inner_source() -> str:
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "inner")
-
-
-def snapshot_for(spec_path: str | Spec | None, context: Context | None = None) -> Snapshot:
-    """Load, validate and resolve a spec (a file's path, or one validated already): the
-    snapshot a launch and a description use."""
-    context = context or Context.current()
-    spec = spec_path if isinstance(spec_path, Spec) else load_spec(spec_path)
-    policy = effective_policy(spec, context)
-    if spec.agent:
-        private_folder(context.lnk_home, f"agents/{spec.agent}").close()
-    if spec.session:
-        private_folder(context.lnk_home, f"sessions/{spec.session}").close()
-    snapshot = resolve(policy, context)
-    for cache in snapshot.caches:  # made now, as an agent's folder is: they are bound
-        private_folder(context.lnk_home,
-                       os.path.relpath(cache.store, context.lnk_home)).close()
-    return snapshot
-
-
 def require_caches_here(snapshot: Snapshot) -> None:
     """macOS has no mounts: Seatbelt can allow or deny a path, never show another
     folder at it, so a private cache cannot be where the tool looks for it."""
-    if snapshot.caches and sys.platform == "darwin":
+    if snapshot.caches and is_macos():
         from .errors import LaunchError
 
         raise LaunchError(
@@ -66,32 +37,11 @@ def require_working_directory(snapshot: Snapshot) -> None:
     """SpecError when the sandbox would not see the working directory: the command is
     never started elsewhere without a word (grants.working_directory_problem)."""
     from .grants import working_directory_problem
-    from .policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS
+    from .policy import system_folders
 
-    system = MACOS_SYSTEM_FOLDERS if sys.platform == "darwin" else LINUX_SYSTEM_FOLDERS
-    problem = working_directory_problem(snapshot, system)
+    problem = working_directory_problem(snapshot, system_folders())
     if problem is not None:
         raise problem
-
-
-class FileOp(NamedTuple):
-    """One file read (to stdout) or written (from stdin) as the sandbox would, instead of
-    a command: inner/fileop.py. `path` as the sandbox sees it (relative: to the working
-    directory); `limit`, for a read, the most bytes it may hold (more: EFBIG)."""
-
-    op: Literal["read", "write"]
-    path: str
-    limit: int | None = None
-
-
-class Ended(NamedTuple):
-    """How a run ended: its exit status (the design's), whether its timeout killed it,
-    and, where the OS reports it (Linux), the errno the command itself could not be run
-    with (an execve that failed inside; 126 or 127)."""
-
-    status: int
-    timed_out: bool = False
-    exec_errno: int | None = None
 
 
 def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
@@ -142,39 +92,14 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
     flags = standard_flags()
     check = check_commits(snapshot)
     try:
-        if sys.platform == "darwin":
-            from .macos.run import run_macos
+        from .platform.backends import launch
 
-            if cwd is not None:
-                os.chdir(cwd)  # sandbox-exec starts where its parent is
-            if file_op is not None:
-                argv = mac_file_op_argv(file_op)
-            mac = run_macos(snapshot, argv, report=report, decide=decide, timeout=timeout,
-                            tmp=tmp)
-            # The file operation's command exits with its errno (inner/fileop.py).
-            failed = file_op is not None and 0 < mac.status < 124
-            return Ended(mac.status, mac.timed_out, mac.status if failed else None)
-        from .linux.run import run_linux
-
-        outcome = run_linux(snapshot, argv, report=report, decide=decide, timeout=timeout,
-                            cwd=cwd, tmp=tmp, file_op=file_op)
-        failure = outcome.exec_failure
-        return Ended(outcome.status, outcome.timed_out,
-                     failure.errno if failure is not None else None)
+        return launch(snapshot, argv, report=report, decide=decide, timeout=timeout,
+                      cwd=cwd, tmp=tmp, file_op=file_op)
     finally:
         if check is not None:
             check.finish()
         restore_flags(flags)
-
-
-def mac_file_op_argv(file_op: FileOp) -> list[str]:
-    """macOS has no inner: the file operation runs as the command, inner/fileop.py's own
-    source under this interpreter (which the profile must let run)."""
-    with open(os.path.join(inner_source(), "fileop.py"), encoding="utf-8") as handle:
-        source = handle.read()
-    code = source + "\nimport sys\nsys.exit(standalone(sys.argv[1:]))\n"
-    limit = "" if file_op.limit is None else str(file_op.limit)
-    return [interpreter()[0], "-I", "-S", "-c", code, file_op.op, file_op.path, limit]
 
 
 def check_commits(snapshot: Snapshot) -> CommitCheck | None:
@@ -213,25 +138,14 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     """Run once with every program open; the status and the `[commands]` lines to add."""
     require_working_directory(snapshot)
     require_caches_here(snapshot)
-    if sys.platform == "darwin":
-        from .macos.run import learn_macos
+    from .platform.backends import learn
 
-        return learn_macos(snapshot, argv)
-    from .learn import render, summarize
-    from .linux.run import launch_and_supervise
-    from .linux.watch import Judge
-
-    judge = Judge(None, record=True)
     check = check_commits(snapshot)
     try:
-        outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+        return learn(snapshot, argv)
     finally:
         if check is not None:
             check.finish()
-    if outcome.problem is not None:
-        raise outcome.problem
-    learned, left = summarize(judge.seen, snapshot)
-    return outcome.status, render(learned, left, argv)
 
 
 def preflight(snapshot: Snapshot) -> None:
@@ -239,11 +153,6 @@ def preflight(snapshot: Snapshot) -> None:
     without starting anything: for a command saved to run later."""
     require_working_directory(snapshot)
     require_caches_here(snapshot)
-    if sys.platform == "darwin":
-        from .macos.run import preflight_macos
+    from .platform.backends import preflight as preflight_here
 
-        preflight_macos(snapshot)
-        return
-    from .linux.run import preflight_linux
-
-    preflight_linux(snapshot)
+    preflight_here(snapshot)

@@ -21,8 +21,8 @@ from typing import NamedTuple
 from ..events import say
 from ..gitsupport import exclude_text, failed_writers, identity_files, identity_for
 from ..grants import Grant, Snapshot, is_within
-from ..placeholders import Placeholders
 from ..state import ensure_private_dir, private_folder, remove_tree
+from .placeholders import Placeholders
 from .plan import LaunchPlan, MountOp
 
 

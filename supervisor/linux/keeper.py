@@ -86,7 +86,7 @@ class Keeper:
     def start(self) -> None:
         """Spawn the keeper (posix_spawn: no Python runs in the child). A failure is kept
         in `failure`, for the launching thread to say."""
-        from ..run import interpreter
+        from ..installation import interpreter
 
         python = interpreter()[0]
         read_end, write_end = os.pipe()  # both close-on-exec

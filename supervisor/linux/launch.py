@@ -30,7 +30,7 @@ from ..signal_forwarding import FORWARDED
 from ..terminal import foreground_terminal, give_terminal
 from .bwrap import BwrapInfo, bwrap_args
 from .pinning import LinkInPath, PinnedPath, pin
-from .plan import FRESH_MOUNTS, LaunchPlan, MountOp
+from .plan import LaunchPlan
 
 if TYPE_CHECKING:
     from .cgroups import RunCgroups
@@ -106,25 +106,6 @@ def _pin_sources(plan: LaunchPlan, child: _ChildFds,
     return fds
 
 
-def present_ops(plan: LaunchPlan) -> LaunchPlan:
-    """The plan without hides and protections whose path is gone since the snapshot.
-
-    A tmpfs or bind over a missing path would make bwrap create it, in a folder the
-    sandbox may only read; a grant that vanished is refused by `_pin_sources` instead.
-    """
-    kept: list[MountOp] = []
-    for op in plan.ops:
-        optional = (op.kind in ("tmpfs", "hide-file") and op.dest not in FRESH_MOUNTS) or (
-            op.kind == "remount-ro" and op.dest != "/"
-        )
-        if op.dest.startswith("/proc/"):
-            optional = False  # the sandbox's own fresh /proc, not a host path
-        if optional and not os.path.lexists(op.dest):
-            continue
-        kept.append(op)
-    return plan._replace(ops=tuple(kept))
-
-
 def _idmap(plan: LaunchPlan, fds: dict[int, int], pinned_at: dict[int, PinnedPath],
            child: _ChildFds) -> PrivateMounts:
     """Root mode: a copy of each bind, idmapped where the plan marks it, made here (a
@@ -181,7 +162,6 @@ def spawn(
     parent_fds: list[int] = []
     private: PrivateMounts | None = None
     try:
-        plan = present_ops(plan)
         pinned_at: dict[int, PinnedPath] = {}
         fds = _pin_sources(plan, child, pinned_at)
         if plan.root_mode:

@@ -61,6 +61,7 @@ from netns_helper.protocol import (
 )
 
 from ..errors import HelperError, LaunchError
+from ..grants import deepest
 from .plan import LaunchPlan, MountOp
 
 if TYPE_CHECKING:
@@ -70,9 +71,11 @@ if TYPE_CHECKING:
     from ..proxy.decider import Decider
     from ..proxy.runfolder import RunFolder
     from ..proxy.upstream import Gate
-    from .supervise import Supervision
+    from .supervise import Served, Supervision
 
 RESOLV_CONF = "/etc/resolv.conf"
+# Where a plan printed or checked without a run (`lnk sandbox plan`, preflight) says the
+# proxy's resolv.conf comes from: each run makes a folder of its own for it.
 PLAN_SOURCE = "<the run's private folder>/resolv.conf"
 READY_TIMEOUT = 30.0
 
@@ -81,7 +84,7 @@ def helper_boot() -> str:
     """The helper's entry: its package beside this supervisor's (the same checkout, never
     another installation's), run with -I -S, since it imports the standard library only:
     no site, no .pth file of the environment runs on the way (3 ms of its start)."""
-    from ..run import inner_source
+    from ..installation import inner_source
 
     root = os.path.dirname(inner_source())
     return (f"import sys;sys.path.insert(0,{root!r});"
@@ -157,14 +160,7 @@ def _before_remounts(plan: LaunchPlan, new: list[MountOp]) -> LaunchPlan:
 
 def _holder(plan: LaunchPlan, path: str) -> MountOp | None:
     """The deepest bind (ro or not) holding `path`: what a mount there would go into."""
-    best: MountOp | None = None
-    for op in plan.ops:
-        if op.kind not in ("ro-bind", "bind"):
-            continue
-        inside = op.dest in (path, "/") or path.startswith(op.dest + "/")
-        if inside and (best is None or op.dest.count("/") >= best.dest.count("/")):
-            best = op
-    return best
+    return deepest(path, ((op.dest, op) for op in plan.ops if op.kind in ("ro-bind", "bind")))
 
 
 def _replace_ops(plan: LaunchPlan, ops: tuple[MountOp, ...], note: str | None = None
@@ -270,10 +266,12 @@ class NetworkRun:
                        Listen(f"forward-{port}", "::1", port, optional=True)]
         return tuple(wanted)
 
-    def supervise_options(self) -> dict[str, Any]:
-        """What `supervise` needs: the hand-off before the go, the service, and the fds
-        whose readiness needs it."""
-        return {"prepare": self.hand_off, "wake": self.wake_fds, "services": [self.service]}
+    def served(self) -> Served:
+        """What `supervise` needs: the service, the hand-off before the go, and the fds
+        whose readiness needs the service."""
+        from .supervise import Served
+
+        return Served(self.service, self.hand_off, self.wake_fds)
 
     def wake_fds(self) -> list[int]:
         """What the service is needed for once readable: a listener (a connection or a
@@ -286,13 +284,10 @@ class NetworkRun:
             fds.append(self._helper_pidfd)
         return fds
 
-    def plan(self, plan: LaunchPlan) -> LaunchPlan:
-        """`plan` (made by `plan_for`) with this run's resolv.conf as the source."""
-        if self.folder is None:
-            return plan
-        source = self.folder.resolv_conf
-        return plan._replace(ops=tuple(op._replace(source=source) if op.source == PLAN_SOURCE
-                                       else op for op in plan.ops))
+    def resolv_conf(self) -> str:
+        """The sandbox's resolv.conf in this run's own folder (proxy mode), which the plan
+        binds: the folder exists before the plan is built, so the plan names it at once."""
+        return self.folder.resolv_conf if self.folder is not None else PLAN_SOURCE
 
     async def service(self, supervision: Supervision) -> None:
         """Serve the network and keep the helper for the run (a task in the run's loop)."""

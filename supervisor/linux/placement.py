@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 
 from ..errors import LaunchError
-from ..grants import is_within
+from ..grants import deepest, is_within
 from .plan import LaunchPlan, MountOp
 
 SESSION_TMP_REASON = "the session's own /tmp (kept between its commands)"
@@ -67,8 +67,7 @@ def with_working_directory(plan: LaunchPlan, cwd: str) -> LaunchPlan:
     if not cwd.startswith("/"):
         raise LaunchError(f"the working directory {cwd!r} is not an absolute path")
     cwd = _through_links(plan, os.path.normpath(cwd))
-    holder = max((op for op in plan.ops if op.kind in MOUNTS and is_within(cwd, op.dest)),
-                 key=lambda op: (op.dest.count("/"), len(op.dest)), default=None)
+    holder = deepest(cwd, ((op.dest, op) for op in plan.ops if op.kind in MOUNTS))
     if holder is None or holder.kind not in ("bind", "ro-bind", "tmpfs"):
         raise LaunchError(f"the working directory {cwd} is in no folder the sandbox sees",
                           hint="pick a folder the spec grants (files.read or files.write), "

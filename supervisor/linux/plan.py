@@ -28,12 +28,13 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal, NamedTuple
 
-from ..dotfiles import DotFiles, Protected, analyze
+from ..dotfiles import DotFiles, Protected
 from ..errors import LaunchError
-from ..grants import Grant, Snapshot, expand_name, is_within
-from ..placeholders import Wanted
+from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
+from ..view import dot_files_of, link_refusal, protections
+from .placeholders import Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
 
@@ -82,6 +83,9 @@ class HostLayout(NamedTuple):
     for its check cache and placeholders, after resolving): hidden all the same.
     `sockets`: the path sockets under the grants (sockets.py), each hidden unless named;
     `secrets`: what the name rule found in home (secret_names.py), hidden unless named.
+    `gone`: the hidden paths the snapshot resolved that are missing now: left out, since
+    a tmpfs or an empty file over a missing path would make bwrap create it, in a folder
+    the sandbox may only read (a grant that vanished is refused when pinned instead).
     """
 
     system: dict[str, str | None]
@@ -95,6 +99,7 @@ class HostLayout(NamedTuple):
     sockets: FoundSockets = FoundSockets()
     secrets: tuple[Found, ...] = ()
     cache_missing: Mapping[str, str] = MappingProxyType({})
+    gone: frozenset[str] = frozenset()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -111,20 +116,11 @@ class HostLayout(NamedTuple):
                 system[folder] = os.readlink(folder)
             elif stat.S_ISDIR(mode):
                 system[folder] = None
-        dot_files = {}
+        dot_files = dot_files_of(snapshot) if snapshot is not None else {}
         lnk_home = None
-        places = None
         for grant in snapshot.grants if snapshot is not None else ():
             assert snapshot is not None
-            if (grant.access == "write" and grant.target and not grant.dot_files_writable
-                    and grant.is_dir):
-                if places is None:
-                    from ..home_places import home_places
-
-                    places = home_places(snapshot.home)  # once for every grant
-                dot_files[grant.target] = analyze(grant.target, home=snapshot.home,
-                                                  commit=grant.commit, places=places)
-            elif grant.name == LNK_HOME_NAME and grant.target is None \
+            if grant.name == LNK_HOME_NAME and grant.target is None \
                     and os.path.isdir(snapshot.lnk_home):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
         return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
@@ -133,7 +129,11 @@ class HostLayout(NamedTuple):
                           _sockets(snapshot, lnk_home) if snapshot is not None
                           else FoundSockets(),
                           _secrets(snapshot, lnk_home) if snapshot is not None else (),
-                          cache_missing=_first_missing(snapshot))
+                          cache_missing=_first_missing(snapshot),
+                          gone=frozenset(
+                              g.target for g in (snapshot.grants if snapshot else ())
+                              if g.access == "hide" and g.target
+                              and not os.path.lexists(g.target)))
 
 
 def _first_missing(snapshot: Snapshot | None) -> dict[str, str]:
@@ -231,17 +231,10 @@ class LaunchPlan(NamedTuple):
     inner_parent: str = INNER_PARENT
 
 
-def _depth(path: str) -> int:
-    return 0 if path == "/" else path.count("/")
-
-
 def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
-    """The access of the deepest mount holding `path`, or None when none does."""
-    best: tuple[int, str] | None = None
-    for dest, access in mounts:
-        if is_within(path, dest) and (best is None or _depth(dest) >= best[0]):
-            best = (_depth(dest), access)
-    return best[1] if best else None
+    """The access of the deepest mount holding `path` (of two at one path, the later
+    one: it covers the first), or None when none does."""
+    return deepest(path, mounts)
 
 
 def host_access(plan: LaunchPlan, path: str) -> str | None:
@@ -302,10 +295,10 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     late: list[MountOp] = []
 
     def add(order: int, op: MountOp, access: str) -> None:
-        layered.append((_depth(op.dest), order, op))
+        layered.append((depth(op.dest), order, op))
         mounts.append((op.dest, access))
 
-    for grant in sorted(grants, key=lambda g: _depth(g.target or "/")):
+    for grant in sorted(grants, key=lambda g: depth(g.target or "/")):
         assert grant.target is not None
         if grant.target == "/":
             continue
@@ -314,8 +307,9 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     hidden = [g._replace(target=layout.lnk_home) if g.name == LNK_HOME_NAME
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
     caches = [cache.path for cache in snapshot.caches]
-    for grant in sorted(hidden, key=lambda g: _depth(g.target or "/")):
-        if grant.target is None or grant.access not in ("hide", "protect"):
+    for grant in sorted(hidden, key=lambda g: depth(g.target or "/")):
+        if grant.target is None or grant.access not in ("hide", "protect") \
+                or grant.target in layout.gone:
             continue
         if any(is_within(grant.target, cache) for cache in caches):
             continue  # a private cache holds nothing of the person's to hide
@@ -330,7 +324,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     _anchor_lnk_home(next((g.target for g in hidden if g.name == LNK_HOME_NAME
                            and g.access == "hide"), None), mounts, add)
-    holds = _dot_files(grants, layout, mounts, add)
+    holds = _dot_files(snapshot, layout, mounts, add)
     holds += _caches(snapshot, layout, mounts, add, late, root_mode=root_mode)
     if root_mode:
         _refuse_root_write_grants(grants)
@@ -352,7 +346,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
     linked: list[str] = []
     named = [(expand_name(g.name, snapshot.home, snapshot.cwd, snapshot.lnk_home), g)
              for g in grants]
-    for name, grant in sorted(named, key=lambda pair: _depth(pair[0])):
+    for name, grant in sorted(named, key=lambda pair: depth(pair[0])):
         assert grant.target is not None
         if name != grant.target and _deepest(name, mounts) is None and not any(
             is_within(name, link) for link in linked
@@ -387,7 +381,7 @@ def _caches(snapshot: Snapshot, layout: HostLayout, mounts: list[tuple[str, str]
     below it, covered by a tmpfs (read-only once the mount point is made) to make the
     rest in. Run by root, bound idmapped: the sandbox writes it as root's."""
     holds: list[Wanted] = []
-    for cache in sorted(snapshot.caches, key=lambda c: _depth(c.path)):
+    for cache in sorted(snapshot.caches, key=lambda c: depth(c.path)):
         first = layout.cache_missing.get(cache.path)
         shown = f"{cache.key}: {cache.name}"
         if first is not None and _deepest(os.path.dirname(first), mounts) in ("read",
@@ -472,9 +466,8 @@ def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
     for path in layout.root_sockets:
         if _deepest(path, mounts) not in ("read", "write") or path in named:
             continue
-        grant = max((g for g in grants if g.access in ("read", "write") and g.target
-                     and is_within(path, g.target)), key=lambda g: _depth(g.target or "/"),
-                    default=None)
+        grant = deepest(path, ((g.target, g) for g in grants
+                               if g.access in ("read", "write") and g.target))
         if grant is None or (grant.target == path and grant.access == "read"):
             continue  # named itself: bound as it is, not mapped (_idmapped)
         raise LaunchError(
@@ -532,7 +525,8 @@ def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
     above = [(d, a) for d, a in mounts if d != lnk_home]
     if _deepest(lnk_home, above) != "write":
         return
-    folder = max((d for d, a in above if a == "write" and is_within(lnk_home, d)), key=_depth)
+    folder = deepest(lnk_home, ((d, d) for d, a in above if a == "write"))
+    assert folder is not None  # the deepest mount holding it writes it
     for part in lnk_home[len(folder):].strip("/").split("/")[:-1]:
         folder = os.path.join(folder, part)
         if not any(d == folder for d, _ in mounts):
@@ -541,7 +535,7 @@ def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
 
 
 def _dot_files(
-    grants: tuple[Grant, ...],
+    snapshot: Snapshot,
     layout: HostLayout,
     mounts: list[tuple[str, str]],
     add: Callable[[int, MountOp, str], None],
@@ -553,32 +547,23 @@ def _dot_files(
     state at launch: a missing one is made then, and an existing one may be another
     run's placeholder, which this run must hold too so it is not removed under it.
     """
-    written = {g.target for g in grants if g.access == "write"}
-    found: list[tuple[Grant, Protected]] = []
-    for grant in grants:
-        if grant.access == "write" and not grant.dot_files_writable and grant.target:
-            dots = layout.dot_files.get(grant.target)
-            found.extend((grant, p) for p in (dots.protected if dots else ()))
+    written = set(snapshot.written())
+    found = protections(snapshot, layout.dot_files)
     for grant, protected in found:
         if protected.link and _deepest(protected.link, mounts) == "write":
-            raise LaunchError(
-                f"{protected.link} is a link in the path of {protected.name} ({protected.reason}"
-                f"), in {grant.target}, which the sandbox writes: it could point the link "
-                "elsewhere, so the launch is refused",
-                hint=f"replace the link with what it points to, or list {grant.name!r} in "
-                "files.write_dot_files if the sandbox may change its dot files",
-            )
+            raise link_refusal(protected, grant)
     holds: list[Wanted] = []
     bound: list[str] = []
     anchored: set[str] = set()
-    for grant, protected in sorted(found, key=lambda pair: _depth(_dest(pair[1]) or "/")):
+    for grant, protected in sorted(found, key=lambda pair: depth(_dest(pair[1]) or "/")):
         dest = _dest(protected)
         if dest is None or dest in written or any(is_within(dest, b) for b in bound):
             continue
         if _deepest(dest, mounts) != "write":
             continue
         owner = f"dot file of {grant.name} ({grant.key or grant.reason})"
-        top = max((d for d, a in mounts if a == "write" and is_within(dest, d)), key=_depth)
+        top = deepest(dest, ((d, d) for d, a in mounts if a == "write"))
+        assert top is not None  # the deepest mount holding it writes it
         folder = top
         for part in dest[len(top):].strip("/").split("/")[:-1]:
             folder = os.path.join(folder, part)

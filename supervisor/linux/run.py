@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
-from ..capabilities import CheckCache, bwrap_info, landlock_abi, watch_support
+from ..capabilities import CheckCache
 from ..deadline import TIMEOUT_STATUS, timed_out_message
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
 from ..events import EventLog, say
 from ..grants import Snapshot
 from ..host_files import open_report
+from ..installation import inner_source, interpreter
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
-from ..placeholders import Placeholders
-from ..run import FileOp, inner_source, interpreter
+from ..run_types import Ended, FileOp
+from .capabilities import bwrap_info, landlock_abi, watch_support
 from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .gitrun import GitRun
 from .keeper import Keeper
 from .launch import spawn
+from .placeholders import Placeholders
 from .placement import place
 from .plan import HostLayout, LaunchPlan, build_plan
 from .runs import RunList, tag, this_token
@@ -32,7 +34,9 @@ if TYPE_CHECKING:
     from .watch import ExecWatch, Judge
 
 
-def plan_for(snapshot: Snapshot) -> LaunchPlan:
+def plan_for(snapshot: Snapshot, *, resolv_conf: str | None = None) -> LaunchPlan:
+    """The plan for this machine. `resolv_conf`: the file the proxy's resolv.conf is
+    bound from (proxy mode), a run's own; a plan without a run names a stand-in."""
     python, prefix = interpreter()
     root_mode = os.geteuid() == 0
     layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
@@ -40,7 +44,7 @@ def plan_for(snapshot: Snapshot) -> LaunchPlan:
     if snapshot.network_mode == "proxy":
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
-        plan = with_resolv_conf(plan, PLAN_SOURCE, ResolvConfHost.probe())
+        plan = with_resolv_conf(plan, resolv_conf or PLAN_SOURCE, ResolvConfHost.probe())
     # A named socket that is gone since the snapshot refuses the launch when pinned, but
     # an optional one is left out, as an optional grant is.
     sockets = tuple(s for s in snapshot.network.sockets()
@@ -173,7 +177,17 @@ def launch_and_supervise(
         if learn:
             snapshot = snapshot._replace(programs=None)
         layers = decide_layers(snapshot, cache, learn=learn)
-        plan = place(plan_for(snapshot), cwd=cwd, tmp=tmp,
+        events = EventLog(open_report(report) if report else None)
+        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+            say(unix_sockets_gap(layers.landlock_abi))
+        # The run's folder (proxy mode: the plan binds its resolv.conf) and exposed ports
+        # exist before the plan is built, the helper's job after bwrap has started.
+        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
+            from .network import NetworkRun
+
+            network = NetworkRun.open(snapshot, events, decide)
+        resolv_conf = network.resolv_conf() if network is not None else None
+        plan = place(plan_for(snapshot, resolv_conf=resolv_conf), cwd=cwd, tmp=tmp,
                      tmp_size_asked="tmp" in snapshot.run_limits().written)
         # git's files (identity, excludes, trace) are in the plan before Landlock's rules
         # are made from it; their folder goes on every way out.
@@ -184,15 +198,6 @@ def launch_and_supervise(
         config = inner_config(plan, snapshot, layers, loaders)
         if file_op is not None:
             config["file"] = file_op._asdict()
-        events = EventLog(open_report(report) if report else None)
-        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
-            say(unix_sockets_gap(layers.landlock_abi))
-        # The run's folder and exposed ports exist before bwrap, the helper's job after it.
-        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
-            from .network import NetworkRun
-
-            network = NetworkRun.open(snapshot, events, decide)
-            plan = network.plan(plan)
         relay = _relay_named_sockets(snapshot, plan)
         if relay is not None:
             plan = relay[0].plan(plan)
@@ -233,7 +238,7 @@ def launch_and_supervise(
             outcome = supervise(launched,
                                 watch_factory=watch_factory if layers.listener else None,
                                 timeout=timeout,
-                                **(network.supervise_options() if network else {}))
+                                served=(network.served(),) if network is not None else ())
             # A run this process killed (a timeout, a failure, a second SIGTERM) may have
             # been killed in bwrap's first milliseconds, as a killed supervisor's is: its
             # keeper looks too (status 137 is also a command killed by the kernel).
@@ -320,7 +325,55 @@ def run_linux(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
     return outcome
 
 
-__all__ = ["SandboxError", "launch_and_supervise", "plan_for", "run_linux"]
+def launch_linux(snapshot: Snapshot, argv: list[str], *, report: str | None,
+                 decide: Decide | None, timeout: float | None, cwd: str | None,
+                 tmp: str | None, file_op: FileOp | None) -> Ended:
+    """One run, said as the hall's launch says it (run.launch_snapshot)."""
+    outcome = run_linux(snapshot, argv, report=report, decide=decide, timeout=timeout,
+                        cwd=cwd, tmp=tmp, file_op=file_op)
+    failure = outcome.exec_failure
+    return Ended(outcome.status, outcome.timed_out,
+                 failure.errno if failure is not None else None)
+
+
+def learn_linux(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
+    """Run once with every program open and the watch recording; the status and the
+    `[commands]` lines for what ran."""
+    from ..learn import render, summarize
+    from .watch import Judge
+
+    judge = Judge(None, record=True)
+    outcome = launch_and_supervise(snapshot, argv, learn=True, judge=judge)
+    if outcome.problem is not None:
+        raise outcome.problem
+    learned, left = summarize(judge.seen, snapshot)
+    return outcome.status, render(learned, left, argv)
+
+
+def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
+    """`lnk sandbox plan`: the mount plan and bwrap's arguments, every source as the
+    path it is pinned from at launch."""
+    import shlex
+
+    from .bwrap import BwrapInfo, bwrap_args
+
+    plan = plan_for(snapshot)
+    out.write(f"# spec: {snapshot.source}\n# mounts, in order:\n")
+    for op in plan.ops:
+        source = f" <- {op.source}" if op.source and op.source != op.dest else ""
+        out.write(f"{op.kind:<10} {op.dest}{source}    # {op.reason}\n")
+    info = BwrapInfo("bwrap", "?", True, True)
+    args = bwrap_args(plan, info, fd_of=lambda op: f"FD<{op.source}>", json_status_fd="FD",
+                      config_fd="FD")
+    out.write("# bwrap's arguments (FD<path>: that path, opened without following links):\n")
+    out.write(shlex.join(args) + "\n")
+    out.write(f"# command: {shlex.join(command)}\n")
+    out.writelines(f"# note: {note}\n" for note in plan.notes)
+    return 0
+
+
+__all__ = ["SandboxError", "launch_and_supervise", "launch_linux", "learn_linux", "plan_for",
+           "print_plan", "run_linux"]
 
 
 def _refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:

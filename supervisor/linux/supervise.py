@@ -57,6 +57,19 @@ KILL_GRACE = 10.0
 Service = Callable[["Supervision"], Coroutine[Any, Any, None]]
 
 
+class Served(NamedTuple):
+    """What a part of the run served in the loop asks of `supervise` (the network: the
+    proxy, forwarded and exposed ports, and their helper): `service`, run under anyio
+    beside the wait once it is needed; `prepare`, run in the status thread before the
+    go (the hand-off to the helper, whose listeners the go waits for; False when the
+    sandbox ended first: no go, ever); and `wake`, the fds whose readiness needs the
+    service (a connection waits, a datagram came, the helper died)."""
+
+    service: Service
+    prepare: Callable[[Supervision], bool]
+    wake: Callable[[], Sequence[int]]
+
+
 class ExecFailure(NamedTuple):
     """The inner's execve failed: `errno` and the program as given; `interpreter`, the
     `#!` interpreter of a script found, when that is what is missing."""
@@ -379,29 +392,24 @@ def _read_json_records(fd: int) -> list[dict[str, Any]]:
 def supervise(
     launched: Launched,
     *,
-    needs_loop: bool = False,
     watch_factory: Callable[[int], ExecWatch] | None = None,
-    services: Sequence[Service] = (),
-    go_conditions: Sequence[threading.Event] = (),
+    served: Sequence[Served] = (),
     timeout: float | None = None,
-    prepare: Callable[[Supervision], bool] | None = None,
-    wake: Callable[[], Sequence[int]] | None = None,
 ) -> Outcome:
-    """Supervise until bwrap ends; under anyio only a run that `needs_loop` (services).
+    """Supervise until bwrap ends; under anyio only once a service of `served` is
+    needed (one of its `wake` fds is readable).
 
-    `services` run in the loop beside the wait (so they need `needs_loop`); the go waits
-    for every event of `go_conditions`, added before the status socket is read;
-    `timeout` (seconds, from now) kills the whole tree when it is up (status 124);
-    `prepare` runs in the status thread before the go; `services` start once `wake`
-    names a readable fd.
+    Each of `served` has its `prepare` run in the status thread before the go, and its
+    service run in the loop beside the wait once needed; `timeout` (seconds, from now)
+    kills the whole tree when it is up (status 124).
     """
-    supervision = Supervision(launched, watch_factory, services, timeout)
-    supervision.go_conditions.extend(go_conditions)
-    supervision.prepare = prepare
-    supervision.wake = wake
+    supervision = Supervision(launched, watch_factory, [s.service for s in served], timeout)
+    if served:
+        supervision.prepare = lambda running: all(s.prepare(running) for s in served)
+        supervision.wake = lambda: [fd for s in served for fd in s.wake()]
     supervision.start()
     try:
-        if needs_loop or supervision.wait_sync():
+        if supervision.wait_sync():
             _run_loop(supervision)
     except BaseException:
         supervision.kill()

@@ -33,11 +33,11 @@ import select
 import stat
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from inner.seccomp import MFD_CLOEXEC, MFD_EXEC, MFD_NOEXEC_SEAL
 
-from ..events import EventLog
+from ..events import EventLog, Executed
 from . import notify
 from .openat2 import RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2
 
@@ -62,17 +62,6 @@ AT_FDCWD = -100
 RECEIVERS = min(4, max(1, os.cpu_count() or 1))
 _READABLE = select.POLLIN
 _GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
-
-
-class Executed(NamedTuple):
-    """One exec the watch saw: the path as asked, and the file it resolved to inside
-    (its path, device and inode; None where it could not be resolved)."""
-
-    asked: str
-    path: str | None
-    device: int = 0
-    inode: int = 0
-    interpreter_of: str | None = None
 
 
 CHANGED = ("listed in [commands], but changed since the sandbox started: the list holds "

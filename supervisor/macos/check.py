@@ -135,7 +135,7 @@ def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Repo
     """Ask this Mac, and judge the spec's effective policy against it."""
     from ..check import GAP_SOCKETS, Report
     from ..policy import Context
-    from ..run import snapshot_for
+    from ..stages import snapshot_for
     from .run import NESTED, prepare
 
     tools = tools or DEFAULT_TOOLS

@@ -40,8 +40,7 @@ import anyio
 
 from inner.syscalls import libc
 
-from ..events import EventLog
-from ..linux.watch import Executed
+from ..events import EventLog, Executed
 from .logparse import Report, parse_record
 
 LOG = "/usr/bin/log"

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..dotfiles import Protected
-from ..errors import LaunchError
-from ..grants import Grant, Snapshot, expand_name, is_within
+from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
+from ..view import link_refusal
 from . import system
 from .programs import Companion
 from .regexes import REGEX_LIMIT, any_case, any_case_regexes, chunks, fold, regex_escape
@@ -184,10 +184,6 @@ class _Filter:
     why: str
 
 
-def _depth(path: str) -> int:
-    return 0 if path == "/" else path.count("/")
-
-
 def _comment(text: str) -> str:
     """Printable ASCII only: nothing from a spec ends a comment and starts a rule."""
     return "".join(c if " " <= c <= "~" else "?" for c in text)
@@ -252,13 +248,7 @@ class _Compiler:
                                    "grant)", below_write=True))
         for item in protected:
             if item.link and self.holder(item.link, rules, strict=False) == "write":
-                raise LaunchError(
-                    f"{item.link} is a link in the path of {item.name} ({item.reason}), "
-                    "where the sandbox writes: it could point the link elsewhere, so the "
-                    "launch is refused",
-                    hint="replace the link with what it points to, or list the folder in "
-                    "files.write_dot_files if the sandbox may change its dot files",
-                )
+                raise link_refusal(item, None)
         kept = []
         seen: set[tuple[str, str]] = set()
         for rule in rules:
@@ -278,17 +268,13 @@ class _Compiler:
 
     @staticmethod
     def holder(path: str, rules: Sequence[_Rule], *, strict: bool) -> str | None:
-        """What the deepest grant, hide or system folder holding `path` does to it."""
-        best: tuple[int, int, str] | None = None
+        """What the deepest grant, hide or system folder holding `path` does to it; of
+        rules at one path, the one that closes more, as the profile emits it later."""
         candidates = [(f, "read") for f in system.SYSTEM_FOLDERS]
         candidates += [(r.path, r.effect) for r in rules if r.effect != "keep"]
-        for folder, effect in candidates:
-            if (strict and folder == path) or not is_within(path, folder):
-                continue
-            key = (_depth(folder), _RANK[effect], effect)
-            if best is None or key[:2] > best[:2]:
-                best = key
-        return best[2] if best else None
+        laid = sorted((pair for pair in candidates if not (strict and pair[0] == path)),
+                      key=lambda pair: _RANK[pair[1]])
+        return deepest(path, laid)
 
     def visible(self, path: str) -> bool:
         return self.holder(path, self.rules, strict=False) in ("read", "write")
@@ -297,7 +283,7 @@ class _Compiler:
         """Level of each rule: an allow comes after every closer holding it, a closer
         after every allow holding it (see the module docstring)."""
         level: dict[_Rule, int] = {}
-        for rule in sorted(self.rules, key=lambda r: (_depth(r.path), not r.allows)):
+        for rule in sorted(self.rules, key=lambda r: (depth(r.path), not r.allows)):
             if rule.allows:
                 level[rule] = max((level[c] + 1 for c in level if not c.allows
                                    and c.path != rule.path and is_within(rule.path, c.path)),
@@ -436,7 +422,7 @@ class _Compiler:
         top = max([*level.values(), *(self.name_level(p, level) for p in names)], default=0)
         for number in range(top + 1):
             here = sorted((r for r in level if level[r] == number),
-                          key=lambda r: (_depth(r.path), r.path))
+                          key=lambda r: (depth(r.path), r.path))
             reads = [f for r in here if r.effect == "read" for f in self.filters(r)]
             writes = [f for r in here if r.effect == "write" for f in self.filters(r)]
             paths = [f for p, f in names.items() if self.name_level(p, level) == number]
@@ -500,15 +486,13 @@ class _Compiler:
         filters: list[_Filter] = []
         seen: set[str] = set()
         for path, label, why in closed:
-            holders = [r for r in self.rules if r.effect != "keep" and r.path != path
-                       and is_within(path, r.path)]
-            if not holders:
+            holders = sorted((r for r in self.rules if r.effect != "keep" and r.path != path),
+                             key=lambda r: _RANK[r.effect])
+            holder = deepest(path, ((r.path, r) for r in holders))
+            if holder is None or holder.effect != "write":
                 continue
-            deepest = max(holders, key=lambda r: (_depth(r.path), _RANK[r.effect]))
-            if deepest.effect != "write":
-                continue
-            for folder in [deepest.path, *_ancestors(path)]:
-                if is_within(folder, deepest.path) and folder not in seen:
+            for folder in [holder.path, *_ancestors(path)]:
+                if is_within(folder, holder.path) and folder not in seen:
                     seen.add(folder)
                     filters.append(_Filter("literal", folder, f"holds {label}",
                                            f"holds {why}"))

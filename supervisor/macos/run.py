@@ -42,12 +42,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from ..deadline import TIMEOUT_STATUS, Deadline, timed_out_message
-from ..dotfiles import Protected, analyze
+from ..dotfiles import Protected
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Grant, Snapshot
 from ..host_files import open_report
+from ..installation import inner_source, interpreter
 from ..netpolicy import Decide
+from ..run_types import Ended, FileOp
 from ..signal_forwarding import SignalForwarding
 from ..terminal import foreground_terminal, give_terminal
 from .environment import sandbox_environment
@@ -80,16 +82,10 @@ NESTED = LaunchError(
 
 def protections(snapshot: Snapshot) -> list[Protected]:
     """The dot files at the top of each write grant whose dot files are protected."""
-    from ..home_places import home_places
+    from ..view import dot_files_of
+    from ..view import protections as of_grants
 
-    found: list[Protected] = []
-    places = home_places(snapshot.home) if snapshot.written() else ()
-    for grant in snapshot.visible():
-        if grant.access == "write" and not grant.dot_files_writable and grant.is_dir:
-            assert grant.target is not None
-            found.extend(analyze(grant.target, home=snapshot.home, commit=grant.commit,
-                                 places=places).protected)
-    return found
+    return [item for _, item in of_grants(snapshot, dot_files_of(snapshot))]
 
 
 @dataclass(frozen=True)
@@ -304,8 +300,8 @@ class MacLauncher:
         return outcome
 
     def learn(self, snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
+        from ..events import Executed
         from ..learn import LeftOut, render, summarize
-        from ..linux.watch import Executed
 
         snapshot = snapshot._replace(programs=None)
         temp_holder: list[str] = []
@@ -540,9 +536,33 @@ def run_macos(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
                                 timeout=timeout, temp=tmp)
 
 
+def launch_macos(snapshot: Snapshot, argv: list[str], *, report: str | None,
+                 decide: Decide | None, timeout: float | None, cwd: str | None,
+                 tmp: str | None, file_op: FileOp | None) -> Ended:
+    """One run, said as the hall's launch says it (run.launch_snapshot)."""
+    if cwd is not None:
+        os.chdir(cwd)  # sandbox-exec starts where its parent is
+    if file_op is not None:
+        argv = mac_file_op_argv(file_op)
+    mac = run_macos(snapshot, argv, report=report, decide=decide, timeout=timeout, tmp=tmp)
+    # The file operation's command exits with its errno (inner/fileop.py).
+    failed = file_op is not None and 0 < mac.status < 124
+    return Ended(mac.status, mac.timed_out, mac.status if failed else None)
+
+
+def mac_file_op_argv(file_op: FileOp) -> list[str]:
+    """macOS has no inner: the file operation runs as the command, inner/fileop.py's own
+    source under this interpreter (which the profile must let run)."""
+    with open(os.path.join(inner_source(), "fileop.py"), encoding="utf-8") as handle:
+        source = handle.read()
+    code = source + "\nimport sys\nsys.exit(standalone(sys.argv[1:]))\n"
+    limit = "" if file_op.limit is None else str(file_op.limit)
+    return [interpreter()[0], "-I", "-S", "-c", code, file_op.op, file_op.path, limit]
+
+
 def learn_macos(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     return MacLauncher().learn(snapshot, argv)
 
 
-__all__ = ["MacLauncher", "learn_macos", "preflight_macos", "prepare", "print_plan",
-           "run_macos"]
+__all__ = ["MacLauncher", "launch_macos", "learn_macos", "mac_file_op_argv", "preflight_macos",
+           "prepare", "print_plan", "run_macos"]

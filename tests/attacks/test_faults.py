@@ -84,11 +84,13 @@ def _host_mounts() -> int:
     return len(Path("/proc/1/mountinfo").read_text().splitlines())
 
 
-def _run_cgroups() -> list[str]:
-    """The cgroups of runs whose supervisor is gone, left on the host (root mode makes
-    them under lnk-sandbox). A run's supervisor holds a lock on each of its cgroups while
-    it lives; the kernel drops it when it dies. Other runs on the machine (another
-    checkout's tests, say) hold theirs, and are not counted; an older lnk-sandbox's,
+def _run_cgroups(uid: int) -> list[str]:
+    """The cgroups of `uid`'s runs whose supervisor is gone, left on the host (root mode
+    makes them under lnk-sandbox; a person's start can prune only its own, so another
+    user's, root's from other tests, are not this test's). A run's supervisor holds a
+    lock on each of its cgroups while it lives; the kernel drops it when it dies. Other
+    runs on the machine (another checkout's tests, say) hold theirs, and are not
+    counted; an older lnk-sandbox's,
     which lock nothing, are judged by their supervisor's pid."""
     left = []
     # This test's runs make theirs below the test's own cgroups (v1), or at a top.
@@ -100,7 +102,7 @@ def _run_cgroups() -> list[str]:
                 or any(path and str(base.parent).endswith(path) for path in own)):
             continue  # another session's
         for folder in base.iterdir():
-            if not folder.is_dir():
+            if not folder.is_dir() or folder.stat().st_uid != uid:
                 continue
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
             try:
@@ -171,12 +173,12 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
         time.sleep(0.1)
     assert _alive_with(marker) == set()
     assert _host_mounts() == mounts
-    assert _run_cgroups() == []
+    assert _run_cgroups(sandbox.who.uid) == []
     work = sandbox.project / "work"
     assert sorted(p.name for p in work.iterdir()) == []  # no placeholder (.git, ...) left
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
     assert list((sandbox.lnk_home / "runs").iterdir()) == []  # no run still listed
-    from supervisor.placeholders import Placeholders
+    from supervisor.linux.placeholders import Placeholders
 
     assert Placeholders(str(sandbox.lnk_home)).entries() == {}  # no run holds anything
 

@@ -30,8 +30,9 @@ DEFAULT_RUN_STDLIB = {
 # proxy, macOS, the API) or that cost a start most of all.
 NOT_IN_A_DEFAULT_RUN = ("supervisor.proxy", "supervisor.linux.network",
                         "supervisor.linux.watch", "supervisor.describe",
-                        "supervisor.permissions", "supervisor.check", "supervisor.macos",
-                        "supervisor.commit_check", "supervisor.learn",
+                        "supervisor.permissions", "supervisor.check",
+                        "supervisor.linux.check", "supervisor.macos",
+                        "supervisor.commit_check", "supervisor.commit_git", "supervisor.learn",
                         "supervisor.hostnames", "netns_helper", "lnk_sandbox")
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 
 from supervisor.errors import SandboxError
-from supervisor.run import run_snapshot, snapshot_for
+from supervisor.run import run_snapshot
+from supervisor.stages import snapshot_for
 
 
 def main() -> int:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import sys
 
-from supervisor.capabilities import CheckCache, bwrap_info
+from supervisor.capabilities import CheckCache
 from supervisor.errors import SandboxError
+from supervisor.linux.capabilities import bwrap_info
 from supervisor.linux.confine import inner_config
 from supervisor.linux.launch import spawn
-from supervisor.linux.plan import LaunchPlan, MountOp
+from supervisor.linux.placeholders import Placeholders
+from supervisor.linux.plan import MountOp
 from supervisor.linux.run import decide_layers, plan_for, program_loaders, sandbox_environment
 from supervisor.linux.supervise import supervise
-from supervisor.placeholders import Placeholders
-from supervisor.run import snapshot_for
+from supervisor.stages import snapshot_for
 
 
 def main() -> int:
@@ -31,8 +32,7 @@ def main() -> int:
                               program_loaders(snapshot))
         ops = list(plan.ops)
         ops.insert(len(ops) - 1, MountOp("bind", extra, extra, "widened by the test"))
-        wide = LaunchPlan(tuple(ops), plan.chdir, plan.root_mode, plan.share_net,
-                          plan.interpreter)
+        wide = plan._replace(ops=tuple(ops))
         held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
         try:
             launched = spawn(wide, bwrap_info(cache), argv=command,

@@ -9,9 +9,9 @@ import pytest
 from supervisor.caches import Cache, scope, store_for
 from supervisor.errors import SpecError
 from supervisor.grants import Snapshot
+from supervisor.linux.placeholders import Wanted
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.permissions import digest
-from supervisor.placeholders import Wanted
 from supervisor.spec import parse_spec
 
 

@@ -245,7 +245,7 @@ def test_a_spec_nobody_allowed_is_refused_with_its_own_class(
     """A harness tells a refusal to allow from a failure by its class, not by its text."""
     from supervisor.api import ensure_allowed
     from supervisor.errors import NotAllowedError
-    from supervisor.run import snapshot_for
+    from supervisor.stages import snapshot_for
 
     spec = layout.proj / "spec.toml"
     spec.write_text('[files]\nwrite = ["."]\n')

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from supervisor import commit_check
-from supervisor.commit_check import HELD, _find_git, _state, finish_killed
+from supervisor.commit_check import _state, finish_killed
+from supervisor.commit_git import HELD, _find_git
 from supervisor.commit_undo import Check
 from supervisor.host_walk import MAX_DEPTH
 

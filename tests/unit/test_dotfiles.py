@@ -23,8 +23,8 @@ from supervisor.dotfiles import (
 from supervisor.errors import LaunchError
 from supervisor.git_config import parse_git_config
 from supervisor.grants import Grant, Snapshot
+from supervisor.linux.placeholders import Wanted
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
-from supervisor.placeholders import Wanted
 from supervisor.runs_as_you import AGENT_SETTINGS
 
 GIT = shutil.which("git")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.run import FileOp, mac_file_op_argv
+from supervisor.macos.run import mac_file_op_argv
+from supervisor.run_types import FileOp
 
 
 def standalone(*args: str, stdin: bytes = b"", cwd: Path) -> tuple[int, bytes]:

@@ -5,15 +5,17 @@ nesting detected, each failure with its fix; and on a Mac no Linux probe is ever
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 import supervisor.check as shared
+import supervisor.platform
+from supervisor.linux import check as linux_check
 from supervisor.macos import check as mac
 from supervisor.macos.check import MacMachine, MacTools, check_macos, render_macos
 from supervisor.macos.programs import Toolchain
+from supervisor.platform import backends
 
 STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"
 NO_TOOLS = Toolchain(xcrun="/nonexistent/xcrun", select_sh="/nonexistent/sh",
@@ -129,11 +131,11 @@ def test_check_on_a_mac_never_calls_a_linux_probe(spec: str,
     for name in ("user_namespaces", "listener", "addfd_send", "memfd_noexec_seal",
                  "landlock_abi"):
         monkeypatch.setattr(probes, name, linux)
-    monkeypatch.setattr(shared, "probe_machine", linux)
+    monkeypatch.setattr(linux_check, "probe_machine", linux)
     monkeypatch.setattr(mac, "DEFAULT_TOOLS", tools())
-    monkeypatch.setattr(sys, "platform", "darwin")
-    report = shared.check(spec)
+    monkeypatch.setattr(supervisor.platform, "SYSTEM", "macos")
+    report = backends.check(spec)
     assert isinstance(report.machine, MacMachine) and report.can_launch
-    assert shared.render(report).startswith("machine: macOS ")
+    assert backends.render_check(report).startswith("machine: macOS ")
     assert json.loads(json.dumps(report.to_dict()))["machine"]["log_stream"] == \
         "allowed for this account"

@@ -234,9 +234,9 @@ def test_stop_kills_a_stream_that_ignores_sigterm() -> None:
 
 
 def test_learn_never_offers_a_program_from_a_macos_temp_folder() -> None:
+    from supervisor.events import Executed
     from supervisor.grants import Snapshot
     from supervisor.learn import summarize
-    from supervisor.linux.watch import Executed
 
     snapshot = Snapshot(1, "spec.toml", "/Users/me", "/Users/me/p", "/Users/me/.lnk", 501, (),
                         None, "none", (), (), (), None, None)

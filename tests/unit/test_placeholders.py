@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.errors import LaunchError
-from supervisor.placeholders import (
+from supervisor.linux.placeholders import (
     LOCK_NAME,
     STATE_NAME,
     Kind,
@@ -314,7 +314,7 @@ def test_a_holder_from_another_pid_namespace_is_never_judged_gone(
         lnk_home: Path, top: Path) -> None:
     """A container sharing the project holds a placeholder with its own pid: read here,
     that pid is another process or none, so its placeholder stays."""
-    from supervisor.placeholders import _holder_alive
+    from supervisor.linux.placeholders import _holder_alive
 
     foreign = "1:12345.1:1"  # pid 1 of another namespace, whose start is not init's
     assert _holder_alive(foreign, {})

@@ -44,10 +44,10 @@ import stat
 import time
 from typing import Literal
 
-from .errors import LaunchError
-from .host_files import PrivateFolder
-from .linux.pinning import FoundLink, walk
-from .state import existing_folder, private_folder
+from ..errors import LaunchError
+from ..host_files import PrivateFolder
+from ..state import existing_folder, private_folder
+from .pinning import FoundLink, walk
 
 STATE_NAME = "placeholders"
 LOCK_NAME = "placeholders.lock"
@@ -432,7 +432,7 @@ class Held:
         try:
             self.placeholders.release(self.token)
         except OSError as err:
-            from .events import say
+            from ..events import say
 
             say(f"could not remove the placeholders of this run ({err}); the next start "
                 "removes them")
