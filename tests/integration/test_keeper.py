@@ -107,8 +107,8 @@ def _no_fd_but_its_own(pid: int) -> None:
 def test_the_keeper_imports_only_what_it_uses() -> None:
     """It starts with every run, beside bwrap: the standard library's smallest parts
     (signal.py's enums, typing and the supervisor's package are a start's milliseconds)."""
-    from supervisor.linux import keeper
     from supervisor.installation import interpreter
+    from supervisor.linux import keeper
 
     done = subprocess.run([interpreter()[0], "-I", "-S", "-X", "importtime", keeper.__file__,
                            TOKEN], input=b"ended\n", capture_output=True, timeout=30)
