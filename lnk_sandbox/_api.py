@@ -23,8 +23,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -41,6 +39,7 @@ from supervisor.deadline import check_timeout
 from supervisor.events import Event
 from supervisor.grants import Snapshot
 from supervisor.spec import Spec
+from supervisor.state import remove_tree
 
 CANCEL_GRACE = 1.0
 CHUNK = 1 << 16
@@ -482,26 +481,6 @@ def _take_report(path: str) -> tuple[Event, ...]:
             return _decode_events(handle.read())
     finally:
         os.unlink(path)
-
-
-def remove_tree(path: str) -> None:
-    """Remove a session's /tmp whole, whatever modes the sandbox left on its folders,
-    never following a link (shutil.rmtree's fd-based walk)."""
-
-    def retry(function: Any, failed: str, info: Any) -> None:
-        parent = os.path.dirname(failed)
-        try:
-            if stat.S_ISDIR(os.lstat(parent).st_mode):
-                os.chmod(parent, 0o700)
-            if stat.S_ISDIR(os.lstat(failed).st_mode):
-                os.chmod(failed, 0o700)
-                shutil.rmtree(failed, onerror=retry)
-            else:
-                os.unlink(failed)
-        except FileNotFoundError:
-            pass
-
-    shutil.rmtree(path, onerror=retry)
 
 
 def _prune_sessions(folder: str) -> None:

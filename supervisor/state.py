@@ -16,24 +16,28 @@ from .host_files import PrivateFolder
 
 
 def remove_tree(folder: str) -> None:
-    """Remove a folder a sandbox wrote in, whatever modes it left there (a folder it
-    made 0000 would stop a plain rmtree); links are removed, never followed. Called after
-    the sandbox has ended."""
+    """Remove a folder a sandbox wrote in (a session's /tmp, git's run folder, a cache
+    being cleared), whatever modes it left there (a folder it made 0000 would stop a
+    plain rmtree); links are removed, never followed (shutil.rmtree's fd-based walk, and
+    lstat here). Called after the sandbox has ended."""
     import shutil
+    import stat
 
-    def fix(function: object, path: str, info: object) -> None:
+    def retry(function: object, failed: str, info: object) -> None:
         del function, info
+        parent = os.path.dirname(failed)
         try:
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-                shutil.rmtree(path, onerror=fix)
+            if stat.S_ISDIR(os.lstat(parent).st_mode):
+                os.chmod(parent, 0o700)
+            if stat.S_ISDIR(os.lstat(failed).st_mode):
+                os.chmod(failed, 0o700)
+                shutil.rmtree(failed, onerror=retry)
             else:
-                os.unlink(path)
+                os.unlink(failed)
         except OSError:
             pass
 
-    shutil.rmtree(folder, onerror=fix)
+    shutil.rmtree(folder, onerror=retry)
 
 
 def private_folder(lnk_home: str, name: str = "") -> PrivateFolder:
