@@ -287,7 +287,11 @@ class RunCgroups:
         self.failure = None
         self.go_home()
         for folder in self.made:
-            empty(folder)
+            # Never with this process inside: a move home the kernel refused (EBUSY where
+            # another run enabled a controller meanwhile) would have cgroup.kill end the
+            # supervisor itself. Left then to the next start, which finds it unlocked.
+            if not _holds(folder, os.getpid()):
+                empty(folder)
         for fd in self.locks:
             os.close(fd)
         self.locks = []
@@ -375,6 +379,16 @@ def _processes(folder: str) -> list[int]:
         except OSError:
             continue
     return pids
+
+
+def _holds(folder: str, pid: int) -> bool:
+    """Whether `pid` is in the cgroup `folder` itself (an unreadable one is taken to)."""
+    try:
+        return str(pid) in _read(os.path.join(folder, "cgroup.procs")).split()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 def empty(folder: str, *, wait: float = 5.0) -> bool:
