@@ -117,6 +117,7 @@ class RunCgroups:
     def __init__(self, token: str, limits: RunLimits) -> None:
         self.token = token
         self.made: list[str] = []  # the run's cgroup folders, v2 first
+        self.kept: list[str] = []  # folders end() left: this process could not leave them
         self.killable: list[str] = []  # those with cgroup.kill
         self.home: list[str] = []  # the cgroups.procs this process was in, to go back to
         self.limits = limits
@@ -290,7 +291,9 @@ class RunCgroups:
             # Never with this process inside: a move home the kernel refused (EBUSY where
             # another run enabled a controller meanwhile) would have cgroup.kill end the
             # supervisor itself. Left then to the next start, which finds it unlocked.
-            if not _holds(folder, os.getpid()):
+            if _holds(folder, os.getpid()):
+                self.kept.append(folder)
+            else:
                 empty(folder)
         for fd in self.locks:
             os.close(fd)

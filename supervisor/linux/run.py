@@ -265,7 +265,9 @@ def launch_and_supervise(
                 cgroups.end()  # joins the cgroups' thread, and with it the keeper's start
                 listed.close()
             finally:
-                if clean:
+                # A cgroup this process could not leave is never the keeper's to kill:
+                # its cgroup.kill would end the supervisor (a harness's, for the API).
+                if clean or cgroups.kept:
                     keeper.ended()
                 else:
                     keeper.close()  # the keeper ends what is left

@@ -41,3 +41,22 @@ def test_a_killed_runs_entry_is_unlisted_by_the_next_start(tmp_path: Path) -> No
     assert os.listdir(lnk_home / "runs") == ["3-3-00000003"]
     RunList(str(lnk_home), "4-4-00000004").close()
     assert os.listdir(lnk_home / "runs") == []
+
+
+def test_a_cgroup_still_holding_the_supervisor_is_kept_not_emptied(tmp_path: Path) -> None:
+    """A move home the kernel refused leaves this process in the run's cgroup: end()
+    must not cgroup.kill it (that would end the supervisor), and says it kept it, so the
+    keeper is told the run ended rather than to kill that cgroup."""
+    from supervisor.limits import resolve
+    from supervisor.linux.cgroups import RunCgroups
+    from supervisor.spec import Limits
+
+    folder = tmp_path / "run-cgroup"
+    folder.mkdir()
+    (folder / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    (folder / "cgroup.kill").write_text("")  # were it emptied, this would be written
+    run = RunCgroups("5-5-00000005", resolve(Limits()))
+    run.made = [str(folder)]
+    run.end()
+    assert run.kept == [str(folder)]
+    assert (folder / "cgroup.kill").read_text() == ""
