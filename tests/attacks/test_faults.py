@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from support.processes import alive, command_lines, descendants
 from support.sandbox import LNK, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -23,34 +24,16 @@ LAUNCHES = int(os.environ.get("LNK_FAULT_LAUNCHES", "200"))
 
 def _alive_with(marker: str, *, exclude: frozenset[int] = frozenset()) -> set[int]:
     """Processes of the host (not zombies) whose command line holds `marker`."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in exclude:
-            continue
-        try:
-            if marker.encode() in (entry / "cmdline").read_bytes():
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state != "Z":
-                    found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
+    return alive({pid for pid, line in command_lines().items()
+                  if marker.encode() in line and pid not in exclude})
 
 
 def _keeper_of(supervisor: int) -> set[int]:
     """The keeper of the run whose supervisor had pid `supervisor` (keeper.py: its
     command line ends with the run's token, `pid-start-random`)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            line = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"/keeper.py\0" in line and line.split(b"\0")[-2].startswith(f"{supervisor}-".encode()):
-            found.add(int(entry.name))
-    return found
+    return {pid for pid, line in command_lines().items()
+            if b"/keeper.py\0" in line
+            and line.split(b"\0")[-2].startswith(f"{supervisor}-".encode())}
 
 
 def _left_after(marker: str, supervisor: int, wait: float = 2.0) -> set[int]:
@@ -65,17 +48,13 @@ def _left_after(marker: str, supervisor: int, wait: float = 2.0) -> set[int]:
 
 
 def _bwrap_child_of(pid: int) -> bool:
-    """Whether bwrap is running as a child of `pid` (the supervisor spawned it)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    """Whether bwrap runs below `pid` (the supervisor spawned it)."""
+    for child in descendants(pid):
         try:
-            stat = (entry / "stat").read_text()
+            if Path(f"/proc/{child}/comm").read_text().strip() == "bwrap":
+                return True
         except OSError:
             continue
-        comm = stat[stat.find("(") + 1:stat.rfind(")")]
-        if comm == "bwrap" and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            return True
     return False
 
 

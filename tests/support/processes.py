@@ -33,6 +33,18 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def command_lines() -> dict[int, bytes]:
+    """Every process's command line now (its NUL-separated arguments), by pid."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found[int(entry.name)] = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+    return found
+
+
 def alive(pids: set[int]) -> set[int]:
     """Those of `pids` still running (zombies count as gone)."""
     living = set()
