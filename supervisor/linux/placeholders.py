@@ -590,12 +590,6 @@ def _holds_only(parent: int, name: str, content: bytes, size: int) -> bool:
         return False
     if not content:
         return True
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                     dir_fd=parent)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, len(content) + 1) == content
-    finally:
-        os.close(fd)
+    from ..host_walk import read_at
+
+    return read_at(parent, name) == content
