@@ -61,8 +61,9 @@ def bare_bwrap_args(workdir: str) -> list[str]:
     """The default spec's plan for `workdir`, with every bind in path form."""
     from supervisor.installation import inner_source, interpreter
     from supervisor.linux.bwrap import _op_args
-    from supervisor.linux.plan import HostLayout, build_plan
+    from supervisor.linux.plan import SYSTEM_FOLDERS, HostLayout, build_plan
     from supervisor.stages import snapshot_for
+    from supervisor.view import view_for
 
     cwd = os.getcwd()
     os.chdir(workdir)
@@ -71,7 +72,7 @@ def bare_bwrap_args(workdir: str) -> list[str]:
         python, prefix = interpreter()
         root_mode = os.geteuid() == 0
         layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
-        plan = build_plan(snapshot, layout, root_mode=root_mode)
+        plan = build_plan(view_for(snapshot, SYSTEM_FOLDERS), layout, root_mode=root_mode)
     finally:
         os.chdir(cwd)
     args = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",

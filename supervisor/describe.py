@@ -9,10 +9,13 @@ passed. The JSON form follows docs/describe.schema.json.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .grants import Snapshot, is_within
 from .limits import describe as describe_limits
+
+if TYPE_CHECKING:
+    from .view import View
 
 SCHEMA_VERSION = 3
 
@@ -59,13 +62,19 @@ class Description:
 
 
 def describe(snapshot: Snapshot) -> Description:
+    """The view of `snapshot` on this OS (view.py), with the dot files `write_dot_files`
+    opens read too, as text for a person to allow."""
     from .permissions import digest
+    from .policy import system_folders
+    from .view import view_for
+
+    view = view_for(snapshot, system_folders(), opened_too=True)
 
     def listed(access: str) -> list[Described]:
         return [Described(g.name, g.target, g.key or g.reason)
                 for g in snapshot.grants if g.access == access and g.target]
 
-    protected, placeholders, opened = _dot_files(snapshot)
+    protected, placeholders, opened = _dot_files(view)
     written = [g.target for g in snapshot.grants if g.access == "write" and g.target]
     installation = [Described(g.name, g.target, g.reason) for g in snapshot.grants
                     if g.access == "protect" and g.target
@@ -97,7 +106,7 @@ def describe(snapshot: Snapshot) -> Description:
             Described(u.name, u.target, u.key + (f" ({u.variable} kept)" if u.variable
                                                  else ""))
             for u in snapshot.network.unix],
-        working_directory_seen=_working_directory_seen(snapshot),
+        working_directory_seen=view.working_directory_problem() is None,
         git_identity=_git_identity(snapshot),
         caches=[Described(c.name, c.store, f"{c.key}: seen at {c.path}")
                 for c in snapshot.caches],
@@ -111,14 +120,6 @@ def _git_identity(snapshot: Snapshot) -> str | None:
     return identity.shown() if identity is not None else None
 
 
-def _working_directory_seen(snapshot: Snapshot) -> bool:
-    """Whether a run from this working directory starts (run.require_working_directory)."""
-    from .grants import working_directory_problem
-    from .policy import system_folders
-
-    return working_directory_problem(snapshot, system_folders()) is None
-
-
 COMMIT_OPENED = (
     "files.commit: its objects, refs, index, HEAD and logs, to commit; what git reads to "
     "decide what to run stays read-only (listed above); after the run, what it left "
@@ -128,21 +129,20 @@ COMMIT_OPENED = (
     "is writing: let the run end first")
 
 
-def _dot_files(snapshot: Snapshot) -> tuple[list[Described], list[Described],
-                                             list[Described]]:
+def _dot_files(view: View) -> tuple[list[Described], list[Described], list[Described]]:
     """What runs as the person inside each written folder: protected (there now),
     held (missing, kept from being made for the run), and opened by the spec's
     files.write_dot_files or files.commit, each with the reason."""
-    from .view import dot_files_of, written_tops
+    from .view import written_tops
 
+    snapshot = view.snapshot
     written = snapshot.written()
     protected: list[Described] = []
     placeholders: list[Described] = []
     opened: list[Described] = []
-    tops = dot_files_of(snapshot, opened_too=True)
     for grant in written_tops(snapshot, opened_too=True):
         assert grant.target is not None
-        for item in tops[grant.target].protected:
+        for item in view.dot_files[grant.target].protected:
             if not any(is_within(item.path, w) for w in written):
                 continue  # read-only or hidden already: nothing the sandbox writes
             if grant.dot_files_writable:

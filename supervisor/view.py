@@ -1,22 +1,124 @@
-"""What both backends, and `describe`, judge alike of the folders a sandbox writes: which
-of them have their dot files protected, what is protected there, and the links in those
-paths a sandbox could repoint.
+"""The view: what a sandbox of one snapshot sees, as a tree of rules, computed once.
 
-Each OS renders it its own way (Linux: read-only binds and placeholders; macOS: rules
-closing the path and its first creation; describe: text), but the judgement is one: a
-folder written under `write_dot_files` keeps its dot files writable, every other
-written folder has them read-only, and a link in a protected path where the sandbox
-writes refuses the launch, since the sandbox could point it elsewhere. Which rule
-decides for a path is `grants.deepest`'s.
+Both backends and `describe` render it, each its own way (Linux: mounts; macOS:
+Seatbelt's levels; describe: text), so what decides for a path is judged here, once:
+
+- the rules, laid in one order: the folders every sandbox of the OS reads, then the
+  spec's grants (read and write), then what narrows them (a "protect" grant and each
+  protected dot file, read-only), then hides. The deepest rule holding a path decides;
+  of rules at one folder, the one laid last (`grants.deepest`'s tie-break), so a hide
+  at a granted folder closes it and a protection at a written one keeps it read-only,
+  as the later mount covers the earlier one on Linux and the later rule wins in
+  Seatbelt;
+- the protections: a folder written under `write_dot_files` keeps its dot files
+  writable, every other written folder has them read-only, and the dot files found at
+  its top (dotfiles.analyze) are its protections; a missing one that a program could
+  make is held by a placeholder;
+- the links a sandbox could repoint: a link in a protected path where the sandbox
+  writes refuses the launch.
+
+The dot files are read from the host once (`view_for`); everything else is pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Literal, NamedTuple
 
 from .dotfiles import DotFiles, Protected, analyze
-from .errors import LaunchError
-from .grants import Grant, Snapshot
+from .errors import LaunchError, SpecError
+from .grants import Grant, Snapshot, deepest, working_directory_problem
+
+Effect = Literal["read", "write", "hide", "keep"]
+# The order rules are laid in at one folder: what narrows after what it narrows.
+_LAID: dict[str, int] = {"write": 0, "read": 0, "keep": 1, "hide": 2}
+SYSTEM_FOLDER = "system folder"
+
+
+class ViewRule(NamedTuple):
+    """One rule of the tree. `label` is the key or reason (what a profile's comments may
+    carry: never a path), `why` names the rule fully. `creation`: a protected dot file,
+    closed at its first creation too. `grant`: the spec's grant it comes from, if any;
+    `protected`: the dot file it keeps, if any."""
+
+    path: str
+    effect: Effect
+    folder: bool
+    label: str
+    why: str
+    creation: bool = False
+    grant: Grant | None = None
+    protected: Protected | None = None
+
+    @property
+    def allows(self) -> bool:
+        return self.effect in ("read", "write")
+
+
+class View(NamedTuple):
+    """The tree of one snapshot's rules on one OS (`system`: the folders every sandbox
+    of it reads). `dot_files`: what is at the top of each written folder looked at, by
+    its target; `protections`: each protected path with the write grant whose top holds
+    it, in the grants' order."""
+
+    snapshot: Snapshot
+    system: tuple[str, ...]
+    rules: tuple[ViewRule, ...]
+    protections: tuple[tuple[Grant, Protected], ...]
+    dot_files: Mapping[str, DotFiles]
+
+    def decides(self, path: str, extra: Iterable[ViewRule] = (), *, strict: bool = False,
+                keeps: bool = True, dot_files: bool = True) -> ViewRule | None:
+        """The rule that decides for `path`: the deepest holding it, of one folder the one
+        laid last. `extra`: a backend's own rules (macOS's temp folder and hides), laid
+        with the spec's by their effect; `strict`: rules at `path` itself left out (what
+        holds it); `keeps`: with what keeps a written path read-only, else only what
+        opens and hides (what a read-only rule would be inside); `dot_files`: with the
+        protected dot files, else only the spec's rules (what the sandbox could change
+        before any dot file is closed)."""
+        rules = [r for r in (*self.rules, *extra) if (keeps or r.effect != "keep")
+                 and (dot_files or r.protected is None)]
+        return _deciding(path, self.system, rules, strict=strict)
+
+    def access(self, path: str, extra: Iterable[ViewRule] = (), *, strict: bool = False,
+               keeps: bool = True, dot_files: bool = True) -> Effect | None:
+        """"read", "write", "hide" or "keep" (read-only inside a written folder) of the
+        rule deciding for `path`; None where no rule holds it (unseen)."""
+        rule = self.decides(path, extra, strict=strict, keeps=keeps, dot_files=dot_files)
+        return rule.effect if rule is not None else None
+
+    def sees(self, path: str, extra: Iterable[ViewRule] = ()) -> bool:
+        return self.access(path, extra) in ("read", "write", "keep")
+
+    def check_links(self, extra: Iterable[ViewRule] = ()) -> None:
+        """Refuse a launch where a protected path holds a link the sandbox could repoint:
+        one the spec's rules (not the dot files' own, which the link could lead around)
+        leave it writing."""
+        extra = tuple(extra)
+        for grant, item in self.protections:
+            if item.link and self.access(item.link, extra, dot_files=False) == "write":
+                raise link_refusal(item, grant)
+
+    def working_directory_problem(self) -> SpecError | None:
+        """Why the command could not start in the working directory (grants.py)."""
+        return working_directory_problem(self.snapshot, self.system)
+
+    def held(self) -> tuple[tuple[Grant, Protected], ...]:
+        """The protections of `protections` missing now that a program could make: each
+        is held by a placeholder for the run (its `placeholder`)."""
+        return tuple((g, p) for g, p in self.protections if not p.exists and p.placeholder)
+
+
+def _deciding(path: str, system: Iterable[str], rules: Iterable[ViewRule], *,
+              strict: bool = False) -> ViewRule | None:
+    """The one judgement (View.decides): the system folders laid first, then `rules` by
+    their effect, each kind in its given order; the deepest holding `path` decides, of
+    one folder the one laid last."""
+    laid = [ViewRule(folder, "read", True, SYSTEM_FOLDER, SYSTEM_FOLDER)
+            for folder in system]
+    laid += sorted(rules, key=lambda r: _LAID[r.effect])
+    return deepest(path, ((r.path, r) for r in laid if not (strict and r.path == path)))
 
 
 def written_tops(snapshot: Snapshot, *, opened_too: bool = False) -> tuple[Grant, ...]:
@@ -45,14 +147,40 @@ def dot_files_of(snapshot: Snapshot, *, opened_too: bool = False) -> dict[str, D
     return found
 
 
-def protections(snapshot: Snapshot, dot_files: Mapping[str, DotFiles]
-                ) -> tuple[tuple[Grant, Protected], ...]:
-    """Each protected path with the write grant whose top holds it, in the grants' order."""
-    found: list[tuple[Grant, Protected]] = []
+def view_of(snapshot: Snapshot, system: tuple[str, ...],
+            dot_files: Mapping[str, DotFiles] = MappingProxyType({})) -> View:
+    """The view of `snapshot` with the dot files found (pure)."""
+    protections: list[tuple[Grant, Protected]] = []
     for grant in written_tops(snapshot):
         dots = dot_files.get(grant.target or "")
-        found.extend((grant, item) for item in (dots.protected if dots else ()))
-    return tuple(found)
+        protections.extend((grant, item) for item in (dots.protected if dots else ()))
+    rules: list[ViewRule] = []
+    for grant in snapshot.grants:
+        if grant.target is None:
+            continue
+        label = grant.key or grant.reason
+        effect: Effect = "keep" if grant.access == "protect" else grant.access
+        rules.append(ViewRule(grant.target, effect, grant.is_dir, label,
+                              f"{label}: {grant.name}", grant=grant))
+    for _, item in protections:
+        rules.append(ViewRule(item.path, "keep", True, f"a dot file ({item.kind})",
+                              f"{item.name}: {item.reason}", creation=True, protected=item))
+    # What keeps a path read-only matters only where the sandbox would write it (as on
+    # Linux a read-only bind is laid only there, and on macOS a deny emitted): left out
+    # elsewhere, so that a kept path inside a hidden or unseen one decides nothing. A
+    # dot file the spec grants for writing by its own path is the person's choice.
+    opening = [r for r in rules if r.effect != "keep"]
+    rules = [r for r in rules if r.effect != "keep" or getattr(_deciding(
+        r.path, system, opening, strict=r.protected is not None), "effect", None) == "write"]
+    return View(snapshot, system, tuple(rules), tuple(protections),
+                MappingProxyType(dict(dot_files)))
+
+
+def view_for(snapshot: Snapshot, system: tuple[str, ...], *,
+             opened_too: bool = False) -> View:
+    """The view of `snapshot`, its dot files read from the host now; `opened_too`: the
+    tops `write_dot_files` opens read too (what `describe` names as opened)."""
+    return view_of(snapshot, system, dot_files_of(snapshot, opened_too=opened_too))
 
 
 def link_refusal(item: Protected, owner: Grant | None) -> LaunchError:

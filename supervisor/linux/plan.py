@@ -28,12 +28,12 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal, NamedTuple
 
-from ..dotfiles import DotFiles, Protected
+from ..dotfiles import Protected
 from ..errors import LaunchError
 from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
-from ..view import dot_files_of, link_refusal, protections
+from ..view import View
 from .placeholders import Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
@@ -75,10 +75,8 @@ class HostLayout(NamedTuple):
 
     `system` maps each existing system folder to None (a folder) or its link text.
     `cache_missing` maps each private cache's path that is missing on the host to its
-    first missing component.
-    `dot_files` maps the target of each write grant whose dot files are protected to
-    what is at its top (`dotfiles.analyze`); a grant missing from it gets none, which
-    only a layout made by hand (a test) leaves out. `lnk_home` is `$LNK_HOME` resolved
+    first missing component. What is at the top of each written folder is the view's
+    (view.py), not the layout's. `lnk_home` is `$LNK_HOME` resolved
     when it exists now but did not when the snapshot was made (a first start makes it,
     for its check cache and placeholders, after resolving): hidden all the same.
     `sockets`: the path sockets under the grants (sockets.py), each hidden unless named;
@@ -92,7 +90,6 @@ class HostLayout(NamedTuple):
     inner_source: str
     interpreter: str
     interpreter_prefix: str
-    dot_files: Mapping[str, DotFiles] = MappingProxyType({})
     lnk_home: str | None = None
     proc_read_only: tuple[str, ...] = ()
     root_sockets: tuple[str, ...] = ()
@@ -116,15 +113,14 @@ class HostLayout(NamedTuple):
                 system[folder] = os.readlink(folder)
             elif stat.S_ISDIR(mode):
                 system[folder] = None
-        dot_files = dot_files_of(snapshot) if snapshot is not None else {}
         lnk_home = None
         for grant in snapshot.grants if snapshot is not None else ():
             assert snapshot is not None
             if grant.name == LNK_HOME_NAME and grant.target is None \
                     and os.path.isdir(snapshot.lnk_home):
                 lnk_home = os.path.realpath(snapshot.lnk_home)
-        return HostLayout(system, inner_source, interpreter, interpreter_prefix, dot_files,
-                          lnk_home, read_only(_proc_listing()),
+        return HostLayout(system, inner_source, interpreter, interpreter_prefix, lnk_home,
+                          read_only(_proc_listing()),
                           _root_sockets() if root_mode else (),
                           _sockets(snapshot, lnk_home) if snapshot is not None
                           else FoundSockets(),
@@ -256,8 +252,9 @@ def host_access(plan: LaunchPlan, path: str) -> str | None:
     return access if access in ("read", "write") else None
 
 
-def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> LaunchPlan:
-    """Compile the snapshot to mount operations (pure: the layout holds the host facts)."""
+def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan:
+    """Render the view as mount operations (pure: the layout holds the host facts)."""
+    snapshot = view.snapshot
     grants = snapshot.visible()
     targets = {g.target for g in grants if g.target}
     root: list[MountOp] = []
@@ -324,7 +321,7 @@ def build_plan(snapshot: Snapshot, layout: HostLayout, *, root_mode: bool) -> La
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     _anchor_lnk_home(next((g.target for g in hidden if g.name == LNK_HOME_NAME
                            and g.access == "hide"), None), mounts, add)
-    holds = _dot_files(snapshot, layout, mounts, add)
+    holds = _dot_files(view, mounts, add)
     holds += _caches(snapshot, layout, mounts, add, late, root_mode=root_mode)
     if root_mode:
         _refuse_root_write_grants(grants)
@@ -535,8 +532,7 @@ def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],
 
 
 def _dot_files(
-    snapshot: Snapshot,
-    layout: HostLayout,
+    view: View,
     mounts: list[tuple[str, str]],
     add: Callable[[int, MountOp, str], None],
 ) -> list[Wanted]:
@@ -547,11 +543,9 @@ def _dot_files(
     state at launch: a missing one is made then, and an existing one may be another
     run's placeholder, which this run must hold too so it is not removed under it.
     """
-    written = set(snapshot.written())
-    found = protections(snapshot, layout.dot_files)
-    for grant, protected in found:
-        if protected.link and _deepest(protected.link, mounts) == "write":
-            raise link_refusal(protected, grant)
+    written = set(view.snapshot.written())
+    found = view.protections
+    view.check_links()
     holds: list[Wanted] = []
     bound: list[str] = []
     anchored: set[str] = set()

@@ -15,6 +15,7 @@ from ..host_files import open_report
 from ..installation import inner_source, interpreter
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..run_types import Ended, FileOp
+from ..view import view_for
 from .capabilities import bwrap_info, landlock_abi, watch_support
 from .cgroups import RunCgroups
 from .confine import Layers, inner_config
@@ -24,7 +25,7 @@ from .keeper import Keeper
 from .launch import spawn
 from .placeholders import Placeholders
 from .placement import place
-from .plan import HostLayout, LaunchPlan, build_plan
+from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, build_plan
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
@@ -40,7 +41,7 @@ def plan_for(snapshot: Snapshot, *, resolv_conf: str | None = None) -> LaunchPla
     python, prefix = interpreter()
     root_mode = os.geteuid() == 0
     layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
-    plan = build_plan(snapshot, layout, root_mode=root_mode)
+    plan = build_plan(view_for(snapshot, SYSTEM_FOLDERS), layout, root_mode=root_mode)
     if snapshot.network_mode == "proxy":
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 

@@ -50,13 +50,12 @@ The order, each layer after what it narrows (DESIGN, "macOS mechanism"):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..dotfiles import Protected
-from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
-from ..view import link_refusal
+from ..grants import Grant, depth, expand_name, is_within
+from ..view import View, ViewRule
 from . import system
 from .programs import Companion
 from .regexes import REGEX_LIMIT, any_case, any_case_regexes, chunks, fold, regex_escape
@@ -77,7 +76,6 @@ MOVE_OPS = ("file-write-unlink", "file-write-create")
 TERMINAL_OPS = ("file-read*", "file-write-data", "file-ioctl")
 
 Effect = Literal["read", "write", "hide", "keep"]
-_RANK: dict[str, int] = {"write": 0, "read": 1, "hide": 2}
 TEMP = "the run's own temp folder (TMPDIR)"
 DEVELOPER = "the developer tools xcode-select names (the xcrun stubs load them)"
 
@@ -204,80 +202,74 @@ def _ancestors(path: str) -> list[str]:
 
 
 class _Compiler:
-    def __init__(self, snapshot: Snapshot, protected: Iterable[Protected], host: MacHost,
-                 learn: bool):
-        self.snapshot = snapshot
+    def __init__(self, view: View, host: MacHost, learn: bool):
+        self.view = view
+        self.snapshot = view.snapshot
         self.host = host
         self.learn = learn
-        self.open_exec = learn or snapshot.programs is None
+        self.open_exec = learn or self.snapshot.programs is None
         self.params = _Params()
         self.notes: list[str] = []
-        self.rules = self._rules(protected)
+        self.own = self._own()
+        self.rules = self._rules()
 
     # -- the path rules --------------------------------------------------------------
 
-    def _rules(self, protected: Iterable[Protected]) -> list[_Rule]:
-        rules: list[_Rule] = []
-        for grant in self.snapshot.grants:
-            if grant.target is None:
-                continue
-            effect: Effect = "keep" if grant.access == "protect" else grant.access
-            rules.append(_Rule(grant.target, effect, grant.is_dir, _label(grant),
-                               _why(grant)))
+    def _own(self) -> list[ViewRule]:
+        """This launch's rules besides the view's: the run's temp folder, macOS's own
+        hides (left out, as the default hides are, where the spec named the path
+        itself), and the developer tools where nothing else shows them."""
+        own = []
         if self.host.temp is not None:
-            rules.append(_Rule(self.host.temp, "write", True, TEMP, TEMP))
-        # macOS's own hides, as the default hides are: left out where the spec named
-        # the path itself.
+            own.append(ViewRule(self.host.temp, "write", True, TEMP, TEMP))
         named = {g.target for g in self.snapshot.grants if g.key is not None and g.target}
         for path, reason in (*system.SYSTEM_HIDES, *self.host.hides):
             if path not in named:
-                rules.append(_Rule(path, "hide", True, reason, f"{reason}: {path}"))
+                own.append(ViewRule(path, "hide", True, reason, f"{reason}: {path}"))
         developer = self.host.developer_dir
-        if developer is not None and self.holder(developer, rules, strict=False) not in (
+        if developer is not None and self.view.access(developer, own, keeps=False) not in (
                 "read", "write"):
-            rules.append(_Rule(developer, "read", True, DEVELOPER, DEVELOPER))
-        protected = list(protected)
-        for item in protected:
-            rules.append(_Rule(item.path, "keep", True, f"a dot file ({item.kind})",
-                               f"{item.name}: {item.reason}", creation=True))
-        # A read grant below a write grant is read-only, as a deeper read-only mount is.
+            own.append(ViewRule(developer, "read", True, DEVELOPER, DEVELOPER))
+        return own
+
+    def _rules(self) -> list[_Rule]:
+        """The view's rules and this launch's own, as the profile emits them: a hide only
+        where the sandbox would otherwise see, a protection only where it would otherwise
+        write, and a read grant below a write grant closed for writing, as a deeper
+        read-only mount is on Linux (Seatbelt's read allow does not undo a write allow)."""
+        spec = [r for r in self.view.rules if r.protected is None]
+        dots = [r for r in self.view.rules if r.protected is not None]
+        rules = [_Rule(r.path, r.effect, r.folder, r.label, r.why, creation=r.creation)
+                 for r in (*spec, *self.own, *dots)]
         for rule in list(rules):
-            if rule.effect == "read" and self.holder(rule.path, rules, strict=True) == "write":
+            if rule.effect == "read" and self.holder(rule.path, strict=True) == "write":
                 rules.append(_Rule(rule.path, "keep", rule.folder, f"{rule.label}, below a "
                                    "write grant", f"{rule.why} (read-only below a write "
                                    "grant)", below_write=True))
-        for item in protected:
-            if item.link and self.holder(item.link, rules, strict=False) == "write":
-                raise link_refusal(item, None)
+        self.view.check_links(self.own)
         kept = []
         seen: set[tuple[str, str]] = set()
         for rule in rules:
             if (rule.path, rule.effect) in seen:
                 continue
-            # As on Linux, a hide matters only where the sandbox would otherwise see, and a
-            # protection only where it would otherwise write.
-            if rule.effect == "hide" and self.holder(rule.path, rules, strict=True) not in (
+            if rule.effect == "hide" and self.holder(rule.path, strict=True) not in (
                     "read", "write"):
                 continue
             if rule.effect == "keep" and not rule.below_write and self.holder(
-                    rule.path, rules, strict=False) != "write":
+                    rule.path, strict=False) != "write":
                 continue
             seen.add((rule.path, rule.effect))
             kept.append(rule)
         return kept
 
-    @staticmethod
-    def holder(path: str, rules: Sequence[_Rule], *, strict: bool) -> str | None:
-        """What the deepest grant, hide or system folder holding `path` does to it; of
-        rules at one path, the one that closes more, as the profile emits it later."""
-        candidates = [(f, "read") for f in system.SYSTEM_FOLDERS]
-        candidates += [(r.path, r.effect) for r in rules if r.effect != "keep"]
-        laid = sorted((pair for pair in candidates if not (strict and pair[0] == path)),
-                      key=lambda pair: _RANK[pair[1]])
-        return deepest(path, laid)
+    def holder(self, path: str, *, strict: bool) -> str | None:
+        """What the deepest grant, hide or system folder holding `path` does to it (the
+        view's judgement, with this launch's own rules and without what keeps a path
+        read-only: what such a rule would be inside)."""
+        return self.view.access(path, self.own, strict=strict, keeps=False)
 
     def visible(self, path: str) -> bool:
-        return self.holder(path, self.rules, strict=False) in ("read", "write")
+        return self.holder(path, strict=False) in ("read", "write")
 
     def levels(self) -> dict[_Rule, int]:
         """Level of each rule: an allow comes after every closer holding it, a closer
@@ -486,9 +478,7 @@ class _Compiler:
         filters: list[_Filter] = []
         seen: set[str] = set()
         for path, label, why in closed:
-            holders = sorted((r for r in self.rules if r.effect != "keep" and r.path != path),
-                             key=lambda r: _RANK[r.effect])
-            holder = deepest(path, ((r.path, r) for r in holders))
+            holder = self.view.decides(path, self.own, strict=True, keeps=False)
             if holder is None or holder.effect != "write":
                 continue
             for folder in [holder.path, *_ancestors(path)]:
@@ -542,19 +532,18 @@ class _Compiler:
                        tuple(self.notes), tuple(self.params.origins.items()))
 
 
-def compile_profile(snapshot: Snapshot, protected: Iterable[Protected], host: MacHost, *,
-                    learn: bool = False) -> Profile:
-    """The SBPL profile for a snapshot. `protected`: the paths kept read-only inside write
-    grants (`dotfiles.analyze` of each write grant whose dot files are protected);
-    `learn`: every program allowed and reported, whatever `[commands]` says. Raises
-    LaunchError for a link in a protected path where the sandbox writes."""
-    return _Compiler(snapshot, protected, host, learn).compile()
+def compile_profile(view: View, host: MacHost, *, learn: bool = False) -> Profile:
+    """The SBPL profile rendering a view (view.py: the grants, the dot files kept
+    read-only inside write grants). `learn`: every program allowed and reported,
+    whatever `[commands]` says. Raises LaunchError for a link in a protected path where
+    the sandbox writes."""
+    return _Compiler(view, host, learn).compile()
 
 
-def readable(snapshot: Snapshot, host: MacHost, path: str) -> bool:
-    """Whether a sandbox of `snapshot` on `host` reads `path` (resolved): what the
+def readable(view: View, host: MacHost, path: str) -> bool:
+    """Whether a sandbox of `view` on `host` reads `path` (resolved): what the
     environment needs to know of the files a program it runs will look for."""
-    return _Compiler(snapshot, (), host, learn=False).visible(path)
+    return _Compiler(view, host, learn=False).visible(path)
 
 
 def sandbox_exec_argv(profile: Profile, command: Sequence[str], *,

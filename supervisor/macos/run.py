@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from ..deadline import TIMEOUT_STATUS, Deadline, timed_out_message
-from ..dotfiles import Protected
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Grant, Snapshot
 from ..host_files import open_report
 from ..installation import inner_source, interpreter
 from ..netpolicy import Decide
+from ..policy import MACOS_SYSTEM_FOLDERS
 from ..run_types import Ended, FileOp
 from ..signal_forwarding import SignalForwarding
 from ..terminal import foreground_terminal, give_terminal
@@ -80,14 +80,6 @@ NESTED = LaunchError(
     "commands must run this one unsandboxed: lnk-sandbox is the sandbox)")
 
 
-def protections(snapshot: Snapshot) -> list[Protected]:
-    """The dot files at the top of each write grant whose dot files are protected."""
-    from ..view import dot_files_of
-    from ..view import protections as of_grants
-
-    return [item for _, item in of_grants(snapshot, dot_files_of(snapshot))]
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A launch, compiled: the facts found, the command's environment, its profile."""
@@ -105,13 +97,16 @@ def prepare(snapshot: Snapshot, *, temp: str | None, toolchain: Toolchain,
     The environment is built twice: the stubs' lookup reads its DEVELOPER_DIR, and git's
     settings follow what the profile lets the sandbox read. `proxy_ports` and `proxy_env`:
     proxy mode's ports on localhost and the variables naming them."""
+    from ..view import view_for
+
+    view = view_for(snapshot, MACOS_SYSTEM_FOLDERS)
     base = sandbox_environment(snapshot, temp, caller=caller, proxy=proxy_env)
     host = mac_host(snapshot, temp=temp, env=base, toolchain=toolchain,
                     with_terminals=with_terminals)
     host = dataclasses.replace(host, proxy_ports=proxy_ports)
     env = sandbox_environment(snapshot, temp, caller=caller, proxy=proxy_env,
-                              readable=lambda path: readable(snapshot, host, path))
-    profile = compile_profile(snapshot, protections(snapshot), host, learn=learn)
+                              readable=lambda path: readable(view, host, path))
+    profile = compile_profile(view, host, learn=learn)
     return Prepared(host, env, profile)
 
 

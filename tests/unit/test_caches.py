@@ -13,6 +13,7 @@ from supervisor.linux.placeholders import Wanted
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.permissions import digest
 from supervisor.spec import parse_spec
+from support.views import linux_view
 
 
 def spec(text: str) -> SpecError:
@@ -75,7 +76,7 @@ def test_a_cache_is_bound_and_a_missing_one_under_a_read_grant_is_held() -> None
     home = Grant("~", "/h", "read", "files.read[0]", "files.read[0]", 2)
     snap = SNAPSHOT._replace(grants=(home,), caches=(NPM, pip), cwd="/h")
     layout = LAYOUT._replace(cache_missing={"/h/.cache/pip": "/h/.cache"})
-    plan = build_plan(snap, layout, root_mode=False)
+    plan = build_plan(linux_view(snap), layout, root_mode=False)
     ops = [op for op in plan.ops if op.dest.startswith("/h/.")]
     assert ops == [
         MountOp("bind", "/h/.npm", NPM.store, "files.caches[0]: ~/.npm: a private cache of "
@@ -89,10 +90,10 @@ def test_a_cache_is_bound_and_a_missing_one_under_a_read_grant_is_held() -> None
     ]
     assert plan.holds == (Wanted("/h/.cache", "folder"),)
     # Run by root, the sandbox writes it as root's: idmapped.
-    rooted = build_plan(snap, layout, root_mode=True)
+    rooted = build_plan(linux_view(snap), layout, root_mode=True)
     assert all(op.idmapped for op in rooted.ops if op.kind == "bind" and "caches" in
                (op.source or ""))
     # Where nothing of the host is shown, bwrap makes the path in the sandbox's own root.
-    bare = build_plan(snap._replace(grants=()), layout, root_mode=False)
+    bare = build_plan(linux_view(snap._replace(grants=())), layout, root_mode=False)
     assert bare.holds == ()
     assert [op.kind for op in bare.ops if op.dest.startswith("/h/.")] == ["bind", "bind"]

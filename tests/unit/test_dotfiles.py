@@ -24,8 +24,11 @@ from supervisor.errors import LaunchError
 from supervisor.git_config import parse_git_config
 from supervisor.grants import Grant, Snapshot
 from supervisor.linux.placeholders import Wanted
-from supervisor.linux.plan import HostLayout, MountOp, build_plan
+from supervisor.linux.plan import HostLayout, LaunchPlan, MountOp, build_plan
+from supervisor.policy import LINUX_SYSTEM_FOLDERS
 from supervisor.runs_as_you import AGENT_SETTINGS
+from supervisor.view import view_for
+from support.views import linux_view
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.requires_git
@@ -182,9 +185,9 @@ def test_a_held_setting_below_a_missing_folder_is_planned_with_its_folder_writab
     top = project(tmp_path)
     grant = Grant(".", str(top), "write", "files.write[0]", "files.write[0]", 2)
     snapshot = snap(grant)._replace(cwd=str(top))
-    layout = HostLayout({}, "/i", "/usr/bin/python3", "/usr",
-                        dot_files={str(top): analyze(str(top), home="/home/u")})
-    plan = build_plan(snapshot, layout, root_mode=False)
+    layout = HostLayout({}, "/i", "/usr/bin/python3", "/usr")
+    plan = build_plan(linux_view(snapshot, {str(top): analyze(str(top), home="/home/u")}),
+                      layout, root_mode=False)
     github, hooks = f"{top}/.github", f"{top}/.github/hooks"
     binds = {(op.kind, op.dest) for op in plan.ops}
     assert ("bind", github) in binds and ("ro-bind", hooks) in binds
@@ -386,15 +389,14 @@ def snap(*grants: Grant) -> Snapshot:
                     agent=None, session=None)
 
 
-def layout(**dots: tuple[Protected, ...]) -> HostLayout:
-    return HostLayout(system={"/usr": None}, inner_source="/i",
-                      interpreter="/usr/bin/python3", interpreter_prefix="/usr",
-                      dot_files={top: DotFiles(top, found) for top, found in
-                                 ((k.replace("__", "/"), v) for k, v in dots.items())})
+LAYOUT = HostLayout(system={"/usr": None}, inner_source="/i",
+                    interpreter="/usr/bin/python3", interpreter_prefix="/usr")
 
 
-def dots_of(*found: Protected) -> HostLayout:
-    return layout(**{CWD.replace("/", "__"): found})
+def plan_with(snapshot: Snapshot, *found: Protected) -> LaunchPlan:
+    """The plan of `snapshot` with `found` at the top of CWD (the view's dot files)."""
+    return build_plan(linux_view(snapshot, {CWD: DotFiles(CWD, found)}), LAYOUT,
+                      root_mode=False)
 
 
 def middle(plan_ops: tuple[MountOp, ...]) -> list[MountOp]:
@@ -415,9 +417,8 @@ INCLUDE_MISSING = Protected(f"{CWD}/conf/x/extra.cfg", f"{CWD}/conf/x/extra.cfg"
 
 
 def test_the_plan_binds_dot_files_after_their_folder_and_holds_the_missing() -> None:
-    plan = build_plan(snap(write(".", CWD)),
-                      dots_of(DOT_GIT, VSCODE_MISSING, ENVRC_MISSING, HOOKS, INCLUDE_MISSING),
-                      root_mode=False)
+    plan = plan_with(snap(write(".", CWD)),
+                     DOT_GIT, VSCODE_MISSING, ENVRC_MISSING, HOOKS, INCLUDE_MISSING)
     assert middle(plan.ops) == [
         MountOp("bind", CWD, CWD, "files.write[0]: ."),
         MountOp("ro-bind", f"{CWD}/.git", f"{CWD}/.git", f"{OWNER}: .git: runs"),
@@ -445,8 +446,7 @@ def test_the_plan_binds_dot_files_after_their_folder_and_holds_the_missing() -> 
 
 
 def test_write_dot_files_turns_the_protections_off_for_that_folder() -> None:
-    plan = build_plan(snap(write(".", CWD, dot_files_writable=True)), dots_of(DOT_GIT, HOOKS),
-                      root_mode=False)
+    plan = plan_with(snap(write(".", CWD, dot_files_writable=True)), DOT_GIT, HOOKS)
     assert middle(plan.ops) == [MountOp("bind", CWD, CWD, "files.write[0]: .")]
     assert plan.holds == ()
 
@@ -459,8 +459,7 @@ def test_only_what_lies_where_the_sandbox_writes_is_bound() -> None:
     named = Protected(f"{CWD}/out", f"{CWD}/out", "folder", True, "hooks named out")
     grants = (write(".", CWD), write("./out", f"{CWD}/out", "files.write[1]"),
               Grant("./secret", f"{CWD}/secret", "hide", "files.hide[0]", "files.hide[0]", 4))
-    plan = build_plan(snap(*grants), dots_of(DOT_GIT, inside_git, elsewhere, hidden, named),
-                      root_mode=False)
+    plan = plan_with(snap(*grants), DOT_GIT, inside_git, elsewhere, hidden, named)
     assert middle(plan.ops) == [
         MountOp("bind", CWD, CWD, "files.write[0]: ."),
         # The spec names ./out itself: its own grant decides (and its own dot files).
@@ -476,7 +475,7 @@ def test_a_link_where_the_sandbox_writes_refuses_the_plan() -> None:
     linked = Protected("/data/vscode", f"{CWD}/.vscode", "folder", True, "vs",
                        link=f"{CWD}/.vscode")
     with pytest.raises(LaunchError) as caught:
-        build_plan(snap(write(".", CWD)), dots_of(DOT_GIT, linked), root_mode=False)
+        plan_with(snap(write(".", CWD)), DOT_GIT, linked)
     assert caught.value.message == (
         f"{CWD}/.vscode is a link in the path of {CWD}/.vscode (vs), in {CWD}, which the "
         "sandbox writes: it could point the link elsewhere, so the launch is refused")
@@ -485,19 +484,25 @@ def test_a_link_where_the_sandbox_writes_refuses_the_plan() -> None:
                                  "files")
     # A link outside every write grant (a system folder's) is no one's to repoint.
     system = Protected("/usr/share/x", "/lib/x", "file", True, "inc", link="/lib")
-    assert build_plan(snap(write(".", CWD)), dots_of(system), root_mode=False).holds == ()
+    assert plan_with(snap(write(".", CWD)), system).holds == ()
 
 
-def test_the_analysis_reaches_the_plan_through_the_layout_probe(tmp_path: Path) -> None:
+def test_the_analysis_reaches_the_plan_through_the_view(tmp_path: Path) -> None:
+    """The view reads what is at each protected top (the dot files are the view's, no
+    longer the host layout's); describe's view reads the opened tops too."""
     top = project(tmp_path)
     (top / ".idea").mkdir()
     snapshot = snap(write(".", str(top)), write("./w", str(top / "w"), "files.write[1]",
                                                 dot_files_writable=True))
     (top / "w").mkdir()
-    probed = HostLayout.probe("/i", "/usr/bin/python3", "/usr", snapshot)
+    probed = view_for(snapshot, LINUX_SYSTEM_FOLDERS)
     assert list(probed.dot_files) == [str(top)]
     assert probed.dot_files[str(top)] == analyze(str(top), home="/home/u")
-    assert HostLayout.probe("/i", "/usr/bin/python3", "/usr").dot_files == {}
+    assert [item for _, item in probed.protections] == list(
+        analyze(str(top), home="/home/u").protected)
+    opened = view_for(snapshot, LINUX_SYSTEM_FOLDERS, opened_too=True)
+    assert list(opened.dot_files) == [str(top), str(top / "w")]
+    assert opened.protections == probed.protections
 
 
 def test_lnk_home_made_after_the_snapshot_is_hidden_all_the_same(tmp_path: Path) -> None:
@@ -509,7 +514,7 @@ def test_lnk_home_made_after_the_snapshot_is_hidden_all_the_same(tmp_path: Path)
     found = HostLayout(system={"/usr": None}, inner_source="/i",
                        interpreter="/usr/bin/python3", interpreter_prefix="/usr",
                        lnk_home="/home/u/.lnk")
-    ops = build_plan(snap(read_home, settings), found, root_mode=False).ops
+    ops = build_plan(linux_view(snap(read_home, settings)), found, root_mode=False).ops
     hide = MountOp("tmpfs", "/home/u/.lnk", reason="lnk-sandbox's settings ($LNK_HOME): "
                    "$LNK_HOME")
     read_only = MountOp("remount-ro", "/home/u/.lnk", reason="hidden folder")

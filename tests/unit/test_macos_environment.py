@@ -7,6 +7,7 @@ from __future__ import annotations
 from supervisor.grants import Grant, Snapshot
 from supervisor.macos.environment import git_settings, sandbox_environment
 from supervisor.macos.profile import MacHost, readable
+from support.views import mac_view
 
 HOME = "/Users/me"
 TEMP = "/private/var/folders/zz/T/lnk-sandbox-1"
@@ -25,7 +26,7 @@ def snapshot(*grants: Grant, keep: tuple[str, ...] = ("HOME", "PATH", "TMPPREFIX
 def environment(snap: Snapshot, host: MacHost | None = None) -> dict[str, str]:
     host = host or MacHost(home=HOME, temp=TEMP)
     return sandbox_environment(snap, TEMP, caller=CALLER,
-                               readable=lambda path: readable(snap, host, path))
+                               readable=lambda path: readable(mac_view(snap), host, path))
 
 
 def test_temp_names_go_under_the_runs_own_folder() -> None:

@@ -14,6 +14,7 @@ from supervisor.macos.environment import sandbox_environment
 from supervisor.macos.profile import MacHost, compile_profile
 from supervisor.macos.system import network_rules, unix_socket_rules
 from supervisor.netpolicy import NetworkRules, UnixSocket
+from support.views import mac_view
 
 
 def _snapshot(tmp_path: Path, rules: NetworkRules) -> Snapshot:
@@ -55,7 +56,7 @@ def test_unix_rules_follow_the_files_rules_and_name_sockets_as_parameters(
     sock = str(tmp_path / "agent.sock")
     rules = NetworkRules(unix=(UnixSocket("$SSH_AUTH_SOCK", False, "network.unix[0]", 3,
                                           sock, "SSH_AUTH_SOCK"),))
-    profile = compile_profile(_snapshot(tmp_path, rules), (), MacHost(home=str(tmp_path)))
+    profile = compile_profile(mac_view(_snapshot(tmp_path, rules), ()), MacHost(home=str(tmp_path)))
     text = profile.text
     files_rule = text.index('(allow file-read*')
     deny = text.index('(deny network-outbound (subpath "/"))')
@@ -63,7 +64,7 @@ def test_unix_rules_follow_the_files_rules_and_name_sockets_as_parameters(
     assert '(literal (param "UNIX_0"))' in text[deny:]
     assert ("UNIX_0", sock) in profile.parameters
     # Without the key, nothing of it.
-    plain = compile_profile(_snapshot(tmp_path, NetworkRules()), (),
+    plain = compile_profile(mac_view(_snapshot(tmp_path, NetworkRules()), ()),
                             MacHost(home=str(tmp_path)))
     assert "[network] unix" not in plain.text
 

@@ -33,6 +33,7 @@ from supervisor.macos.profile import (
 )
 from supervisor.macos.programs import Companion
 from supervisor.policy import credential_names
+from support.views import mac_view
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "macos"
 HOME = "/Users/me"
@@ -152,7 +153,7 @@ SPECS = {
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_profile_matches_its_golden_file(name: str) -> None:
     snap, protected, host, learn = SPECS[name]
-    listing = compile_profile(snap, protected, host, learn=learn).listing()
+    listing = compile_profile(mac_view(snap, protected), host, learn=learn).listing()
     path = GOLDEN / f"{name}.sb"
     if os.environ.get("LNK_UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +188,7 @@ def test_no_path_of_the_snapshot_is_in_the_text() -> None:
     """Every string of the rules is a parameter's name or a constant of system.py; no
     path of the snapshot or the machine is anywhere in the text, comments included."""
     for name, (snap, protected, host, learn) in SPECS.items():
-        profile = compile_profile(snap, protected, host, learn=learn)
+        profile = compile_profile(mac_view(snap, protected), host, learn=learn)
         strings = {s for rule in rules(profile.text) for s in re.findall(r'"([^"]*)"', rule)}
         names = {param for param, _ in profile.parameters}
         for string in strings - names:
@@ -201,14 +202,14 @@ def test_no_path_of_the_snapshot_is_in_the_text() -> None:
 
 def test_every_parameter_is_read_and_every_read_is_a_parameter() -> None:
     for snap, protected, host, learn in SPECS.values():
-        profile = compile_profile(snap, protected, host, learn=learn)
+        profile = compile_profile(mac_view(snap, protected), host, learn=learn)
         read = set(re.findall(r'\(param "([A-Z0-9_]+)"\)', profile.text))
         assert read == {name for name, _ in profile.parameters}
 
 
 def test_sandbox_exec_gets_the_profile_and_parameters_then_the_command() -> None:
     snap, protected, host, _ = SPECS["default"]
-    profile = compile_profile(snap, protected, host)
+    profile = compile_profile(mac_view(snap, protected), host)
     argv = sandbox_exec_argv(profile, ["make", "-j", "--", "x"])
     assert argv[:3] == [SANDBOX_EXEC, "-p", profile.text]
     assert argv[3:-5] == [f"-D{n}={v}" for n, v in profile.parameters]
@@ -219,7 +220,7 @@ def test_sandbox_exec_gets_the_profile_and_parameters_then_the_command() -> None
 def test_a_path_with_a_newline_stays_a_parameter() -> None:
     odd = CWD + '/x\n(allow default)"'
     snap = snapshot(spec_grant("./x", odd, "write", "files.write[0]"))
-    profile = compile_profile(snap, [], HOST)
+    profile = compile_profile(mac_view(snap, []), HOST)
     assert "(allow default)" not in profile.text
     assert ("WRITE_0", odd) in profile.parameters
     assert f"-DWRITE_0={odd}" in profile.arguments()
@@ -230,7 +231,7 @@ def test_a_path_with_a_newline_stays_a_parameter() -> None:
 
 def test_the_keychain_is_closed_last_and_named_ipc_by_the_operations_defaults() -> None:
     for snap, protected, host, learn in SPECS.values():
-        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        text = rules(compile_profile(mac_view(snap, protected), host, learn=learn).text)
         keychain = [i for i, r in enumerate(text) if 'KEYCHAINS_0' in r]
         assert keychain == [len(text) - 1]
         assert text[-1].startswith("(deny file-read* ") and "KEYCHAINS_CASE_0" in text[-1]
@@ -252,7 +253,7 @@ def test_what_deny_default_does_not_reach_is_denied_right_after_it() -> None:
     the text right after (deny default) denies them, then reopens only the sandbox's
     own processes; setuid bits and hard links get a default no filtered rule lifts."""
     for snap, protected, host, learn in SPECS.values():
-        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        text = rules(compile_profile(mac_view(snap, protected), host, learn=learn).text)
         assert text[:3] == ["(version 1)", "(deny default)",
                             "(deny process-info* nvram* iokit-get-properties)"]
         info = [i for i, r in enumerate(text) if r.startswith("(allow process-info*")]
@@ -267,7 +268,8 @@ def test_what_deny_default_does_not_reach_is_denied_right_after_it() -> None:
 
 def test_the_keychains_parameter_is_below_the_resolved_home() -> None:
     snap, protected, _, _ = SPECS["default"]
-    profile = compile_profile(snap, protected, MacHost(home="/System/Volumes/Data/Users/me"))
+    profile = compile_profile(mac_view(snap, protected),
+                              MacHost(home="/System/Volumes/Data/Users/me"))
     assert ("KEYCHAINS_0", "/System/Volumes/Data/Users/me/Library/Keychains") in \
         profile.parameters
 
@@ -281,7 +283,7 @@ def exec_rules(text: str) -> list[str]:
 
 def test_absent_programs_run_where_files_are_seen_and_not_where_hidden() -> None:
     snap, protected, host, _ = SPECS["home-hides-agent"]
-    text = rules(compile_profile(snap, protected, host).text)
+    text = rules(compile_profile(mac_view(snap, protected), host).text)
     allows = [r for r in text if r.startswith("(allow process-exec*")]
     assert allows[0].startswith('(allow process-exec* (subpath "/System")')
     assert not any(r == "(allow process-exec*)" for r in text)  # never anywhere at all
@@ -293,7 +295,7 @@ def test_absent_programs_run_where_files_are_seen_and_not_where_hidden() -> None
 
 def test_a_program_list_allows_those_files_and_no_other_exec() -> None:
     snap, protected, _, _ = SPECS["programs"]
-    profile = compile_profile(snap, protected, HOST)  # no stubs found on this host
+    profile = compile_profile(mac_view(snap, protected), HOST)  # no stubs found on this host
     text = exec_rules(profile.text)
     assert len(text) == 1
     params = dict(profile.parameters)
@@ -308,12 +310,12 @@ def test_a_program_list_allows_those_files_and_no_other_exec() -> None:
 
 def test_an_empty_program_list_allows_no_exec_at_all() -> None:
     snap, protected, host, _ = SPECS["no-programs"]
-    assert exec_rules(compile_profile(snap, protected, host).text) == []
+    assert exec_rules(compile_profile(mac_view(snap, protected), host).text) == []
 
 
 def test_learn_reports_every_exec_it_allows() -> None:
     snap, protected, host, _ = SPECS["programs"]
-    text = exec_rules(compile_profile(snap, protected, host, learn=True).text)
+    text = exec_rules(compile_profile(mac_view(snap, protected), host, learn=True).text)
     allows = [r for r in text if r.startswith("(allow")]
     assert allows and all(r.endswith("(with report))") for r in allows)
     assert not any("PROGRAM_" in r for r in text)
@@ -324,7 +326,7 @@ def test_learn_reports_every_exec_it_allows() -> None:
 
 def network_rules(name: str) -> list[str]:
     snap, protected, host, learn = SPECS[name]
-    text = rules(compile_profile(snap, protected, host, learn=learn).text)
+    text = rules(compile_profile(mac_view(snap, protected), host, learn=learn).text)
     return [r for r in text if re.match(r"\((allow|deny) (network\S*|system-socket)[ )]", r)]
 
 
@@ -378,7 +380,7 @@ def test_regex_escape_quotes_every_metacharacter() -> None:
 
 def test_a_long_program_list_is_folded_into_regex_parameters() -> None:
     programs = tuple(Program(f"tool{i}", f"/usr/local/bin/tool{i:02d}") for i in range(40))
-    profile = compile_profile(snapshot(WRITE_CWD, programs=programs), [], HOST)
+    profile = compile_profile(mac_view(snapshot(WRITE_CWD, programs=programs), []), HOST)
     (rule,) = exec_rules(profile.text)
     names = re.findall(r'\(regex \(param "(PROGRAM_RE_\d+)"\)\)', rule)
     assert names and "(literal" not in rule and len(programs) > FOLD_AT
@@ -395,10 +397,10 @@ def test_a_link_in_a_protected_path_where_the_sandbox_writes_refuses_the_launch(
     linked = Protected(f"{CWD}/hooks", f"{CWD}/scripts/hooks", "folder", True,
                        "core.hooksPath", link=f"{CWD}/scripts")
     with pytest.raises(LaunchError, match="scripts is a link"):
-        compile_profile(snapshot(WRITE_CWD), [linked], HOST)
+        compile_profile(mac_view(snapshot(WRITE_CWD), [linked]), HOST)
     elsewhere = Protected("/srv/hooks", "/srv/hooks", "folder", True, "core.hooksPath",
                           link="/srv/link")
-    compile_profile(snapshot(WRITE_CWD), [elsewhere], HOST)  # read-only there: no refusal
+    compile_profile(mac_view(snapshot(WRITE_CWD), [elsewhere]), HOST)  # read-only there: no refusal
 
 
 def test_an_allow_follows_a_deny_only_to_bring_the_specs_own_folders_back() -> None:
@@ -406,7 +408,7 @@ def test_an_allow_follows_a_deny_only_to_bring_the_specs_own_folders_back() -> N
     allow names only paths in a hidden folder (a grant reopened there, or the folders
     on the way to it), never anything a deny before it was meant to keep closed."""
     for name, (snap, protected, host, learn) in SPECS.items():
-        profile = compile_profile(snap, protected, host, learn=learn)
+        profile = compile_profile(mac_view(snap, protected), host, learn=learn)
         params = dict(profile.parameters)
         hidden = [g.target for g in snap.grants if g.access == "hide" and g.target]
         denied = False
@@ -431,13 +433,14 @@ def params_of(rule: str) -> list[str]:
 def test_no_read_grant_reaches_a_socket_and_protected_paths_close_them() -> None:
     """A socket is a channel, not something read (mxc): connect only in write grants."""
     for name, (snap, protected, host, learn) in SPECS.items():
-        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        text = rules(compile_profile(mac_view(snap, protected), host, learn=learn).text)
         for rule in text:
             if rule.startswith("(allow") and "network-outbound" in rule:
                 assert all(p.startswith("WRITE_") for p in params_of(rule)), (name, rule)
         keeps = [r for r in text if r.startswith("(deny " + " ".join(KEEP_OPS))]
         assert keeps and all("network-outbound" in r for r in keeps), name
-    reads = [r for r in rules(compile_profile(*SPECS["home-hides-agent"][:3]).text)
+    snap, protected, host, _ = SPECS["home-hides-agent"]
+    reads = [r for r in rules(compile_profile(mac_view(snap, protected), host).text)
              if "READ_0" in r]
     assert reads and not any("network-outbound" in r for r in reads)
 
@@ -447,7 +450,7 @@ def test_denies_are_never_folded_and_close_every_letter_case() -> None:
     many = [Protected(f"{CWD}/sub{i:02d}/.git", f"sub{i:02d}/.git", "folder", True, "git")
             for i in range(30)]
     snap = snapshot(WRITE_CWD, programs=programs)
-    profile = compile_profile(snap, [*dot_files(CWD), *many], HOST)
+    profile = compile_profile(mac_view(snap, [*dot_files(CWD), *many]), HOST)
     params = dict(profile.parameters)
     denied = 0
     for rule in rules(profile.text):
@@ -486,7 +489,7 @@ def test_a_path_too_long_for_one_regex_keeps_its_head_as_written() -> None:
 
 def test_only_the_commands_own_terminal_opens_by_name() -> None:
     snap, protected, host, learn = SPECS["home-hides-agent"]
-    profile = compile_profile(snap, protected, host, learn=learn)
+    profile = compile_profile(mac_view(snap, protected), host, learn=learn)
     text = rules(profile.text)
     terminal = [r for r in text if "TERMINAL_0" in r]
     assert terminal == ['(allow file-read* file-write-data file-ioctl (literal (param '
@@ -495,12 +498,14 @@ def test_only_the_commands_own_terminal_opens_by_name() -> None:
     ttys = [r for r in text if "ttys" in r]
     assert ttys == ['(allow file-read* file-write-data file-ioctl (require-all (regex '
                     '#"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))']
-    assert not any("TERMINAL" in r for r in rules(compile_profile(*SPECS["default"][:3]).text))
+    snap, protected, host, _ = SPECS["default"]
+    assert not any("TERMINAL" in r for r in rules(compile_profile(mac_view(snap, protected),
+                                                                  host).text))
 
 
 def test_macos_hides_close_library_and_container_sockets_unless_the_spec_names_them() -> None:
     snap, protected, host, learn = SPECS["home-hides-agent"]
-    profile = compile_profile(snap, protected, host, learn=learn)
+    profile = compile_profile(mac_view(snap, protected), host, learn=learn)
     params = dict(profile.parameters)
     hidden = {params[n] for r in rules(profile.text) if r.startswith("(deny")
               for n in params_of(r) if n.startswith("HIDE_") and "_CASE_" not in n}
@@ -510,19 +515,19 @@ def test_macos_hides_close_library_and_container_sockets_unless_the_spec_names_t
     named = snapshot(spec_grant("~", HOME, "read", "files.read[0]"),
                      spec_grant("~/Library", HOME + "/Library", "read", "files.read[1]"),
                      WRITE_CWD)
-    profile = compile_profile(named, dot_files(CWD), host)
+    profile = compile_profile(mac_view(named, dot_files(CWD)), host)
     params = dict(profile.parameters)
     hidden = {params[n] for r in rules(profile.text) if r.startswith("(deny")
               for n in params_of(r) if n.startswith("HIDE_")}
     assert HOME + "/Library" not in hidden and HOME + "/.colima" in hidden
     # Hidden only where something shows them: the default spec reads no home.
-    profile = compile_profile(SPECS["default"][0], dot_files(CWD), host)
+    profile = compile_profile(mac_view(SPECS["default"][0], dot_files(CWD)), host)
     assert HOME + "/Library" not in dict(profile.parameters).values()
 
 
 def test_stubs_run_what_they_stand_for_and_each_is_named() -> None:
     snap, protected, host, _ = SPECS["programs"]
-    profile = compile_profile(snap, protected, host)
+    profile = compile_profile(mac_view(snap, protected), host)
     (rule,) = exec_rules(profile.text)
     params = dict(profile.parameters)
     listed = [params[p] for p in params_of(rule)]
@@ -545,7 +550,7 @@ def test_the_reviews_defects_14_to_17_hold_in_every_mode() -> None:
     getifaddrs) readable in every mode; #17 the local directory's recordStore readable
     (getpwuid), in every mode."""
     for name, (snap, protected, host, learn) in SPECS.items():
-        text = rules(compile_profile(snap, protected, host, learn=learn).text)
+        text = rules(compile_profile(mac_view(snap, protected), host, learn=learn).text)
         joined = "\n".join(text)
         resolv = f"(allow file-read* (literal {system.quoted(system.RESOLV_CONF)}))"
         assert (resolv in text) == (snap.network_mode == "host"), name

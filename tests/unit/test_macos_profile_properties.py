@@ -31,6 +31,7 @@ from supervisor.grants import Grant, Program, Snapshot, is_within
 from supervisor.macos import system
 from supervisor.macos.profile import MacHost, compile_profile
 from supervisor.policy import Access
+from support.views import mac_view
 
 from .macos_seatbelt import Seatbelt
 
@@ -147,7 +148,7 @@ def snapshot_of(case: Case) -> Snapshot:
 
 
 def profile_of(case: Case) -> Seatbelt:
-    profile = compile_profile(snapshot_of(case), case.protected, MacHost(HOME, TEMP),
+    profile = compile_profile(mac_view(snapshot_of(case), case.protected), MacHost(HOME, TEMP),
                               learn=case.learn)
     return Seatbelt(profile.text, profile.parameters)
 

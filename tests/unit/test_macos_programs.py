@@ -19,6 +19,7 @@ from supervisor.macos.programs import (
     framework_python,
     runs_instead,
 )
+from support.views import mac_view
 
 
 def executable(path: Path, text: str | bytes) -> Path:
@@ -131,7 +132,7 @@ def test_the_profile_allows_each_program_with_what_it_runs(tmp_path: Path) -> No
                         (Grant("/", str(tmp_path), "read", "files.read[0]",
                                "files.read[0]", 1),),
                         programs, "none", (), (), (), None, None)
-    profile = compile_profile(snapshot, (), MacHost(home=home, companions=found_here))
+    profile = compile_profile(mac_view(snapshot, ()), MacHost(home=home, companions=found_here))
     params = dict(profile.parameters)
     (rule,) = [r for r in profile.text.split("\n(") if r.startswith("allow process-exec*")]
     allowed = [params[n] for n in re.findall(r'\(param "(PROGRAM_\d+)"\)', rule)]

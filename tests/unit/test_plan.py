@@ -20,6 +20,7 @@ from supervisor.linux.plan import (
 )
 from supervisor.policy import Context, credential_names, effective_policy
 from supervisor.spec import load_spec, parse_spec
+from support.views import linux_view
 
 HOME = "/home/u"
 CWD = "/home/u/proj"
@@ -88,7 +89,7 @@ def snapshot(*grants: Grant, cwd: str = CWD, network: str = "none") -> Snapshot:
 
 
 def ops(snap: Snapshot, layout: HostLayout = LAYOUT) -> list[MountOp]:
-    return list(build_plan(snap, layout, root_mode=False).ops)
+    return list(build_plan(linux_view(snap), layout, root_mode=False).ops)
 
 
 # --- whole plans --------------------------------------------------------------------------
@@ -101,7 +102,7 @@ def test_the_default_spec() -> None:
         settings(),
         Grant("/src/lnk/.venv", "/src/lnk/.venv", "protect", INSTALLATION, None, None),
     )
-    plan = build_plan(snap, LAYOUT, root_mode=False)
+    plan = build_plan(linux_view(snap), LAYOUT, root_mode=False)
     assert plan == LaunchPlan(
         ops=(
             *ROOT,
@@ -176,12 +177,12 @@ def test_a_hide_inside_a_hidden_folder_is_covered_by_it() -> None:
         MountOp("remount-ro", f"{HOME}/.config", reason="hidden folder"),
         *LATE,
     ]
-    assert build_plan(snap, LAYOUT, root_mode=False).chdir == CWD
+    assert build_plan(linux_view(snap), LAYOUT, root_mode=False).chdir == CWD
 
 
 def test_tmp_granted_is_bound_instead_of_a_fresh_tmpfs() -> None:
     snap = snapshot(spec_grant("/tmp", "/tmp", "write", "files.write[0]"), cwd="/tmp")
-    plan = build_plan(snap, LAYOUT, root_mode=False)
+    plan = build_plan(linux_view(snap), LAYOUT, root_mode=False)
     assert list(plan.ops) == [*SYSTEM, *PROC_DEV,
                               MountOp("bind", "/tmp", "/tmp", "files.write[0]: /tmp"),
                               INNER, *LATE]
@@ -237,7 +238,7 @@ def test_system_folders_keep_the_layouts_order_and_links() -> None:
         MountOp("ro-bind", INNER_MOUNT, "/i", "the inner confiner"),
         *LATE,
     ]
-    assert build_plan(snapshot(), layout, root_mode=False).chdir == "/"
+    assert build_plan(linux_view(snapshot()), layout, root_mode=False).chdir == "/"
 
 
 def test_the_installation_is_protected_only_inside_a_write_grant() -> None:
@@ -366,17 +367,19 @@ def test_missing_optional_grants_are_left_out() -> None:
 def test_chdir_only_into_a_visible_working_directory(
     grants: tuple[Grant, ...], cwd: str, chdir: str
 ) -> None:
-    assert build_plan(snapshot(*grants, cwd=cwd), LAYOUT, root_mode=False).chdir == chdir
+    plan = build_plan(linux_view(snapshot(*grants, cwd=cwd)), LAYOUT, root_mode=False)
+    assert plan.chdir == chdir
 
 
 @pytest.mark.parametrize(("mode", "shared"), [("none", False), ("proxy", False), ("host", True)])
 def test_only_host_mode_shares_the_network(mode: str, shared: bool) -> None:
-    assert build_plan(snapshot(network=mode), LAYOUT, root_mode=True).share_net is shared
+    plan = build_plan(linux_view(snapshot(network=mode)), LAYOUT, root_mode=True)
+    assert plan.share_net is shared
 
 
 def test_root_mode_is_carried() -> None:
-    assert build_plan(snapshot(), LAYOUT, root_mode=True).root_mode is True
-    assert build_plan(snapshot(), LAYOUT, root_mode=False).root_mode is False
+    assert build_plan(linux_view(snapshot()), LAYOUT, root_mode=True).root_mode is True
+    assert build_plan(linux_view(snapshot()), LAYOUT, root_mode=False).root_mode is False
 
 
 # --- from a spec on real folders, through the resolver --------------------------------------
@@ -451,7 +454,7 @@ def test_bwrap_arguments_exactly() -> None:
         spec_grant("~/.ssh", f"{HOME}/.ssh", "hide", "files.hide[0]"),
         spec_grant("~/.netrc", f"{HOME}/.netrc", "hide", "files.hide[1]", is_dir=False),
     )
-    plan = build_plan(snap, LAYOUT, root_mode=True)
+    plan = build_plan(linux_view(snap), LAYOUT, root_mode=True)
     assert bwrap_args(plan, INFO, fd_of=fd_of, json_status_fd="7", config_fd="9") == [
         "/usr/bin/bwrap",
         "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -484,7 +487,7 @@ def test_bwrap_arguments_exactly() -> None:
 
 
 def test_bwrap_arguments_for_a_shared_network_and_an_older_bwrap() -> None:
-    plan = build_plan(snapshot(network="host"), LAYOUT, root_mode=False)
+    plan = build_plan(linux_view(snapshot(network="host")), LAYOUT, root_mode=False)
     info = BwrapInfo("bwrap", "0.8.0", bind_fd=True, disable_userns=False)
     args = bwrap_args(plan, info, fd_of=fd_of, json_status_fd="3", config_fd="4")
     assert "--unshare-net" not in args
@@ -512,7 +515,7 @@ PLANS = {
 
 @pytest.mark.parametrize("name", sorted(PLANS))
 def test_no_grant_is_ever_bound_by_path(name: str) -> None:
-    plan = build_plan(PLANS[name], OPT_PYTHON, root_mode=False)
+    plan = build_plan(linux_view(PLANS[name]), OPT_PYTHON, root_mode=False)
     args = bwrap_args(plan, INFO, fd_of=fd_of, json_status_fd="3", config_fd="4")
     assert not {"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try"} & set(args)
     binds = [op for op in plan.ops if op.kind in ("bind", "ro-bind")]
@@ -552,8 +555,8 @@ def test_root_mode_maps_what_the_sandbox_writes_and_files_named_for_reading() ->
         spec_grant("/srv/data", "/srv/data", "read", "files.read[1]"),
         spec_grant("/etc/shadow", "/etc/shadow", "read", "files.read[2]", is_dir=False),
     )
-    plan = build_plan(snap, LAYOUT, root_mode=True)
+    plan = build_plan(linux_view(snap), LAYOUT, root_mode=True)
     mapped = {op.dest for op in plan.ops if op.idmapped}
     assert mapped == {CWD, f"{CWD}/vendor", "/srv/data", "/etc/shadow"}
-    assert not build_plan(snap, LAYOUT, root_mode=False).ops[-1].idmapped
-    assert not any(op.idmapped for op in build_plan(snap, LAYOUT, root_mode=False).ops)
+    assert not build_plan(linux_view(snap), LAYOUT, root_mode=False).ops[-1].idmapped
+    assert not any(op.idmapped for op in build_plan(linux_view(snap), LAYOUT, root_mode=False).ops)

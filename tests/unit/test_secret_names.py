@@ -9,6 +9,7 @@ import pytest
 
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.secret_names import Found, find, matches
+from support.views import linux_view
 
 from .test_plan import HOME, LAYOUT, snapshot, spec_grant
 
@@ -76,7 +77,7 @@ def test_the_plan_hides_what_it_found_unless_a_grant_names_it() -> None:
     snap = snapshot(spec_grant("~", HOME, "read", "files.read[0]"),
                     spec_grant("~/.config/tool/token", f"{HOME}/.config/tool/token", "read",
                                "files.read[1]", is_dir=False))
-    ops = build_plan(snap, layout, root_mode=False).ops
+    ops = build_plan(linux_view(snap), layout, root_mode=False).ops
     hides = [op for op in ops if op.reason == BY_NAME or op.dest == f"{HOME}/.tokens"]
     assert hides == [MountOp("hide-file", f"{HOME}/.irb_history", reason=BY_NAME),
                      MountOp("tmpfs", f"{HOME}/.tokens", reason=BY_NAME),

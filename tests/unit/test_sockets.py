@@ -14,6 +14,7 @@ from supervisor.grants import Grant
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.linux.sockets import FoundSockets, bound_here, find
 from supervisor.netpolicy import NetworkRules, UnixSocket
+from support.views import linux_view
 
 from .test_plan import HOME, LAYOUT, snapshot, spec_grant
 
@@ -120,7 +121,7 @@ def _hides(*grants: Grant, sockets: tuple[str, ...],
            network: NetworkRules | None = None) -> list[MountOp]:
     layout = HostLayout(**{**LAYOUT._asdict(), "sockets": FoundSockets(sockets)})
     snap = snapshot(*grants)._replace(network=network or NetworkRules())
-    return [op for op in build_plan(snap, layout, root_mode=False).ops
+    return [op for op in build_plan(linux_view(snap), layout, root_mode=False).ops
             if op.kind == "hide-file"]
 
 
@@ -145,5 +146,5 @@ def test_a_socket_in_a_hidden_folder_needs_no_hide_of_its_own() -> None:
 def test_unwalked_folders_are_noted() -> None:
     layout = HostLayout(**{**LAYOUT._asdict(),
                            "sockets": FoundSockets((), (f"{HOME}/big",))})
-    plan = build_plan(snapshot(READ_HOME), layout, root_mode=False)
+    plan = build_plan(linux_view(snapshot(READ_HOME)), layout, root_mode=False)
     assert plan.notes and f"{HOME}/big" in plan.notes[0]

@@ -22,6 +22,7 @@ from supervisor.linux.bwrap import BwrapInfo, bwrap_args
 from supervisor.linux.plan import HostLayout, build_plan
 from supervisor.policy import Context, effective_policy
 from supervisor.spec import Spec, parse_spec
+from support.views import linux_view
 
 FUZZ = settings(max_examples=300, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
@@ -287,6 +288,6 @@ def test_the_resolver_gives_a_snapshot_or_a_spec_error(
             assert not is_within(str(home), grant.target)
             assert not is_within(grant.target, str(home / ".lnk")) or grant.name.startswith(
                 "$LNK_HOME/")
-    plan = build_plan(snapshot, LAYOUT, root_mode=False)
+    plan = build_plan(linux_view(snapshot), LAYOUT, root_mode=False)
     args = bwrap_args(plan, INFO, fd_of=lambda op: "3", json_status_fd="4", config_fd="5")
     assert not {"--bind", "--ro-bind"} & set(args)
