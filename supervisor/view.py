@@ -170,8 +170,10 @@ def view_of(snapshot: Snapshot, system: tuple[str, ...],
     # elsewhere, so that a kept path inside a hidden or unseen one decides nothing. A
     # dot file the spec grants for writing by its own path is the person's choice.
     opening = [r for r in rules if r.effect != "keep"]
-    rules = [r for r in rules if r.effect != "keep" or getattr(_deciding(
-        r.path, system, opening, strict=r.protected is not None), "effect", None) == "write"]
+    written = set(snapshot.written())
+    rules = [r for r in rules if r.effect != "keep" or (
+        getattr(_deciding(r.path, system, opening), "effect", None) == "write"
+        and not (r.protected is not None and r.path in written))]
     return View(snapshot, system, tuple(rules), tuple(protections),
                 MappingProxyType(dict(dot_files)))
 

@@ -547,13 +547,12 @@ def _dot_files(
     found = view.protections
     view.check_links()
     holds: list[Wanted] = []
-    bound: list[str] = []
     anchored: set[str] = set()
     for grant, protected in sorted(found, key=lambda pair: depth(_dest(pair[1]) or "/")):
         dest = _dest(protected)
-        if dest is None or dest in written or any(is_within(dest, b) for b in bound):
-            continue
-        if _deepest(dest, mounts) != "write":
+        # Inside a dot file bound already, the mount holding it says read: no second
+        # bind, unless a write grant deeper than that one opened it again.
+        if dest is None or dest in written or _deepest(dest, mounts) != "write":
             continue
         owner = f"dot file of {grant.name} ({grant.key or grant.reason})"
         top = deepest(dest, ((d, d) for d, a in mounts if a == "write"))
@@ -578,7 +577,6 @@ def _dot_files(
             kind = kind if dest == protected.path else "folder"
             reason += f"; missing, so an empty {kind} is held there for the run"
         add(2, MountOp("ro-bind", dest, dest, reason), "read")
-        bound.append(dest)
         holds.append(Wanted(dest, kind, protected.content if dest == protected.path else b""))
     return holds
 

@@ -199,6 +199,29 @@ def test_a_linked_worktree_protects_the_main_git_directory(sandbox: Sandbox) -> 
         ("write", f"{m}/.git/config"): OK})
 
 
+def test_a_folder_written_inside_a_read_only_one_keeps_its_own_dot_files(
+        sandbox: Sandbox) -> None:
+    """A write grant inside the project's read-only .git opens that folder again, and
+    its own top's dot files stay read-only there, as every written folder's do (the
+    plan once took whatever lay inside a bound dot file as closed already)."""
+    project = sandbox.project
+    make_repository(project)
+    inner = project / ".git" / "x"
+    (inner / ".vscode").mkdir(parents=True)
+    sandbox.chown()
+    p = str(inner)
+    actions = [("write", f"{project}/.git/config"), ("write", f"{p}/notes.txt"),
+               ("write", f"{p}/.vscode/tasks.json"), ("mkdir", f"{p}/.git")]
+    assert act(sandbox, actions, spec='files.write = [".", "./.git/x"]\n') == expect({
+        ("write", f"{project}/.git/config"): EROFS,
+        ("write", f"{p}/notes.txt"): OK,
+        ("write", f"{p}/.vscode/tasks.json"): EROFS,
+        ("mkdir", f"{p}/.git"): EEXIST,
+    })
+    assert not (inner / ".vscode" / "tasks.json").exists()
+    assert not (inner / ".git").exists()  # the placeholder went with the run
+
+
 # --- missing dot files: placeholders ---------------------------------------------------------
 
 

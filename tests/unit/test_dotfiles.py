@@ -24,7 +24,7 @@ from supervisor.errors import LaunchError
 from supervisor.git_config import parse_git_config
 from supervisor.grants import Grant, Snapshot
 from supervisor.linux.placeholders import Wanted
-from supervisor.linux.plan import HostLayout, LaunchPlan, MountOp, build_plan
+from supervisor.linux.plan import HostLayout, LaunchPlan, MountOp, build_plan, host_access
 from supervisor.policy import LINUX_SYSTEM_FOLDERS
 from supervisor.runs_as_you import AGENT_SETTINGS
 from supervisor.view import view_for
@@ -526,3 +526,18 @@ def test_lnk_home_made_after_the_snapshot_is_hidden_all_the_same(tmp_path: Path)
     assert HostLayout.probe("/i", "/usr/bin/python3", "/usr", fresh).lnk_home is None
     lnk.mkdir()
     assert HostLayout.probe("/i", "/usr/bin/python3", "/usr", fresh).lnk_home == str(lnk)
+
+
+def test_a_write_grant_inside_a_protected_folder_keeps_its_own_dot_files() -> None:
+    """A folder granted for writing inside another's read-only .git is open again, and
+    its own dot files are read-only there, as every written folder's are (found by
+    tests/unit/test_view.py: the plan took any path inside a bound dot file as closed)."""
+    inner = write("./.git/x", f"{CWD}/.git/x", "files.write[1]")
+    own = Protected(f"{CWD}/.git/x/.git", f"{CWD}/.git/x/.git", "folder", True, ".git: runs")
+    plan = build_plan(linux_view(snap(write(".", CWD), inner),
+                                 {CWD: DotFiles(CWD, (DOT_GIT,)),
+                                  f"{CWD}/.git/x": DotFiles(f"{CWD}/.git/x", (own,))}),
+                      LAYOUT, root_mode=False)
+    assert host_access(plan, f"{CWD}/.git/config") == "read"
+    assert host_access(plan, f"{CWD}/.git/x/y") == "write"
+    assert host_access(plan, f"{CWD}/.git/x/.git/config") == "read"
