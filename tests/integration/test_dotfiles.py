@@ -210,8 +210,9 @@ def test_a_folder_written_inside_a_read_only_one_keeps_its_own_dot_files(
     (inner / ".vscode").mkdir(parents=True)
     sandbox.chown()
     p = str(inner)
-    actions = [("write", f"{project}/.git/config"), ("write", f"{p}/notes.txt"),
-               ("write", f"{p}/.vscode/tasks.json"), ("mkdir", f"{p}/.git")]
+    actions: list[tuple[str, ...]] = [
+        ("write", f"{project}/.git/config"), ("write", f"{p}/notes.txt"),
+        ("write", f"{p}/.vscode/tasks.json"), ("mkdir", f"{p}/.git")]
     assert act(sandbox, actions, spec='files.write = [".", "./.git/x"]\n') == expect({
         ("write", f"{project}/.git/config"): EROFS,
         ("write", f"{p}/notes.txt"): OK,

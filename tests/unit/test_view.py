@@ -148,7 +148,7 @@ def cases(draw: st.DrawFn, home: str) -> tuple[tuple[Grant, ...], tuple[Protecte
 
 def view_with(grants: tuple[Grant, ...], protected: tuple[Protected, ...], home: str,
               system: tuple[str, ...]) -> View:
-    found = {}
+    found: dict[str, DotFiles] = {}
     for item in protected:
         top = item.path.rsplit("/", 1)[0]
         found[top] = DotFiles(top, (*found.get(top, DotFiles(top, ())).protected, item))
