@@ -16,14 +16,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..events import say
 from ..gitsupport import exclude_text, failed_writers, identity_files, identity_for
-from ..grants import Grant, Snapshot, is_within
+from ..grants import Grant, is_within
 from ..state import ensure_private_dir, private_folder, remove_tree
 from .placeholders import Placeholders
-from .plan import LaunchPlan, MountOp
+from .plan import MountOp, inner_parent_for
+
+if TYPE_CHECKING:
+    from ..view import View
 
 
 class GitRun(NamedTuple):
@@ -34,8 +37,10 @@ class GitRun(NamedTuple):
     trace: str | None
 
     @staticmethod
-    def prepare(snapshot: Snapshot, plan: LaunchPlan) -> GitRun | None:
-        """The files and mounts this run needs, made now; None when it needs none."""
+    def prepare(view: View) -> GitRun | None:
+        """The files and mounts this run needs, made now, before its plan (which takes
+        `ops` in: plan_for); None when it needs none."""
+        snapshot = view.snapshot
         tops = [g for g in snapshot.grants if g.access == "write" and g.target
                 and g.is_dir and not g.dot_files_writable
                 and _is_folder(os.path.join(g.target, ".git"))]
@@ -43,10 +48,10 @@ class GitRun(NamedTuple):
         traced = not any(name.startswith("GIT_TRACE2") for name in
                          (*snapshot.env_keep, *(n for n, _ in snapshot.env_assign)))
         watched = tuple(g for g in tops if not g.commit) if traced else ()
-        excludes = _excludes(snapshot, plan, tops) if tops else []
+        excludes = _excludes(view, tops) if tops else []
         if not (identity or watched or excludes):
             return None
-        inside = f"{plan.inner_parent}/git"
+        inside = f"{inner_parent_for(snapshot)}/git"
         ops: list[MountOp] = []
         env: dict[str, str] = {}
         if identity is not None:
@@ -74,16 +79,6 @@ class GitRun(NamedTuple):
 
             shutil.rmtree(folder, ignore_errors=True)
             raise
-
-    def plan(self, plan: LaunchPlan) -> LaunchPlan:
-        """The plan with these mounts, after every grant (what they cover is inside
-        grants) and before the closing remount-ro ops, which need the root writable."""
-        ops = list(plan.ops)
-        at = len(ops)
-        while at > 0 and ops[at - 1].kind == "remount-ro":
-            at -= 1
-        ops[at:at] = self.ops
-        return plan._replace(ops=tuple(ops))
 
     def finish(self) -> None:
         """Say once, per repository, where git failed to write a .git the spec keeps
@@ -207,19 +202,22 @@ def _made(folder: str, inside: str, ops: list[MountOp], env: dict[str, str], *,
     return GitRun(folder, tuple(ops), env, watched, trace)
 
 
-def _excludes(snapshot: Snapshot, plan: LaunchPlan, tops: list[Grant]
-              ) -> list[tuple[str, bytes]]:
+def _excludes(view: View, tops: list[Grant]) -> list[tuple[str, bytes]]:
     """(info/exclude path, its text with the placeholders added) of each written
     repository where the run holds a placeholder file that git would list as untracked:
-    one missing now, or another run's placeholder."""
-    placeholders = Placeholders(snapshot.lnk_home).entries()
+    one missing now, or another run's placeholder. The files held are the view's: each
+    protected file it keeps read-only at its own path (the plan holds each of them)."""
+    placeholders = Placeholders(view.snapshot.lnk_home).entries()
+    kept = {r.path for r in view.rules if r.protected is not None}
+    files = [p.path for _, p in view.protections if p.kind == "file" and p.path in kept
+             and (p.exists or p.placeholder == p.path)]
     found = []
     for top in tops:
         assert top.target is not None
         git = os.path.join(top.target, ".git")
-        held = [w.path for w in plan.holds if w.kind == "file"
-                and is_within(w.path, top.target) and not is_within(w.path, git)
-                and (not os.path.lexists(w.path) or w.path in placeholders)]
+        held = [path for path in files
+                if is_within(path, top.target) and not is_within(path, git)
+                and (not os.path.lexists(path) or path in placeholders)]
         exclude = os.path.join(git, "info", "exclude")
         if not held or not _is_regular(exclude):
             continue

@@ -48,6 +48,8 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from netns_helper.protocol import (
@@ -62,7 +64,7 @@ from netns_helper.protocol import (
 
 from ..errors import HelperError, LaunchError
 from ..grants import deepest
-from .plan import LaunchPlan, MountOp
+from .plan import LaunchPlan, MountOp, before_remounts
 
 if TYPE_CHECKING:
     from ..events import EventLog
@@ -121,8 +123,8 @@ def with_resolv_conf(plan: LaunchPlan, source: str, host: ResolvConfHost) -> Lau
     """
     if host.dest is None:
         # glibc asks 127.0.0.1 when there is no resolv.conf at all: the helper answers.
-        return _replace_ops(plan, plan.ops, note="no /etc/resolv.conf on this host: "
-                            "the resolver's default, 127.0.0.1, is the helper")
+        return before_remounts(plan, (), note="no /etc/resolv.conf on this host: the "
+                               "resolver's default, 127.0.0.1, is the helper")
     holder = _holder(plan, host.dest)
     if holder is not None and not host.exists:
         raise LaunchError(
@@ -133,39 +135,27 @@ def with_resolv_conf(plan: LaunchPlan, source: str, host: ResolvConfHost) -> Lau
     reason = "proxy mode: names are asked of the helper on 127.0.0.1"
     if host.dest != RESOLV_CONF:
         reason += f" ({RESOLV_CONF} leads here)"
-    return _before_remounts(plan, [MountOp("ro-bind", host.dest, source, reason)])
+    return before_remounts(plan, [MountOp("ro-bind", host.dest, source, reason)])
 
 
-def with_unix_sockets(plan: LaunchPlan, sockets: tuple[UnixSocket, ...]) -> LaunchPlan:
+def with_unix_sockets(plan: LaunchPlan, sockets: tuple[UnixSocket, ...],
+                      relays: Mapping[str, str] = MappingProxyType({})) -> LaunchPlan:
     """The plan with each named socket bound read-only at its own path (pure): after
     every grant and hide, so that none covers it (a socket in a hidden folder such as
     $XDG_RUNTIME_DIR or ~/.ssh stays reachable), and before the closing remount-ro ops.
-    A socket needs no write right of its mount to be connected to."""
+    A socket needs no write right of its mount to be connected to. `relays`: run by
+    root, the socket bound in place of each named one (socket_relay.py), the sandbox's
+    own (idmapped), so that it connects as root's socket would not let it."""
     # Run by root a named socket is the sandbox's own (idmapped): the person named it.
-    ops = [MountOp("ro-bind", s.target, s.target, f"{s.key}: {s.name}",
-                   idmapped=plan.root_mode) for s in sockets if s.target is not None]
-    return _before_remounts(plan, ops) if ops else plan
-
-
-def _before_remounts(plan: LaunchPlan, new: list[MountOp]) -> LaunchPlan:
-    """Mounted after every grant and before the closing remount-ro ops, which need the
-    root writable for bwrap to make the mount points."""
-    ops = list(plan.ops)
-    at = len(ops)
-    while at > 0 and ops[at - 1].kind == "remount-ro":
-        at -= 1
-    ops[at:at] = new
-    return _replace_ops(plan, tuple(ops))
+    ops = [MountOp("ro-bind", s.target, relays.get(s.target, s.target), f"{s.key}: {s.name}",
+                   idmapped=plan.root_mode or s.target in relays)
+           for s in sockets if s.target is not None]
+    return before_remounts(plan, ops) if ops else plan
 
 
 def _holder(plan: LaunchPlan, path: str) -> MountOp | None:
     """The deepest bind (ro or not) holding `path`: what a mount there would go into."""
     return deepest(path, ((op.dest, op) for op in plan.ops if op.kind in ("ro-bind", "bind")))
-
-
-def _replace_ops(plan: LaunchPlan, ops: tuple[MountOp, ...], note: str | None = None
-                 ) -> LaunchPlan:
-    return plan._replace(ops=ops, notes=(*plan.notes, note) if note else plan.notes)
 
 
 class NetworkRun:

@@ -329,7 +329,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
     _hide_sockets(snapshot, layout.sockets.sockets, mounts, add)
     late += _hide_by_name(snapshot, layout.secrets, mounts, add)
 
-    inner_parent = INNER_PARENT_UNDER_ROOT if "/" in targets else INNER_PARENT
+    inner_parent = inner_parent_for(snapshot)
     extra: list[MountOp] = [MountOp("ro-bind", f"{inner_parent}/inner", layout.inner_source,
                                     "the inner confiner")]
     prefix = layout.interpreter_prefix
@@ -367,6 +367,27 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         holds=tuple(holds),
         inner_parent=inner_parent,
     )
+
+
+def inner_parent_for(snapshot: Snapshot) -> str:
+    """Where the inner's package (and git's files of the run) are mounted: with `/`
+    granted the root is the host's, read-only, where bwrap can make no mount point."""
+    granted = any(g.target == "/" for g in snapshot.visible())
+    return INNER_PARENT_UNDER_ROOT if granted else INNER_PARENT
+
+
+def before_remounts(plan: LaunchPlan, new: tuple[MountOp, ...] | list[MountOp],
+                    note: str | None = None) -> LaunchPlan:
+    """`plan` with `new` mounted after every grant and hide (what they cover is inside
+    grants, and no hide may cover them) and before the closing remount-ro ops, which
+    need the root writable for bwrap to make the mount points; one of plan_for's stages
+    (linux/run.py), before the plan is handed on."""
+    ops = list(plan.ops)
+    at = len(ops)
+    while at > 0 and ops[at - 1].kind == "remount-ro":
+        at -= 1
+    ops[at:at] = new
+    return plan._replace(ops=tuple(ops), notes=(*plan.notes, note) if note else plan.notes)
 
 
 def _caches(snapshot: Snapshot, layout: HostLayout, mounts: list[tuple[str, str]],

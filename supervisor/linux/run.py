@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from ..capabilities import CheckCache
 from ..deadline import TIMEOUT_STATUS, timed_out_message
@@ -15,7 +17,7 @@ from ..host_files import open_report
 from ..installation import inner_source, interpreter
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..run_types import Ended, FileOp
-from ..view import view_for
+from ..view import View, view_for
 from .capabilities import bwrap_info, landlock_abi, watch_support
 from .cgroups import RunCgroups
 from .confine import Layers, inner_config
@@ -25,7 +27,7 @@ from .keeper import Keeper
 from .launch import spawn
 from .placeholders import Placeholders
 from .placement import place
-from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, build_plan
+from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, MountOp, before_remounts, build_plan
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
@@ -35,17 +37,37 @@ if TYPE_CHECKING:
     from .watch import ExecWatch, Judge
 
 
-def plan_for(snapshot: Snapshot, *, resolv_conf: str | None = None) -> LaunchPlan:
-    """The plan for this machine. `resolv_conf`: the file the proxy's resolv.conf is
-    bound from (proxy mode), a run's own; a plan without a run names a stand-in."""
+class RunMounts(NamedTuple):
+    """What one run adds to its spec's plan, all known before the plan is built (so
+    that nothing edits the plan after: pinning turns its paths into descriptors, and
+    that is all). `resolv_conf`: the file the proxy's resolv.conf is bound from (proxy
+    mode), the run's own; a plan without a run names a stand-in. `relays`: run by root,
+    the relay bound in place of each named socket. `git`: git's files of the run
+    (gitrun.py). `cwd` and `tmp`: where a harness places the command (placement.py)."""
+
+    resolv_conf: str | None = None
+    relays: Mapping[str, str] = MappingProxyType({})
+    git: tuple[MountOp, ...] = ()
+    cwd: str | None = None
+    tmp: str | None = None
+
+
+def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
+             view: View | None = None) -> LaunchPlan:
+    """The plan for this machine: the view rendered as mounts (built once, or `view`,
+    built already for the run), then the run's own mounts, each a stage before the plan
+    is handed on."""
+    run = run or RunMounts()
     python, prefix = interpreter()
     root_mode = os.geteuid() == 0
     layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
-    plan = build_plan(view_for(snapshot, SYSTEM_FOLDERS), layout, root_mode=root_mode)
+    plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout,
+                      root_mode=root_mode)
     if snapshot.network_mode == "proxy":
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
-        plan = with_resolv_conf(plan, resolv_conf or PLAN_SOURCE, ResolvConfHost.probe())
+        plan = with_resolv_conf(plan, run.resolv_conf or PLAN_SOURCE,
+                                ResolvConfHost.probe())
     # A named socket that is gone since the snapshot refuses the launch when pinned, but
     # an optional one is left out, as an optional grant is.
     sockets = tuple(s for s in snapshot.network.sockets()
@@ -53,8 +75,11 @@ def plan_for(snapshot: Snapshot, *, resolv_conf: str | None = None) -> LaunchPla
     if sockets:
         from .network import with_unix_sockets
 
-        plan = with_unix_sockets(plan, sockets)
-    return plan
+        plan = with_unix_sockets(plan, sockets, run.relays)
+    if run.git:
+        plan = before_remounts(plan, run.git)
+    return place(plan, cwd=run.cwd, tmp=run.tmp,
+                 tmp_size_asked="tmp" in snapshot.run_limits().written)
 
 
 def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
@@ -188,20 +213,19 @@ def launch_and_supervise(
 
             network = NetworkRun.open(snapshot, events, decide)
         resolv_conf = network.resolv_conf() if network is not None else None
-        plan = place(plan_for(snapshot, resolv_conf=resolv_conf), cwd=cwd, tmp=tmp,
-                     tmp_size_asked="tmp" in snapshot.run_limits().written)
-        # git's files (identity, excludes, trace) are in the plan before Landlock's rules
-        # are made from it; their folder goes on every way out.
-        git = GitRun.prepare(snapshot, plan)
-        if git is not None:
-            plan = git.plan(plan)
+        # git's files (identity, excludes, trace) and the named sockets' relays are made
+        # before the plan, which binds them (Landlock's rules are made from it); git's
+        # folder goes on every way out.
+        view = view_for(snapshot, SYSTEM_FOLDERS)
+        git = GitRun.prepare(view)
+        relay = _relay_named_sockets(snapshot)
+        plan = plan_for(snapshot, RunMounts(
+            resolv_conf=resolv_conf, relays=relay[0].relays() if relay is not None else {},
+            git=git.ops if git is not None else (), cwd=cwd, tmp=tmp), view=view)
         loaders = program_loaders(snapshot)
         config = inner_config(plan, snapshot, layers, loaders)
         if file_op is not None:
             config["file"] = file_op._asdict()
-        relay = _relay_named_sockets(snapshot, plan)
-        if relay is not None:
-            plan = relay[0].plan(plan)
         for note in plan.notes:  # what the plan could not do, said as macOS says its own
             say(note)
         env = sandbox_environment(snapshot)
@@ -284,10 +308,9 @@ def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:
     keeper.kill_also(cgroups.killable)
 
 
-def _relay_named_sockets(snapshot: Snapshot, plan: LaunchPlan
-                         ) -> tuple[SocketRelay, RunFolder] | None:
+def _relay_named_sockets(snapshot: Snapshot) -> tuple[SocketRelay, RunFolder] | None:
     """Run by root, the sockets [network] unix names, relayed as root (socket_relay)."""
-    if not plan.root_mode:
+    if os.geteuid() != 0:
         return None
     targets = [s.target for s in snapshot.network.sockets() if s.target is not None
                and os.path.lexists(s.target)]

@@ -22,7 +22,6 @@ import threading
 from collections.abc import Sequence
 
 from ..errors import LaunchError
-from .plan import LaunchPlan
 
 _CHUNK = 64 * 1024
 # Connections relayed at once, per run: each costs the supervisor two threads and two
@@ -55,13 +54,9 @@ class SocketRelay:
             threading.Thread(target=self._accept, args=(listener, target),
                              name="lnk-socket-relay", daemon=True).start()
 
-    def plan(self, plan: LaunchPlan) -> LaunchPlan:
-        """Each named socket's bind from its relay, seen as the sandbox's own."""
-        relays = {target: path for _, path, target in self.listeners}
-        return plan._replace(ops=tuple(
-            op._replace(source=relays[op.dest], idmapped=True)
-            if op.kind == "ro-bind" and op.dest == op.source and op.dest in relays else op
-            for op in plan.ops))
+    def relays(self) -> dict[str, str]:
+        """Each named socket's relay: what the plan binds in its place (plan_for)."""
+        return {target: path for _, path, target in self.listeners}
 
     def _accept(self, listener: socket.socket, target: str) -> None:
         while not self.closed.is_set():
