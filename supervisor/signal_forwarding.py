@@ -24,11 +24,17 @@ _ENDING = (signal.SIGTERM, signal.SIGHUP)
 
 class SignalForwarding:
     """The handlers of one run: `install` when the group exists, `restore` once it is
-    reaped; `overdue` tells the waiting loop when the grace is up (it kills then)."""
+    reaped; `overdue` tells the waiting loop when the grace is up (it kills then).
 
-    def __init__(self, group: int, kill: Callable[[], None]):
+    `after_signal`, when given, runs in each handler after the forward, whatever it
+    decided (the group gone included): a loop that computed its timeout before the
+    handler ran is woken by it to wait for the grace from now (Linux's wait_sync)."""
+
+    def __init__(self, group: int, kill: Callable[[], None], *,
+                 after_signal: Callable[[], None] | None = None):
         self.group = group
         self.kill = kill
+        self.after_signal = after_signal
         self.kill_deadline: float | None = None
         self._asked: set[int] = set()
         self._previous: dict[int, Any] = {}
@@ -44,6 +50,8 @@ class SignalForwarding:
 
     def _on_signal(self, sig: int, frame: FrameType | None) -> None:
         self.forward(sig)
+        if self.after_signal is not None:
+            self.after_signal()
 
     def forward(self, sig: int) -> None:
         """Send `sig` to the group; an end asked twice, or not met in time, kills it."""

@@ -16,9 +16,10 @@ hand-off to its helper, whose listeners the go waits for (the thread sends the g
 when `prepare` says the sandbox ended first).
 
 Signals: bwrap forwards none, and one that killed it would kill the target with it
-(die-with-parent). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the supervisor are passed
-to bwrap's process group, so the target's own handler runs; SIGTERM or SIGHUP that the
-target outlives by `KILL_GRACE` seconds, or that comes twice, kills the whole tree.
+(die-with-parent). Those sent to the supervisor are passed to bwrap's process group by
+the rule both OSes share (signal_forwarding.py: which signals, an end asked twice or
+outlived by its grace kills the whole tree); here each handled signal also wakes
+wait_sync, which waits for that grace.
 
 Timeout: a run given one (deadline.py) that is still going at its deadline is killed
 whole by `Supervision.time_out`, in either phase, and ends with status 124.
@@ -34,9 +35,7 @@ import os
 import select
 import signal
 import threading
-import time
 from collections.abc import Callable, Coroutine, Sequence
-from types import FrameType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from inner import protocol
@@ -44,13 +43,12 @@ from inner import protocol
 from ..deadline import TIMEOUT_STATUS, Deadline
 from ..errors import ConfinementError, HelperError, LaunchError, SandboxError
 from ..events import say
+from ..signal_forwarding import SignalForwarding
 from ..terminal import give_terminal
 from .launch import Launched
 
 if TYPE_CHECKING:
     from .watch import ExecWatch
-
-KILL_GRACE = 10.0
 
 # A task run in the loop beside the wait for bwrap (the network proxy and its helper);
 # cancelled when bwrap ends.
@@ -111,10 +109,8 @@ class Supervision:
         self.confinement_failure: str | None = None
         self.listeners: list[int] = []
         self.go_conditions: list[threading.Event] = []
-        self.kill_deadline: float | None = None
         self.killed = False
-        self._pending: dict[int, float] = {}
-        self._previous: dict[int, object] = {}
+        self.signals = SignalForwarding(launched.pid, self.kill, after_signal=self.poke)
         self._wake: int | None = None  # wait_sync's pipe: a signal handled wakes its wait
         self._wake_lock = threading.RLock()  # the handler's (main thread) and poke's
         self.prepare: Callable[[Supervision], bool] | None = None
@@ -125,8 +121,7 @@ class Supervision:
     # -- the status socket ---------------------------------------------------------------
 
     def start(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-            self._previous[sig] = signal.signal(sig, self._on_signal)
+        self.signals.install()
         self._control.start()
 
     def _read_status(self) -> None:
@@ -188,32 +183,18 @@ class Supervision:
 
     # -- signals -------------------------------------------------------------------------
 
-    def _on_signal(self, sig: int, frame: FrameType | None) -> None:
-        self.forward(sig)
-        # What forward() decided (a kill grace) is waited for from now: the handler may
-        # run after wait_sync computed its timeout, and this wakes it again.
-        self.poke()
-
     def poke(self) -> None:
-        """Wake wait_sync to look again (a signal handled, new fds for `wake`)."""
+        """Wake wait_sync to look again (a signal handled, new fds for `wake`).
+
+        Run by each signal handler after its forward: what that decided (a kill grace)
+        is waited for from now, though the handler may run after wait_sync computed its
+        timeout."""
         with self._wake_lock:
             if self._wake is not None:
                 try:
                     os.write(self._wake, b"\0")
                 except OSError:
                     pass  # full: it is awake already
-
-    def forward(self, sig: int) -> None:
-        """Pass a signal sent to the supervisor on to the sandbox's process group."""
-        try:
-            os.killpg(self.launched.pid, sig)
-        except OSError:
-            return
-        if sig in (signal.SIGTERM, signal.SIGHUP):
-            if sig in self._pending:
-                self.kill()
-            self._pending[sig] = time.monotonic()
-            self.kill_deadline = time.monotonic() + KILL_GRACE
 
     def kill(self) -> None:
         """End the whole tree: bwrap's pid 1 dies with bwrap, and the namespace with it."""
@@ -247,17 +228,12 @@ class Supervision:
         if not self.timed_out and self.deadline.passed():
             self.time_out()
             return True
-        if self.kill_deadline is not None and time.monotonic() >= self.kill_deadline:
-            self.kill()
-            self.kill_deadline = None
-            return True
-        return False
+        return self.signals.overdue()
 
     def time_left(self) -> float | None:
         """Seconds until the next thing to act on (a kill grace, the deadline), or None."""
         waits = [] if self.timed_out else [self.deadline.left()]
-        if self.kill_deadline is not None:
-            waits.append(max(0.0, self.kill_deadline - time.monotonic()))
+        waits.append(self.signals.grace_left())
         known = [w for w in waits if w is not None]
         return min(known) if known else None
 
@@ -271,8 +247,8 @@ class Supervision:
         The kernel may give a signal to any thread (the status thread blocks in recvmsg),
         and Python runs its handler in the main thread only once that thread runs again:
         the wakeup fd, written by the C-level handler whichever thread it ran on, ends the
-        select, and the handler's own write (_on_signal) wakes it again after whatever the
-        handler decided."""
+        select, and the handler's own write (poke, its after_signal) wakes it again after
+        whatever the handler decided."""
         read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
         with self._wake_lock:
@@ -321,8 +297,7 @@ class Supervision:
         """Reap bwrap, give the terminal back, and say how the run ended."""
         _, wait_status = os.waitpid(self.launched.pid, 0)
         self._control.join(timeout=5)
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self.signals.restore()
         give_terminal(self.launched.terminal_fd, os.getpgrp())
         records = _read_json_records(self.launched.json_status)
         self.launched.close()

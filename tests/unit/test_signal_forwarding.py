@@ -67,3 +67,39 @@ def test_install_and_restore_give_the_handlers_back() -> None:
     finally:
         forwarding.restore()
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_after_signal_runs_once_the_forward_decided() -> None:
+    process = _ignoring_sigterm()
+    graces: list[float | None] = []
+    try:
+        assert process.stdout is not None and process.stdout.readline() == b"up\n"
+        forwarding = SignalForwarding(process.pid, lambda: None,
+                                      after_signal=lambda: graces.append(
+                                          forwarding.grace_left()))
+        forwarding.install()
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        finally:
+            forwarding.restore()
+        assert len(graces) == 1
+        left = graces[0]
+        assert left is not None and KILL_GRACE - 1 < left <= KILL_GRACE
+        assert process.poll() is None  # the forward reached the group, which ignored it
+    finally:
+        process.kill()
+        process.communicate()
+
+
+def test_after_signal_runs_when_the_group_is_gone() -> None:
+    process = subprocess.Popen(["true"], start_new_session=True)
+    process.wait()
+    calls: list[int] = []
+    forwarding = SignalForwarding(process.pid, lambda: None,
+                                  after_signal=lambda: calls.append(1))
+    forwarding.install()
+    try:
+        signal.raise_signal(signal.SIGINT)
+    finally:
+        forwarding.restore()
+    assert calls == [1] and forwarding.grace_left() is None
