@@ -547,6 +547,9 @@ _FIREFOX = (
     "https://firefox-source-docs.mozilla.org/code-quality/lint/linters/dot-mozilla-reference.html"
 )
 _GCLOUD = "https://cloud.google.com/sdk/docs/configurations"
+_EDGE = ("https://learn.microsoft.com/en-us/microsoft-edge/extensions/developer-guide"
+         "/alternate-distribution-options")
+_NSS = "https://github.com/nss-dev/nss/blob/master/lib/sysinit/nsssysinit.c"
 
 CREDENTIALS: tuple[Credential, ...] = (
     # Clouds.
@@ -632,6 +635,8 @@ CREDENTIALS: tuple[Credential, ...] = (
                "https://cli.github.com/manual/gh_help_environment", "any"),
     Credential("~/.config/glab-cli", "GitLab CLI", "config.yml with each host's token",
                "https://docs.gitlab.com/cli/configuration/", "any"),
+    Credential("~/.config/hub", "hub", "the config file with each host's OAuth token",
+               "https://github.com/github/hub/blob/master/share/man/man1/hub.1.md", "any"),
     Credential("~/.git-credentials", "git credential store", "passwords and tokens in "
                "plain text", "https://git-scm.com/docs/git-credential-store#FILES", "any"),
     Credential("~/.config/git/credentials", "git credential store", "the XDG place of "
@@ -690,6 +695,8 @@ CREDENTIALS: tuple[Credential, ...] = (
                "https://nodejs.org/api/repl.html#persistent-history", "any"),
     Credential("~/.psql_history", "psql", "query history",
                "https://www.postgresql.org/docs/current/app-psql.html#APP-PSQL-FILES", "any"),
+    Credential("~/.mongodb/mongosh/mongosh_repl_history", "mongosh", "command history",
+               "https://www.mongodb.com/docs/mongodb-shell/logs/command-history/", "any"),
     Credential("~/.mysql_history", "mysql client", "statement history",
                "https://dev.mysql.com/doc/refman/8.4/en/mysql-logging.html", "any"),
     Credential("~/.sqlite_history", "sqlite3 shell", "statement history",
@@ -714,6 +721,18 @@ CREDENTIALS: tuple[Credential, ...] = (
                "data folder (macOS)", _BROWSER_CHROMIUM, "macos"),
     Credential("~/Library/Application Support/Chromium", "Chromium", "the user data folder "
                "(macOS)", _BROWSER_CHROMIUM, "macos"),
+    Credential("~/.config/BraveSoftware", "Brave", "the user data folders of every channel "
+               "(Linux)", "https://github.com/brave/brave-core/blob/master/chromium_src/chrome"
+               "/common/chrome_paths_linux.cc", "linux"),
+    Credential("~/.config/microsoft-edge", "Microsoft Edge", "the user data folder (Linux)",
+               _EDGE, "linux"),
+    Credential("~/Library/Application Support/Microsoft Edge", "Microsoft Edge", "the user "
+               "data folder (macOS)", _EDGE, "macos"),
+    Credential("~/.pki/nssdb", "NSS (Chromium's and Chrome's certificate store)", "client "
+               "certificates' private keys (Linux)", _NSS, "linux"),
+    Credential("~/.local/share/pki/nssdb", "NSS (Chromium's and Chrome's certificate store)",
+               "the same database, NSS's XDG place when ~/.pki/nssdb is missing (Linux)",
+               _NSS, "linux"),
     # Agent sockets under home.
     Credential("~/.1password", "1Password", "agent.sock, its SSH agent (Linux)",
                "https://developer.1password.com/docs/ssh/get-started/", "linux"),
