@@ -550,6 +550,13 @@ _GCLOUD = "https://cloud.google.com/sdk/docs/configurations"
 _EDGE = ("https://learn.microsoft.com/en-us/microsoft-edge/extensions/developer-guide"
          "/alternate-distribution-options")
 _NSS = "https://github.com/nss-dev/nss/blob/master/lib/sysinit/nsssysinit.c"
+_LINODE = ("https://github.com/linode/linode-cli/blob/main/linodecli/configuration"
+           "/helpers.py")
+_SNOWFLAKE = ("https://docs.snowflake.com/en/developer-guide/snowflake-cli/connecting"
+              "/configure-cli")
+_CLOUDFLARED = ("https://developers.cloudflare.com/tunnel/advanced/local-management"
+                "/local-tunnel-terms/")
+_NGROK = "https://ngrok.com/docs/agent/config/"
 
 CREDENTIALS: tuple[Credential, ...] = (
     # Clouds.
@@ -616,6 +623,30 @@ CREDENTIALS: tuple[Credential, ...] = (
                "https://rclone.org/docs/#config-string", "any"),
     Credential("~/.rclone.conf", "rclone", "the legacy config with remotes' tokens",
                "https://rclone.org/docs/#config-string", "any"),
+    Credential("~/.config/hcloud/cli.toml", "hcloud (Hetzner Cloud CLI)", "each context's "
+               "API token", "https://github.com/hetznercloud/cli/blob/main/docs/reference"
+               "/configuration.md", "any"),
+    Credential("~/.config/linode-cli", "Linode CLI", "the config file with each user's "
+               "token", _LINODE, "any"),
+    Credential("~/.linode-cli", "Linode CLI", "the legacy config file, read first when "
+               "there", _LINODE, "any"),
+    Credential("~/.supabase/access-token", "Supabase CLI", "the access token from supabase "
+               "login when no keyring is available",
+               "https://github.com/supabase/cli/blob/develop/docs/supabase/login.md", "any"),
+    Credential("~/.snowflake", "Snowflake CLI", "config.toml and connections.toml with "
+               "passwords and key paths (used when the folder exists)", _SNOWFLAKE, "any"),
+    Credential("~/.config/snowflake", "Snowflake CLI", "the same files, the XDG place "
+               "(Linux)", _SNOWFLAKE, "linux"),
+    Credential("~/Library/Application Support/snowflake", "Snowflake CLI", "the same files "
+               "(macOS)", _SNOWFLAKE, "macos"),
+    Credential("~/.cloudflared", "cloudflared", "cert.pem from cloudflared login and the "
+               "tunnels' credentials files", _CLOUDFLARED, "any"),
+    Credential("~/.config/ngrok", "ngrok agent", "ngrok.yml with the authtoken and API key "
+               "(Linux)", _NGROK, "linux"),
+    Credential("~/Library/Application Support/ngrok", "ngrok agent", "ngrok.yml with the "
+               "authtoken and API key (macOS)", _NGROK, "macos"),
+    Credential("~/.config/helm/registry/config.json", "Helm", "logins from helm registry "
+               "login (Linux)", "https://helm.sh/docs/helm/helm_registry_login/", "linux"),
     # Package registries.
     Credential("~/.npmrc", "npm", "_authToken and _auth per registry",
                "https://docs.npmjs.com/cli/configuring-npm/npmrc#auth-related-configuration",

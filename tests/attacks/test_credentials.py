@@ -152,12 +152,16 @@ TABLE_FILES = (
     ".gem/credentials",
 )
 # Places that joined the table after the red team, one file planted in each: the places
-# docs/runs-as-you.md had left unverified, read at their tools' source since.
+# docs/runs-as-you.md had left unverified, read at their tools' source since, and other
+# widely used CLIs' (Linux's places only: the suite runs there).
 ADDED_FILES = (
     ".config/hub", ".mongodb/mongosh/mongosh_repl_history",
     ".config/BraveSoftware/Brave-Browser/Default/Cookies",
     ".config/microsoft-edge/Default/Login Data", ".pki/nssdb/key4.db",
     ".local/share/pki/nssdb/key4.db",
+    ".config/hcloud/cli.toml", ".config/linode-cli", ".linode-cli", ".supabase/access-token",
+    ".snowflake/connections.toml", ".config/snowflake/config.toml", ".cloudflared/cert.pem",
+    ".config/ngrok/ngrok.yml", ".config/helm/registry/config.json",
 )
 # In no table: hidden by their names alone, where tools keep their files.
 NAMED_FILES = (
