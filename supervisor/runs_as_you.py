@@ -557,6 +557,7 @@ _SNOWFLAKE = ("https://docs.snowflake.com/en/developer-guide/snowflake-cli/conne
 _CLOUDFLARED = ("https://developers.cloudflare.com/tunnel/advanced/local-management"
                 "/local-tunnel-terms/")
 _NGROK = "https://ngrok.com/docs/agent/config/"
+_POETRY = "https://python-poetry.org/docs/repositories/#configuring-credentials"
 
 CREDENTIALS: tuple[Credential, ...] = (
     # Clouds.
@@ -660,6 +661,15 @@ CREDENTIALS: tuple[Credential, ...] = (
     Credential("~/.gradle/gradle.properties", "Gradle", "repository and signing credentials "
                "kept as properties",
                "https://docs.gradle.org/current/userguide/build_environment.html", "any"),
+    Credential("~/.config/pypoetry/auth.toml", "Poetry", "repository passwords and PyPI "
+               "tokens when no keyring is available (Linux)", _POETRY, "linux"),
+    Credential("~/Library/Application Support/pypoetry/auth.toml", "Poetry", "the same "
+               "(macOS)", _POETRY, "macos"),
+    Credential("~/.local/share/uv/credentials", "uv", "credentials.toml from uv auth login, "
+               "in plain text", "https://docs.astral.sh/uv/concepts/authentication/http/",
+               "any"),
+    Credential("~/.bundle/config", "Bundler", "global settings, with gem sources' "
+               "credentials", "https://bundler.io/man/bundle-config.1.html", "any"),
     # Forges and git.
     Credential("~/.config/gh", "GitHub CLI", "hosts.yml with the OAuth token when no "
                "keyring is used",

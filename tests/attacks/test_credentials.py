@@ -162,6 +162,8 @@ ADDED_FILES = (
     ".config/hcloud/cli.toml", ".config/linode-cli", ".linode-cli", ".supabase/access-token",
     ".snowflake/connections.toml", ".config/snowflake/config.toml", ".cloudflared/cert.pem",
     ".config/ngrok/ngrok.yml", ".config/helm/registry/config.json",
+    ".config/pypoetry/auth.toml", ".local/share/uv/credentials/credentials.toml",
+    ".bundle/config",
 )
 # In no table: hidden by their names alone, where tools keep their files.
 NAMED_FILES = (
