@@ -558,6 +558,7 @@ _CLOUDFLARED = ("https://developers.cloudflare.com/tunnel/advanced/local-managem
                 "/local-tunnel-terms/")
 _NGROK = "https://ngrok.com/docs/agent/config/"
 _POETRY = "https://python-poetry.org/docs/repositories/#configuring-credentials"
+_LLM = "https://llm.datasette.io/en/stable/setup.html#saving-and-using-stored-keys"
 
 CREDENTIALS: tuple[Credential, ...] = (
     # Clouds.
@@ -700,6 +701,13 @@ CREDENTIALS: tuple[Credential, ...] = (
     Credential("~/.local/share/opencode/auth.json", "OpenCode", "provider API keys and "
                "OAuth tokens from opencode auth login",
                "https://opencode.ai/docs/cli/#auth", "any"),
+    Credential("~/.ollama/id_ed25519", "Ollama", "the private key that signs its requests "
+               "to ollama.com (sign-in, push)",
+               "https://github.com/ollama/ollama/blob/main/auth/auth.go", "any"),
+    Credential("~/.config/io.datasette.llm/keys.json", "llm", "API keys from llm keys set "
+               "(Linux)", _LLM, "linux"),
+    Credential("~/Library/Application Support/io.datasette.llm/keys.json", "llm", "API keys "
+               "from llm keys set (macOS)", _LLM, "macos"),
     # Secrets managers and keyrings.
     Credential("~/.vault-token", "Vault", "the token the default token helper keeps",
                "https://developer.hashicorp.com/vault/docs/commands/token-helper", "any"),

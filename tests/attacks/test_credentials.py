@@ -163,7 +163,7 @@ ADDED_FILES = (
     ".snowflake/connections.toml", ".config/snowflake/config.toml", ".cloudflared/cert.pem",
     ".config/ngrok/ngrok.yml", ".config/helm/registry/config.json",
     ".config/pypoetry/auth.toml", ".local/share/uv/credentials/credentials.toml",
-    ".bundle/config",
+    ".bundle/config", ".ollama/id_ed25519", ".config/io.datasette.llm/keys.json",
 )
 # In no table: hidden by their names alone, where tools keep their files.
 NAMED_FILES = (
