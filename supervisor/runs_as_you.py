@@ -547,6 +547,18 @@ _FIREFOX = (
     "https://firefox-source-docs.mozilla.org/code-quality/lint/linters/dot-mozilla-reference.html"
 )
 _GCLOUD = "https://cloud.google.com/sdk/docs/configurations"
+_EDGE = ("https://learn.microsoft.com/en-us/microsoft-edge/extensions/developer-guide"
+         "/alternate-distribution-options")
+_NSS = "https://github.com/nss-dev/nss/blob/master/lib/sysinit/nsssysinit.c"
+_LINODE = ("https://github.com/linode/linode-cli/blob/main/linodecli/configuration"
+           "/helpers.py")
+_SNOWFLAKE = ("https://docs.snowflake.com/en/developer-guide/snowflake-cli/connecting"
+              "/configure-cli")
+_CLOUDFLARED = ("https://developers.cloudflare.com/tunnel/advanced/local-management"
+                "/local-tunnel-terms/")
+_NGROK = "https://ngrok.com/docs/agent/config/"
+_POETRY = "https://python-poetry.org/docs/repositories/#configuring-credentials"
+_LLM = "https://llm.datasette.io/en/stable/setup.html#saving-and-using-stored-keys"
 
 CREDENTIALS: tuple[Credential, ...] = (
     # Clouds.
@@ -613,6 +625,30 @@ CREDENTIALS: tuple[Credential, ...] = (
                "https://rclone.org/docs/#config-string", "any"),
     Credential("~/.rclone.conf", "rclone", "the legacy config with remotes' tokens",
                "https://rclone.org/docs/#config-string", "any"),
+    Credential("~/.config/hcloud/cli.toml", "hcloud (Hetzner Cloud CLI)", "each context's "
+               "API token", "https://github.com/hetznercloud/cli/blob/main/docs/reference"
+               "/configuration.md", "any"),
+    Credential("~/.config/linode-cli", "Linode CLI", "the config file with each user's "
+               "token", _LINODE, "any"),
+    Credential("~/.linode-cli", "Linode CLI", "the legacy config file, read first when "
+               "there", _LINODE, "any"),
+    Credential("~/.supabase/access-token", "Supabase CLI", "the access token from supabase "
+               "login when no keyring is available",
+               "https://github.com/supabase/cli/blob/develop/docs/supabase/login.md", "any"),
+    Credential("~/.snowflake", "Snowflake CLI", "config.toml and connections.toml with "
+               "passwords and key paths (used when the folder exists)", _SNOWFLAKE, "any"),
+    Credential("~/.config/snowflake", "Snowflake CLI", "the same files, the XDG place "
+               "(Linux)", _SNOWFLAKE, "linux"),
+    Credential("~/Library/Application Support/snowflake", "Snowflake CLI", "the same files "
+               "(macOS)", _SNOWFLAKE, "macos"),
+    Credential("~/.cloudflared", "cloudflared", "cert.pem from cloudflared login and the "
+               "tunnels' credentials files", _CLOUDFLARED, "any"),
+    Credential("~/.config/ngrok", "ngrok agent", "ngrok.yml with the authtoken and API key "
+               "(Linux)", _NGROK, "linux"),
+    Credential("~/Library/Application Support/ngrok", "ngrok agent", "ngrok.yml with the "
+               "authtoken and API key (macOS)", _NGROK, "macos"),
+    Credential("~/.config/helm/registry/config.json", "Helm", "logins from helm registry "
+               "login (Linux)", "https://helm.sh/docs/helm/helm_registry_login/", "linux"),
     # Package registries.
     Credential("~/.npmrc", "npm", "_authToken and _auth per registry",
                "https://docs.npmjs.com/cli/configuring-npm/npmrc#auth-related-configuration",
@@ -626,12 +662,23 @@ CREDENTIALS: tuple[Credential, ...] = (
     Credential("~/.gradle/gradle.properties", "Gradle", "repository and signing credentials "
                "kept as properties",
                "https://docs.gradle.org/current/userguide/build_environment.html", "any"),
+    Credential("~/.config/pypoetry/auth.toml", "Poetry", "repository passwords and PyPI "
+               "tokens when no keyring is available (Linux)", _POETRY, "linux"),
+    Credential("~/Library/Application Support/pypoetry/auth.toml", "Poetry", "the same "
+               "(macOS)", _POETRY, "macos"),
+    Credential("~/.local/share/uv/credentials", "uv", "credentials.toml from uv auth login, "
+               "in plain text", "https://docs.astral.sh/uv/concepts/authentication/http/",
+               "any"),
+    Credential("~/.bundle/config", "Bundler", "global settings, with gem sources' "
+               "credentials", "https://bundler.io/man/bundle-config.1.html", "any"),
     # Forges and git.
     Credential("~/.config/gh", "GitHub CLI", "hosts.yml with the OAuth token when no "
                "keyring is used",
                "https://cli.github.com/manual/gh_help_environment", "any"),
     Credential("~/.config/glab-cli", "GitLab CLI", "config.yml with each host's token",
                "https://docs.gitlab.com/cli/configuration/", "any"),
+    Credential("~/.config/hub", "hub", "the config file with each host's OAuth token",
+               "https://github.com/github/hub/blob/master/share/man/man1/hub.1.md", "any"),
     Credential("~/.git-credentials", "git credential store", "passwords and tokens in "
                "plain text", "https://git-scm.com/docs/git-credential-store#FILES", "any"),
     Credential("~/.config/git/credentials", "git credential store", "the XDG place of "
@@ -654,6 +701,13 @@ CREDENTIALS: tuple[Credential, ...] = (
     Credential("~/.local/share/opencode/auth.json", "OpenCode", "provider API keys and "
                "OAuth tokens from opencode auth login",
                "https://opencode.ai/docs/cli/#auth", "any"),
+    Credential("~/.ollama/id_ed25519", "Ollama", "the private key that signs its requests "
+               "to ollama.com (sign-in, push)",
+               "https://github.com/ollama/ollama/blob/main/auth/auth.go", "any"),
+    Credential("~/.config/io.datasette.llm/keys.json", "llm", "API keys from llm keys set "
+               "(Linux)", _LLM, "linux"),
+    Credential("~/Library/Application Support/io.datasette.llm/keys.json", "llm", "API keys "
+               "from llm keys set (macOS)", _LLM, "macos"),
     # Secrets managers and keyrings.
     Credential("~/.vault-token", "Vault", "the token the default token helper keeps",
                "https://developer.hashicorp.com/vault/docs/commands/token-helper", "any"),
@@ -690,6 +744,8 @@ CREDENTIALS: tuple[Credential, ...] = (
                "https://nodejs.org/api/repl.html#persistent-history", "any"),
     Credential("~/.psql_history", "psql", "query history",
                "https://www.postgresql.org/docs/current/app-psql.html#APP-PSQL-FILES", "any"),
+    Credential("~/.mongodb/mongosh/mongosh_repl_history", "mongosh", "command history",
+               "https://www.mongodb.com/docs/mongodb-shell/logs/command-history/", "any"),
     Credential("~/.mysql_history", "mysql client", "statement history",
                "https://dev.mysql.com/doc/refman/8.4/en/mysql-logging.html", "any"),
     Credential("~/.sqlite_history", "sqlite3 shell", "statement history",
@@ -714,6 +770,18 @@ CREDENTIALS: tuple[Credential, ...] = (
                "data folder (macOS)", _BROWSER_CHROMIUM, "macos"),
     Credential("~/Library/Application Support/Chromium", "Chromium", "the user data folder "
                "(macOS)", _BROWSER_CHROMIUM, "macos"),
+    Credential("~/.config/BraveSoftware", "Brave", "the user data folders of every channel "
+               "(Linux)", "https://github.com/brave/brave-core/blob/master/chromium_src/chrome"
+               "/common/chrome_paths_linux.cc", "linux"),
+    Credential("~/.config/microsoft-edge", "Microsoft Edge", "the user data folder (Linux)",
+               _EDGE, "linux"),
+    Credential("~/Library/Application Support/Microsoft Edge", "Microsoft Edge", "the user "
+               "data folder (macOS)", _EDGE, "macos"),
+    Credential("~/.pki/nssdb", "NSS (Chromium's and Chrome's certificate store)", "client "
+               "certificates' private keys (Linux)", _NSS, "linux"),
+    Credential("~/.local/share/pki/nssdb", "NSS (Chromium's and Chrome's certificate store)",
+               "the same database, NSS's XDG place when ~/.pki/nssdb is missing (Linux)",
+               _NSS, "linux"),
     # Agent sockets under home.
     Credential("~/.1password", "1Password", "agent.sock, its SSH agent (Linux)",
                "https://developer.1password.com/docs/ssh/get-started/", "linux"),

@@ -151,6 +151,20 @@ TABLE_FILES = (
     ".android/adbkey", ".subversion/auth/svn.simple/x", ".zsh_history", ".m2/settings.xml",
     ".gem/credentials",
 )
+# Places that joined the table after the red team, one file planted in each: the places
+# docs/runs-as-you.md had left unverified, read at their tools' source since, and other
+# widely used CLIs' (Linux's places only: the suite runs there).
+ADDED_FILES = (
+    ".config/hub", ".mongodb/mongosh/mongosh_repl_history",
+    ".config/BraveSoftware/Brave-Browser/Default/Cookies",
+    ".config/microsoft-edge/Default/Login Data", ".pki/nssdb/key4.db",
+    ".local/share/pki/nssdb/key4.db",
+    ".config/hcloud/cli.toml", ".config/linode-cli", ".linode-cli", ".supabase/access-token",
+    ".snowflake/connections.toml", ".config/snowflake/config.toml", ".cloudflared/cert.pem",
+    ".config/ngrok/ngrok.yml", ".config/helm/registry/config.json",
+    ".config/pypoetry/auth.toml", ".local/share/uv/credentials/credentials.toml",
+    ".bundle/config", ".ollama/id_ed25519", ".config/io.datasette.llm/keys.json",
+)
 # In no table: hidden by their names alone, where tools keep their files.
 NAMED_FILES = (
     ".irb_history", ".rediscli_history", ".config/newtool/token",
@@ -179,18 +193,19 @@ def _plant_files(box: Sandbox, names: tuple[str, ...]) -> list[str]:
 
 
 def test_the_red_teams_credential_files_are_not_read(sandbox: Sandbox) -> None:
-    """read = ["~"]: each file the red team read is empty inside, the same as outside
-    when named, and check names what a spec shows."""
+    """read = ["~"]: each file the red team read, and one in each place added since, is
+    empty inside, the same as outside when named, and check names what a spec shows."""
     from support.sandbox import PYTHON_INSIDE
 
-    paths = _plant_files(sandbox, TABLE_FILES)
+    paths = _plant_files(sandbox, TABLE_FILES + ADDED_FILES)
     done = sandbox.run(PYTHON_INSIDE, "-c", READER, *paths, spec=READ_HOME)
     lines = done.stdout.splitlines()
     assert lines[0] == "STARTED", done
     assert lines[1:] == [f"{path} nothing" for path in paths], done.stdout
     named = READ_HOME.replace('["~"]', '["~", "~/.kaggle", "~/.zsh_history"]')
-    done = sandbox.run(PYTHON_INSIDE, "-c", READER, paths[0], paths[-3], spec=named)
-    assert done.stdout.splitlines()[1:] == [f"{paths[0]} SECRET", f"{paths[-3]} SECRET"]
+    zsh_history = paths[TABLE_FILES.index(".zsh_history")]
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, paths[0], zsh_history, spec=named)
+    assert done.stdout.splitlines()[1:] == [f"{paths[0]} SECRET", f"{zsh_history} SECRET"]
     check = sandbox.lnk("check", spec=named)
     assert "~/.kaggle: files.read[1] (~/.kaggle) names it" in check.stdout
     assert "~/.zsh_history: files.read[2] (~/.zsh_history) names it" in check.stdout
