@@ -58,7 +58,7 @@ print((time.perf_counter() - t) * 1e6)
 _COLD = r"""
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
-import supervisor.linux.run
+import supervisor.linux.backend
 from supervisor.linux.placeholders import Placeholders, Wanted
 project, lnk_home, number = sys.argv[2], sys.argv[3], int(sys.argv[4])
 want = [Wanted(project + "/" + name, "folder") for name in (".git",) + tuple(sys.argv[5:])]

@@ -94,7 +94,7 @@ def _exec_watch(listener: bool) -> str:
 
 
 def memory_files(machine: Machine) -> str:
-    """What a memfd_create gets under a program list here (run.py's decide_layers makes
+    """What a memfd_create gets under a program list here (backend.py's decide_layers makes
     the same choice from the same probes)."""
     listener = machine.seccomp_listener and not machine.listener_taken
     missing = [name for name, there in (("a seccomp listener of its own", listener),

@@ -381,7 +381,7 @@ def before_remounts(plan: LaunchPlan, new: tuple[MountOp, ...] | list[MountOp],
     """`plan` with `new` mounted after every grant and hide (what they cover is inside
     grants, and no hide may cover them) and before the closing remount-ro ops, which
     need the root writable for bwrap to make the mount points; one of plan_for's stages
-    (linux/run.py), before the plan is handed on."""
+    (linux/backend.py), before the plan is handed on."""
     ops = list(plan.ops)
     at = len(ops)
     while at > 0 and ops[at - 1].kind == "remount-ro":

@@ -136,7 +136,7 @@ def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Repo
     from ..check import GAP_SOCKETS, Report
     from ..policy import Context
     from ..stages import snapshot_for
-    from .run import NESTED, prepare
+    from .backend import NESTED, prepare
 
     tools = tools or DEFAULT_TOOLS
     version = platform.mac_ver()[0] or platform.release()

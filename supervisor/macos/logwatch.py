@@ -3,7 +3,7 @@
 Nothing on a Mac sees an exec without privileges a person's lnk lacks, but Seatbelt
 writes a line to the system log for each program it refuses (and, under a `(with
 report)` rule, each it allows). So the supervisor starts `log stream` before
-sandbox-exec, proves it is attached with a probe whose report it waits for (run.py),
+sandbox-exec, proves it is attached with a probe whose report it waits for (backend.py),
 reads its lines while the program runs and a little after, and turns the reports naming
 this run's processes into events. Naming is advice: Seatbelt alone decided what ran.
 

@@ -23,11 +23,11 @@ def launch(snapshot: Snapshot, argv: list[str], *, report: str | None, decide: D
            file_op: FileOp | None) -> Ended:
     """Launch and supervise one run (run.launch_snapshot has checked it)."""
     if is_macos():
-        from ..macos.run import launch_macos
+        from ..macos.backend import launch_macos
 
         return launch_macos(snapshot, argv, report=report, decide=decide, timeout=timeout,
                             cwd=cwd, tmp=tmp, file_op=file_op)
-    from ..linux.run import launch_linux
+    from ..linux.backend import launch_linux
 
     return launch_linux(snapshot, argv, report=report, decide=decide, timeout=timeout,
                         cwd=cwd, tmp=tmp, file_op=file_op)
@@ -36,10 +36,10 @@ def launch(snapshot: Snapshot, argv: list[str], *, report: str | None, decide: D
 def learn(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     """Run once with every program open; the status and the `[commands]` lines."""
     if is_macos():
-        from ..macos.run import learn_macos
+        from ..macos.backend import learn_macos
 
         return learn_macos(snapshot, argv)
-    from ..linux.run import learn_linux
+    from ..linux.backend import learn_linux
 
     return learn_linux(snapshot, argv)
 
@@ -47,11 +47,11 @@ def learn(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
 def preflight(snapshot: Snapshot) -> None:
     """What a launch would check, without starting anything."""
     if is_macos():
-        from ..macos.run import preflight_macos
+        from ..macos.backend import preflight_macos
 
         preflight_macos(snapshot)
         return
-    from ..linux.run import preflight_linux
+    from ..linux.backend import preflight_linux
 
     preflight_linux(snapshot)
 
@@ -83,9 +83,9 @@ def print_plan(target_os: System, snapshot: Snapshot, command: list[str], out: T
                ) -> int:
     """Either OS's plan, on any OS: what `plan --os` prints (pure compilers both)."""
     if target_os == "macos":
-        from ..macos.run import print_plan as print_macos
+        from ..macos.backend import print_plan as print_macos
 
         return print_macos(snapshot, command, out)
-    from ..linux.run import print_plan as print_linux
+    from ..linux.backend import print_plan as print_linux
 
     return print_linux(snapshot, command, out)

@@ -23,11 +23,11 @@ import pytest
 
 from supervisor.errors import LaunchError
 from supervisor.grants import Grant, Program, Snapshot
+from supervisor.macos.backend import MacLauncher
 from supervisor.macos.logparse import KERNEL_IMAGE, SANDBOX_SENDER
 from supervisor.macos.logwatch import PREDICATE
 from supervisor.macos.probe import PROBE_PROGRAM
 from supervisor.macos.programs import Toolchain
-from supervisor.macos.run import MacLauncher
 
 # No stubs, no selected shell, no developer folder: what a Linux machine holds.
 NO_TOOLS = Toolchain(xcrun="/nonexistent/xcrun", select_sh="/nonexistent/sh",
@@ -196,7 +196,7 @@ def test_an_empty_list_refuses_even_the_command(folder: Path,
 @pytest.mark.parametrize("waitid", [True, False])
 def test_what_the_command_leaves_running_ends_with_it(folder: Path, waitid: bool,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("supervisor.macos.run.WAITID", waitid)  # False: as on macOS < 3.13
+    monkeypatch.setattr("supervisor.macos.backend.WAITID", waitid)  # False: as on macOS < 3.13
     command = ["sh", "-c", f"sleep 30 & echo $! > {folder}/bg.pid; exit 0"]
     assert launcher().run(snapshot(folder, programs=LISTED), command) == 0
     assert gone(int((folder / "bg.pid").read_text()))

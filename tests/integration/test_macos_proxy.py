@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.grants import Grant, Snapshot
-from supervisor.macos.run import MacLauncher
+from supervisor.macos.backend import MacLauncher
 from supervisor.netpolicy import NetworkRules
 
 STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.macos.run import mac_file_op_argv
+from supervisor.macos.backend import mac_file_op_argv
 from supervisor.run_types import FileOp
 
 

@@ -42,8 +42,8 @@ def edges(graph_tool: ModuleType) -> dict[str, set[str]]:
 
 def test_the_graph_sees_the_backends_and_the_chooser(edges: dict[str, set[str]]) -> None:
     """The rule below would hold of an empty graph: the tool must find what is there."""
-    assert "supervisor.linux.run" in edges and "supervisor.macos.run" in edges
-    assert {"supervisor.linux.run", "supervisor.macos.run"} <= edges[
+    assert "supervisor.linux.backend" in edges and "supervisor.macos.backend" in edges
+    assert {"supervisor.linux.backend", "supervisor.macos.backend"} <= edges[
         "supervisor.platform.backends"]
 
 
