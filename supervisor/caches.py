@@ -45,9 +45,9 @@ def scope(source: str, agent: str | None) -> str:
     resolved path (editing the spec keeps its caches)."""
     if agent:
         return f"agent-{agent}"
-    import hashlib  # loaded for a spec with caches only: OpenSSL's costs every start 2 ms
+    from .digests import sha256
 
-    digest = hashlib.sha256(os.path.realpath(source).encode("utf-8", "surrogateescape"))
+    digest = sha256(os.path.realpath(source).encode("utf-8", "surrogateescape"))
     return f"spec-{digest.hexdigest()[:16]}"
 
 

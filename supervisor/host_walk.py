@@ -112,9 +112,9 @@ def remove_tree(fd: int, name: str, depth: int = 0) -> None:
 def digest(fd: int, names: list[str]) -> str:
     """What the names are now, by inode, size and change time (a time the sandbox
     cannot set back), through every folder among them."""
-    import hashlib
+    from .digests import sha256
 
-    hashed = hashlib.sha256()
+    hashed = sha256()
     pending = [(name, 0) for name in names]
     while pending:
         name, depth = pending.pop()

@@ -14,25 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .digests import sha256
 from .errors import LaunchError, NotAllowedError
 from .grants import Snapshot
 from .plain import to_plain
 from .state import is_file, read, write_atomically
-
-if TYPE_CHECKING:
-    from hashlib import sha256
-else:
-    # The builtin SHA-256, the same digest: hashlib loads OpenSSL first, which costs
-    # every start of a spec file 2.5 ms. _sha256 until Python 3.11, _sha2 from 3.12.
-    try:
-        from _sha256 import sha256
-    except ImportError:
-        try:
-            from _sha2 import sha256
-        except ImportError:
-            from hashlib import sha256
 
 # What a digest covers: what the sandbox may do. Where the spec wrote it (file, key,
 # line, the reason a rule exists) does not change what is allowed, nor does whether a

@@ -18,6 +18,7 @@ import os
 import stat
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..digests import sha256
 from ..events import say
 from ..gitsupport import exclude_text, failed_writers, identity_files, identity_for
 from ..grants import Grant, is_within
@@ -107,9 +108,7 @@ class GitRun(NamedTuple):
 def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
     """The folder holding these identity files, made once: named by their content, so a
     changed identity is a new folder and one in use is never rewritten."""
-    import hashlib
-
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+    digest = sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
     base = ensure_private_dir(lnk_home, "git")
     folder = os.path.join(base, f"identity-{digest}")
     if _is_folder(folder):
@@ -134,10 +133,8 @@ def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
 def _stored_file(lnk_home: str, data: bytes) -> str:
     """A file holding `data` in `$LNK_HOME/git`, named by its content and made once (an
     exclude file is the same from one run to the next until the repository's changes)."""
-    import hashlib
-
     base = ensure_private_dir(lnk_home, "git")
-    path = os.path.join(base, f"exclude-{hashlib.sha256(data).hexdigest()[:16]}")
+    path = os.path.join(base, f"exclude-{sha256(data).hexdigest()[:16]}")
     if _is_regular(path):
         return _used(path)
     _prune(base)

@@ -105,6 +105,6 @@ def run_probe(sandbox_exec: str, profile: Profile, env: Mapping[str, str], *,
 def digest(profile: Profile) -> str:
     """What a passed probe is kept under for the boot: the profile's text (its
     parameters are paths, which sandbox-exec takes as they come)."""
-    import hashlib
+    from ..digests import sha256
 
-    return hashlib.sha256(profile.text.encode()).hexdigest()[:32]
+    return sha256(profile.text.encode()).hexdigest()[:32]

@@ -22,6 +22,7 @@ EXTRAS = {"inspect_ai", "mcp", "mcp_types", "pydantic", "pydantic_core", "starle
 # used, in the stage that needs it, unless every run needs it.
 DEFAULT_RUN_STDLIB = {
     "__future__", "_collections", "_ctypes", "_functools", "_json", "_operator", "_socket",
+    "_sha2", "_sha256",  # the interpreter's own SHA-256 (digests.py), not OpenSSL's hashlib
     "_sre", "_struct", "_typing", "_weakrefset", "array", "collections", "contextlib",
     "copyreg", "ctypes", "enum", "errno", "fcntl", "fnmatch", "functools", "itertools",
     "json", "keyword", "math", "operator", "re", "reprlib", "resource", "select",
