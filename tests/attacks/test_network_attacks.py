@@ -1221,3 +1221,34 @@ def test_an_address_the_spec_names_is_reached_by_name(sandbox: Sandbox,
     assert "metadata.allowed.test" not in asked(resolver_log)  # denied: never looked up
     assert "lnk-sandbox: refused metadata.allowed.test:8080 (in [network] deny)" \
         in done.stderr
+
+
+def test_an_address_in_deny_is_refused_whatever_name_leads_to_it(
+        sandbox: Sandbox, resolver_log: Path) -> None:
+    """`[network] deny` by address, end to end: a public address an allowed name resolves
+    to is refused when deny names its range, by HTTP, CONNECT, SOCKS5 (by name and as a
+    literal) and the sandbox's DNS; a name of the same zone leading elsewhere goes
+    through, so the refusals are deny's."""
+    lab = guard_lab(sandbox)
+    spec = (f'[network]\nmode = "proxy"\nallow = ["*.allowed.test:{LAB_PORT}", '
+            f'"10.77.0.0/16:{LAB_PORT}", "198.51.100.0/24:{LAB_PORT}"]\n'
+            'deny = ["198.51.100.0/24"]\n')
+    attacks = [
+        {"op": "http", "send": f"GET http://private.allowed.test:{LAB_PORT}/named "
+                               "HTTP/1.1\r\nHost: x\r\n\r\n"},
+        *_name_attacks("public.allowed.test")[:4],
+        {"op": "socks", "atyp": 1, "host": PUBLIC, "port": LAB_PORT,
+         "send": "GET /literal HTTP/1.0\r\n\r\n"},
+    ]
+    results, done = attack(lab.supervised(sandbox), attacks, spec=spec, log=resolver_log)
+    assert results[0] == {"status": "HTTP/1.1 200 OK", "body": "served by 10.77.0.7\n"}
+    assert results[1]["status"] == "HTTP/1.1 403 Forbidden"
+    assert f"it resolves to {PUBLIC}" in results[1]["body"]
+    assert "[network] deny" in results[1]["body"]
+    assert results[2]["status"] == "HTTP/1.1 403 Forbidden"
+    assert results[3] == {"reply": SOCKS_NOT_ALLOWED}
+    assert results[4] == {"id": True, "qr": 1, "rcode": REFUSED, "records": []}
+    assert results[5] == {"reply": SOCKS_NOT_ALLOWED}
+    # The lab served the allowed name only: nothing reached the denied address.
+    assert sorted(p for _, _, p in lab.log()["requests"]) == ["/named"]
+    assert f"lnk-sandbox: refused public.allowed.test:{LAB_PORT}" in done.stderr
