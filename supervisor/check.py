@@ -123,7 +123,7 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
 
 def network_layers(snapshot: Snapshot) -> list[str]:
     """What holds the network, as a person should read it."""
-    mode = snapshot.network_mode
+    mode = snapshot.settings.network_mode
     rules = snapshot.network
     layers = {
         "none": ["network: a namespace of its own with its own loopback only"],

@@ -55,7 +55,8 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     if env:
         # The call's variables, validated by the harness's side as a spec's [env] set,
         # are set after the spec's own: a harness's value for this one command.
-        snapshot = snapshot._replace(env_assign=(*snapshot.env_assign, *env))
+        snapshot = snapshot._replace(settings=snapshot.settings._replace(
+            env_assign=(*snapshot.settings.env_assign, *env)))
     file_op = FileOp(**request["file"]) if request.get("file") else None
     cwd = request.get("cwd")
     if cwd is None and is_macos() and os.path.isdir(snapshot.cwd):

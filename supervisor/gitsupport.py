@@ -250,8 +250,8 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
     from .platform import is_macos
     from .policy import LINUX_SYSTEM_FOLDERS
 
-    if is_macos() or "GIT_CONFIG_GLOBAL" in snapshot.env_keep or any(
-            name == "GIT_CONFIG_GLOBAL" for name, _ in snapshot.env_assign):
+    if is_macos() or "GIT_CONFIG_GLOBAL" in snapshot.settings.env_keep or any(
+            name == "GIT_CONFIG_GLOBAL" for name, _ in snapshot.settings.env_assign):
         return None
     configs = person_git_configs(snapshot.home)[1:]  # the system's is read inside anyway
     if any(seen(path, snapshot.grants, LINUX_SYSTEM_FOLDERS) for path in configs):

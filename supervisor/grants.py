@@ -22,7 +22,7 @@ from .limits import RunLimits
 from .limits import resolve as resolve_limits
 from .netpolicy import NetworkRules, resolve_unix
 from .plain import to_plain
-from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy
+from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy, RunSettings
 
 if TYPE_CHECKING:
     from .home_places import Place
@@ -63,18 +63,20 @@ class Snapshot(NamedTuple):
     uid: int
     grants: tuple[Grant, ...]
     programs: tuple[Program, ...] | None
-    network_mode: str
-    network_allow: tuple[str, ...]
-    env_keep: tuple[str, ...]
-    env_assign: tuple[tuple[str, str], ...]
-    agent: str | None
-    session: str | None
+    settings: RunSettings
     network: NetworkRules = NetworkRules()
     caches: tuple[Cache, ...] = ()
     limits: RunLimits | None = None  # None: a snapshot saved before [limits]; the defaults
 
+    def plain(self) -> dict[str, Any]:
+        """The snapshot as JSON-ready data, its run settings at the top level as saved
+        snapshots and remembered permissions' digests have always had them."""
+        data: dict[str, Any] = to_plain(self)
+        data.update(data.pop("settings"))
+        return data
+
     def to_json(self) -> str:
-        return json.dumps(to_plain(self), sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.plain(), sort_keys=True, separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str) -> Snapshot:
@@ -91,12 +93,13 @@ class Snapshot(NamedTuple):
             uid=data["uid"],
             grants=tuple(Grant(**g) for g in data["grants"]),
             programs=None if programs is None else tuple(Program(**p) for p in programs),
-            network_mode=data["network_mode"],
-            network_allow=tuple(data["network_allow"]),
-            env_keep=tuple(data["env_keep"]),
-            env_assign=tuple((k, v) for k, v in data["env_assign"]),
-            agent=data["agent"],
-            session=data["session"],
+            settings=RunSettings(
+                network_mode=data["network_mode"],
+                network_allow=tuple(data["network_allow"]),
+                env_keep=tuple(data["env_keep"]),
+                env_assign=tuple((k, v) for k, v in data["env_assign"]),
+                agent=data["agent"],
+                session=data["session"]),
             network=NetworkRules.from_plain(data.get("network")),
             caches=tuple(Cache(**c) for c in data.get("caches", ())),
             limits=(RunLimits(**{**data["limits"],
@@ -366,12 +369,7 @@ class _Resolver:
             uid=self.context.uid,
             grants=ordered,
             programs=self.programs(ordered),
-            network_mode=self.policy.network_mode,
-            network_allow=self.policy.network_allow,
-            env_keep=self.policy.env_keep,
-            env_assign=self.policy.env_assign,
-            agent=self.policy.agent,
-            session=self.policy.session,
+            settings=self.policy.settings,
             network=resolve_unix(self.policy.network, home=self.context.home,
                                  lnk_home=self.context.lnk_home, source=self.policy.source),
             caches=self.caches(ordered),
@@ -428,7 +426,8 @@ class _Resolver:
                     raise self.error(rule, f"{path} is {where} {grant.key} ({grant.name}), "
                                      "which the spec grants", hint="a folder is either a "
                                      "private cache or granted; keep one of the two")
-            store = store_for(self.context.lnk_home, self.policy.source, self.policy.agent,
+            store = store_for(self.context.lnk_home, self.policy.source,
+                              self.policy.settings.agent,
                               cache.path)
             found.append(Cache(cache.path, path, store, cache.key, cache.line))
         return tuple(found)

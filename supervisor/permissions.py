@@ -19,7 +19,6 @@ from typing import Any
 from .digests import sha256
 from .errors import LaunchError, NotAllowedError
 from .grants import Snapshot
-from .plain import to_plain
 from .state import is_file, read, write_atomically
 
 # What a digest covers: what the sandbox may do. Where the spec wrote it (file, key,
@@ -31,7 +30,7 @@ _CLOSING_FIELDS = ("name", "access")
 
 
 def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
-    data: dict[str, Any] = to_plain(snapshot)
+    data = snapshot.plain()
     data.pop("source", None)
     data["grants"] = [
         {k: g[k] for k in (_GRANT_FIELDS if g["access"] in ("read", "write")

@@ -139,6 +139,20 @@ class PathRule(NamedTuple):
     commit: bool = False
 
 
+class RunSettings(NamedTuple):
+    """What a run is given besides its files, as the spec says it: the network's mode and
+    allow list, the environment kept and set, the agent's and the session's names.
+    Resolving changes none of it, so the snapshot holds the policy's own (one record,
+    spelled once); a saved snapshot keeps them flat, as it always did (Snapshot.plain)."""
+
+    network_mode: str
+    network_allow: tuple[str, ...]
+    env_keep: tuple[str, ...]
+    env_assign: tuple[tuple[str, str], ...]
+    agent: str | None
+    session: str | None
+
+
 class Policy(NamedTuple):
     """The effective policy: plain data, the same for every OS."""
 
@@ -146,12 +160,7 @@ class Policy(NamedTuple):
     rules: tuple[PathRule, ...]
     programs: tuple[str, ...] | None
     programs_line: int | None
-    network_mode: str
-    network_allow: tuple[str, ...]
-    env_keep: tuple[str, ...]
-    env_assign: tuple[tuple[str, str], ...]
-    agent: str | None
-    session: str | None
+    settings: RunSettings
     limits: Limits = Limits()
     network: NetworkRules = NetworkRules()
     caches: tuple[PathGrant, ...] = ()
@@ -208,12 +217,14 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
         rules=tuple(rules),
         programs=spec.commands.programs,
         programs_line=spec.commands.line,
-        network_mode=spec.network.mode,
-        network_allow=tuple(p.text for p in spec.network.allow),
-        env_keep=spec.env.keep if spec.env.keep is not None else DEFAULT_KEEP,
-        env_assign=spec.env.assign,
-        agent=spec.agent,
-        session=spec.session,
+        settings=RunSettings(
+            network_mode=spec.network.mode,
+            network_allow=tuple(p.text for p in spec.network.allow),
+            env_keep=spec.env.keep if spec.env.keep is not None else DEFAULT_KEEP,
+            env_assign=spec.env.assign,
+            agent=spec.agent,
+            session=spec.session,
+        ),
         network=NetworkRules(
             deny=tuple(p.text for p in spec.network.deny),
             forward=spec.network.forward,

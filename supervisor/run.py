@@ -117,10 +117,10 @@ def check_commits(snapshot: Snapshot) -> CommitCheck | None:
 def check_decide(decide: Decide, snapshot: Snapshot) -> None:
     """The decider's descriptor is open, kept from every process started from here on,
     and meaningful (proxy mode); SandboxError otherwise."""
-    if snapshot.network_mode != "proxy":
+    if snapshot.settings.network_mode != "proxy":
         raise SandboxError(
             f"--decide-fd decides on destinations the proxy is asked for, and the spec's "
-            f"network mode is {snapshot.network_mode!r}",
+            f"network mode is {snapshot.settings.network_mode!r}",
             hint='set [network] mode = "proxy", or leave out --decide-fd')
     if not decide.timeout > 0:
         raise SandboxError(f"--decide-timeout {decide.timeout:g}: must be more than 0 "

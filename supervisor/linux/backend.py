@@ -63,7 +63,7 @@ def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
     layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
     plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout,
                       root_mode=root_mode)
-    if snapshot.network_mode == "proxy":
+    if snapshot.settings.network_mode == "proxy":
         from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
 
         plan = with_resolv_conf(plan, run.resolv_conf or PLAN_SOURCE,
@@ -84,11 +84,12 @@ def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
 
 def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
     extra = snapshot.network.environment()
-    if snapshot.network_mode == "proxy":
+    if snapshot.settings.network_mode == "proxy":
         from .network import proxy_environment
 
         extra.update(proxy_environment())
-    return build_environment(os.environ, keep=snapshot.env_keep, assign=snapshot.env_assign,
+    settings = snapshot.settings
+    return build_environment(os.environ, keep=settings.env_keep, assign=settings.env_assign,
                              extra=extra)
 
 
@@ -208,7 +209,7 @@ def launch_and_supervise(
             say(unix_sockets_gap(layers.landlock_abi))
         # The run's folder (proxy mode: the plan binds its resolv.conf) and exposed ports
         # exist before the plan is built, the helper's job after bwrap has started.
-        if needs_helper(snapshot.network_mode, snapshot.network):  # loaded only when used
+        if needs_helper(snapshot.settings.network_mode, snapshot.network):  # loaded only when used
             from .network import NetworkRun
 
             network = NetworkRun.open(snapshot, events, decide)

@@ -194,7 +194,7 @@ def check_linux(spec_path: str | None) -> Report:
     else:
         report.layers.append(f"Landlock ABI {machine.landlock_abi}: no path socket made "
                              "outside the sandbox but the named ones (RESOLVE_UNIX)")
-    if snapshot.network_mode == "host" and machine.landlock_abi < 6:
+    if snapshot.settings.network_mode == "host" and machine.landlock_abi < 6:
         report.gaps.append(GAP_HOST_ABSTRACT)
     if snapshot.written():
         from ..home_places import relative_path_gap

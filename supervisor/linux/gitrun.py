@@ -46,8 +46,9 @@ class GitRun(NamedTuple):
                 and g.is_dir and not g.dot_files_writable
                 and _is_folder(os.path.join(g.target, ".git"))]
         identity = identity_for(snapshot)
+        settings = snapshot.settings
         traced = not any(name.startswith("GIT_TRACE2") for name in
-                         (*snapshot.env_keep, *(n for n, _ in snapshot.env_assign)))
+                         (*settings.env_keep, *(n for n, _ in settings.env_assign)))
         watched = tuple(g for g in tops if not g.commit) if traced else ()
         excludes = _excludes(view, tops) if tops else []
         if not (identity or watched or excludes):

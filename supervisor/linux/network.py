@@ -198,7 +198,7 @@ class NetworkRun:
         exposed: dict[int, list[socket.socket]] = {}
         run = None
         try:
-            if snapshot.network_mode == "proxy":
+            if snapshot.settings.network_mode == "proxy":
                 folder = RunFolder.open(snapshot.lnk_home)
             for port in snapshot.network.expose:
                 try:
@@ -225,14 +225,14 @@ class NetworkRun:
 
     def _open_gate(self) -> None:
         """The proxy's decisions, lookups and decider (proxy mode), made in the loop."""
-        if self.snapshot.network_mode != "proxy":
+        if self.snapshot.settings.network_mode != "proxy":
             return
         from ..proxy.resolver import Resolver
         from ..proxy.rules import NetworkLists
         from ..proxy.upstream import Gate
 
         decider = open_decider(self.decide, self.snapshot) if self.decide else None
-        lists = NetworkLists.from_texts(self.snapshot.network_allow,
+        lists = NetworkLists.from_texts(self.snapshot.settings.network_allow,
                                         self.snapshot.network.deny)
         self.gate = Gate(lists, Resolver.from_environment(), self.events, decider)
         if self._net_inode is not None:
@@ -246,7 +246,7 @@ class NetworkRun:
     def listeners(self) -> tuple[Listen, ...]:
         """What the helper makes inside: the proxy's, then each forwarded port's."""
         wanted: list[Listen] = []
-        if self.snapshot.network_mode == "proxy":
+        if self.snapshot.settings.network_mode == "proxy":
             wanted += [Listen("http", "127.0.0.1", HTTP_PORT),
                        Listen("socks", "127.0.0.1", SOCKS_PORT),
                        Listen("dns-tcp", "127.0.0.1", DNS_PORT),
@@ -531,7 +531,7 @@ def open_decider(decide: Decide, snapshot: Snapshot) -> Decider:
     def gone(why: str) -> None:
         say(f"{why}: destinations outside [network] allow are refused from now on")
 
-    return Decider(decide.fd, timeout=decide.timeout, allow=snapshot.network_allow,
+    return Decider(decide.fd, timeout=decide.timeout, allow=snapshot.settings.network_allow,
                    deny=snapshot.network.deny, on_gone=gone)
 
 

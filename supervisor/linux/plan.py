@@ -361,7 +361,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         ops=(*root, *ordered, *extra, *late),
         chdir=cwd,
         root_mode=root_mode,
-        share_net=snapshot.network_mode == "host",
+        share_net=snapshot.settings.network_mode == "host",
         interpreter=layout.interpreter,
         notes=_socket_notes(layout.sockets),
         holds=tuple(holds),

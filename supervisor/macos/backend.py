@@ -126,7 +126,7 @@ def print_plan(snapshot: Snapshot, command: list[str], out: TextIO, *,
 
     # A stand-in for the folder each run makes (mkdtemp names it when the run starts).
     temp = os.path.join(os.path.realpath(tempfile.gettempdir()), "lnk-sandbox-RUN")
-    ports = PLAN_PROXY_PORTS if snapshot.network_mode == "proxy" else ()
+    ports = PLAN_PROXY_PORTS if snapshot.settings.network_mode == "proxy" else ()
     profile = prepare(snapshot, temp=temp, toolchain=toolchain or Toolchain(),
                       with_terminals=False, proxy_ports=ports).profile
     out.write(f"# spec: {snapshot.source}\n# the Seatbelt profile for sandbox-exec (-p) "
@@ -333,7 +333,7 @@ class MacLauncher:
             temp_out.append(temp)
         proxy = None
         try:
-            if snapshot.network_mode == "proxy":  # the proxy loads only for proxy mode
+            if snapshot.settings.network_mode == "proxy":  # the proxy loads only for proxy mode
                 from .proxy import MacProxy
 
                 proxy = MacProxy(snapshot, events, decide)

@@ -197,9 +197,9 @@ def _layers(snapshot: Snapshot, log_allowed: bool) -> list[str]:
         "sockets reached only in write grants; other processes' details, NVRAM and the "
         "IORegistry closed",
     ]
-    if snapshot.network_mode == "host":
+    if snapshot.settings.network_mode == "host":
         layers.append("network: the host's")
-    elif snapshot.network_mode == "proxy":
+    elif snapshot.settings.network_mode == "proxy":
         layers.append("network: proxy mode has no proxy on macOS yet, so none at all")
     else:
         layers.append("network: none at all (no loopback of the sandbox's own)")

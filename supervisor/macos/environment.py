@@ -77,10 +77,11 @@ def sandbox_environment(snapshot: Snapshot, temp: str | None, *,
     `proxy`: proxy mode's variables; a named socket's variable (SSH_AUTH_SOCK) is kept
     as on Linux."""
     extra = {**snapshot.network.environment(), **(proxy or {}), **temp_settings(temp)}
-    env = build_environment(os.environ if caller is None else caller, keep=snapshot.env_keep,
-                            assign=snapshot.env_assign, extra=extra)
+    settings = snapshot.settings
+    env = build_environment(os.environ if caller is None else caller, keep=settings.env_keep,
+                            assign=settings.env_assign, extra=extra)
     if readable is not None:
-        assigned = {name for name, _ in snapshot.env_assign}
+        assigned = {name for name, _ in snapshot.settings.env_assign}
         for name, value in git_settings(env, readable).items():
             if name not in assigned:
                 env[name] = value

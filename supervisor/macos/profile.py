@@ -506,11 +506,11 @@ class _Compiler:
             *self.commands(),
             *system.system_file_rules(run=self.open_exec, report=self.learn),
             *self.terminals(),
-            *system.network_rules(self.snapshot.network_mode, self.host.proxy_ports,
+            *system.network_rules(self.snapshot.settings.network_mode, self.host.proxy_ports,
                                   forward=self.snapshot.network.forward,
                                   expose=self.snapshot.network.expose),
         ]
-        if self.snapshot.network_mode == "proxy" and not self.host.proxy_ports:
+        if self.snapshot.settings.network_mode == "proxy" and not self.host.proxy_ports:
             self.notes.append("proxy mode, but no proxy runs for this launch: no network")
         files, level = self.files()
         lines += files

@@ -39,11 +39,11 @@ class MacProxy:
         decider = None
         if decide is not None:
             decider = Decider(decide.fd, timeout=decide.timeout,
-                              allow=snapshot.network_allow, deny=snapshot.network.deny,
+                              allow=snapshot.settings.network_allow, deny=snapshot.network.deny,
                               on_gone=lambda why: say(f"{why}: destinations outside "
                                                       "[network] allow are refused from "
                                                       "now on"))
-        lists = NetworkLists.from_texts(snapshot.network_allow, snapshot.network.deny)
+        lists = NetworkLists.from_texts(snapshot.settings.network_allow, snapshot.network.deny)
         self.gate = Gate(lists, Resolver.from_environment(), events, decider)
         self.listeners: dict[str, list[socket.socket]] = {}
         try:

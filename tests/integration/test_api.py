@@ -141,8 +141,8 @@ def test_a_spec_as_a_file_as_toml_text_and_as_a_dict_is_one_spec(sandbox: Sandbo
         for name, spec in forms.items():
             async with Sandbox(spec, yes=True) as box:
                 s = box.snapshot  # all but where the spec wrote each grant (its line)
-                OUT[name] = [[g._replace(line=None) for g in s.grants], s.env_assign,
-                             s.programs, s.network_mode]
+                OUT[name] = [[g._replace(line=None) for g in s.grants], s.settings.env_assign,
+                             s.programs, s.settings.network_mode]
         bad = {{"files": {{"write": [".", 3]}}}}
         OUT["dict_error"] = await attempt(lnk_sandbox.run(["true"], spec=bad, yes=True))
         async def from_toml():

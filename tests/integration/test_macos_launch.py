@@ -28,6 +28,7 @@ from supervisor.macos.logparse import KERNEL_IMAGE, SANDBOX_SENDER
 from supervisor.macos.logwatch import PREDICATE
 from supervisor.macos.probe import PROBE_PROGRAM
 from supervisor.macos.programs import Toolchain
+from supervisor.policy import RunSettings
 
 # No stubs, no selected shell, no developer folder: what a Linux machine holds.
 NO_TOOLS = Toolchain(xcrun="/nonexistent/xcrun", select_sh="/nonexistent/sh",
@@ -53,13 +54,16 @@ def snapshot(folder: Path, *, programs: tuple[Program, ...] | None) -> Snapshot:
     project = folder.parent / "proj"
     project.mkdir(exist_ok=True)
     return Snapshot(
-        version=1, source="spec.toml", home=str(folder.parent), cwd=str(project),
-        lnk_home=str(folder.parent / ".lnk"), uid=os.geteuid(),
+        version=1,
+        source="spec.toml",
+        home=str(folder.parent),
+        cwd=str(project),
+        lnk_home=str(folder.parent / ".lnk"),
+        uid=os.geteuid(),
         grants=(Grant(".", str(project), "write", "files.write[0]", "files.write[0]", 2),),
-        programs=programs, network_mode="none", network_allow=(),
-        env_keep=("PATH", "DYLD_INSERT_LIBRARIES"),
-        env_assign=(("LNK_STANDIN_DIR", str(folder)),), agent=None, session=None,
-    )
+        programs=programs,
+        settings=RunSettings("none", (), ("PATH", "DYLD_INSERT_LIBRARIES"),
+                             (("LNK_STANDIN_DIR", str(folder)),), None, None))
 
 
 def launcher(*, sandbox_exec: str = str(STANDINS / "sandbox-exec"),

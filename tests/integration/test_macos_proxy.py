@@ -23,6 +23,7 @@ import pytest
 from supervisor.grants import Grant, Snapshot
 from supervisor.macos.backend import MacLauncher
 from supervisor.netpolicy import NetworkRules
+from supervisor.policy import RunSettings
 
 STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"
 REFUSED = "not-allowed.invalid"
@@ -74,13 +75,17 @@ def snapshot(folder: Path, allow: tuple[str, ...], *, mode: str = "proxy",
     project = folder.parent / "proj"
     project.mkdir(exist_ok=True)
     return Snapshot(
-        version=1, source="spec.toml", home=str(folder.parent), cwd=str(project),
-        lnk_home=str(folder.parent / ".lnk"), uid=os.geteuid(),
+        version=1,
+        source="spec.toml",
+        home=str(folder.parent),
+        cwd=str(project),
+        lnk_home=str(folder.parent / ".lnk"),
+        uid=os.geteuid(),
         grants=(Grant(".", str(project), "write", "files.write[0]", "files.write[0]", 2),),
-        programs=None, network_mode=mode, network_allow=allow,
-        env_keep=("PATH",), env_assign=(("LNK_STANDIN_DIR", str(folder)),),
-        agent=None, session=None, network=rules,
-    )
+        programs=None,
+        settings=RunSettings(mode, allow, ("PATH",), (("LNK_STANDIN_DIR", str(folder)),),
+                             None, None),
+        network=rules)
 
 
 def launcher() -> MacLauncher:

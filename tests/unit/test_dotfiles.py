@@ -25,7 +25,7 @@ from supervisor.git_config import parse_git_config
 from supervisor.grants import Grant, Snapshot
 from supervisor.linux.placeholders import Wanted
 from supervisor.linux.plan import HostLayout, LaunchPlan, MountOp, build_plan, host_access
-from supervisor.policy import LINUX_SYSTEM_FOLDERS
+from supervisor.policy import LINUX_SYSTEM_FOLDERS, RunSettings
 from supervisor.runs_as_you import AGENT_SETTINGS
 from supervisor.view import view_for
 from support.views import linux_view
@@ -383,10 +383,16 @@ def write(name: str, target: str, key: str = "files.write[0]", **extra: bool) ->
 
 
 def snap(*grants: Grant) -> Snapshot:
-    return Snapshot(version=1, source="spec.toml", home="/home/u", cwd=CWD,
-                    lnk_home="/home/u/.lnk", uid=1000, grants=grants, programs=None,
-                    network_mode="none", network_allow=(), env_keep=(), env_assign=(),
-                    agent=None, session=None)
+    return Snapshot(
+        version=1,
+        source="spec.toml",
+        home="/home/u",
+        cwd=CWD,
+        lnk_home="/home/u/.lnk",
+        uid=1000,
+        grants=grants,
+        programs=None,
+        settings=RunSettings("none", (), (), (), None, None))
 
 
 LAYOUT = HostLayout(system={"/usr": None}, inner_source="/i",

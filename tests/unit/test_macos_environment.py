@@ -7,6 +7,7 @@ from __future__ import annotations
 from supervisor.grants import Grant, Snapshot
 from supervisor.macos.environment import git_settings, sandbox_environment
 from supervisor.macos.profile import MacHost, readable
+from supervisor.policy import RunSettings
 from support.views import mac_view
 
 HOME = "/Users/me"
@@ -19,8 +20,16 @@ def snapshot(*grants: Grant, keep: tuple[str, ...] = ("HOME", "PATH", "TMPPREFIX
              assign: tuple[tuple[str, str], ...] = ()) -> Snapshot:
     write = Grant(".", HOME + "/proj", "write", "files.write[0]", "files.write[0]", 1)
     hides = (Grant("~/.ssh", HOME + "/.ssh", "hide", "default hide", None, None),)
-    return Snapshot(1, "spec.toml", HOME, HOME + "/proj", HOME + "/.lnk", 501,
-                    (write, *grants, *hides), None, "none", (), keep, assign, None, None)
+    return Snapshot(
+        1,
+        "spec.toml",
+        HOME,
+        HOME + "/proj",
+        HOME + "/.lnk",
+        501,
+        (write, *grants, *hides),
+        None,
+        RunSettings("none", (), keep, assign, None, None))
 
 
 def environment(snap: Snapshot, host: MacHost | None = None) -> dict[str, str]:

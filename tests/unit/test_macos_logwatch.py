@@ -25,6 +25,7 @@ from supervisor.macos.logwatch import (
     process_facts,
     why_log_failed,
 )
+from supervisor.policy import RunSettings
 
 ROOT = 500
 # pid -> (parent, group): 501 and 502 are the run's (by group, by parent); 600 is
@@ -238,8 +239,16 @@ def test_learn_never_offers_a_program_from_a_macos_temp_folder() -> None:
     from supervisor.grants import Snapshot
     from supervisor.learn import summarize
 
-    snapshot = Snapshot(1, "spec.toml", "/Users/me", "/Users/me/p", "/Users/me/.lnk", 501, (),
-                        None, "none", (), (), (), None, None)
+    snapshot = Snapshot(
+        1,
+        "spec.toml",
+        "/Users/me",
+        "/Users/me/p",
+        "/Users/me/.lnk",
+        501,
+        (),
+        None,
+        RunSettings("none", (), (), (), None, None))
     seen = [Executed(p, p) for p in ("/private/tmp/x", "/private/var/folders/ab/T/y",
                                      "/private/var/tmp/z")]
     learned, left = summarize(seen, snapshot)

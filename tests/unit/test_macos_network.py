@@ -14,16 +14,22 @@ from supervisor.macos.environment import sandbox_environment
 from supervisor.macos.profile import MacHost, compile_profile
 from supervisor.macos.system import network_rules, unix_socket_rules
 from supervisor.netpolicy import NetworkRules, UnixSocket
+from supervisor.policy import RunSettings
 from support.views import mac_view
 
 
 def _snapshot(tmp_path: Path, rules: NetworkRules) -> Snapshot:
     return Snapshot(
-        version=1, source="spec.toml", home=str(tmp_path), cwd=str(tmp_path),
-        lnk_home=str(tmp_path / ".lnk"), uid=os.geteuid(),
+        version=1,
+        source="spec.toml",
+        home=str(tmp_path),
+        cwd=str(tmp_path),
+        lnk_home=str(tmp_path / ".lnk"),
+        uid=os.geteuid(),
         grants=(Grant("~", str(tmp_path), "read", "files.read[0]", "files.read[0]", 2),),
-        programs=None, network_mode="none", network_allow=(), env_keep=("PATH",),
-        env_assign=(), agent=None, session=None, network=rules)
+        programs=None,
+        settings=RunSettings("none", (), ("PATH",), (), None, None),
+        network=rules)
 
 
 def test_ports_in_none_mode() -> None:

@@ -32,7 +32,7 @@ from supervisor.macos.profile import (
     sandbox_exec_argv,
 )
 from supervisor.macos.programs import Companion
-from supervisor.policy import credential_names
+from supervisor.policy import RunSettings, credential_names
 from support.views import mac_view
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "macos"
@@ -83,10 +83,15 @@ def defaults(*, lnk: str | None = LNK) -> list[Grant]:
 def snapshot(*grants: Grant, programs: tuple[Program, ...] | None = None,
              network: str = "none", agent: str | None = None) -> Snapshot:
     return Snapshot(
-        version=1, source="spec.toml", home=HOME, cwd=CWD, lnk_home=LNK, uid=501,
-        grants=(*grants, *defaults()), programs=programs, network_mode=network,
-        network_allow=(), env_keep=("PATH",), env_assign=(), agent=agent, session=None,
-    )
+        version=1,
+        source="spec.toml",
+        home=HOME,
+        cwd=CWD,
+        lnk_home=LNK,
+        uid=501,
+        grants=(*grants, *defaults()),
+        programs=programs,
+        settings=RunSettings(network, (), ("PATH",), (), agent, None))
 
 
 def dot_files(top: str, *, git: bool = True) -> list[Protected]:
@@ -553,7 +558,7 @@ def test_the_reviews_defects_14_to_17_hold_in_every_mode() -> None:
         text = rules(compile_profile(mac_view(snap, protected), host, learn=learn).text)
         joined = "\n".join(text)
         resolv = f"(allow file-read* (literal {system.quoted(system.RESOLV_CONF)}))"
-        assert (resolv in text) == (snap.network_mode == "host"), name
+        assert (resolv in text) == (snap.settings.network_mode == "host"), name
         for prefix in ("kern.proc.all", "kern.proc.pid.", "net.routetable."):
             assert f"(sysctl-name-prefix {system.quoted(prefix)})" in joined, (name, prefix)
         assert f"(allow file-read* (literal {system.quoted(system.RECORD_STORE)}))" in text, name

@@ -30,7 +30,7 @@ from supervisor.dotfiles import Protected
 from supervisor.grants import Grant, Program, Snapshot, is_within
 from supervisor.macos import system
 from supervisor.macos.profile import MacHost, compile_profile
-from supervisor.policy import Access
+from supervisor.policy import Access, RunSettings
 from support.views import mac_view
 
 from .macos_seatbelt import Seatbelt
@@ -143,8 +143,16 @@ def cases(draw: st.DrawFn) -> Case:
 
 
 def snapshot_of(case: Case) -> Snapshot:
-    return Snapshot(1, "spec.toml", HOME, HOME + "/a", HOME + "/.lnk", 501, case.grants,
-                    case.programs, "none", (), (), (), None, None)
+    return Snapshot(
+        1,
+        "spec.toml",
+        HOME,
+        HOME + "/a",
+        HOME + "/.lnk",
+        501,
+        case.grants,
+        case.programs,
+        RunSettings("none", (), (), (), None, None))
 
 
 def profile_of(case: Case) -> Seatbelt:

@@ -19,6 +19,7 @@ from supervisor.macos.programs import (
     framework_python,
     runs_instead,
 )
+from supervisor.policy import RunSettings
 from support.views import mac_view
 
 
@@ -128,10 +129,16 @@ def test_the_profile_allows_each_program_with_what_it_runs(tmp_path: Path) -> No
         Companion(2, str(found["python"]), f"{found['stub_python3']} is an xcrun stub"),
         Companion(2, str(found["app"]), f"{found['python']} is a framework build's python"))
     home = str(tmp_path / "home")
-    snapshot = Snapshot(1, "spec.toml", home, home, home + "/.lnk", 501,
-                        (Grant("/", str(tmp_path), "read", "files.read[0]",
-                               "files.read[0]", 1),),
-                        programs, "none", (), (), (), None, None)
+    snapshot = Snapshot(
+        1,
+        "spec.toml",
+        home,
+        home,
+        home + "/.lnk",
+        501,
+        (Grant("/", str(tmp_path), "read", "files.read[0]", "files.read[0]", 1),),
+        programs,
+        RunSettings("none", (), (), (), None, None))
     profile = compile_profile(mac_view(snapshot, ()), MacHost(home=home, companions=found_here))
     params = dict(profile.parameters)
     (rule,) = [r for r in profile.text.split("\n(") if r.startswith("allow process-exec*")]

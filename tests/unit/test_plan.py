@@ -18,7 +18,7 @@ from supervisor.linux.plan import (
     MountOp,
     build_plan,
 )
-from supervisor.policy import Context, credential_names, effective_policy
+from supervisor.policy import Context, RunSettings, credential_names, effective_policy
 from supervisor.spec import load_spec, parse_spec
 from support.views import linux_view
 
@@ -82,10 +82,15 @@ def settings(target: str | None = LNK) -> Grant:
 
 def snapshot(*grants: Grant, cwd: str = CWD, network: str = "none") -> Snapshot:
     return Snapshot(
-        version=1, source="spec.toml", home=HOME, cwd=cwd, lnk_home=LNK, uid=1000,
-        grants=grants, programs=None, network_mode=network, network_allow=(),
-        env_keep=("PATH",), env_assign=(), agent=None, session=None,
-    )
+        version=1,
+        source="spec.toml",
+        home=HOME,
+        cwd=cwd,
+        lnk_home=LNK,
+        uid=1000,
+        grants=grants,
+        programs=None,
+        settings=RunSettings(network, (), ("PATH",), (), None, None))
 
 
 def ops(snap: Snapshot, layout: HostLayout = LAYOUT) -> list[MountOp]:

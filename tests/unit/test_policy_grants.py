@@ -28,6 +28,7 @@ from supervisor.policy import (
     Context,
     PathRule,
     Policy,
+    RunSettings,
     credential_names,
     effective_policy,
     installation_paths,
@@ -108,12 +109,8 @@ def test_effective_policy_of_the_default_spec(tree: Tree) -> None:
         ),
         programs=None,
         programs_line=None,
-        network_mode="none",
-        network_allow=(),
-        env_keep=DEFAULT_KEEP,
-        env_assign=(),
-        agent=None,
-        session=None,
+        settings=RunSettings(network_mode="none", network_allow=(), env_keep=DEFAULT_KEEP,
+                             env_assign=(), agent=None, session=None),
     )
 
 
@@ -147,9 +144,9 @@ def test_everything_the_policy_adds(tree: Tree) -> None:
         PathRule("/venv", "protect", True, "the installation running lnk-sandbox"),
     )
     assert (policy.programs, policy.programs_line) == (("git",), 9)
-    assert (policy.network_mode, policy.network_allow) == ("proxy", ("pypi.org",))
-    assert (policy.env_keep, policy.env_assign) == (("PATH",), (("A", "1"),))
-    assert (policy.agent, policy.session) == ("rev", "s1")
+    assert (policy.settings.network_mode, policy.settings.network_allow) == ("proxy", ("pypi.org",))
+    assert (policy.settings.env_keep, policy.settings.env_assign) == (("PATH",), (("A", "1"),))
+    assert (policy.settings.agent, policy.settings.session) == ("rev", "s1")
 
 
 def test_a_spec_naming_the_runtime_dir_or_a_credential_replaces_the_default_hide(
@@ -253,12 +250,8 @@ def test_default_spec_snapshot(tree: Tree) -> None:
             Grant("$LNK_HOME", str(tree.lnk), "hide", SETTINGS, None, None),
         ),
         programs=None,
-        network_mode="none",
-        network_allow=(),
-        env_keep=DEFAULT_KEEP,
-        env_assign=(),
-        agent=None,
-        session=None,
+        settings=RunSettings(network_mode="none", network_allow=(), env_keep=DEFAULT_KEEP,
+                             env_assign=(), agent=None, session=None),
         # The defaults for this machine's memory (limits.py), resolved into the snapshot.
         limits=resolve_limits(Limits()),
     )
@@ -527,7 +520,7 @@ def test_agent_and_session_folders_are_reopened_writable(tree: Tree) -> None:
     assert by_name(snapshot, "$LNK_HOME/sessions/s1") == Grant(
         "$LNK_HOME/sessions/s1", str(tree.lnk / "sessions" / "s1"), "write",
         "the session 's1''s folder", None, None, dot_files_writable=True)
-    assert (snapshot.agent, snapshot.session) == ("rev", "s1")
+    assert (snapshot.settings.agent, snapshot.settings.session) == ("rev", "s1")
 
 
 def test_a_missing_agent_folder_is_refused_naming_the_rule(tree: Tree) -> None:
@@ -611,3 +604,19 @@ def test_snapshot_of_another_version_is_refused(tree: Tree, version: object) -> 
     data["version"] = version
     with pytest.raises(ValueError, match="is not supported"):
         Snapshot.from_json(json.dumps(data))
+
+
+def test_a_saved_snapshot_keeps_its_run_settings_at_the_top_level() -> None:
+    """The run settings are one record the policy and the snapshot share (RunSettings),
+    but a saved snapshot (a wrapped command's) and a remembered permission's digest keep
+    them flat, as before the record: a snapshot saved by an older lnk-sandbox loads, and
+    every digest a person allowed stays the same."""
+    settings = RunSettings("proxy", ("pypi.org",), ("PATH",), (("A", "1"),), "rev", "s1")
+    snapshot = Snapshot(SNAPSHOT_VERSION, "s.toml", "/h", "/h/p", "/h/.lnk", 1000, (), None,
+                        settings)
+    saved = json.loads(snapshot.to_json())
+    assert "settings" not in saved
+    assert {key: saved[key] for key in settings._fields} == {
+        "network_mode": "proxy", "network_allow": ["pypi.org"], "env_keep": ["PATH"],
+        "env_assign": [["A", "1"]], "agent": "rev", "session": "s1"}
+    assert Snapshot.from_json(json.dumps(saved)) == snapshot

@@ -12,6 +12,7 @@ import pytest
 
 from supervisor.errors import SpecError
 from supervisor.netpolicy import NetworkRules, UnixSocket, resolve_unix
+from supervisor.policy import RunSettings
 from supervisor.spec import Network, parse_spec
 
 SOURCE = "net.toml"
@@ -164,10 +165,17 @@ def test_a_snapshot_keeps_the_network_keys_through_json(tmp_path: Path) -> None:
     rules = NetworkRules(deny=("*.evil.example",), forward=(5432,), expose=(3000,),
                          unix=(UnixSocket("$SSH_AUTH_SOCK", False, "network.unix[0]", 3,
                                           "/tmp/agent.sock", "SSH_AUTH_SOCK"),))
-    snapshot = Snapshot(version=1, source="s.toml", home="/h", cwd="/h/p", lnk_home="/h/.lnk",
-                        uid=1000, grants=(), programs=None, network_mode="proxy",
-                        network_allow=("a.org",), env_keep=("PATH",), env_assign=(),
-                        agent=None, session=None, network=rules)
+    snapshot = Snapshot(
+        version=1,
+        source="s.toml",
+        home="/h",
+        cwd="/h/p",
+        lnk_home="/h/.lnk",
+        uid=1000,
+        grants=(),
+        programs=None,
+        settings=RunSettings("proxy", ("a.org",), ("PATH",), (), None, None),
+        network=rules)
     assert Snapshot.from_json(snapshot.to_json()) == snapshot
     older = snapshot._replace(network=NetworkRules())
     data = json.loads(older.to_json())
@@ -179,10 +187,16 @@ def test_remembered_permissions_of_specs_without_the_keys_hold(tmp_path: Path) -
     from supervisor.grants import Snapshot
     from supervisor.permissions import digest
 
-    plain = Snapshot(version=1, source="s.toml", home="/h", cwd="/h/p", lnk_home="/h/.lnk",
-                     uid=1000, grants=(), programs=None, network_mode="none",
-                     network_allow=(), env_keep=("PATH",), env_assign=(), agent=None,
-                     session=None)
+    plain = Snapshot(
+        version=1,
+        source="s.toml",
+        home="/h",
+        cwd="/h/p",
+        lnk_home="/h/.lnk",
+        uid=1000,
+        grants=(),
+        programs=None,
+        settings=RunSettings("none", (), ("PATH",), (), None, None))
     # The digest of a snapshot without the new keys is what it was before them (computed
     # by the checkout before this work, f4ba6c8, for this very snapshot).
     assert digest(plain) == "3840805eb74063387075176e51f61badbb10bf6ce5a4f4acd4112c658b0be195"
@@ -207,13 +221,18 @@ def _landlock_rules(unix: tuple[UnixSocket, ...] | None, *, socket_granted: bool
                            MountOp("ro-bind", "/run/agent.sock", "/run/agent.sock")),
                       chdir="/p", root_mode=False, share_net=False,
                       interpreter="/usr/bin/python3")
-    snapshot = Snapshot(version=1, source="s.toml", home="/h", cwd="/p", lnk_home="/h/.lnk",
-                        uid=1000, grants=(Grant("/run/agent.sock", "/run/agent.sock", "read",
-                                                "files.read[0]", "files.read[0]", 2,
-                                                is_dir=False),) if socket_granted else (),
-                        programs=None, network_mode="none",
-                        network_allow=(), env_keep=(), env_assign=(), agent=None,
-                        session=None, network=NetworkRules(unix=unix))
+    snapshot = Snapshot(
+        version=1,
+        source="s.toml",
+        home="/h",
+        cwd="/p",
+        lnk_home="/h/.lnk",
+        uid=1000,
+        grants=(Grant("/run/agent.sock", "/run/agent.sock", "read", "files.read[0]",
+                      "files.read[0]", 2, is_dir=False),) if socket_granted else (),
+        programs=None,
+        settings=RunSettings("none", (), (), (), None, None),
+        network=NetworkRules(unix=unix))
     return landlock_rules(plan, snapshot, {})
 
 

@@ -21,7 +21,7 @@ from supervisor.errors import LaunchError
 from supervisor.grants import Grant, Snapshot, is_within
 from supervisor.linux.plan import HostLayout, build_plan, host_access
 from supervisor.macos.profile import MacHost, compile_profile
-from supervisor.policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS, Access
+from supervisor.policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS, Access, RunSettings
 from supervisor.view import View, view_of
 
 from .macos_seatbelt import Seatbelt
@@ -36,8 +36,16 @@ def grant(name: str, target: str, access: Access, index: int = 0, *,
 
 
 def snap(*grants: Grant, home: str = HOME) -> Snapshot:
-    return Snapshot(1, "spec.toml", home, home, home + "/.lnk", 1000, grants, None, "none",
-                    (), (), (), None, None)
+    return Snapshot(
+        1,
+        "spec.toml",
+        home,
+        home,
+        home + "/.lnk",
+        1000,
+        grants,
+        None,
+        RunSettings("none", (), (), (), None, None))
 
 
 def view(*grants: Grant, dots: tuple[Protected, ...] = (), top: str = f"{HOME}/p",
