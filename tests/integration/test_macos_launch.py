@@ -28,7 +28,7 @@ from supervisor.macos.logparse import KERNEL_IMAGE, SANDBOX_SENDER
 from supervisor.macos.logwatch import PREDICATE
 from supervisor.macos.probe import PROBE_PROGRAM
 from supervisor.macos.programs import Toolchain
-from supervisor.policy import RunSettings
+from support.snapshots import a_snapshot
 
 # No stubs, no selected shell, no developer folder: what a Linux machine holds.
 NO_TOOLS = Toolchain(xcrun="/nonexistent/xcrun", select_sh="/nonexistent/sh",
@@ -53,17 +53,11 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def snapshot(folder: Path, *, programs: tuple[Program, ...] | None) -> Snapshot:
     project = folder.parent / "proj"
     project.mkdir(exist_ok=True)
-    return Snapshot(
-        version=1,
-        source="spec.toml",
-        home=str(folder.parent),
-        cwd=str(project),
-        lnk_home=str(folder.parent / ".lnk"),
-        uid=os.geteuid(),
-        grants=(Grant(".", str(project), "write", "files.write[0]", "files.write[0]", 2),),
-        programs=programs,
-        settings=RunSettings("none", (), ("PATH", "DYLD_INSERT_LIBRARIES"),
-                             (("LNK_STANDIN_DIR", str(folder)),), None, None))
+    return a_snapshot(
+        Grant(".", str(project), "write", "files.write[0]", "files.write[0]", 2),
+        source="spec.toml", home=str(folder.parent), cwd=str(project), uid=os.geteuid(),
+        programs=programs, keep=("PATH", "DYLD_INSERT_LIBRARIES"),
+        assign=(("LNK_STANDIN_DIR", str(folder)),))
 
 
 def launcher(*, sandbox_exec: str = str(STANDINS / "sandbox-exec"),

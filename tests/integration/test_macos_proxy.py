@@ -23,7 +23,7 @@ import pytest
 from supervisor.grants import Grant, Snapshot
 from supervisor.macos.backend import MacLauncher
 from supervisor.netpolicy import NetworkRules
-from supervisor.policy import RunSettings
+from support.snapshots import a_snapshot
 
 STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"
 REFUSED = "not-allowed.invalid"
@@ -74,17 +74,10 @@ def snapshot(folder: Path, allow: tuple[str, ...], *, mode: str = "proxy",
              rules: NetworkRules = NO_RULES) -> Snapshot:
     project = folder.parent / "proj"
     project.mkdir(exist_ok=True)
-    return Snapshot(
-        version=1,
-        source="spec.toml",
-        home=str(folder.parent),
-        cwd=str(project),
-        lnk_home=str(folder.parent / ".lnk"),
-        uid=os.geteuid(),
-        grants=(Grant(".", str(project), "write", "files.write[0]", "files.write[0]", 2),),
-        programs=None,
-        settings=RunSettings(mode, allow, ("PATH",), (("LNK_STANDIN_DIR", str(folder)),),
-                             None, None),
+    return a_snapshot(
+        Grant(".", str(project), "write", "files.write[0]", "files.write[0]", 2),
+        source="spec.toml", home=str(folder.parent), cwd=str(project), uid=os.geteuid(),
+        network_mode=mode, allow=allow, assign=(("LNK_STANDIN_DIR", str(folder)),),
         network=rules)
 
 

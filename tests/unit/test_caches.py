@@ -12,8 +12,8 @@ from supervisor.grants import Snapshot
 from supervisor.linux.placeholders import Wanted
 from supervisor.linux.plan import HostLayout, MountOp, build_plan
 from supervisor.permissions import digest
-from supervisor.policy import RunSettings
 from supervisor.spec import parse_spec
+from support.snapshots import a_snapshot
 from support.views import linux_view
 
 
@@ -48,16 +48,7 @@ def test_a_store_per_spec_file_or_per_agent() -> None:
         "/h/.lnk/caches/agent-x/~%2F.cache%2Fpip"
 
 
-SNAPSHOT = Snapshot(
-    version=1,
-    source="s.toml",
-    home="/h",
-    cwd="/h/p",
-    lnk_home="/h/.lnk",
-    uid=1000,
-    grants=(),
-    programs=None,
-    settings=RunSettings("none", (), ("PATH",), (), None, None))
+SNAPSHOT = a_snapshot()
 NPM = Cache("~/.npm", "/h/.npm", "/h/.lnk/caches/spec-1/~%2F.npm", "files.caches[0]", 3)
 
 

@@ -32,7 +32,8 @@ from supervisor.macos.profile import (
     sandbox_exec_argv,
 )
 from supervisor.macos.programs import Companion
-from supervisor.policy import RunSettings, credential_names
+from supervisor.policy import credential_names
+from support.snapshots import a_snapshot
 from support.views import mac_view
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "macos"
@@ -82,16 +83,9 @@ def defaults(*, lnk: str | None = LNK) -> list[Grant]:
 
 def snapshot(*grants: Grant, programs: tuple[Program, ...] | None = None,
              network: str = "none", agent: str | None = None) -> Snapshot:
-    return Snapshot(
-        version=1,
-        source="spec.toml",
-        home=HOME,
-        cwd=CWD,
-        lnk_home=LNK,
-        uid=501,
-        grants=(*grants, *defaults()),
-        programs=programs,
-        settings=RunSettings(network, (), ("PATH",), (), agent, None))
+    return a_snapshot(*grants, *defaults(), source="spec.toml", home=HOME, cwd=CWD,
+                      lnk_home=LNK, uid=501, programs=programs, network_mode=network,
+                      agent=agent)
 
 
 def dot_files(top: str, *, git: bool = True) -> list[Protected]:

@@ -18,8 +18,9 @@ from supervisor.linux.plan import (
     MountOp,
     build_plan,
 )
-from supervisor.policy import Context, RunSettings, credential_names, effective_policy
+from supervisor.policy import Context, credential_names, effective_policy
 from supervisor.spec import load_spec, parse_spec
+from support.snapshots import a_snapshot
 from support.views import linux_view
 
 HOME = "/home/u"
@@ -81,16 +82,8 @@ def settings(target: str | None = LNK) -> Grant:
 
 
 def snapshot(*grants: Grant, cwd: str = CWD, network: str = "none") -> Snapshot:
-    return Snapshot(
-        version=1,
-        source="spec.toml",
-        home=HOME,
-        cwd=cwd,
-        lnk_home=LNK,
-        uid=1000,
-        grants=grants,
-        programs=None,
-        settings=RunSettings(network, (), ("PATH",), (), None, None))
+    return a_snapshot(*grants, source="spec.toml", home=HOME, cwd=cwd, lnk_home=LNK,
+                      network_mode=network)
 
 
 def ops(snap: Snapshot, layout: HostLayout = LAYOUT) -> list[MountOp]:

@@ -12,8 +12,8 @@ import pytest
 
 from supervisor.errors import SpecError
 from supervisor.netpolicy import NetworkRules, UnixSocket, resolve_unix
-from supervisor.policy import RunSettings
 from supervisor.spec import Network, parse_spec
+from support.snapshots import a_snapshot
 
 SOURCE = "net.toml"
 
@@ -165,17 +165,7 @@ def test_a_snapshot_keeps_the_network_keys_through_json(tmp_path: Path) -> None:
     rules = NetworkRules(deny=("*.evil.example",), forward=(5432,), expose=(3000,),
                          unix=(UnixSocket("$SSH_AUTH_SOCK", False, "network.unix[0]", 3,
                                           "/tmp/agent.sock", "SSH_AUTH_SOCK"),))
-    snapshot = Snapshot(
-        version=1,
-        source="s.toml",
-        home="/h",
-        cwd="/h/p",
-        lnk_home="/h/.lnk",
-        uid=1000,
-        grants=(),
-        programs=None,
-        settings=RunSettings("proxy", ("a.org",), ("PATH",), (), None, None),
-        network=rules)
+    snapshot = a_snapshot(network_mode="proxy", allow=("a.org",), network=rules)
     assert Snapshot.from_json(snapshot.to_json()) == snapshot
     older = snapshot._replace(network=NetworkRules())
     data = json.loads(older.to_json())
@@ -184,19 +174,9 @@ def test_a_snapshot_keeps_the_network_keys_through_json(tmp_path: Path) -> None:
 
 
 def test_remembered_permissions_of_specs_without_the_keys_hold(tmp_path: Path) -> None:
-    from supervisor.grants import Snapshot
     from supervisor.permissions import digest
 
-    plain = Snapshot(
-        version=1,
-        source="s.toml",
-        home="/h",
-        cwd="/h/p",
-        lnk_home="/h/.lnk",
-        uid=1000,
-        grants=(),
-        programs=None,
-        settings=RunSettings("none", (), ("PATH",), (), None, None))
+    plain = a_snapshot()
     # The digest of a snapshot without the new keys is what it was before them (computed
     # by the checkout before this work, f4ba6c8, for this very snapshot).
     assert digest(plain) == "3840805eb74063387075176e51f61badbb10bf6ce5a4f4acd4112c658b0be195"
@@ -213,7 +193,7 @@ def test_remembered_permissions_of_specs_without_the_keys_hold(tmp_path: Path) -
 
 def _landlock_rules(unix: tuple[UnixSocket, ...] | None, *, socket_granted: bool = False
                     ) -> list[tuple[str, list[str]]]:
-    from supervisor.grants import Grant, Snapshot
+    from supervisor.grants import Grant
     from supervisor.linux.confine import landlock_rules
     from supervisor.linux.plan import LaunchPlan, MountOp
 
@@ -221,18 +201,9 @@ def _landlock_rules(unix: tuple[UnixSocket, ...] | None, *, socket_granted: bool
                            MountOp("ro-bind", "/run/agent.sock", "/run/agent.sock")),
                       chdir="/p", root_mode=False, share_net=False,
                       interpreter="/usr/bin/python3")
-    snapshot = Snapshot(
-        version=1,
-        source="s.toml",
-        home="/h",
-        cwd="/p",
-        lnk_home="/h/.lnk",
-        uid=1000,
-        grants=(Grant("/run/agent.sock", "/run/agent.sock", "read", "files.read[0]",
-                      "files.read[0]", 2, is_dir=False),) if socket_granted else (),
-        programs=None,
-        settings=RunSettings("none", (), (), (), None, None),
-        network=NetworkRules(unix=unix))
+    grants = (Grant("/run/agent.sock", "/run/agent.sock", "read", "files.read[0]",
+                    "files.read[0]", 2, is_dir=False),) if socket_granted else ()
+    snapshot = a_snapshot(*grants, cwd="/p", keep=(), network=NetworkRules(unix=unix))
     return landlock_rules(plan, snapshot, {})
 
 
