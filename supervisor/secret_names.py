@@ -23,7 +23,10 @@ trusts is one), only key files; `auth.json`, not `config.json` (settings). Where
 does need its login inside, the spec names the file, as for a table entry, and
 `lnk sandbox check --spec` lists it.
 
-Plain data and a bounded listing; the plan (linux/plan.py) and check use it.
+Plain data and a bounded listing; the plan (linux/plan.py) and check use it. A folder
+the listing would look into once its bound is reached is not looked at, so it is
+hidden whole (`unlooked`), and the launch says so: a secret in it cannot be told from
+the rest, and a heavy home must not be where the rule stops holding.
 """
 
 from __future__ import annotations
@@ -48,14 +51,17 @@ _MATCH = re.compile("|".join(f"(?:{pattern})" for pattern, _ in PATTERNS), re.IG
 
 # Where tools keep their files: listed themselves, and each folder in them once more.
 XDG_PLACES = ("~/.config", "~/.local/share", "~/.local/state")
-MAX_FOLDERS = 512
+MAX_FOLDERS = 2048  # a home with more tool folders than this has the rest hidden whole
 
 
 class Found(NamedTuple):
-    """A place the name rule matched: its path, and whether it is a folder."""
+    """A place the name rule matched: its path, and whether it is a folder. `unlooked`:
+    a folder the listing did not reach (its bound), hidden whole for not being looked
+    at, not for its name."""
 
     path: str
     is_dir: bool
+    unlooked: bool = False
 
 
 def matches(name: str) -> bool:
@@ -76,7 +82,11 @@ def find(home: str, skip: tuple[str, ...] = (), *,
 
     def listing(folder: str) -> list[os.DirEntry[str]]:
         nonlocal listed
-        if listed >= max_folders or any(_within(folder, s) for s in skip):
+        if any(_within(folder, s) for s in skip):
+            return []
+        if listed >= max_folders:
+            if folder != home and os.path.isdir(folder) and not os.path.islink(folder):
+                found.append(Found(folder, True, unlooked=True))
             return []
         listed += 1
         try:

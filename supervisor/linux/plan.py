@@ -363,7 +363,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         root_mode=root_mode,
         share_net=snapshot.settings.network_mode == "host",
         interpreter=layout.interpreter,
-        notes=_socket_notes(layout.sockets),
+        notes=(*_socket_notes(layout.sockets), *_unlooked_notes(layout.secrets)),
         holds=tuple(holds),
         inner_parent=inner_parent,
     )
@@ -421,6 +421,17 @@ def _socket_notes(found: FoundSockets) -> tuple[str, ...]:
     return (f"path sockets: the walk of the granted folders stopped at its bound, before "
             f"{shown}{more}; a socket bound in this network namespace there is hidden all "
             "the same, one bound in another is not",)
+
+
+def _unlooked_notes(found: tuple[Found, ...]) -> tuple[str, ...]:
+    unlooked = [place.path for place in found if place.unlooked]
+    if not unlooked:
+        return ()
+    shown = ", ".join(unlooked[:5])
+    more = f" and {len(unlooked) - 5} more" if len(unlooked) > 5 else ""
+    return (f"secrets by name: the listing of home's tool folders reached its bound "
+            f"before {shown}{more}, hidden whole for that; name one in files.read to show "
+            "it",)
 
 
 def _idmapped(ops: list[MountOp], grants: tuple[Grant, ...]) -> list[MountOp]:
@@ -524,6 +535,9 @@ def _hide_by_name(snapshot: Snapshot, found: tuple[Found, ...],
         if _deepest(place.path, mounts) not in ("read", "write"):
             continue
         reason = "default hide: by its name, where tools keep secrets"
+        if place.unlooked:
+            reason = ("default hide: not looked at by the name rule (its listing reached "
+                      "its bound), so hidden whole")
         if place.is_dir:
             add(1, MountOp("tmpfs", place.path, reason=reason), "hide")
             late.append(MountOp("remount-ro", place.path, reason="hidden folder"))

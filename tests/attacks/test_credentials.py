@@ -227,3 +227,25 @@ def test_secrets_no_table_lists_are_hidden_by_their_names(sandbox: Sandbox) -> N
     check = sandbox.lnk("check", spec=named)
     assert ("~/.config/newtool/token: files.read[1] (~/.config/newtool/token) names it"
             in check.stdout), check.stdout
+
+
+def test_a_secret_past_the_name_rules_bound_is_hidden_all_the_same(sandbox: Sandbox) -> None:
+    """The name rule lists at most MAX_FOLDERS folders at launch; in a home with more
+    tool folders, the ones it does not reach are hidden whole and the launch says so.
+    Found by the red team with 530 folders before ~/.config/zzz/token, which was read
+    while ~/.config/aaa-token, listed in time, was hidden."""
+    from supervisor.secret_names import MAX_FOLDERS
+    from support.sandbox import PYTHON_INSIDE
+
+    config = sandbox.home / ".config"
+    for number in range(MAX_FOLDERS + 10):
+        (config / f"tool{number:05}").mkdir(parents=True)
+    paths = _plant_files(sandbox, (".config/zzz/token", ".config/tool00000/token"))
+    left = _plant_files(sandbox, (".config/tool00001/settings.json",))
+    done = sandbox.run(PYTHON_INSIDE, "-c", READER, *paths, *left, spec=READ_HOME)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "STARTED", done
+    assert lines[1:] == [f"{path} nothing" for path in paths] + [f"{left[0]} SECRET"]
+    assert "secrets by name: the listing of home's tool folders reached its bound" \
+        in done.stderr
+

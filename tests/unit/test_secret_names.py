@@ -63,6 +63,32 @@ def test_it_looks_only_where_tools_keep_their_files(tmp_path: Path) -> None:
     )
 
 
+def test_what_the_listing_does_not_reach_is_hidden_whole(tmp_path: Path) -> None:
+    """Past its bound the rule cannot tell a secret from the rest: each folder it would
+    have looked into is hidden whole, and the launch says so (found by the red team: a
+    token in the 530th tool folder was read)."""
+    home = tmp_path.resolve()
+    _files(home, ".config/aaa/token", ".config/bbb/", ".config/zzz/token",
+           ".local/share/tool/")
+    found = find(str(home), max_folders=3)  # home, ~/.config, ~/.config/aaa
+    assert found == (
+        Found(str(home / ".config/aaa/token"), False),
+        Found(str(home / ".config/bbb"), True, unlooked=True),
+        Found(str(home / ".config/zzz"), True, unlooked=True),
+        Found(str(home / ".local/share"), True, unlooked=True),
+    )
+    layout = HostLayout(**{**LAYOUT._asdict(), "secrets": found})
+    plan = build_plan(linux_view(snapshot(spec_grant("~", str(home), "read",
+                                                     "files.read[0]"))),
+                      layout, root_mode=False)
+    hidden = [op.dest for op in plan.ops if op.kind == "tmpfs" and "not looked at" in
+              op.reason]
+    assert sorted(hidden) == [str(home / ".config/bbb"), str(home / ".config/zzz"),
+                              str(home / ".local/share")]
+    assert any(note.startswith("secrets by name: the listing of home's tool folders "
+                               "reached its bound") for note in plan.notes)
+
+
 def test_hidden_places_and_links_are_not_looked_into(tmp_path: Path) -> None:
     home = tmp_path.resolve()
     _files(home, ".config/gh/token", "elsewhere/token")
