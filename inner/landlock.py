@@ -296,3 +296,67 @@ def restrict(rules: list[tuple[str, list[str]]], *, abi: int, scopes: bool = Tru
     finally:
         for _, fd, _ in opened:
             os.close(fd)
+
+
+def _is_mount(path: str, parent: str) -> bool:
+    """Whether `path` is on another file system than its folder: a hide mounted there
+    (bwrap's empty file, a tmpfs), not a file the host made since."""
+    try:
+        return os.lstat(path).st_dev != os.stat(parent).st_dev
+    except OSError:
+        return False
+
+
+def _closed(folder: str, rights: list[str], hidden: list[str],
+            out: list[tuple[str, list[str]]]) -> None:
+    out.append((folder, ["read_dir"]))
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return
+    for entry in entries:
+        path = entry.path
+        try:
+            if path in hidden:
+                # The hide itself (an empty file) reads as empty; what the host put there
+                # since is no mount, and gets nothing.
+                if not entry.is_dir(follow_symlinks=False) and _is_mount(path, folder):
+                    out.append((path, rights))
+                continue
+            if entry.is_symlink():
+                continue  # its target has the rights of where it is
+            inside = [h for h in hidden if h.startswith(path + "/")]
+            if inside:
+                if entry.is_dir(follow_symlinks=False):
+                    _closed(path, rights, inside, out)
+                continue
+            out.append((path, rights))  # a file's share of them (access_mask)
+        except OSError:
+            continue
+
+
+def close_hidden(rules: list[tuple[str, list[str]]], closed: Mapping[str, Collection[str]]
+                 ) -> tuple[list[tuple[str, list[str]]], set[str]]:
+    """`rules` with each folder of `closed` (a read grant holding hidden paths) given
+    READ_DIR alone, and its rights on each entry there now but the hidden ones, down
+    to each hidden path: a file made there later, or renamed over a hidden one by the
+    host (which takes the hide's mount away), is in no rule and cannot be read.
+
+    Listed here, inside the sandbox, after the mounts: the entries are the sandbox's
+    own view, and what the host makes after this listing is in no rule. Also returns
+    the paths listed here, which may be gone by the time they are opened (optional)."""
+    if not closed:
+        return rules, set()
+    out: list[tuple[str, list[str]]] = []
+    listed: set[str] = set()
+    for path, rights in rules:
+        hidden = closed.get(path)
+        if hidden is None or "read_file" not in rights:
+            out.append((path, rights))
+            continue
+        mine: list[tuple[str, list[str]]] = []
+        _closed(path, list(rights), sorted(hidden), mine)
+        listed.update(p for p, _ in mine if p != path)
+        out += mine
+    return out, listed

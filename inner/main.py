@@ -164,7 +164,8 @@ def _landlock(settings: dict[str, Any], status: protocol.Channel) -> None:
         return
     rules = [(path, rights) for path, rights in settings["rules"]]
     try:
-        landlock.restrict(rules, abi=abi)
+        rules, listed = landlock.close_hidden(rules, settings.get("closed", {}))
+        landlock.restrict(rules, abi=abi, optional=listed)
     except OSError as err:
         raise ConfinementFailure(f"Landlock could not be applied: {err}") from None
 

@@ -51,6 +51,19 @@ GAP_SOCKETS = (
     "socket itself); closing the rest needs Landlock's RESOLVE_UNIX right (ABI 9, Linux "
     "7.1), which lnk-sandbox applies where the kernel has it"
 )
+GAP_HIDES_REPLACED = (
+    "a hidden file the host replaces while the run lasts (a new file renamed over it, as "
+    "git's credential-store and readline's histories write), or a hidden place missing "
+    "at launch that the host makes then (`aws configure`), is read: a hide is a mount, "
+    "which the kernel takes off a file renamed over; Landlock closes both under a read "
+    "grant (the folders holding hidden paths are listed at launch, and what is new there "
+    "is in no rule), and this machine has no Landlock"
+)
+GAP_HIDES_IN_WRITE_GRANTS = (
+    "a hidden path inside a folder the spec writes (a socket, a `files.hide` entry) that "
+    "the host replaces while the run lasts is read: Landlock cannot close a written "
+    "folder's new files without closing the sandbox's own"
+)
 GAP_DISK = (
     "a write grant's file system can be filled (no quota is set: one for the sandbox's "
     "uid would be shared by every root run); the run's own /tmp and /dev/shm are sized"

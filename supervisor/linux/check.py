@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..check import (
     GAP_DISK,
+    GAP_HIDES_IN_WRITE_GRANTS,
+    GAP_HIDES_REPLACED,
     GAP_HOST_ABSTRACT,
     GAP_LOADER,
     GAP_PRELOAD,
@@ -183,6 +185,9 @@ def check_linux(spec_path: str | None) -> Report:
     report.gaps.append(GAP_PRELOAD)
     report.gaps.append(GAP_DISK)
     report.gaps.append(GAP_SHARED_COUNTS)
+    if not machine.landlock_abi:
+        report.gaps.append(GAP_HIDES_REPLACED)
+    report.gaps.append(GAP_HIDES_IN_WRITE_GRANTS)
     if _memory_on_v1():
         report.gaps.append(GAP_SOCKET_MEMORY)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import SpecError
-from ..grants import Snapshot, is_within
+from ..grants import Snapshot, deepest, is_within
 from .plan import FRESH_MOUNTS, LaunchPlan, host_access
 
 READ = ("read_file", "read_dir")
@@ -99,6 +99,42 @@ def landlock_rules(
     return rules
 
 
+def closed_folders(plan: LaunchPlan, snapshot: Snapshot) -> dict[str, list[str]]:
+    """For each read grant's rule that holds a hidden path, the hidden paths it holds:
+    the inner gives that folder only READ_DIR, and its rights to each entry there at
+    launch but the hidden ones (and, down the way to a deeper hidden path, the same
+    again), instead of the rights beneath the whole folder.
+
+    Why: a hide is a mount over a path, and the host replacing what is there (git's
+    credential-store, readline's history and most editors write a new file and rename it
+    over the old one; a tool removes and makes its folder again) or making a hidden place
+    that was missing at launch (`aws configure` while the run lasts) takes the mount away
+    or never had one: the kernel detaches a mount from a dentry unlinked or renamed over
+    in another mount namespace. Landlock judges by inode, so the new file, made after the
+    rules, is in no rule but its folder's READ_DIR: it can be listed, not read.
+
+    A write grant is not closed so: what the sandbox makes there must stay its own to
+    read and write, which rights on the folder alone give. Without Landlock the mounts
+    alone hold (a stated gap)."""
+    mounts = [(op.dest, op) for op in plan.ops
+              if op.kind in ("ro-bind", "bind", "tmpfs", "hide-file", "proc", "dev")]
+    hidden = {op.dest for op in plan.ops if op.kind == "hide-file"}
+    hidden |= {op.dest for op in plan.ops if op.kind == "tmpfs"
+               and op.dest not in FRESH_MOUNTS and not is_within(op.dest, "/proc")
+               and not any(is_within(op.dest, c.path) for c in snapshot.caches)}
+    hidden |= {g.target for g in snapshot.grants if g.access == "hide" and g.target}
+    hidden |= set(plan.unhidden)
+    closed: dict[str, list[str]] = {}
+    for path in sorted(hidden):
+        holder = deepest(path, ((d, op) for d, op in mounts
+                                if d != path and d not in hidden))
+        if holder is None or holder.kind != "ro-bind" or holder.dest != holder.source \
+                or is_within(holder.dest, "/proc"):
+            continue  # not under a read grant (a write grant's hides stay mounts only)
+        closed.setdefault(holder.dest, []).append(path)
+    return closed
+
+
 def inner_config(
     plan: LaunchPlan, snapshot: Snapshot, layers: Layers, loaders: dict[str, str | None]
 ) -> dict[str, object]:
@@ -114,6 +150,7 @@ def inner_config(
             "abi": layers.landlock_abi,
             "required": snapshot.programs is not None,
             "rules": landlock_rules(plan, snapshot, loaders),
+            "closed": closed_folders(plan, snapshot),
         },
         "rlimits": rlimits(snapshot),
     }

@@ -97,6 +97,7 @@ class HostLayout(NamedTuple):
     secrets: tuple[Found, ...] = ()
     cache_missing: Mapping[str, str] = MappingProxyType({})
     gone: frozenset[str] = frozenset()
+    unhidden: tuple[str, ...] = ()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -129,7 +130,25 @@ class HostLayout(NamedTuple):
                           gone=frozenset(
                               g.target for g in (snapshot.grants if snapshot else ())
                               if g.access == "hide" and g.target
-                              and not os.path.lexists(g.target)))
+                              and not os.path.lexists(g.target)),
+                          unhidden=_unhidden(snapshot))
+
+
+def _unhidden(snapshot: Snapshot | None) -> tuple[str, ...]:
+    """Where each hidden place missing now would be (its folder resolved): nothing is
+    mounted there, so one made while the run lasts (`aws configure`) would be read
+    through the grant holding it, but for Landlock (confine.closed_folders)."""
+    if snapshot is None:
+        return ()
+    found = []
+    for grant in snapshot.grants:
+        if grant.access != "hide" or (grant.target and os.path.lexists(grant.target)):
+            continue
+        path = grant.target or expand_name(grant.name, snapshot.home, snapshot.cwd,
+                                           snapshot.lnk_home)
+        folder, name = os.path.split(os.path.normpath(path))
+        found.append(os.path.join(os.path.realpath(folder), name))
+    return tuple(sorted(set(found)))
 
 
 def _first_missing(snapshot: Snapshot | None) -> dict[str, str]:
@@ -225,6 +244,7 @@ class LaunchPlan(NamedTuple):
     notes: tuple[str, ...] = ()
     holds: tuple[Wanted, ...] = ()
     inner_parent: str = INNER_PARENT
+    unhidden: tuple[str, ...] = ()  # hidden places missing at launch (HostLayout)
 
 
 def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
@@ -366,6 +386,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         notes=(*_socket_notes(layout.sockets), *_unlooked_notes(layout.secrets)),
         holds=tuple(holds),
         inner_parent=inner_parent,
+        unhidden=layout.unhidden,
     )
 
 

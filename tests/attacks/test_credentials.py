@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from support.sandbox import Sandbox
+from support.processes import wait_until
+from support.sandbox import LNK, Sandbox, Who
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
@@ -249,3 +250,56 @@ def test_a_secret_past_the_name_rules_bound_is_hidden_all_the_same(sandbox: Sand
     assert "secrets by name: the listing of home's tool folders reached its bound" \
         in done.stderr
 
+
+@pytest.fixture
+def home_box(who: Who, tmp_path: Path) -> Iterator[Sandbox]:
+    """A sandbox whose home is outside /tmp, as a person's is."""
+    box = Sandbox.create(who, tmp_path, under="/var/tmp")
+    yield box
+    box.cleanup()
+
+
+# Inside: say it started, wait until the person has acted outside, then read.
+WAIT_AND_READ = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+                 "cat ~/.git-credentials; echo cat=$?; cat ~/.aws/credentials; echo cat=$?")
+
+
+def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
+        home_box: Sandbox) -> None:
+    """The person's own git stores a credential while a sandbox reading home runs: git's
+    credential-store writes a new ~/.git-credentials and renames it over the old one,
+    which detaches the hide mounted there (the kernel takes a mount off a dentry renamed
+    over in another mount namespace), and `aws configure` makes ~/.aws, missing at
+    launch, where nothing was mounted. Neither the old nor the new secret is read."""
+    box = home_box
+    creds = box.home / ".git-credentials"
+    creds.write_text("https://person:ghp_OLDSECRET@github.com\n")
+    creds.chmod(0o600)
+    box.chown()
+    command = [*box.who.prefix, LNK, "sandbox", "run", "--spec",
+               str(box.write_spec(READ_HOME)), "--yes", "--", "/bin/sh", "-c",
+               WAIT_AND_READ]
+    run = subprocess.Popen(command, cwd=box.project, env=box.env(), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: (box.project / "ready").exists() or run.poll() is not None,
+                   timeout=30)
+        assert (box.project / "ready").exists(), run.communicate(timeout=10)
+        person = {**box.env(), "GIT_CONFIG_NOSYSTEM": "1"}
+        subprocess.run([*box.who.prefix, "git", "credential-store", "store"], env=person,
+                       input="protocol=https\nhost=gitlab.com\nusername=person\n"
+                       "password=glpat-NEWSECRET\n\n", text=True, check=True)
+        assert "glpat-NEWSECRET" in creds.read_text()  # renamed over: a new inode
+        aws = box.home / ".aws"
+        aws.mkdir()
+        (aws / "credentials").write_text("[default]\naws_secret_access_key=AKIALATER\n")
+        box.chown()
+        (box.project / "go").touch()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert out.splitlines()[0] == "STARTED", (out, err)
+    assert "SECRET" not in out and "AKIALATER" not in out, out
+    assert out.count("cat=1") == 2, (out, err)
+    assert f"{creds}: Permission denied" in err, err

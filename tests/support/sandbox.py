@@ -81,8 +81,11 @@ class Sandbox:
     lnk_home: Path
 
     @staticmethod
-    def create(who: Who, tmp_path: Path) -> Sandbox:
-        base = Path(tempfile.mkdtemp(prefix="lnk-test-", dir="/tmp"))
+    def create(who: Who, tmp_path: Path, *, under: str = "/tmp") -> Sandbox:
+        """`under`: where its folder is made; a home outside /tmp, where a person's is,
+        for what Landlock holds there (inside a sandbox /tmp is a fresh folder of its own,
+        its rights beneath everything mounted in it)."""
+        base = Path(tempfile.mkdtemp(prefix="lnk-test-", dir=under))
         base.chmod(0o755)
         project, home = base / "project", base / "home"
         project.mkdir()
