@@ -73,6 +73,19 @@ def _rlimits(limits: dict[str, int | None]) -> None:
                                      f"{err}") from None
 
 
+def _send_mount_table(status: protocol.Channel) -> None:
+    """Hand the supervisor this mount namespace's table, complete now, to watch for a
+    protection the host takes away (supervisor/linux/mount_watch.py)."""
+    try:
+        fd = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as err:
+        raise ConfinementFailure(f"cannot open the sandbox's mount table: {err}") from None
+    try:
+        status.send_mounts(fd)
+    finally:
+        os.close(fd)
+
+
 def _close_fds(keep: int) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 20)
@@ -189,6 +202,8 @@ def main(config_fd: int) -> NoReturn:
         _rlimits(config.get("rlimits", {}))
         _restore_signals()
         _close_fds(status.fd)
+        if config.get("watch_mounts"):
+            _send_mount_table(status)
         if not status.wait_for_go():
             os._exit(125)  # the supervisor is gone: nothing may run unsupervised
     except ConfinementFailure as err:

@@ -5,7 +5,9 @@ A SOCK_SEQPACKET socketpair, so each message arrives whole. The inner sends:
 `E<errno> <program>[\0<interpreter>]` when execve failed (the interpreter a script's `#!`
 line names, when it is what is missing), `C<text>` when a confinement step failed,
 `N<name>` for a notice the supervisor says once (`no-landlock`: the launch goes on with
-bwrap and the seccomp filter alone).
+bwrap and the seccomp filter alone), `M` with an fd of its `/proc/self/mountinfo`
+(SCM_RIGHTS) when asked to, before `W`: the supervisor watches the sandbox's mount table
+on it (supervisor/linux/mount_watch.py).
 The supervisor answers `G` (go). The inner keeps its end close-on-exec: after a
 successful execve the target never holds it.
 """
@@ -21,6 +23,7 @@ LISTENER = b"L"
 EXEC_FAILED = b"E"
 CONFINEMENT_FAILED = b"C"
 NOTICE = b"N"
+MOUNTS = b"M"
 
 # Notices: what the inner found and the supervisor says once on stderr.
 NO_LANDLOCK = "no-landlock"
@@ -37,8 +40,14 @@ class Channel:
         self._sock = _socket.socket(fileno=fd)
 
     def send_listener(self, listener_fd: int) -> None:
-        fds = array.array("i", [listener_fd])
-        self._sock.sendmsg([LISTENER], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        self._send_fd(LISTENER, listener_fd)
+
+    def send_mounts(self, table_fd: int) -> None:
+        self._send_fd(MOUNTS, table_fd)
+
+    def _send_fd(self, kind: bytes, fd: int) -> None:
+        fds = array.array("i", [fd])
+        self._sock.sendmsg([kind], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
 
     def wait_for_go(self) -> bool:
         """True once the supervisor says go; False if it is gone (EOF or error)."""

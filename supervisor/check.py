@@ -60,9 +60,12 @@ GAP_HIDES_REPLACED = (
     "is in no rule), and this machine has no Landlock"
 )
 GAP_HIDES_IN_WRITE_GRANTS = (
-    "a hidden path inside a folder the spec writes (a socket, a `files.hide` entry) that "
-    "the host replaces while the run lasts is read: Landlock cannot close a written "
-    "folder's new files without closing the sandbox's own"
+    "a protected or hidden path inside a folder the spec writes (a dot file, a socket, a "
+    "`files.hide` entry) that the host replaces while the run lasts (git pull, an editor "
+    "saving by renaming) loses its mount: the run is then ended at once (status 125, the "
+    "path named), but a command writing or reading it in the moment between is not "
+    "stopped (Landlock cannot close a written folder's new files without closing the "
+    "sandbox's own)"
 )
 GAP_DISK = (
     "a write grant's file system can be filled (no quota is set: one for the sandbox's "

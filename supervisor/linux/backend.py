@@ -25,6 +25,7 @@ from .elf import interpreter_of
 from .gitrun import GitRun
 from .keeper import Keeper
 from .launch import spawn
+from .mount_watch import watched_mounts
 from .placeholders import Placeholders
 from .placement import place
 from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, MountOp, before_remounts, build_plan
@@ -263,7 +264,7 @@ def launch_and_supervise(
                              mark=tuple(tag(token)), cgroups=cgroups)
             outcome = supervise(launched,
                                 watch_factory=watch_factory if layers.listener else None,
-                                timeout=timeout,
+                                timeout=timeout, mounts=watched_mounts(plan),
                                 served=(network.served(),) if network is not None else ())
             # A run this process killed (a timeout, a failure, a second SIGTERM) may have
             # been killed in bwrap's first milliseconds, as a killed supervisor's is: its

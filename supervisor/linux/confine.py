@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from ..errors import SpecError
 from ..grants import Snapshot, deepest, is_within
+from .mount_watch import watched_mounts
 from .plan import FRESH_MOUNTS, LaunchPlan, host_access
 
 READ = ("read_file", "read_dir")
@@ -153,6 +154,9 @@ def inner_config(
             "closed": closed_folders(plan, snapshot),
         },
         "rlimits": rlimits(snapshot),
+        # The mount table handed over before the go, where a written folder holds a
+        # protection the host could take away (mount_watch.py).
+        "watch_mounts": bool(watched_mounts(plan)),
     }
 
 

@@ -35,7 +35,7 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from inner import protocol
@@ -46,8 +46,10 @@ from ..events import say
 from ..signal_forwarding import SignalForwarding
 from ..terminal import give_terminal
 from .launch import Launched
+from .mount_watch import identities, replaced
 
 if TYPE_CHECKING:
+    from .mount_watch import MountWatch
     from .watch import ExecWatch
 
 # A task run in the loop beside the wait for bwrap (the network proxy and its helper);
@@ -97,7 +99,8 @@ class Supervision:
 
     def __init__(self, launched: Launched,
                  watch_factory: Callable[[int], ExecWatch] | None = None,
-                 services: Sequence[Service] = (), timeout: float | None = None):
+                 services: Sequence[Service] = (), timeout: float | None = None,
+                 mounts: Mapping[str, str] | None = None):
         self.launched = launched
         self.deadline = Deadline(timeout)
         self.timed_out = False
@@ -110,6 +113,9 @@ class Supervision:
         self.listeners: list[int] = []
         self.go_conditions: list[threading.Event] = []
         self.killed = False
+        self.mounts = dict(mounts or {})  # watched mount points, with their reasons
+        self.mount_watch: MountWatch | None = None
+        self.mount_sources = identities(self.mounts) if self.mounts else {}
         self.signals = SignalForwarding(launched.pid, self.kill, after_signal=self.poke)
         self._wake: int | None = None  # wait_sync's pipe: a signal handled wakes its wait
         self._wake_lock = threading.RLock()  # the handler's (main thread) and poke's
@@ -147,6 +153,11 @@ class Supervision:
                 return
             kind, body = message[:1], message[1:]
             if kind == protocol.WAITING:
+                if self.mounts and self.mount_watch is None:
+                    self.fail(ConfinementError(
+                        "the sandbox's mount table was not handed over, so a protection "
+                        "the host takes away while the run lasts would go unseen"))
+                    return
                 for condition in self.go_conditions:
                     condition.wait()
                 if self.killed:
@@ -169,17 +180,32 @@ class Supervision:
                          "watch: refused programs go unnamed and memory files are refused")
             elif kind == protocol.CONFINEMENT_FAILED:
                 self.confinement_failure = body.decode("utf-8", "replace")
+            elif kind == protocol.MOUNTS and self.mounts and self.mount_watch is None:
+                table = _received_fds(ancillary)
+                if table:
+                    from .mount_watch import MountWatch
+
+                    for extra in table[1:]:
+                        os.close(extra)
+                    self.mount_watch = MountWatch(table[0], self.mounts, self._mount_lost)
+                    self.mount_watch.start()
             elif kind == protocol.LISTENER:
-                for level, kind_, data in ancillary:
-                    if level == _socket.SOL_SOCKET and kind_ == _socket.SCM_RIGHTS:
-                        fds = array.array("i")
-                        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-                        self.listeners.extend(fds)
+                self.listeners.extend(_received_fds(ancillary))
                 if self.listeners and self.watch_factory is not None and self.watch is None:
                     # Started before the go: the target's first execve waits on it.
                     self.watch = self.watch_factory(self.listeners[0])
                     self.watch.on_failure = self.kill
                     self.watch.start()
+
+    def _mount_lost(self, path: str, reason: str) -> None:
+        """A protection inside a written folder is gone: the host replaced or removed
+        what was there (mount_watch.py). The run ends before the command can use it."""
+        self.fail(ConfinementError(
+            f"{path} was replaced or removed on the host while the run lasted, which took "
+            f"off the mount that kept it from the sandbox ({reason}); the run is ended, "
+            "since from then the sandbox could change it",
+            hint=f"check {path} before your tools use it (git diff, or its tool's own "
+            "view), and run again once the change on the host is done"))
 
     # -- signals -------------------------------------------------------------------------
 
@@ -297,6 +323,13 @@ class Supervision:
         """Reap bwrap, give the terminal back, and say how the run ended."""
         _, wait_status = os.waitpid(self.launched.pid, 0)
         self._control.join(timeout=5)
+        if self.mount_watch is not None:
+            self.mount_watch.stop()
+        # A command that wrote a path in the moment between the host's replace and the
+        # watch's end of the run may have ended by itself first: what the host replaced
+        # is found by its identity all the same, and said.
+        if self.problem is None and (gone := replaced(self.mount_sources)) is not None:
+            self._mount_lost(gone, self.mounts[gone])
         self.signals.restore()
         give_terminal(self.launched.terminal_fd, os.getpgrp())
         records = _read_json_records(self.launched.json_status)
@@ -364,21 +397,34 @@ def _read_json_records(fd: int) -> list[dict[str, Any]]:
     return records
 
 
+def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a status message carried (SCM_RIGHTS)."""
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return list(fds)
+
+
 def supervise(
     launched: Launched,
     *,
     watch_factory: Callable[[int], ExecWatch] | None = None,
     served: Sequence[Served] = (),
     timeout: float | None = None,
+    mounts: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Supervise until bwrap ends; under anyio only once a service of `served` is
     needed (one of its `wake` fds is readable).
 
     Each of `served` has its `prepare` run in the status thread before the go, and its
     service run in the loop beside the wait once needed; `timeout` (seconds, from now)
-    kills the whole tree when it is up (status 124).
+    kills the whole tree when it is up (status 124); `mounts`, the mount points that
+    keep something of a written folder from the sandbox, by reason: the run ends (125)
+    when one of them goes (mount_watch.py).
     """
-    supervision = Supervision(launched, watch_factory, [s.service for s in served], timeout)
+    supervision = Supervision(launched, watch_factory, [s.service for s in served], timeout,
+                              mounts)
     if served:
         supervision.prepare = lambda running: all(s.prepare(running) for s in served)
         supervision.wake = lambda: [fd for s in served for fd in s.wake()]

@@ -1,0 +1,143 @@
+"""The sandbox's mount table, watched for what keeps a written folder's files read-only.
+
+A protection inside a write grant (a dot file bound read-only, a hide, a placeholder, a
+folder bound onto itself so it cannot be renamed) is a mount over a path, and the kernel
+takes a mount off a dentry that is renamed over or removed in another mount namespace:
+when the person's own tools replace a protected file while a run lasts (`git pull` or
+`git checkout` writing a new `.mcp.json`, an editor saving `.envrc` by renaming a new
+file over it), the sandbox's mount over it is gone, and the path is a plain file of the
+folder the sandbox writes: it could write what the person's tools run next. Landlock
+cannot close it (a written folder's new files must stay the sandbox's to write), so the
+run is ended the moment it happens (status 125), with the path named.
+
+The inner hands over an fd of its own `/proc/self/mountinfo` before the go (the table
+complete, nothing of the command run yet); the kernel keeps the mount namespace with the
+open file, and marks it with an exceptional condition (POLLPRI) at each change of the
+table. A thread waits on it and reads the table again at each change.
+
+What it cannot do: a command writing the path in the moment between the host's replace
+and the end of the run is not stopped; the message says to check the path. A command
+that did so and ended by itself before the watch ended it is found after the run all the
+same: each watched path's identity on the host (device and inode), taken at launch, is
+compared when the run ends, and a replaced one is said, status 125.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+from collections.abc import Callable, Mapping
+
+from .plan import LaunchPlan
+
+# Mounts that close something inside a folder the sandbox writes.
+_CLOSING = ("ro-bind", "bind", "tmpfs", "hide-file")
+
+
+def watched_mounts(plan: LaunchPlan) -> dict[str, str]:
+    """Each mount point strictly inside a write bind of the plan, with its reason."""
+    written = [op.dest for op in plan.ops if op.kind == "bind"]
+    return {op.dest: op.reason for op in plan.ops if op.kind in _CLOSING
+            and any(op.dest != top and op.dest.startswith(top.rstrip("/") + "/")
+                    for top in written)}
+
+
+def identities(paths: Mapping[str, str]) -> dict[str, tuple[int, int] | None]:
+    """Each path's (device, inode) on the host now, None where it is missing."""
+    found: dict[str, tuple[int, int] | None] = {}
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            found[path] = None
+        else:
+            found[path] = (info.st_dev, info.st_ino)
+    return found
+
+
+def replaced(before: Mapping[str, tuple[int, int] | None]) -> str | None:
+    """The first path of `before` that is another file (or gone, or new) now."""
+    now = identities({path: "" for path in before})
+    return next((path for path, identity in before.items() if now[path] != identity), None)
+
+
+def mount_points(table: bytes) -> set[str]:
+    """The mount points of a mountinfo table (its fifth field, octal escapes undone)."""
+    points = set()
+    for line in table.splitlines():
+        fields = line.split(b" ", 5)
+        if len(fields) < 5:
+            continue
+        raw = fields[4]
+        if b"\\" in raw:
+            raw = _unescape(raw)
+        points.add(os.fsdecode(raw))
+    return points
+
+
+def _unescape(raw: bytes) -> bytes:
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
+            out.append(int(raw[i + 1:i + 4], 8))
+            i += 4
+        else:
+            out.append(raw[i])
+            i += 1
+    return bytes(out)
+
+
+class MountWatch:
+    """Waits on the sandbox's mountinfo; calls `lost(path, reason)` once, for the first
+    watched mount point missing from it (the run is then ended by the caller)."""
+
+    def __init__(self, table_fd: int, watched: Mapping[str, str],
+                 lost: Callable[[str, str], None]) -> None:
+        self.fd = table_fd
+        self.watched = dict(watched)
+        self.lost = lost
+        self._stop_read, self._stop_write = os.pipe2(os.O_CLOEXEC)
+        self._thread = threading.Thread(target=self._run, name="lnk-mounts", daemon=True)
+
+    def start(self) -> None:
+        """Check the table as it is now, then wait for its changes."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        try:
+            os.write(self._stop_write, b"\0")
+        except OSError:
+            pass
+        if self._thread.ident is not None:
+            self._thread.join(timeout=5)
+        for fd in (self.fd, self._stop_read, self._stop_write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _missing(self) -> tuple[str, str] | None:
+        try:
+            os.lseek(self.fd, 0, os.SEEK_SET)
+            chunks = []
+            while chunk := os.read(self.fd, 1 << 16):
+                chunks.append(chunk)
+        except OSError:
+            return None  # the namespace is gone with the sandbox: nothing left to write
+        points = mount_points(b"".join(chunks))
+        return next(((p, r) for p, r in self.watched.items() if p not in points), None)
+
+    def _run(self) -> None:
+        while True:
+            missing = self._missing()  # reading it again also clears the condition
+            if missing is not None:
+                self.lost(*missing)
+                return
+            try:
+                readable, _, _ = select.select([self._stop_read], [], [self.fd])
+            except (OSError, ValueError):
+                return
+            if readable:
+                return

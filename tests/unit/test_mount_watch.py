@@ -1,0 +1,44 @@
+"""The mount watch's pure parts: which mounts of a plan it watches, how it reads the
+kernel's mountinfo, and how a replaced path is told after the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from supervisor.linux.mount_watch import identities, mount_points, replaced, watched_mounts
+from supervisor.linux.plan import LaunchPlan, MountOp
+
+
+def test_it_watches_what_closes_something_inside_a_written_folder() -> None:
+    plan = LaunchPlan(ops=(
+        MountOp("ro-bind", "/usr", "/usr", "system folder"),
+        MountOp("bind", "/p", "/p", "files.write[0]: ."),
+        MountOp("ro-bind", "/p/.git", "/p/.git", "dot file"),
+        MountOp("hide-file", "/p/agent.sock", reason="a socket"),
+        MountOp("bind", "/p/tools", "/p/tools", "a mount point"),
+        MountOp("tmpfs", "/tmp", reason="a fresh /tmp"),
+        MountOp("remount-ro", "/", reason="nothing new at the root"),
+    ), chdir="/p", root_mode=False, share_net=False, interpreter="/usr/bin/python3")
+    assert watched_mounts(plan) == {"/p/.git": "dot file", "/p/agent.sock": "a socket",
+                                    "/p/tools": "a mount point"}
+
+
+def test_mountinfo_is_read_as_the_kernel_escapes_it() -> None:
+    table = (b"22 1 0:21 / / rw,relatime - tmpfs tmpfs rw\n"
+             b"40 22 8:1 /p /p rw - ext4 /dev/sda1 rw\n"
+             b"41 40 8:1 /p/a\\040b /p/a\\040b ro - ext4 /dev/sda1 rw\n")
+    assert mount_points(table) == {"/", "/p", "/p/a b"}
+
+
+def test_a_path_replaced_or_removed_is_told_by_its_identity(tmp_path: Path) -> None:
+    kept, swapped, gone = (tmp_path / n for n in ("kept", "swapped", "gone"))
+    for path in (kept, swapped, gone):
+        path.write_text("x")
+    before = identities({str(p): "" for p in (kept, swapped, gone)})
+    assert replaced(before) is None
+    (tmp_path / "new").write_text("y")
+    os.replace(tmp_path / "new", swapped)
+    assert replaced(before) == str(swapped)
+    gone.unlink()
+    assert replaced({str(gone): before[str(gone)]}) == str(gone)
