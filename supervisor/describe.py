@@ -140,11 +140,14 @@ def _dot_files(view: View) -> tuple[list[Described], list[Described], list[Descr
     protected: list[Described] = []
     placeholders: list[Described] = []
     opened: list[Described] = []
+    kept = {r.path for r in view.rules if r.protected is not None}
     for grant in written_tops(snapshot, opened_too=True):
         assert grant.target is not None
         for item in view.dot_files[grant.target].protected:
             if not any(is_within(item.path, w) for w in written):
                 continue  # read-only or hidden already: nothing the sandbox writes
+            if not grant.dot_files_writable and item.path not in kept:
+                continue  # the spec writes it by its own path: the view keeps it open
             if grant.dot_files_writable:
                 if item.exists or item.placeholder:
                     opened.append(Described(item.name, item.path,

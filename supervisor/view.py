@@ -67,6 +67,9 @@ class View(NamedTuple):
     rules: tuple[ViewRule, ...]
     protections: tuple[tuple[Grant, Protected], ...]
     dot_files: Mapping[str, DotFiles]
+    laid: tuple[ViewRule, ...] = ()  # every rule, before those keeping an unwritten path
+                                     # read-only are left out (a backend's own write
+                                     # rules may write it: macOS's temp folder)
 
     def decides(self, path: str, extra: Iterable[ViewRule] = (), *, strict: bool = False,
                 keeps: bool = True, dot_files: bool = True) -> ViewRule | None:
@@ -169,13 +172,15 @@ def view_of(snapshot: Snapshot, system: tuple[str, ...],
     # Linux a read-only bind is laid only there, and on macOS a deny emitted): left out
     # elsewhere, so that a kept path inside a hidden or unseen one decides nothing. A
     # dot file the spec grants for writing by its own path is the person's choice.
+    laid = tuple(r for r in rules if not (r.protected is not None
+                                          and r.path in snapshot.written()))
     opening = [r for r in rules if r.effect != "keep"]
     written = set(snapshot.written())
     rules = [r for r in rules if r.effect != "keep" or (
         getattr(_deciding(r.path, system, opening), "effect", None) == "write"
         and not (r.protected is not None and r.path in written))]
     return View(snapshot, system, tuple(rules), tuple(protections),
-                MappingProxyType(dict(dot_files)))
+                MappingProxyType(dict(dot_files)), laid)
 
 
 def view_for(snapshot: Snapshot, system: tuple[str, ...], *,

@@ -341,13 +341,16 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
             add(2, MountOp("ro-bind", grant.target, grant.target, _why(grant)), "read")
     _anchor_lnk_home(next((g.target for g in hidden if g.name == LNK_HOME_NAME
                            and g.access == "hide"), None), mounts, add)
-    holds = _dot_files(view, mounts, add)
-    holds += _caches(snapshot, layout, mounts, add, late, root_mode=root_mode)
+    cache_holds = _caches(snapshot, layout, mounts, add, late, root_mode=root_mode)
     if root_mode:
         _refuse_root_write_grants(grants)
         _refuse_root_sockets(layout, grants, mounts, snapshot)
     _hide_sockets(snapshot, layout.sockets.sockets, mounts, add)
     late += _hide_by_name(snapshot, layout.secrets, mounts, add)
+    # The dot files after every hide: a folder hidden whole needs no protection inside,
+    # and a mount point made for one must never show a hidden folder again.
+    holds = _dot_files(view, mounts, add) + cache_holds
+    _anchor_inside_writes(mounts, add)
 
     inner_parent = inner_parent_for(snapshot)
     extra: list[MountOp] = [MountOp("ro-bind", f"{inner_parent}/inner", layout.inner_source,
@@ -565,6 +568,32 @@ def _hide_by_name(snapshot: Snapshot, found: tuple[Found, ...],
         else:
             add(1, MountOp("hide-file", place.path, reason=reason), "hide")
     return late
+
+
+def _anchor_inside_writes(mounts: list[tuple[str, str]],
+                          add: Callable[[int, MountOp, str], None]) -> None:
+    """Each folder between a write grant and a mount inside it (a deeper grant, a hide,
+    the installation kept read-only, a socket or a secret hidden) bound onto itself:
+    a mount point cannot be renamed (EBUSY), where a plain folder holding one could be
+    moved away, carrying the mount with it, and made again at its path holding what the
+    sandbox likes (a repository whose settings the person's git would run, an edited
+    copy of lnk-sandbox itself). Dot files make their own on the way (_dot_files), and a
+    folder with a mount of its own (a hide) is one already."""
+    at = {dest for dest, _ in mounts}
+    for dest, _ in list(mounts):
+        # The mount holding it (of two at one path, the later): only a written one
+        # could rename what is between (a read grant's or a hide's folders are not its).
+        holder = deepest(dest, ((d, (d, a)) for d, a in mounts if d != dest))
+        if holder is None or holder[1] != "write":
+            continue
+        top = holder[0]
+        folder = top
+        for part in dest[len(top):].strip("/").split("/")[:-1]:
+            folder = os.path.join(folder, part)
+            if folder not in at:
+                at.add(folder)
+                add(2, MountOp("bind", folder, folder, f"a mount point, so it cannot be "
+                               f"renamed, since it holds {dest}"), "write")
 
 
 def _anchor_lnk_home(lnk_home: str | None, mounts: list[tuple[str, str]],

@@ -237,8 +237,11 @@ class _Compiler:
         where the sandbox would otherwise see, a protection only where it would otherwise
         write, and a read grant below a write grant closed for writing, as a deeper
         read-only mount is on Linux (Seatbelt's read allow does not undo a write allow)."""
-        spec = [r for r in self.view.rules if r.protected is None]
-        dots = [r for r in self.view.rules if r.protected is not None]
+        # What keeps a path read-only is taken as the view found it before judging where
+        # it matters (View.laid): this launch's own write rule (the run's temp folder)
+        # is one the view does not know of, and what lies in it is kept all the same.
+        spec = [r for r in self.view.laid if r.protected is None]
+        dots = [r for r in self.view.laid if r.protected is not None]
         rules = [_Rule(r.path, r.effect, r.folder, r.label, r.why, creation=r.creation)
                  for r in (*spec, *self.own, *dots)]
         for rule in list(rules):
@@ -481,6 +484,12 @@ class _Compiler:
             holder = self.view.decides(path, self.own, strict=True, keeps=False)
             if holder is None or holder.effect != "write":
                 continue
+            # Up through write grants holding this one: a folder between two of them
+            # moved away would carry the inner grant, and its closed paths, with it.
+            while (outer := self.view.decides(holder.path, self.own, strict=True,
+                                              keeps=False)) is not None \
+                    and outer.effect == "write":
+                holder = outer
             for folder in [holder.path, *_ancestors(path)]:
                 if is_within(folder, holder.path) and folder not in seen:
                     seen.add(folder)

@@ -177,18 +177,26 @@ def deepest(path: str, case: Case) -> str | None:
     return best[1] if best else None
 
 
+def _holding(path: str, case: Case) -> tuple[str, str] | None:
+    holding = [(f, a) for f, a in holders(case) if f != path and is_within(path, f)]
+    return max(holding, key=lambda h: _depth(h[0])) if holding else None
+
+
 def closed_in_writes(case: Case) -> list[tuple[str, str]]:
-    """(closed path, the deepest write grant holding it): what the renames protect."""
+    """(closed path, the outermost of the write grants holding it one in another): what
+    the renames protect (a folder between two write grants moved away would carry the
+    inner one with it)."""
     closed = [p.path for p in case.protected]
     closed += [g.target for g in case.grants if g.target and g.access in ("hide", "read")]
     found = []
     for path in closed:
-        holding = [(f, a) for f, a in holders(case) if f != path and is_within(path, f)]
-        if not holding:
+        held = _holding(path, case)
+        if held is None or held[1] != "write":
             continue
-        folder, access = max(holding, key=lambda h: _depth(h[0]))
-        if access == "write":
-            found.append((path, folder))
+        folder = held[0]
+        while (outer := _holding(folder, case)) is not None and outer[1] == "write":
+            folder = outer[0]
+        found.append((path, folder))
     return found
 
 
