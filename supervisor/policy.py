@@ -108,13 +108,20 @@ def _passwd_home() -> str:
 
 
 def installation_paths() -> tuple[str, ...]:
-    """The folders of the code that runs lnk-sandbox: packages, venv, interpreter."""
+    """The folders of the code that runs lnk-sandbox: packages, venv, interpreter, and
+    the folder Python imports the packages from. That folder is on sys.path (a checkout
+    through an editable install or PYTHONPATH, or site-packages), and Python looks there
+    for every module not found before it: a `sitecustomize.py` (imported at every start,
+    before the system's own when the folder comes from PYTHONPATH), an extra lnk-sandbox
+    loads only when asked (`mcp`), a module a newer Python no longer ships. Found by a
+    red team: a `sitecustomize.py` planted in the checkout ran at the next `lnk`."""
     package_root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     paths = {
         os.path.join(package_root, name)
         for name in ("supervisor", "inner", "netns_helper", "lnk_sandbox")
         if os.path.isdir(os.path.join(package_root, name))
     }
+    paths.add(package_root)
     paths.add(os.path.realpath(sys.prefix))
     paths.add(os.path.realpath(sys.base_prefix))
     return tuple(sorted(paths))

@@ -201,9 +201,10 @@ class Supervision:
         """A protection inside a written folder is gone: the host replaced or removed
         what was there (mount_watch.py). The run ends before the command can use it."""
         self.fail(ConfinementError(
-            f"{path} was replaced or removed on the host while the run lasted, which took "
-            f"off the mount that kept it from the sandbox ({reason}); the run is ended, "
-            "since from then the sandbox could change it",
+            f"{path} was replaced or removed on the host while the run lasted (or a "
+            f"folder above it moved), which took off the mount that kept it from the "
+            f"sandbox ({reason}); the run is ended, since from then the sandbox could "
+            "change it",
             hint=f"check {path} before your tools use it (git diff, or its tool's own "
             "view), and run again once the change on the host is done"))
 

@@ -415,3 +415,44 @@ def test_a_planted_index_neither_hangs_nor_is_followed(sandbox: Sandbox, plant: 
     assert first.returncode == 0 and first.stdout.startswith("STARTED"), first
     second = sandbox.run("/bin/echo", "NEXT", spec=COMMIT, timeout=30)
     assert second.returncode == 0 and second.stdout == "NEXT\n", second
+
+
+def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) -> None:
+    """The folder Python imports lnk-sandbox from (this checkout, through the editable
+    install) is on sys.path, where a `sitecustomize.py` or a module an extra needs would
+    run at the person's next `lnk`: kept read-only inside a write grant holding it, as
+    the packages in it are (found by a red team: with PYTHONPATH, a planted
+    sitecustomize.py ran). Its other files are read as they are."""
+    import errno
+
+    import supervisor
+
+    root = Path(supervisor.__file__).resolve().parent.parent
+    spec = f'[files]\nwrite = ["{root}"]\n'
+    planted = root / "sitecustomize.py"
+    try:
+        sandbox.probe("write", str(planted), spec=spec).expect(errno.EROFS)
+    finally:
+        planted.unlink(missing_ok=True)
+    assert not planted.exists()
+    sandbox.probe("read", str(root / "pyproject.toml"), spec=spec).expect(0)
+
+
+def test_a_folder_between_two_written_folders_cannot_be_moved_away(sandbox: Sandbox) -> None:
+    """write = ["./src", "./src/team/proj"], proj a repository: moving src/team away
+    would carry proj's mount with it, and a repository planted at src/team/proj would
+    run its settings at the person's next `git status` there (found by a red team, as
+    the user and as root). The folders between are mount points now (EBUSY); the rest
+    of src is written as before."""
+    import errno
+
+    proj = sandbox.project / "src" / "team" / "proj"
+    proj.mkdir(parents=True)
+    make_repository(sandbox, proj)
+    sandbox.chown()
+    spec = '[files]\nread = ["."]\nwrite = ["./src", "./src/team/proj"]\n'
+    src = sandbox.project / "src"
+    sandbox.probe("rename", str(src / "team"), str(src / "team.moved"),
+                  spec=spec).expect(errno.EBUSY)
+    sandbox.probe("write", str(src / "team" / "notes.txt"), spec=spec).expect(0)
+    assert (proj / ".git").is_dir() and not (src / "team.moved").exists()
