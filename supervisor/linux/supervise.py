@@ -116,6 +116,7 @@ class Supervision:
         self.mounts = dict(mounts or {})  # watched mount points, with their reasons
         self.mount_watch: MountWatch | None = None
         self.mount_sources = identities(self.mounts) if self.mounts else {}
+        self.went = False  # the go was given: the command may have run
         self.signals = SignalForwarding(launched.pid, self.kill, after_signal=self.poke)
         self._wake: int | None = None  # wait_sync's pipe: a signal handled wakes its wait
         self._wake_lock = threading.RLock()  # the handler's (main thread) and poke's
@@ -164,6 +165,7 @@ class Supervision:
                     return  # a failed condition (the network helper): no go, ever
                 try:
                     sock.send(protocol.GO)
+                    self.went = True
                 except OSError:
                     return
             elif kind == protocol.EXEC_FAILED:
@@ -329,7 +331,8 @@ class Supervision:
         # A command that wrote a path in the moment between the host's replace and the
         # watch's end of the run may have ended by itself first: what the host replaced
         # is found by its identity all the same, and said.
-        if self.problem is None and (gone := replaced(self.mount_sources)) is not None:
+        if self.problem is None and self.went and \
+                (gone := replaced(self.mount_sources)) is not None:
             self._mount_lost(gone, self.mounts[gone])
         self.signals.restore()
         give_terminal(self.launched.terminal_fd, os.getpgrp())

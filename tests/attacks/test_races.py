@@ -49,14 +49,19 @@ def test_a_grant_swapped_for_a_link_during_launches(sandbox: Sandbox) -> None:
     swapper = threading.Thread(target=swap)
     swapper.start()
     outcomes = []
+    wrote = False
     try:
         for _ in range(RUNS):
             run = subprocess.run([*sandbox.who.prefix, *saved], cwd="/", env=sandbox.env(),
                                  capture_output=True, text=True, timeout=60)
             outcomes.append(run.returncode)
+            wrote = wrote or "RESULT ok" in run.stdout
             assert run.returncode in (0, 125), run.stderr
-            if run.returncode == 125:
-                assert "STARTED" not in run.stdout
+            if run.returncode == 125 and "STARTED" in run.stdout:
+                # Moved away while the command ran: the dot files' mounts inside moved
+                # with it, and the run is ended for it (mount_watch.py), never carried on.
+                assert "(or a folder above it moved)" in run.stderr, run.stderr
+            elif run.returncode == 125:
                 assert any(text in run.stderr for text in (
                     "is a link", "no longer exists", "could not set up",
                     "cannot hold the missing dot files")), run.stderr
@@ -68,8 +73,10 @@ def test_a_grant_swapped_for_a_link_during_launches(sandbox: Sandbox) -> None:
     # The race was met: with the folder a link or away about half the time, and a launch
     # looking at it more than once, some launches found it so and refused.
     assert 125 in outcomes, outcomes
-    # A launch that went on wrote where the snapshot pointed: the folder it resolved.
-    assert (0 in outcomes) == (work / "out").exists()
+    # A launch that went on wrote where the snapshot pointed: the folder it resolved (one
+    # ended after it wrote, for the folder moved meanwhile, too).
+    assert 0 not in outcomes or wrote
+    assert wrote == (work / "out").exists()
 
 
 @pytest.mark.parametrize("name", [".git", ".vscode"])

@@ -125,7 +125,9 @@ def test_a_missing_optional_grant_is_left_out(sandbox: Sandbox) -> None:
 
 
 def test_the_installation_is_read_only_inside_a_write_grant(root_sandbox: Sandbox) -> None:
-    """Run from the clone whose .venv holds lnk-sandbox, with the default spec."""
+    """Run from the clone whose .venv holds lnk-sandbox, with the default spec: the venv,
+    the packages and the clone itself, the folder Python imports lnk-sandbox from (on
+    sys.path: a module planted there would run at the next `lnk`), are read-only."""
     repo = Path(__file__).resolve().parents[2]
     venv = Path(sys.executable).parent.parent
     if not venv.is_relative_to(repo):
@@ -139,6 +141,6 @@ def test_the_installation_is_read_only_inside_a_write_grant(root_sandbox: Sandbo
         errno.EROFS)
     made = repo / f"lnk-probe-{os.getpid()}"
     try:
-        root_sandbox.probe("write", str(made), cwd=repo).expect(0)
+        root_sandbox.probe("write", str(made), cwd=repo).expect(errno.EROFS)
     finally:
         made.unlink(missing_ok=True)
