@@ -303,3 +303,52 @@ def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
     assert "SECRET" not in out and "AKIALATER" not in out, out
     assert out.count("cat=1") == 2, (out, err)
     assert f"{creds}: Permission denied" in err, err
+
+
+# Inside: wait until the person has acted outside, then read both hidden files.
+WAIT_AND_READ_BOTH = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+                      "cat ~/.git-credentials; echo cat=$?; cat ~/.config/secret; echo cat=$?")
+
+
+@pytest.mark.parametrize("reads", ['["/", "~"]', '["~", "~/.config"]'],
+                         ids=["root-and-home", "home-and-config"])
+def test_a_read_grant_above_the_one_holding_a_hidden_file_is_closed_too(
+        home_box: Sandbox, reads: str) -> None:
+    """Landlock's rights add up along a path, across mounts: with `read = ["/", "~"]` the
+    rule on `/` reached ~/.git-credentials, and with `read = ["~", "~/.config"]` the rule
+    on ~ (closed for its own hidden files, with full rights on its entry .config) reached
+    a hidden file in ~/.config. Only the grant holding a hidden path was closed, so the
+    person's new credential renamed over a hidden one was read (red team 24c)."""
+    box = home_box
+    creds = box.home / ".git-credentials"
+    secret = box.home / ".config" / "secret"
+    secret.parent.mkdir(exist_ok=True)
+    for path in (creds, secret):
+        path.write_text("OLDSECRET\n")
+        path.chmod(0o600)
+    box.chown()
+    spec = f'[files]\nread = {reads}\nwrite = ["."]\nhide = ["~/.config/secret"]\n'
+    command = [*box.who.prefix, LNK, "sandbox", "run", "--spec", str(box.write_spec(spec)),
+               "--yes", "--", "/bin/sh", "-c", WAIT_AND_READ_BOTH]
+    run = subprocess.Popen(command, cwd=box.project, env=box.env(), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: (box.project / "ready").exists() or run.poll() is not None,
+                   timeout=30)
+        assert (box.project / "ready").exists(), run.communicate(timeout=10)
+        for path in (creds, secret):  # as git's credential-store and editors write
+            new = path.with_name(path.name + ".new")
+            new.write_text("NEWSECRET\n")
+            new.chmod(0o600)
+            os.replace(new, path)
+        box.chown()
+        (box.project / "go").touch()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert out.splitlines()[0] == "STARTED", (out, err)
+    assert "SECRET" not in out, out
+    assert out.count("cat=1") == 2, (out, err)
+    assert f"{creds}: Permission denied" in err, err
+    assert f"{secret}: Permission denied" in err, err
