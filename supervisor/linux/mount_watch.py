@@ -29,18 +29,24 @@ import select
 import threading
 from collections.abc import Callable, Mapping
 
-from .plan import LaunchPlan
+from .plan import SOCKET_HIDDEN, LaunchPlan
 
 # Mounts that close something inside a folder the sandbox writes.
 _CLOSING = ("ro-bind", "bind", "tmpfs", "hide-file")
 
 
 def watched_mounts(plan: LaunchPlan) -> dict[str, str]:
-    """Each mount point strictly inside a write bind of the plan, with its reason."""
+    """Each mount point strictly inside a write bind of the plan, and each socket's
+    hide wherever it is, with its reason.
+
+    A socket's hide under a read grant too: connect() needs no Landlock right below ABI
+    9, so the agent's new socket, bound at its path again when it restarts (which takes
+    the hide off), is not closed by the read grant's closing (confine.closed_folders)."""
     written = [op.dest for op in plan.ops if op.kind == "bind"]
     return {op.dest: op.reason for op in plan.ops if op.kind in _CLOSING
-            and any(op.dest != top and op.dest.startswith(top.rstrip("/") + "/")
-                    for top in written)}
+            and (any(op.dest != top and op.dest.startswith(top.rstrip("/") + "/")
+                     for top in written)
+                 or (op.kind == "hide-file" and op.reason == SOCKET_HIDDEN))}
 
 
 def identities(paths: Mapping[str, str]) -> dict[str, tuple[int, int] | None]:

@@ -352,3 +352,41 @@ def test_a_read_grant_above_the_one_holding_a_hidden_file_is_closed_too(
     assert out.count("cat=1") == 2, (out, err)
     assert f"{creds}: Permission denied" in err, err
     assert f"{secret}: Permission denied" in err, err
+
+
+WAIT_AND_LIST = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+                 "SSH_AUTH_SOCK={sock} ssh-add -L; echo ssh-add=$?")
+
+
+def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
+        sandbox: Sandbox, agents: list[Agent]) -> None:
+    """An agent that restarts binds its socket at the same path again, which takes the
+    hide off (the kernel detaches a mount from a dentry removed in another mount
+    namespace); below Landlock ABI 9 connect() needs no right, so the read grant's
+    closing does not hold it: the sandbox listed the person's keys from the new agent
+    (red team 24c). The mount watch now watches sockets' hides under read grants too."""
+    if sandbox.who.is_root:
+        pytest.skip("run by root, a socket root listens on in a grant refuses the launch")
+    sock = sandbox.home / ".bitwarden-ssh-agent.sock"
+    agents.append(Agent(sandbox, sock))
+    command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec",
+               str(sandbox.write_spec(READ_HOME)), "--yes", "--", "/bin/sh", "-c",
+               WAIT_AND_LIST.format(sock=sock)]
+    run = subprocess.Popen(command, cwd=sandbox.project, env=sandbox.env(), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: (sandbox.project / "ready").exists() or run.poll() is not None,
+                   timeout=30)
+        assert (sandbox.project / "ready").exists(), run.communicate(timeout=10)
+        agents.pop().stop()
+        assert wait_until(lambda: not sock.exists(), timeout=10)
+        agents.append(Agent(sandbox, sock))  # the same path, a new socket
+        wait_until(lambda: run.poll() is not None, timeout=10)
+        (sandbox.project / "go").touch()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert agents[0].public not in out, out
+    assert run.returncode == 125, (out, err)
+    assert f"{sock} was replaced or removed on the host while the run lasted" in err, err
