@@ -13,7 +13,9 @@ run is ended the moment it happens (status 125), with the path named.
 The inner hands over an fd of its own `/proc/self/mountinfo` before the go (the table
 complete, nothing of the command run yet); the kernel keeps the mount namespace with the
 open file, and marks it with an exceptional condition (POLLPRI) at each change of the
-table. A thread waits on it and reads the table again at each change.
+table. A thread waits on it and reads the table again at each change, and every
+RECHECK_SECONDS besides: a mount point renamed on the host moves in the table without
+a change the kernel marks.
 
 What it cannot do: a command writing the path in the moment between the host's replace
 and the end of the run is not stopped; the message says to check the path. A command
@@ -30,6 +32,14 @@ import threading
 from collections.abc import Callable, Mapping
 
 from .plan import SOCKET_HIDDEN, LaunchPlan
+
+# The table is read again this often even without the kernel's mark: a mount point the
+# host renames away (an editor saving `.mcp.json` by renaming the old one to a backup,
+# `.mcp.json~`, and writing a new one; a folder above it moved) changes no mount, so the
+# kernel marks nothing, while the mount now shows at the other path and the new file at
+# the watched one is the sandbox's to write (measured: it was written, and the run went
+# on until it ended by itself; red team 24c).
+RECHECK_SECONDS = 0.1
 
 # Mounts that close something inside a folder the sandbox writes.
 _CLOSING = ("ro-bind", "bind", "tmpfs", "hide-file")
@@ -142,7 +152,8 @@ class MountWatch:
                 self.lost(*missing)
                 return
             try:
-                readable, _, _ = select.select([self._stop_read], [], [self.fd])
+                readable, _, _ = select.select([self._stop_read], [], [self.fd],
+                                               RECHECK_SECONDS)
             except (OSError, ValueError):
                 return
             if readable:
