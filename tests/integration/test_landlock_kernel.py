@@ -438,8 +438,7 @@ def test_more_rules_than_the_open_file_limit(tmp_path: Path) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))  # the child inherits it
     try:
-        results = confined(rules, lambda: {"read": outcome(
-            lambda: (tmp_path / "f299").read_text())})
+        results = confined(rules, lambda: {"read": outcome((tmp_path / "f299").read_text)})
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert results == {"restrict": "ok", "read": "ok"}
