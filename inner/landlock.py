@@ -230,38 +230,30 @@ def _restrict_self(ruleset_fd: int) -> None:
         raise _fail(err, "restrict_self")
 
 
-def _open_rules(rules: list[tuple[str, list[str]]], abi: int,
-                optional: Collection[str]) -> list[tuple[str, int, int]]:
-    """(path, O_PATH fd, mask) per rule that grants anything; the fds are the caller's."""
-    opened: list[tuple[str, int, int]] = []
+def _open_rule(path: str, names: list[str], abi: int,
+               optional: Collection[str]) -> tuple[int, int] | None:
+    """(O_PATH fd, mask) for one rule, the fd the caller's; None when it grants nothing
+    here (an optional path gone, no right this kernel or inode can hold)."""
     try:
-        for path, names in rules:
-            access_mask(names, abi=abi)  # an unknown name fails before any open
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError as err:
-                if err.errno in (errno.ENOENT, errno.ENOTDIR):
-                    if path in optional:
-                        continue
-                    raise LandlockMissingPath(
-                        err.errno, f"landlock rule path: {os.strerror(err.errno)}",
-                        path) from None
-                raise _fail(err.errno or errno.EIO, "open(O_PATH)", path) from None
-            try:
-                directory = stat.S_ISDIR(os.fstat(fd).st_mode)
-            except OSError as err:
-                os.close(fd)
-                raise _fail(err.errno or errno.EIO, "fstat", path) from None
-            mask = access_mask(names, abi=abi, directory=directory)
-            if mask == 0:
-                os.close(fd)  # nothing this kernel or inode can grant: ENOMSG if sent
-                continue
-            opened.append((path, fd, mask))
-    except BaseException:
-        for _, fd, _ in opened:
-            os.close(fd)
-        raise
-    return opened
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno in (errno.ENOENT, errno.ENOTDIR):
+            if path in optional:
+                return None
+            raise LandlockMissingPath(
+                err.errno, f"landlock rule path: {os.strerror(err.errno)}",
+                path) from None
+        raise _fail(err.errno or errno.EIO, "open(O_PATH)", path) from None
+    try:
+        directory = stat.S_ISDIR(os.fstat(fd).st_mode)
+    except OSError as err:
+        os.close(fd)
+        raise _fail(err.errno or errno.EIO, "fstat", path) from None
+    mask = access_mask(names, abi=abi, directory=directory)
+    if mask == 0:
+        os.close(fd)  # nothing this kernel or inode can grant: ENOMSG if sent
+        return None
+    return fd, mask
 
 
 def restrict(rules: list[tuple[str, list[str]]], *, abi: int, scopes: bool = True,
@@ -275,27 +267,33 @@ def restrict(rules: list[tuple[str, list[str]]], *, abi: int, scopes: bool = Tru
     those the ABI lacks and, on a file, those a file cannot hold. Several rules on one
     inode add up. An empty `rules` refuses every file access.
 
-    Every path is opened before the ruleset is made, so a missing one raises
-    LandlockMissingPath (errno ENOENT or ENOTDIR, `filename` the path) with nothing
-    applied; a path listed in `optional` (as written in `rules`) is skipped instead.
-    Any other failure is a LandlockError naming the step and path; the caller fails
-    closed. The caller has set no_new_privs and is single-threaded: other threads would
-    stay unconfined (no TSYNC before ABI 8).
+    Each path is opened, added and closed in turn, one descriptor at a time: a folder
+    closed entry by entry (close_hidden) may hold more entries than the open-file limit
+    the person's shell gives (1024 is common). Nothing applies before every rule is
+    added, so a missing one raises LandlockMissingPath (errno ENOENT or ENOTDIR,
+    `filename` the path) with nothing applied; a path listed in `optional` (as written
+    in `rules`) is skipped instead. Any other failure is a LandlockError naming the step
+    and path; the caller fails closed. The caller has set no_new_privs and is
+    single-threaded: other threads would stay unconfined (no TSYNC before ABI 8).
     """
     if abi < 1:
         raise _fail(errno.EOPNOTSUPP, f"restrict at ABI {abi}")
-    opened = _open_rules(rules, abi, optional)
+    for _, names in rules:
+        access_mask(names, abi=abi)  # an unknown name fails before any open
+    ruleset_fd = _create_ruleset(abi, scopes=scopes)
     try:
-        ruleset_fd = _create_ruleset(abi, scopes=scopes)
-        try:
-            for path, fd, mask in opened:
+        for path, names in rules:
+            opened = _open_rule(path, names, abi, optional)
+            if opened is None:
+                continue
+            fd, mask = opened
+            try:
                 _add_path_rule(ruleset_fd, fd, mask, path)
-            _restrict_self(ruleset_fd)
-        finally:
-            os.close(ruleset_fd)
+            finally:
+                os.close(fd)
+        _restrict_self(ruleset_fd)
     finally:
-        for _, fd, _ in opened:
-            os.close(fd)
+        os.close(ruleset_fd)
 
 
 def _is_mount(path: str, parent: str) -> bool:

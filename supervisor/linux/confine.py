@@ -125,6 +125,11 @@ def closed_folders(plan: LaunchPlan, snapshot: Snapshot) -> dict[str, list[str]]
                and not any(is_within(op.dest, c.path) for c in snapshot.caches)}
     hidden |= {g.target for g in snapshot.grants if g.access == "hide" and g.target}
     hidden |= set(plan.unhidden)
+    # Every read grant's rule: Landlock's rights add up along the path, across mounts, so
+    # a read grant holding the one that holds a hidden path (`read = ["/", "~"]`, or
+    # `["~", "~/.config"]`) reaches it all the same, unless it is closed down to it too.
+    reads = [(d, op) for d, op in mounts if op.kind == "ro-bind" and op.dest == op.source
+             and not is_within(d, "/proc") and d not in hidden]
     closed: dict[str, list[str]] = {}
     for path in sorted(hidden):
         holder = deepest(path, ((d, op) for d, op in mounts
@@ -132,7 +137,9 @@ def closed_folders(plan: LaunchPlan, snapshot: Snapshot) -> dict[str, list[str]]
         if holder is None or holder.kind != "ro-bind" or holder.dest != holder.source \
                 or is_within(holder.dest, "/proc"):
             continue  # not under a read grant (a write grant's hides stay mounts only)
-        closed.setdefault(holder.dest, []).append(path)
+        for folder in sorted({d for d, _ in reads if is_within(path, d)} | {holder.dest}):
+            if path not in closed.setdefault(folder, []):
+                closed[folder].append(path)
     return closed
 
 

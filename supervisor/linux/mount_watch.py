@@ -13,7 +13,9 @@ run is ended the moment it happens (status 125), with the path named.
 The inner hands over an fd of its own `/proc/self/mountinfo` before the go (the table
 complete, nothing of the command run yet); the kernel keeps the mount namespace with the
 open file, and marks it with an exceptional condition (POLLPRI) at each change of the
-table. A thread waits on it and reads the table again at each change.
+table. A thread waits on it and reads the table again at each change, and every
+RECHECK_SECONDS besides: a mount point renamed on the host moves in the table without
+a change the kernel marks.
 
 What it cannot do: a command writing the path in the moment between the host's replace
 and the end of the run is not stopped; the message says to check the path. A command
@@ -29,18 +31,32 @@ import select
 import threading
 from collections.abc import Callable, Mapping
 
-from .plan import LaunchPlan
+from .plan import SOCKET_HIDDEN, LaunchPlan
+
+# The table is read again this often even without the kernel's mark: a mount point the
+# host renames away (an editor saving `.mcp.json` by renaming the old one to a backup,
+# `.mcp.json~`, and writing a new one; a folder above it moved) changes no mount, so the
+# kernel marks nothing, while the mount now shows at the other path and the new file at
+# the watched one is the sandbox's to write (measured: it was written, and the run went
+# on until it ended by itself; red team 24c).
+RECHECK_SECONDS = 0.1
 
 # Mounts that close something inside a folder the sandbox writes.
 _CLOSING = ("ro-bind", "bind", "tmpfs", "hide-file")
 
 
 def watched_mounts(plan: LaunchPlan) -> dict[str, str]:
-    """Each mount point strictly inside a write bind of the plan, with its reason."""
+    """Each mount point strictly inside a write bind of the plan, and each socket's
+    hide wherever it is, with its reason.
+
+    A socket's hide under a read grant too: connect() needs no Landlock right below ABI
+    9, so the agent's new socket, bound at its path again when it restarts (which takes
+    the hide off), is not closed by the read grant's closing (confine.closed_folders)."""
     written = [op.dest for op in plan.ops if op.kind == "bind"]
     return {op.dest: op.reason for op in plan.ops if op.kind in _CLOSING
-            and any(op.dest != top and op.dest.startswith(top.rstrip("/") + "/")
-                    for top in written)}
+            and (any(op.dest != top and op.dest.startswith(top.rstrip("/") + "/")
+                     for top in written)
+                 or (op.kind == "hide-file" and op.reason == SOCKET_HIDDEN))}
 
 
 def identities(paths: Mapping[str, str]) -> dict[str, tuple[int, int] | None]:
@@ -136,7 +152,8 @@ class MountWatch:
                 self.lost(*missing)
                 return
             try:
-                readable, _, _ = select.select([self._stop_read], [], [self.fd])
+                readable, _, _ = select.select([self._stop_read], [], [self.fd],
+                                               RECHECK_SECONDS)
             except (OSError, ValueError):
                 return
             if readable:

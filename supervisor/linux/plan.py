@@ -532,6 +532,10 @@ def _refuse_root_sockets(layout: HostLayout, grants: tuple[Grant, ...],
         )
 
 
+# The reason of a socket's hide: the mount watch knows it by it (mount_watch.py).
+SOCKET_HIDDEN = "a socket in a granted folder, not named in [network] unix: hidden"
+
+
 def _hide_sockets(snapshot: Snapshot, sockets: tuple[str, ...],
                   mounts: list[tuple[str, str]],
                   add: Callable[[int, MountOp, str], None]) -> None:
@@ -542,8 +546,7 @@ def _hide_sockets(snapshot: Snapshot, sockets: tuple[str, ...],
     named |= {s.target for s in snapshot.network.sockets()}
     for path in sockets:
         if path not in named and _deepest(path, mounts) in ("read", "write"):
-            add(1, MountOp("hide-file", path, reason="a socket in a granted folder, not "
-                           "named in [network] unix: hidden"), "hide")
+            add(1, MountOp("hide-file", path, reason=SOCKET_HIDDEN), "hide")
 
 
 def _hide_by_name(snapshot: Snapshot, found: tuple[Found, ...],

@@ -303,3 +303,90 @@ def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
     assert "SECRET" not in out and "AKIALATER" not in out, out
     assert out.count("cat=1") == 2, (out, err)
     assert f"{creds}: Permission denied" in err, err
+
+
+# Inside: wait until the person has acted outside, then read both hidden files.
+WAIT_AND_READ_BOTH = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+                      "cat ~/.git-credentials; echo cat=$?; cat ~/.config/secret; echo cat=$?")
+
+
+@pytest.mark.parametrize("reads", ['["/", "~"]', '["~", "~/.config"]'],
+                         ids=["root-and-home", "home-and-config"])
+def test_a_read_grant_above_the_one_holding_a_hidden_file_is_closed_too(
+        home_box: Sandbox, reads: str) -> None:
+    """Landlock's rights add up along a path, across mounts: with `read = ["/", "~"]` the
+    rule on `/` reached ~/.git-credentials, and with `read = ["~", "~/.config"]` the rule
+    on ~ (closed for its own hidden files, with full rights on its entry .config) reached
+    a hidden file in ~/.config. Only the grant holding a hidden path was closed, so the
+    person's new credential renamed over a hidden one was read (red team 24c)."""
+    box = home_box
+    creds = box.home / ".git-credentials"
+    secret = box.home / ".config" / "secret"
+    secret.parent.mkdir(exist_ok=True)
+    for path in (creds, secret):
+        path.write_text("OLDSECRET\n")
+        path.chmod(0o600)
+    box.chown()
+    spec = f'[files]\nread = {reads}\nwrite = ["."]\nhide = ["~/.config/secret"]\n'
+    command = [*box.who.prefix, LNK, "sandbox", "run", "--spec", str(box.write_spec(spec)),
+               "--yes", "--", "/bin/sh", "-c", WAIT_AND_READ_BOTH]
+    run = subprocess.Popen(command, cwd=box.project, env=box.env(), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: (box.project / "ready").exists() or run.poll() is not None,
+                   timeout=30)
+        assert (box.project / "ready").exists(), run.communicate(timeout=10)
+        for path in (creds, secret):  # as git's credential-store and editors write
+            new = path.with_name(path.name + ".new")
+            new.write_text("NEWSECRET\n")
+            new.chmod(0o600)
+            os.replace(new, path)
+        box.chown()
+        (box.project / "go").touch()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert out.splitlines()[0] == "STARTED", (out, err)
+    assert "SECRET" not in out, out
+    assert out.count("cat=1") == 2, (out, err)
+    assert f"{creds}: Permission denied" in err, err
+    assert f"{secret}: Permission denied" in err, err
+
+
+WAIT_AND_LIST = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+                 "SSH_AUTH_SOCK={sock} ssh-add -L; echo ssh-add=$?")
+
+
+def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
+        sandbox: Sandbox, agents: list[Agent]) -> None:
+    """An agent that restarts binds its socket at the same path again, which takes the
+    hide off (the kernel detaches a mount from a dentry removed in another mount
+    namespace); below Landlock ABI 9 connect() needs no right, so the read grant's
+    closing does not hold it: the sandbox listed the person's keys from the new agent
+    (red team 24c). The mount watch now watches sockets' hides under read grants too."""
+    if sandbox.who.is_root:
+        pytest.skip("run by root, a socket root listens on in a grant refuses the launch")
+    sock = sandbox.home / ".bitwarden-ssh-agent.sock"
+    agents.append(Agent(sandbox, sock))
+    command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec",
+               str(sandbox.write_spec(READ_HOME)), "--yes", "--", "/bin/sh", "-c",
+               WAIT_AND_LIST.format(sock=sock)]
+    run = subprocess.Popen(command, cwd=sandbox.project, env=sandbox.env(), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: (sandbox.project / "ready").exists() or run.poll() is not None,
+                   timeout=30)
+        assert (sandbox.project / "ready").exists(), run.communicate(timeout=10)
+        agents.pop().stop()
+        assert wait_until(lambda: not sock.exists(), timeout=10)
+        agents.append(Agent(sandbox, sock))  # the same path, a new socket
+        wait_until(lambda: run.poll() is not None, timeout=10)
+        (sandbox.project / "go").touch()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert agents[0].public not in out, out
+    assert run.returncode == 125, (out, err)
+    assert f"{sock} was replaced or removed on the host while the run lasted" in err, err

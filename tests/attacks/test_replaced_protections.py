@@ -69,3 +69,31 @@ def test_without_a_replace_the_same_run_goes_on_and_is_refused(sandbox: Sandbox)
     assert out.splitlines() == ["STARTED", "wrote=2"], (out, err)
     assert "Read-only file system" in err
     assert target.read_text() == PERSON
+
+
+def test_a_protected_file_the_host_renames_away_ends_the_run(sandbox: Sandbox) -> None:
+    """Emacs saves (its first save of a file) by renaming the old file to a backup,
+    `.mcp.json~`, and writing a new one. Renaming a mount point's dentry in another
+    namespace changes no mount, so the kernel marks nothing: the sandbox's mount showed
+    at `.mcp.json~`, the person's new `.mcp.json` was the sandbox's to write, and the
+    run went on until it ended by itself (only then was the path said; red team 24c)."""
+    target = sandbox.project / ".mcp.json"
+    target.write_text('{"mcpServers": {"old": {}}}\n')
+    sandbox.chown()
+    run = _start(sandbox)
+    try:
+        assert wait_until(lambda: (sandbox.project / "ready").exists()
+                          or run.poll() is not None, timeout=30)
+        assert (sandbox.project / "ready").exists(), run.communicate(timeout=10)
+        os.rename(target, sandbox.project / ".mcp.json~")
+        target.write_text(PERSON)
+        wait_until(lambda: run.poll() is not None, timeout=10)
+        (sandbox.project / "go").touch()  # too late when the run has ended
+        out, err = run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert out.splitlines() == ["STARTED"], (out, err)
+    assert run.returncode == 125, (out, err)
+    assert f"{target} was replaced or removed on the host while the run lasted" in err, err
+    assert target.read_text() == PERSON

@@ -422,3 +422,23 @@ def test_an_unknown_right_raises_and_applies_nothing(tree: Path) -> None:
 
     assert confined([(str(tree / "ro"), ["read_file", "connect_tcp"])], probe) == {
         "restrict": "LandlockError EINVAL None", "read out": "ok"}
+
+
+@pytest.mark.requires_landlock(abi=1)
+def test_more_rules_than_the_open_file_limit(tmp_path: Path) -> None:
+    """A read grant holding a hidden path is closed entry by entry (close_hidden): a
+    folder of a few thousand files is that many rules, more than the 1024 open files a
+    person's shell commonly allows. restrict held every rule's descriptor at once, and
+    the launch failed (EMFILE) in a folder of 1100 files (red team 24c)."""
+    import resource
+
+    for i in range(300):
+        (tmp_path / f"f{i}").write_text("x")
+    rules = [(str(tmp_path / f"f{i}"), READ) for i in range(300)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))  # the child inherits it
+    try:
+        results = confined(rules, lambda: {"read": outcome((tmp_path / "f299").read_text)})
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert results == {"restrict": "ok", "read": "ok"}

@@ -42,3 +42,31 @@ def test_a_path_replaced_or_removed_is_told_by_its_identity(tmp_path: Path) -> N
     assert replaced(before) == str(swapped)
     gone.unlink()
     assert replaced({str(gone): before[str(gone)]}) == str(gone)
+
+
+def test_a_table_that_changes_without_the_kernels_mark_is_read_again(tmp_path: Path) -> None:
+    """A mount point the host renames away (an editor's backup by rename, `.mcp.json~`,
+    then a new `.mcp.json`) changes no mount: the kernel marks nothing (no POLLPRI), the
+    table shows the mount at the backup's path, and the new file at the watched path is
+    the sandbox's to write. The watch waited only for the mark, and the run went on (red
+    team 24c). A regular file never has the mark: the change is seen all the same."""
+    import threading
+
+    from supervisor.linux.mount_watch import MountWatch
+
+    table = tmp_path / "mountinfo"
+    table.write_bytes(b"40 22 8:1 /p /p rw - ext4 /dev/sda1 rw\n"
+                      b"41 40 8:1 /p/.mcp.json /p/.mcp.json ro - ext4 /dev/sda1 rw\n")
+    lost: list[str] = []
+    seen = threading.Event()
+    watch = MountWatch(os.open(table, os.O_RDONLY), {"/p/.mcp.json": "dot file"},
+                       lambda path, reason: (lost.append(path), seen.set()))
+    watch.start()
+    try:
+        assert not seen.wait(0.3)
+        table.write_bytes(b"40 22 8:1 /p /p rw - ext4 /dev/sda1 rw\n"
+                          b"41 40 8:1 /p/.mcp.json /p/.mcp.json~ ro - ext4 /dev/sda1 rw\n")
+        assert seen.wait(5)
+    finally:
+        watch.stop()
+    assert lost == ["/p/.mcp.json"]
