@@ -59,8 +59,12 @@ def test_a_table_that_changes_without_the_kernels_mark_is_read_again(tmp_path: P
                       b"41 40 8:1 /p/.mcp.json /p/.mcp.json ro - ext4 /dev/sda1 rw\n")
     lost: list[str] = []
     seen = threading.Event()
-    watch = MountWatch(os.open(table, os.O_RDONLY), {"/p/.mcp.json": "dot file"},
-                       lambda path, reason: (lost.append(path), seen.set()))
+
+    def on_lost(path: str, reason: str) -> None:
+        lost.append(path)
+        seen.set()
+
+    watch = MountWatch(os.open(table, os.O_RDONLY), {"/p/.mcp.json": "dot file"}, on_lost)
     watch.start()
     try:
         assert not seen.wait(0.3)
