@@ -206,7 +206,7 @@ class Supervision:
             f"{path} was replaced or removed on the host while the run lasted (or a "
             f"folder above it moved), which took off the mount that kept it from the "
             f"sandbox ({reason}); the run is ended, since from then the sandbox could "
-            "change it",
+            "reach it",
             hint=f"check {path} before your tools use it (git diff, or its tool's own "
             "view), and run again once the change on the host is done"))
 
