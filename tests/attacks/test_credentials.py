@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support.processes import wait_until
+from support.processes import WAIT_FOR_GO, wait_until, while_it_runs
 from support.sandbox import LNK, Sandbox, Who
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -260,8 +260,8 @@ def home_box(who: Who, tmp_path: Path) -> Iterator[Sandbox]:
 
 
 # Inside: say it started, wait until the person has acted outside, then read.
-WAIT_AND_READ = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
-                 "cat ~/.git-credentials; echo cat=$?; cat ~/.aws/credentials; echo cat=$?")
+WAIT_AND_READ = (WAIT_FOR_GO + "cat ~/.git-credentials; echo cat=$?; "
+                 "cat ~/.aws/credentials; echo cat=$?")
 
 
 def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
@@ -279,12 +279,8 @@ def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
     command = [*box.who.prefix, LNK, "sandbox", "run", "--spec",
                str(box.write_spec(READ_HOME)), "--yes", "--", "/bin/sh", "-c",
                WAIT_AND_READ]
-    run = subprocess.Popen(command, cwd=box.project, env=box.env(), text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: (box.project / "ready").exists() or run.poll() is not None,
-                   timeout=30)
-        assert (box.project / "ready").exists(), run.communicate(timeout=10)
+
+    def person_acts() -> None:
         person = {**box.env(), "GIT_CONFIG_NOSYSTEM": "1"}
         subprocess.run([*box.who.prefix, "git", "credential-store", "store"], env=person,
                        input="protocol=https\nhost=gitlab.com\nusername=person\n"
@@ -294,11 +290,8 @@ def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
         aws.mkdir()
         (aws / "credentials").write_text("[default]\naws_secret_access_key=AKIALATER\n")
         box.chown()
-        (box.project / "go").touch()
-        out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
+
+    _, out, err = while_it_runs(command, cwd=box.project, env=box.env(), act=person_acts)
     assert out.splitlines()[0] == "STARTED", (out, err)
     assert "SECRET" not in out and "AKIALATER" not in out, out
     assert out.count("cat=1") == 2, (out, err)
@@ -306,8 +299,8 @@ def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
 
 
 # Inside: wait until the person has acted outside, then read both hidden files.
-WAIT_AND_READ_BOTH = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
-                      "cat ~/.git-credentials; echo cat=$?; cat ~/.config/secret; echo cat=$?")
+WAIT_AND_READ_BOTH = (WAIT_FOR_GO + "cat ~/.git-credentials; echo cat=$?; "
+                      "cat ~/.config/secret; echo cat=$?")
 
 
 @pytest.mark.parametrize("reads", ['["/", "~"]', '["~", "~/.config"]'],
@@ -330,23 +323,16 @@ def test_a_read_grant_above_the_one_holding_a_hidden_file_is_closed_too(
     spec = f'[files]\nread = {reads}\nwrite = ["."]\nhide = ["~/.config/secret"]\n'
     command = [*box.who.prefix, LNK, "sandbox", "run", "--spec", str(box.write_spec(spec)),
                "--yes", "--", "/bin/sh", "-c", WAIT_AND_READ_BOTH]
-    run = subprocess.Popen(command, cwd=box.project, env=box.env(), text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: (box.project / "ready").exists() or run.poll() is not None,
-                   timeout=30)
-        assert (box.project / "ready").exists(), run.communicate(timeout=10)
+
+    def person_acts() -> None:
         for path in (creds, secret):  # as git's credential-store and editors write
             new = path.with_name(path.name + ".new")
             new.write_text("NEWSECRET\n")
             new.chmod(0o600)
             os.replace(new, path)
         box.chown()
-        (box.project / "go").touch()
-        out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
+
+    _, out, err = while_it_runs(command, cwd=box.project, env=box.env(), act=person_acts)
     assert out.splitlines()[0] == "STARTED", (out, err)
     assert "SECRET" not in out, out
     assert out.count("cat=1") == 2, (out, err)
@@ -354,8 +340,7 @@ def test_a_read_grant_above_the_one_holding_a_hidden_file_is_closed_too(
     assert f"{secret}: Permission denied" in err, err
 
 
-WAIT_AND_LIST = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
-                 "SSH_AUTH_SOCK={sock} ssh-add -L; echo ssh-add=$?")
+WAIT_AND_LIST = WAIT_FOR_GO + "SSH_AUTH_SOCK={sock} ssh-add -L; echo ssh-add=$?"
 
 
 def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
@@ -378,21 +363,14 @@ def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
         assert done.returncode == 125 and "STARTED" not in done.stdout, done
         assert f"{sock} is a socket a root process listens on" in done.stderr, done.stderr
         return
-    run = subprocess.Popen(command, cwd=sandbox.project, env=sandbox.env(), text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: (sandbox.project / "ready").exists() or run.poll() is not None,
-                   timeout=30)
-        assert (sandbox.project / "ready").exists(), run.communicate(timeout=10)
+
+    def agent_restarts() -> None:
         agents.pop().stop()
         assert wait_until(lambda: not sock.exists(), timeout=10)
         agents.append(Agent(sandbox, sock))  # the same path, a new socket
-        wait_until(lambda: run.poll() is not None, timeout=10)
-        (sandbox.project / "go").touch()
-        out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
+
+    status, out, err = while_it_runs(command, cwd=sandbox.project, env=sandbox.env(),
+                                     act=agent_restarts, end_first=10)
     assert agents[0].public not in out, out
-    assert run.returncode == 125, (out, err)
+    assert status == 125, (out, err)
     assert f"{sock} was replaced or removed on the host while the run lasted" in err, err

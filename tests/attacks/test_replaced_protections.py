@@ -9,49 +9,44 @@ once (125), naming the path (supervisor/linux/mount_watch.py), in both modes."""
 from __future__ import annotations
 
 import os
-import subprocess
+from collections.abc import Callable
 
 import pytest
 
-from support.processes import wait_until
+from support.processes import WAIT_FOR_GO, while_it_runs
 from support.sandbox import LNK, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
 PERSON = '{"mcpServers": {}}\n'
-# Inside: say it started, wait for the go (made only after the person acted), then write.
-WAIT_AND_WRITE = ("echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
-                  "echo evil > .mcp.json; echo wrote=$?")
+# Inside: say it started, wait for the go (given only after the person acted), then write.
+WAIT_AND_WRITE = WAIT_FOR_GO + "echo evil > .mcp.json; echo wrote=$?"
 
 
-def _start(box: Sandbox) -> subprocess.Popen[str]:
+def _run(box: Sandbox, act: Callable[[], None], end_first: float = 30
+         ) -> tuple[int, str, str]:
+    """The run, with the person's `act` outside once it is ready, the go given once the
+    run ended or after `end_first` seconds; (status, out, err)."""
     command = [*box.who.prefix, LNK, "sandbox", "run", "--spec",
                str(box.write_spec('[files]\nwrite = ["."]\n')), "--yes", "--",
                "/bin/sh", "-c", WAIT_AND_WRITE]
-    return subprocess.Popen(command, cwd=box.project, env=box.env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return while_it_runs(command, cwd=box.project, env=box.env(), act=act,
+                         end_first=end_first)
 
 
 def test_a_protected_file_the_host_replaces_ends_the_run(sandbox: Sandbox) -> None:
     target = sandbox.project / ".mcp.json"
     target.write_text('{"mcpServers": {"old": {}}}\n')
     sandbox.chown()
-    run = _start(sandbox)
-    try:
-        assert wait_until(lambda: (sandbox.project / "ready").exists()
-                          or run.poll() is not None, timeout=30)
-        assert (sandbox.project / "ready").exists(), run.communicate(timeout=10)
+
+    def person_saves() -> None:
         new = sandbox.project / ".mcp.json.new"  # as git and editors write: a new file
         new.write_text(PERSON)
         os.replace(new, target)
-        wait_until(lambda: run.poll() is not None, timeout=30)
-        (sandbox.project / "go").touch()  # too late: the run has ended
-        out, err = run.communicate(timeout=30)
-    finally:
-        if run.poll() is None:
-            run.kill()
+
+    status, out, err = _run(sandbox, person_saves)
     assert out.splitlines() == ["STARTED"], (out, err)
-    assert run.returncode == 125, (out, err)
+    assert status == 125, (out, err)
     assert f"{target} was replaced or removed on the host while the run lasted" in err, err
     assert "which took off the mount that kept it from the sandbox" in err, err
     assert target.read_text() == PERSON  # the person's, as they wrote it
@@ -61,11 +56,9 @@ def test_without_a_replace_the_same_run_goes_on_and_is_refused(sandbox: Sandbox)
     """The control: nothing replaced, the go comes, and the write is refused (EROFS)."""
     target = sandbox.project / ".mcp.json"
     target.write_text(PERSON)
-    (sandbox.project / "go").touch()
     sandbox.chown()
-    run = _start(sandbox)
-    out, err = run.communicate(timeout=60)
-    assert run.returncode == 0, (out, err)
+    status, out, err = _run(sandbox, lambda: None, end_first=0)
+    assert status == 0, (out, err)
     assert out.splitlines() == ["STARTED", "wrote=2"], (out, err)
     assert "Read-only file system" in err
     assert target.read_text() == PERSON
@@ -80,20 +73,13 @@ def test_a_protected_file_the_host_renames_away_ends_the_run(sandbox: Sandbox) -
     target = sandbox.project / ".mcp.json"
     target.write_text('{"mcpServers": {"old": {}}}\n')
     sandbox.chown()
-    run = _start(sandbox)
-    try:
-        assert wait_until(lambda: (sandbox.project / "ready").exists()
-                          or run.poll() is not None, timeout=30)
-        assert (sandbox.project / "ready").exists(), run.communicate(timeout=10)
+
+    def person_saves() -> None:
         os.rename(target, sandbox.project / ".mcp.json~")
         target.write_text(PERSON)
-        wait_until(lambda: run.poll() is not None, timeout=10)
-        (sandbox.project / "go").touch()  # too late when the run has ended
-        out, err = run.communicate(timeout=30)
-    finally:
-        if run.poll() is None:
-            run.kill()
+
+    status, out, err = _run(sandbox, person_saves)
     assert out.splitlines() == ["STARTED"], (out, err)
-    assert run.returncode == 125, (out, err)
+    assert status == 125, (out, err)
     assert f"{target} was replaced or removed on the host while the run lasted" in err, err
     assert target.read_text() == PERSON

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +73,33 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10) -> bool:
     while not (held := condition()) and time.monotonic() < end:
         time.sleep(0.02)
     return held
+
+
+# Inside a run that acts only once the person outside has: it says it started, makes
+# `ready` in its working directory, and waits there for `go` before going on.
+WAIT_FOR_GO = "echo STARTED; touch ready; while [ ! -e go ]; do sleep 0.05; done; "
+
+
+def while_it_runs(argv: list[str], *, cwd: Path, env: dict[str, str],
+                  act: Callable[[], None], end_first: float = 0
+                  ) -> tuple[int, str, str]:
+    """Start `argv` (whose command begins with WAIT_FOR_GO), do `act` outside once it is
+    ready, then give the go, after waiting up to `end_first` seconds for the run to end
+    by itself (a run lnk-sandbox ends for what `act` did); (status, stdout, stderr)."""
+    run = subprocess.Popen(argv, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: (cwd / "ready").exists() or run.poll() is not None, timeout=30)
+        assert (cwd / "ready").exists(), run.communicate(timeout=10)
+        act()
+        if end_first:
+            wait_until(lambda: run.poll() is not None, timeout=end_first)
+        (cwd / "go").touch()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    return run.returncode, out, err
 
 
 def at_terminal(argv: list[str], *, cwd: Path, env: dict[str, str],

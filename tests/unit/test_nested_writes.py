@@ -17,7 +17,7 @@ from supervisor.linux.plan import HostLayout, LaunchPlan, build_plan, host_acces
 from supervisor.macos.profile import MacHost, compile_profile
 from supervisor.policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS
 from supervisor.secret_names import Found
-from supervisor.view import view_of
+from supervisor.view import View, view_of
 from support.snapshots import a_snapshot
 
 from .macos_seatbelt import Seatbelt
@@ -65,28 +65,27 @@ def test_a_protection_only_the_runs_temp_folder_writes_stays_read_only_on_macos(
     assert not model.allows("file-write-data", "/Users/me/t/inst/x")
 
 
-# -- what holds in neither version yet --------------------------------------------------
+# -- what held in neither version before ------------------------------------------------
 
 
-
-def test_folders_between_two_write_grants_holding_protections_are_mount_points() -> None:
-    home = "/home/u"
+def nested(home: str, system: tuple[str, ...]) -> tuple[str, str, View]:
+    """write = ["~/src", "~/src/team/proj"], proj a repository: (outer, inner, view)."""
     outer, inner = f"{home}/src", f"{home}/src/team/proj"
     dots = {inner: DotFiles(inner, (Protected(f"{inner}/.git", ".git", "folder", True,
                                               "git"),))}
-    view = view_of(snap(home, write("~/src", outer), write("~/src/team/proj", inner, 1)),
-                   LINUX_SYSTEM_FOLDERS, dots)
+    return outer, inner, view_of(snap(home, write("~/src", outer),
+                                      write("~/src/team/proj", inner, 1)), system, dots)
+
+
+def test_folders_between_two_write_grants_holding_protections_are_mount_points() -> None:
+    outer, inner, view = nested("/home/u", LINUX_SYSTEM_FOLDERS)
     plan = build_plan(view, LAYOUT, root_mode=False)
     assert set(between(outer, inner)) <= mount_points(plan)
 
 
 def test_folders_between_two_write_grants_holding_protections_cannot_move_on_macos() -> None:
     home = "/Users/me"
-    outer, inner = f"{home}/src", f"{home}/src/team/proj"
-    dots = {inner: DotFiles(inner, (Protected(f"{inner}/.git", ".git", "folder", True,
-                                              "git"),))}
-    view = view_of(snap(home, write("~/src", outer), write("~/src/team/proj", inner, 1)),
-                   MACOS_SYSTEM_FOLDERS, dots)
+    outer, inner, view = nested(home, MACOS_SYSTEM_FOLDERS)
     profile = compile_profile(view, MacHost(home))
     model = Seatbelt(profile.text, profile.parameters)
     assert not model.allows("file-write-data", f"{inner}/.git/config")
