@@ -234,8 +234,12 @@ def _open_rule(path: str, names: list[str], abi: int,
                optional: Collection[str]) -> tuple[int, int] | None:
     """(O_PATH fd, mask) for one rule, the fd the caller's; None when it grants nothing
     here (an optional path gone, no right this kernel or inode can hold)."""
+    # A path listed inside the sandbox (optional: close_hidden's entries) is never
+    # followed: the listing skipped links, and one the host made there since would carry
+    # the grant's rights to wherever it points.
+    follow = 0 if path not in optional else os.O_NOFOLLOW
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC | follow)
     except OSError as err:
         if err.errno in (errno.ENOENT, errno.ENOTDIR):
             if path in optional:
@@ -245,10 +249,14 @@ def _open_rule(path: str, names: list[str], abi: int,
                 path) from None
         raise _fail(err.errno or errno.EIO, "open(O_PATH)", path) from None
     try:
-        directory = stat.S_ISDIR(os.fstat(fd).st_mode)
+        mode = os.fstat(fd).st_mode
     except OSError as err:
         os.close(fd)
         raise _fail(err.errno or errno.EIO, "fstat", path) from None
+    if stat.S_ISLNK(mode):
+        os.close(fd)
+        return None  # a listed entry made a link since: in no rule
+    directory = stat.S_ISDIR(mode)
     mask = access_mask(names, abi=abi, directory=directory)
     if mask == 0:
         os.close(fd)  # nothing this kernel or inode can grant: ENOMSG if sent

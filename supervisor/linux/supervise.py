@@ -47,6 +47,7 @@ from ..signal_forwarding import SignalForwarding
 from ..terminal import give_terminal
 from .launch import Launched
 from .mount_watch import identities, replaced
+from .plan import SOCKET_HIDDEN
 
 if TYPE_CHECKING:
     from .mount_watch import MountWatch
@@ -202,13 +203,16 @@ class Supervision:
     def _mount_lost(self, path: str, reason: str) -> None:
         """A protection inside a written folder is gone: the host replaced or removed
         what was there (mount_watch.py). The run ends before the command can use it."""
+        hint = (f"check {path} before your tools use it (git diff, or its tool's own "
+                "view), and run again once the change on the host is done")
+        if reason == SOCKET_HIDDEN:
+            hint = ("a program on the host listens there again (an agent restarted): run "
+                    "again, or name the socket in [network] unix if the sandbox may use it")
         self.fail(ConfinementError(
             f"{path} was replaced or removed on the host while the run lasted (or a "
             f"folder above it moved), which took off the mount that kept it from the "
             f"sandbox ({reason}); the run is ended, since from then the sandbox could "
-            "reach it",
-            hint=f"check {path} before your tools use it (git diff, or its tool's own "
-            "view), and run again once the change on the host is done"))
+            "reach it", hint=hint))
 
     # -- signals -------------------------------------------------------------------------
 
@@ -332,7 +336,7 @@ class Supervision:
         # watch's end of the run may have ended by itself first: what the host replaced
         # is found by its identity all the same, and said.
         if self.problem is None and self.went and \
-                (gone := replaced(self.mount_sources)) is not None:
+                (gone := replaced(self.mount_sources, self.mounts)) is not None:
             self._mount_lost(gone, self.mounts[gone])
         self.signals.restore()
         give_terminal(self.launched.terminal_fd, os.getpgrp())

@@ -343,6 +343,15 @@ def test_a_read_grant_above_the_one_holding_a_hidden_file_is_closed_too(
 WAIT_AND_LIST = WAIT_FOR_GO + "SSH_AUTH_SOCK={sock} ssh-add -L; echo ssh-add=$?"
 
 
+def _refused_for_root(box: Sandbox, command: list[str], sock: Path) -> None:
+    """Run by root, a socket a root process listens on in a grant refuses the launch
+    (the sandbox would be its owner there): the agent is never reached at all."""
+    done = subprocess.run(command, cwd=box.project, env=box.env(), text=True,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 125 and "STARTED" not in done.stdout, done
+    assert f"{sock} is a socket a root process listens on" in done.stderr, done.stderr
+
+
 def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
         sandbox: Sandbox, agents: list[Agent]) -> None:
     """An agent that restarts binds its socket at the same path again, which takes the
@@ -356,12 +365,7 @@ def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
                str(sandbox.write_spec(READ_HOME)), "--yes", "--", "/bin/sh", "-c",
                WAIT_AND_LIST.format(sock=sock)]
     if sandbox.who.is_root:
-        # Run by root, a socket a root process listens on in a grant refuses the launch
-        # (the sandbox would be its owner there): the agent is never reached at all.
-        done = subprocess.run(command, cwd=sandbox.project, env=sandbox.env(), text=True,
-                              capture_output=True, timeout=60)
-        assert done.returncode == 125 and "STARTED" not in done.stdout, done
-        assert f"{sock} is a socket a root process listens on" in done.stderr, done.stderr
+        _refused_for_root(sandbox, command, sock)
         return
 
     def agent_restarts() -> None:
@@ -374,3 +378,26 @@ def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
     assert agents[0].public not in out, out
     assert status == 125, (out, err)
     assert f"{sock} was replaced or removed on the host while the run lasted" in err, err
+
+
+def test_an_agent_that_ends_while_the_run_lasts_ends_nothing_else(
+        sandbox: Sandbox, agents: list[Agent]) -> None:
+    """The control of the restarted agent: an agent that simply ends removes its socket,
+    and nothing listens there again: no way in, so the run goes on (a red team found it
+    ended with 125 for every agent's normal exit)."""
+    sock = sandbox.home / ".bitwarden-ssh-agent.sock"
+    agents.append(Agent(sandbox, sock))
+    command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec",
+               str(sandbox.write_spec(READ_HOME)), "--yes", "--", "/bin/sh", "-c",
+               WAIT_FOR_GO + "echo DONE"]
+    if sandbox.who.is_root:
+        _refused_for_root(sandbox, command, sock)
+        return
+
+    def agent_ends() -> None:
+        agents.pop().stop()
+        assert wait_until(lambda: not sock.exists(), timeout=10)
+
+    status, out, err = while_it_runs(command, cwd=sandbox.project, env=sandbox.env(),
+                                     act=agent_ends, end_first=1)
+    assert (status, out.splitlines()) == (0, ["STARTED", "DONE"]), (out, err)

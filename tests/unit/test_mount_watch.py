@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from supervisor.linux.mount_watch import identities, mount_points, replaced, watched_mounts
-from supervisor.linux.plan import LaunchPlan, MountOp
+from supervisor.linux.plan import SOCKET_HIDDEN, LaunchPlan, MountOp
 
 
 def test_it_watches_what_closes_something_inside_a_written_folder() -> None:
@@ -36,12 +36,14 @@ def test_a_path_replaced_or_removed_is_told_by_its_identity(tmp_path: Path) -> N
     for path in (kept, swapped, gone):
         path.write_text("x")
     before = identities({str(p): "" for p in (kept, swapped, gone)})
-    assert replaced(before) is None
+    assert replaced(before, {}) is None
     (tmp_path / "new").write_text("y")
     os.replace(tmp_path / "new", swapped)
-    assert replaced(before) == str(swapped)
+    assert replaced(before, {}) == str(swapped)
     gone.unlink()
-    assert replaced({str(gone): before[str(gone)]}) == str(gone)
+    assert replaced({str(gone): before[str(gone)]}, {}) == str(gone)
+    # A hidden socket merely gone is its agent's normal exit, not a way in.
+    assert replaced({str(gone): before[str(gone)]}, {str(gone): SOCKET_HIDDEN}) is None
 
 
 def test_a_table_that_changes_without_the_kernels_mark_is_read_again(tmp_path: Path) -> None:
