@@ -519,6 +519,12 @@ def _holder_hint(place: Place, path: str) -> str:
         return ("grant a folder that holds no folder of your PATH, or run lnk from a "
                 f"shell whose PATH does not name {place.name} (an active virtual "
                 "environment's bin/ is on it)")
+    from .home_places import CODE_PATHS
+
+    for variable, _ in CODE_PATHS:
+        if place.what.startswith(f"a folder of your {variable}:"):
+            return (f"grant a folder inside it, or run lnk with {variable} not naming "
+                    f"{place.name} (env -u {variable} lnk ...)")
     return "grant a folder outside it, such as a project's"
 
 

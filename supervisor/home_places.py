@@ -250,7 +250,7 @@ def relative_path_gap(path_env: str) -> str | None:
 
 
 # The places found within `found_once`, by home and PATH; None outside it.
-_found: dict[tuple[str, str], tuple[Place, ...]] | None = None
+_found: dict[tuple[tuple[str, str], tuple[str, ...]], tuple[Place, ...]] | None = None
 
 
 @contextlib.contextmanager
@@ -275,23 +275,41 @@ def look_again() -> None:
         _found.clear()
 
 
-def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
-    """The table's places for this home, every PATH folder as a holder, and the
-    installations PATH's commands run from as places; each with its links resolved.
+# The variables naming folders an interpreter loads code from before (or instead of) its
+# own: a module the sandbox puts in one of them runs in the person's every program of
+# that language, whatever folder it runs in (a `json.py` in a PYTHONPATH folder is
+# imported before the standard library's; PERL5LIB and RUBYLIB are searched before the
+# system's; NODE_PATH for every module a program's own node_modules lacks).
+CODE_PATHS = (
+    ("PYTHONPATH", "Python imports any module there before the standard library's, in "
+                   "every program you run"),
+    ("PERL5LIB", "Perl loads any module there before the system's"),
+    ("RUBYLIB", "Ruby loads any file there before the system's"),
+    ("NODE_PATH", "Node loads any module there that a program's node_modules lacks"),
+)
 
-    `path_env` is PATH as the person's tools see it (this process's by default).
+
+def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
+    """The table's places for this home, every PATH folder and every folder of a code
+    path (CODE_PATHS) as a holder, and the installations PATH's commands run from as
+    places; each with its links resolved.
+
+    `path_env` is PATH as the person's tools see it (this process's by default); the
+    code paths are this process's environment's.
     """
     key = (os.path.normpath(home), os.environ.get("PATH", "") if path_env is None
            else path_env)
-    if _found is not None and key in _found:
-        return _found[key]
-    places = _home_places(*key)
+    codes = tuple(os.environ.get(name, "") for name, _ in CODE_PATHS)
+    if _found is not None and (key, codes) in _found:
+        return _found[(key, codes)]
+    places = _home_places(*key, codes)
     if _found is not None:
-        _found[key] = places
+        _found[(key, codes)] = places
     return places
 
 
-def _home_places(home: str, path_env: str) -> tuple[Place, ...]:
+def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
+                 ) -> tuple[Place, ...]:
     from .runs_as_you import HOME_PLACES
 
     resolver = _Resolver()
@@ -313,6 +331,11 @@ def _home_places(home: str, path_env: str) -> tuple[Place, ...]:
         if folder != home:
             add(folder, _shown(folder, home), "folder", "a folder of your PATH: any file "
                 "there is a command you may type", holder=True)
+    for (variable, what), value in zip(CODE_PATHS, codes, strict=False):
+        for folder in path_folders(value):
+            if folder != home:
+                add(folder, _shown(folder, home), "folder",
+                    f"a folder of your {variable}: {what}", holder=True)
     holders = [p for place in places.values() if place.holder
                for p in (place.path, place.real)]
     tool_homes = [p for place in places.values() if not place.holder and place.kind ==

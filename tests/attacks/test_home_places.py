@@ -253,3 +253,28 @@ def test_one_tools_cache_folder_is_granted(sandbox: Sandbox) -> None:
                        spec='files.write = ["~/.cache/pip"]\n')
     assert done.returncode == 0 and done.stdout.startswith("STARTED"), done
     assert not os.path.lexists(sandbox.home / ".cache" / "p10k-instant-prompt-x.zsh")
+
+
+def test_a_folder_of_pythonpath_is_not_written(sandbox: Sandbox) -> None:
+    """PYTHONPATH names the project's lib/: a json.py the sandbox put there would be
+    imported before the standard library's by every Python program the person runs,
+    in any folder. The write grant holding it is refused, naming the variable; the
+    person's python afterwards imports the standard json. The control: off PYTHONPATH,
+    the same spec runs."""
+    lib = sandbox.project / "lib"
+    lib.mkdir()
+    sandbox.chown()
+    plant = f"echo STARTED; echo 'raise SystemExit(\"PLANTED\")' > {lib}/json.py"
+    done = sandbox.run("/bin/sh", "-c", plant, spec='files.write = ["."]\n',
+                       env={"PYTHONPATH": str(lib)})
+    assert done.returncode == 125 and "STARTED" not in done.stdout, done
+    assert "a folder of your PYTHONPATH" in done.stderr, done.stderr
+    assert "run lnk with PYTHONPATH not naming" in done.stderr
+    assert not (lib / "json.py").exists()
+    person = subprocess.run([*sandbox.who.prefix, "/usr/bin/python3", "-c",
+                             "import json; print(json.dumps([1]))"],
+                            env={"PYTHONPATH": str(lib), "PATH": SYSTEM_PATH},
+                            capture_output=True, text=True, check=True, cwd="/")
+    assert person.stdout == "[1]\n"
+    done = sandbox.run("/bin/sh", "-c", "echo STARTED", spec='files.write = ["."]\n')
+    assert done.returncode == 0 and done.stdout == "STARTED\n", done

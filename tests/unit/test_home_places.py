@@ -317,3 +317,24 @@ def test_a_project_linked_onto_path_is_what_its_command_runs(home: Path) -> None
     assert "inside ~/proj: what mytool on your PATH runs (~/proj/bin/cli.js)" in \
         error.message
     assert error.hint is not None and "npm unlink" in error.hint
+
+
+@pytest.mark.parametrize("variable", ["PYTHONPATH", "PERL5LIB", "RUBYLIB", "NODE_PATH"])
+def test_a_folder_of_a_code_path_is_a_holder(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                             variable: str) -> None:
+    """A folder PYTHONPATH (PERL5LIB, RUBYLIB, NODE_PATH) names is searched before the
+    language's own: a module the sandbox put there (a json.py) would run in every
+    program of the person's in that language. Held as a PATH folder is: a write grant
+    that is or holds it is refused, naming the variable; one inside it is not."""
+    lib = home / "proj" / "lib"
+    (lib / "pkg").mkdir(parents=True)
+    monkeypatch.setenv(variable, f"{lib}:relative/ignored")
+    place = places(home)[str(lib)]
+    assert place.holder and place.what.startswith(f"a folder of your {variable}: ")
+    for grant in (".", "./lib"):
+        error = refused(home, write(grant))
+        assert f"which is or holds {lib}" in error.message or "~/proj/lib" in error.message
+        assert f"run lnk with {variable} not naming" in (error.hint or "")
+    snapshot(home, write("./lib/pkg"))  # inside it: a package, the project's own
+    monkeypatch.delenv(variable)
+    snapshot(home, write("."))  # the control: off the variable, the grant stands
