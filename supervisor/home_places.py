@@ -286,6 +286,8 @@ CODE_PATHS = (
     ("PERL5LIB", "Perl loads any module there before the system's"),
     ("RUBYLIB", "Ruby loads any file there before the system's"),
     ("NODE_PATH", "Node loads any module there that a program's node_modules lacks"),
+    ("LD_LIBRARY_PATH", "every program you run loads its shared libraries from there "
+                        "before the system's (a libselinux.so.1 there runs in ls)"),
 )
 
 

@@ -319,7 +319,8 @@ def test_a_project_linked_onto_path_is_what_its_command_runs(home: Path) -> None
     assert error.hint is not None and "npm unlink" in error.hint
 
 
-@pytest.mark.parametrize("variable", ["PYTHONPATH", "PERL5LIB", "RUBYLIB", "NODE_PATH"])
+@pytest.mark.parametrize("variable", ["PYTHONPATH", "PERL5LIB", "RUBYLIB", "NODE_PATH",
+                                      "LD_LIBRARY_PATH"])
 def test_a_folder_of_a_code_path_is_a_holder(home: Path, monkeypatch: pytest.MonkeyPatch,
                                              variable: str) -> None:
     """A folder PYTHONPATH (PERL5LIB, RUBYLIB, NODE_PATH) names is searched before the
