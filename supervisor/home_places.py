@@ -291,6 +291,80 @@ CODE_PATHS = (
 )
 
 
+# Variables naming one file or folder whose code runs as the person (a place: a grant
+# inside it is refused, one holding it keeps it read-only and held when missing).
+CODE_PLACES: tuple[tuple[str, Kind, str], ...] = (
+    ("BASH_ENV", "file", "every non-interactive bash runs it first"),
+    ("ENV", "file", "every interactive POSIX shell runs it first"),
+    ("PYTHONSTARTUP", "file", "every interactive Python runs it first"),
+    ("ZDOTDIR", "folder", "zsh runs its .zshenv, .zshrc and .zprofile from there"),
+    ("PYTHONUSERBASE", "folder", "Python's user site-packages: its .pth files and "
+                                 "usercustomize run at every start"),
+    ("PYTHONPYCACHEPREFIX", "folder", "Python loads compiled modules from there, the "
+                                      "standard library's too"),
+    ("GIT_TEMPLATE_DIR", "folder", "git copies its hooks into every repository it makes"),
+    ("GIT_EXEC_PATH", "folder", "git runs its own commands from there"),
+    ("XDG_CONFIG_HOME", "folder", "every tool's settings, in place of ~/.config"),
+    ("GOMODCACHE", "folder", "go builds the modules there without checking them again"),
+)
+# Variables of options that name files or folders of code, by the option's prefix.
+CODE_OPTIONS = (
+    ("PERL5OPT", ("-I",), "Perl loads modules from there first"),
+    ("RUBYOPT", ("-I", "-r"), "Ruby loads it, or files from there first"),
+    ("NODE_OPTIONS", ("--require=", "-r=", "--import=", "--loader=",
+                      "--experimental-loader="), "every node program loads it first"),
+    ("GOFLAGS", ("-toolexec=",), "go runs it for every tool of a build"),
+)
+# Where Python's user site-packages are: their .pth files add folders to sys.path at
+# every start (editable installs: `pip install --user -e .`), searched before the
+# system's packages, and `usercustomize` is imported from any of them.
+USER_SITE = "lib/python*/site-packages/*.pth"
+
+
+CodeKind = Literal["file", "folder", "holder"]
+
+
+def code_places() -> list[tuple[str, CodeKind, str]]:
+    """(path, kind, what) of each file or folder this environment names whose code runs
+    as the person: CODE_PLACES, the paths CODE_OPTIONS name, the folders the .pth files
+    of the user site-packages add (holders, as "holder")."""
+    import glob
+
+    found: list[tuple[str, CodeKind, str]] = []
+    for variable, kind, what in CODE_PLACES:
+        value = os.environ.get(variable, "")
+        if value.startswith("/"):
+            found.append((os.path.normpath(value), kind, f"{variable} names it: {what}"))
+    for variable, prefixes, what in CODE_OPTIONS:
+        words = os.environ.get(variable, "").split()
+        for index, word in enumerate(words):
+            after = words[index + 1] if index + 1 < len(words) else ""
+            for prefix in prefixes:
+                value = word[len(prefix):] if word.startswith(prefix) else ""
+                if word == prefix.rstrip("="):
+                    value = after  # `-r file`, `-I dir`
+                if value.startswith("/"):
+                    named: CodeKind = "folder" if prefix == "-I" else "file"
+                    found.append((os.path.normpath(value), named, f"{variable} names it: "
+                                  f"{what}"))
+    bases = [os.environ.get("PYTHONUSERBASE", "") or os.path.expanduser("~/.local")]
+    for pth in sorted(p for base in bases if base.startswith("/")
+                      for p in glob.glob(os.path.join(base, USER_SITE))):
+        try:
+            with open(pth, encoding="utf-8", errors="replace") as lines:
+                for raw in lines:
+                    entry = raw.strip()
+                    if not entry or entry.startswith(("#", "import ", "import\t")):
+                        continue
+                    folder = os.path.normpath(os.path.join(os.path.dirname(pth), entry))
+                    found.append((folder, "holder", f"a folder {pth} puts on Python's "
+                                  "path: any module there runs in every Python program "
+                                  "you run (usercustomize at every start)"))
+        except OSError:
+            continue
+    return found
+
+
 def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
     """The table's places for this home, every PATH folder and every folder of a code
     path (CODE_PATHS) as a holder, and the installations PATH's commands run from as
@@ -301,7 +375,10 @@ def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
     """
     key = (os.path.normpath(home), os.environ.get("PATH", "") if path_env is None
            else path_env)
-    codes = tuple(os.environ.get(name, "") for name, _ in CODE_PATHS)
+    codes = tuple(os.environ.get(name, "") for name, _ in CODE_PATHS) + tuple(
+        os.environ.get(name, "") for name in (*(v for v, _, _ in CODE_PLACES),
+                                              *(v for v, _, _ in CODE_OPTIONS),
+                                              "PYTHONUSERBASE"))
     if _found is not None and (key, codes) in _found:
         return _found[(key, codes)]
     places = _home_places(*key, codes)
@@ -338,6 +415,10 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
             if folder != home:
                 add(folder, _shown(folder, home), "folder",
                     f"a folder of your {variable}: {what}", holder=True)
+    for path, code_kind, what in code_places():
+        if path != home:
+            add(path, _shown(path, home), "file" if code_kind == "file" else "folder", what,
+                holder=code_kind == "holder")
     holders = [p for place in places.values() if place.holder
                for p in (place.path, place.real)]
     tool_homes = [p for place in places.values() if not place.holder and place.kind ==

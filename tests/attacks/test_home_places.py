@@ -278,3 +278,34 @@ def test_a_folder_of_pythonpath_is_not_written(sandbox: Sandbox) -> None:
     assert person.stdout == "[1]\n"
     done = sandbox.run("/bin/sh", "-c", "echo STARTED", spec='files.write = ["."]\n')
     assert done.returncode == 0 and done.stdout == "STARTED\n", done
+
+
+def test_an_editable_installs_folder_and_bash_env_are_not_written(sandbox: Sandbox) -> None:
+    """A .pth file of the person's user site-packages puts the project's src/ on every
+    Python's path (pip install --user -e .): a usercustomize.py there would run at the
+    person's every python (found by a red team). The grant holding src/ is refused; with
+    no .pth, the run goes on and BASH_ENV's file, in the project, stays read-only: the
+    person's every `bash -c` runs it."""
+    src = sandbox.project / "src"
+    src.mkdir()
+    site = sandbox.home / ".local/lib/python3.11/site-packages"
+    site.mkdir(parents=True)
+    (site / "proj.pth").write_text(f"{src}\n")
+    sandbox.chown()
+    plant = f"echo STARTED; echo 'raise SystemExit(\"PLANTED\")' > {src}/usercustomize.py"
+    done = sandbox.run("/bin/sh", "-c", plant, spec='files.write = ["."]\n')
+    assert done.returncode == 125 and "STARTED" not in done.stdout, done
+    assert "proj.pth puts on Python's path" in done.stderr, done.stderr
+    assert not (src / "usercustomize.py").exists()
+    (site / "proj.pth").unlink()
+    env_sh = sandbox.project / "env.sh"
+    env_sh.write_text("true\n")
+    sandbox.chown()
+    done = sandbox.run("/bin/sh", "-c", f"echo STARTED; echo 'echo PLANTED' >> {env_sh}; "
+                       "echo wrote=$?", spec='files.write = ["."]\n',
+                       env={"BASH_ENV": str(env_sh)})
+    assert done.stdout.splitlines() == ["STARTED", "wrote=2"], done
+    person = subprocess.run([*sandbox.who.prefix, "/bin/bash", "-c", "echo ran"],
+                            env={"BASH_ENV": str(env_sh), "PATH": SYSTEM_PATH},
+                            capture_output=True, text=True, check=True, cwd="/")
+    assert person.stdout == "ran\n"

@@ -339,3 +339,33 @@ def test_a_folder_of_a_code_path_is_a_holder(home: Path, monkeypatch: pytest.Mon
     snapshot(home, write("./lib/pkg"))  # inside it: a package, the project's own
     monkeypatch.delenv(variable)
     snapshot(home, write("."))  # the control: off the variable, the grant stands
+
+
+def test_what_the_environment_names_as_code_is_a_place(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file or folder a variable names whose code runs as the person (BASH_ENV,
+    ZDOTDIR, NODE_OPTIONS' --require...) is a place: read-only, held when missing,
+    inside a grant holding it; a folder a .pth file of the user site-packages adds to
+    Python's path (an editable install) is a holder (found by a red team: a
+    usercustomize.py there ran at the person's every python)."""
+    proj = home / "proj"
+    monkeypatch.setenv("BASH_ENV", f"{proj}/env.sh")
+    monkeypatch.setenv("ZDOTDIR", f"{proj}/zsh")
+    monkeypatch.setenv("NODE_OPTIONS", f"--max-old-space-size=100 --require={proj}/hook.js")
+    monkeypatch.setenv("PERL5OPT", f"-I {proj}/perl")
+    monkeypatch.setenv("HOME", str(home))
+    site = home / ".local/lib/python3.11/site-packages"
+    site.mkdir(parents=True)
+    (site / "proj.pth").write_text(f"# editable\nimport os\n{proj}/src\n")
+    found = places(home)
+    assert (found[f"{proj}/env.sh"].kind, found[f"{proj}/env.sh"].holder) == ("file", False)
+    assert (found[f"{proj}/zsh"].kind, found[f"{proj}/zsh"].holder) == ("folder", False)
+    assert found[f"{proj}/hook.js"].what.startswith("NODE_OPTIONS names it")
+    assert found[f"{proj}/perl"].kind == "folder"
+    assert found[f"{proj}/src"].holder and "proj.pth" in found[f"{proj}/src"].what
+    assert "os" not in {Path(p).name for p in found}  # an import line names no folder
+    error = refused(home, write("."))  # it holds src, the editable install's folder
+    assert "proj.pth" in error.message
+    (site / "proj.pth").unlink()
+    snapshot(home, write("."))  # the places inside are kept read-only, not refused
+    refused(home, write("./zsh/x"))  # inside a place
