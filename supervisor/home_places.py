@@ -315,21 +315,36 @@ CODE_OPTIONS = (
                       "--experimental-loader="), "every node program loads it first"),
     ("GOFLAGS", ("-toolexec=",), "go runs it for every tool of a build"),
 )
-# Where Python's user site-packages are: their .pth files add folders to sys.path at
-# every start (editable installs: `pip install --user -e .`), searched before the
-# system's packages, and `usercustomize` is imported from any of them.
-USER_SITE = "lib/python*/site-packages/*.pth"
+
+
+def _pth_files(base: str) -> list[str]:
+    """The .pth files of the user site-packages under `base` (lib/python*/
+    site-packages): each adds folders to sys.path at every start (editable installs:
+    `pip install --user -e .`), searched before the system's packages, and
+    `usercustomize` is imported from any of them. Listed without glob, which every
+    start would otherwise load."""
+    found = []
+    lib = os.path.join(base, "lib")
+    try:
+        versions = [n for n in os.listdir(lib) if n.startswith("python")]
+    except OSError:
+        return []
+    for version in versions:
+        site = os.path.join(lib, version, "site-packages")
+        try:
+            found += [os.path.join(site, n) for n in os.listdir(site) if n.endswith(".pth")]
+        except OSError:
+            continue
+    return found
 
 
 CodeKind = Literal["file", "folder", "holder"]
 
 
-def code_places() -> list[tuple[str, CodeKind, str]]:
+def code_places(home: str) -> list[tuple[str, CodeKind, str]]:
     """(path, kind, what) of each file or folder this environment names whose code runs
     as the person: CODE_PLACES, the paths CODE_OPTIONS name, the folders the .pth files
     of the user site-packages add (holders, as "holder")."""
-    import glob
-
     found: list[tuple[str, CodeKind, str]] = []
     for variable, kind, what in CODE_PLACES:
         value = os.environ.get(variable, "")
@@ -347,9 +362,8 @@ def code_places() -> list[tuple[str, CodeKind, str]]:
                     named: CodeKind = "folder" if prefix == "-I" else "file"
                     found.append((os.path.normpath(value), named, f"{variable} names it: "
                                   f"{what}"))
-    bases = [os.environ.get("PYTHONUSERBASE", "") or os.path.expanduser("~/.local")]
-    for pth in sorted(p for base in bases if base.startswith("/")
-                      for p in glob.glob(os.path.join(base, USER_SITE))):
+    bases = [os.environ.get("PYTHONUSERBASE", "") or os.path.join(home, ".local")]
+    for pth in sorted(p for base in bases if base.startswith("/") for p in _pth_files(base)):
         try:
             with open(pth, encoding="utf-8", errors="replace") as lines:
                 for raw in lines:
@@ -415,7 +429,7 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
             if folder != home:
                 add(folder, _shown(folder, home), "folder",
                     f"a folder of your {variable}: {what}", holder=True)
-    for path, code_kind, what in code_places():
+    for path, code_kind, what in code_places(home):
         if path != home:
             add(path, _shown(path, home), "file" if code_kind == "file" else "folder", what,
                 holder=code_kind == "holder")

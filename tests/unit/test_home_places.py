@@ -353,7 +353,6 @@ def test_what_the_environment_names_as_code_is_a_place(
     monkeypatch.setenv("ZDOTDIR", f"{proj}/zsh")
     monkeypatch.setenv("NODE_OPTIONS", f"--max-old-space-size=100 --require={proj}/hook.js")
     monkeypatch.setenv("PERL5OPT", f"-I {proj}/perl")
-    monkeypatch.setenv("HOME", str(home))
     site = home / ".local/lib/python3.11/site-packages"
     site.mkdir(parents=True)
     (site / "proj.pth").write_text(f"# editable\nimport os\n{proj}/src\n")
