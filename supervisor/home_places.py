@@ -249,6 +249,26 @@ def relative_path_gap(path_env: str) -> str | None:
             "node_modules/.bin by themselves)")
 
 
+def relative_code_path_gap() -> str | None:
+    """What relative entries of the code paths (CODE_PATHS: `PYTHONPATH=src`, an empty
+    entry, which Python and the others read as the working directory) leave open, said
+    as relative_path_gap says PATH's; None when they have none. A module the sandbox
+    puts in such a folder of a folder it writes runs in the person's programs started
+    there (a red team: `python3 /usr/bin/pydoc3` imported a planted json.py)."""
+    named = []
+    for variable, _ in CODE_PATHS:
+        value = os.environ.get(variable, "")
+        entries = relative_path_entries(value) if value else []
+        if entries:
+            named.append(f"{variable} ({', '.join(entries)})")
+    if not named:
+        return None
+    return (f"{'; '.join(named)} name folders of the working directory: code the "
+            "sandbox puts in one of them, in a folder it writes, runs in your programs "
+            "started there; name them by absolute path (then kept from the sandbox) or "
+            "take them off")
+
+
 # The places found within `found_once`, by home and PATH; None outside it.
 _found: dict[tuple[tuple[str, str], tuple[str, ...]], tuple[Place, ...]] | None = None
 

@@ -80,13 +80,13 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
     if decide is not None:
         check_decide(decide, snapshot)
     if snapshot.written():
-        from .home_places import relative_path_gap
+        from .home_places import relative_code_path_gap, relative_path_gap
 
-        gap = relative_path_gap(os.environ.get("PATH", ""))
-        if gap is not None:
-            from .events import say
+        for gap in (relative_path_gap(os.environ.get("PATH", "")), relative_code_path_gap()):
+            if gap is not None:
+                from .events import say
 
-            say(gap)
+                say(gap)
     from .terminal import restore_flags, standard_flags
 
     flags = standard_flags()

@@ -202,10 +202,12 @@ def check_linux(spec_path: str | None) -> Report:
     if snapshot.settings.network_mode == "host" and machine.landlock_abi < 6:
         report.gaps.append(GAP_HOST_ABSTRACT)
     if snapshot.written():
-        from ..home_places import relative_path_gap
+        from ..home_places import relative_code_path_gap, relative_path_gap
 
-        if (path_gap := relative_path_gap(os.environ.get("PATH", ""))) is not None:
-            report.gaps.append(path_gap)
+        for path_gap in (relative_path_gap(os.environ.get("PATH", "")),
+                         relative_code_path_gap()):
+            if path_gap is not None:
+                report.gaps.append(path_gap)
     report.can_launch = not report.problems
     return report
 

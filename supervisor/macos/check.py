@@ -179,10 +179,12 @@ def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Repo
     report.gaps += [GAP_GROUP, GAP_DYLD, GAP_PROCESSES, GAP_INTERFACES, GAP_HARD_LINKS,
                     GAP_TERMINAL, GAP_NAMING, GAP_UNVERIFIED]
     if snapshot.written():
-        from ..home_places import relative_path_gap
+        from ..home_places import relative_code_path_gap, relative_path_gap
 
-        if (path_gap := relative_path_gap(os.environ.get("PATH", ""))) is not None:
-            report.gaps.append(path_gap)
+        for path_gap in (relative_path_gap(os.environ.get("PATH", "")),
+                         relative_code_path_gap()):
+            if path_gap is not None:
+                report.gaps.append(path_gap)
     assert GAP_SOCKETS not in report.gaps  # a read grant reaches no socket on macOS
     report.can_launch = not report.problems
     return report

@@ -309,3 +309,14 @@ def test_an_editable_installs_folder_and_bash_env_are_not_written(sandbox: Sandb
                             env={"BASH_ENV": str(env_sh), "PATH": SYSTEM_PATH},
                             capture_output=True, text=True, check=True, cwd="/")
     assert person.stdout == "ran\n"
+
+
+def test_a_relative_pythonpath_entry_is_said_at_launch(sandbox: Sandbox) -> None:
+    """PYTHONPATH=src names the src/ of wherever a program starts: no folder can be held
+    for it, so the launch says so on stderr, as for PATH's relative entries, and runs."""
+    done = sandbox.run("/bin/sh", "-c", "echo STARTED", spec='files.write = ["."]\n',
+                       env={"PYTHONPATH": "src"})
+    assert done.returncode == 0 and done.stdout == "STARTED\n", done
+    assert "PYTHONPATH (src) name folders of the working directory" in done.stderr
+    done = sandbox.run("/bin/sh", "-c", "echo STARTED", spec='files.write = ["."]\n')
+    assert "PYTHONPATH" not in done.stderr  # the control: not set, nothing said

@@ -12,7 +12,13 @@ import pytest
 from supervisor.dotfiles import analyze
 from supervisor.errors import SpecError
 from supervisor.grants import Snapshot, resolve
-from supervisor.home_places import Place, home_places, path_folders, relative_path_entries
+from supervisor.home_places import (
+    CODE_PATHS,
+    Place,
+    home_places,
+    path_folders,
+    relative_path_entries,
+)
 from supervisor.policy import Context, effective_policy
 from supervisor.runs_as_you import HOME_PLACES
 from supervisor.spec import parse_spec
@@ -368,3 +374,21 @@ def test_what_the_environment_names_as_code_is_a_place(
     (site / "proj.pth").unlink()
     snapshot(home, write("."))  # the places inside are kept read-only, not refused
     refused(home, write("./zsh/x"))  # inside a place
+
+
+def test_relative_code_path_entries_are_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`PYTHONPATH=src` or an empty entry names a folder of wherever the person runs a
+    program: nothing can hold it, so it is said at launch, as PATH's relative entries
+    are (a red team: a planted json.py ran in `python3 /usr/bin/pydoc3` started there)."""
+    from supervisor.home_places import relative_code_path_gap
+
+    for variable, _ in CODE_PATHS:
+        monkeypatch.delenv(variable, raising=False)
+    assert relative_code_path_gap() is None
+    monkeypatch.setenv("PYTHONPATH", "/abs/lib")
+    assert relative_code_path_gap() is None  # absolute: held instead
+    monkeypatch.setenv("PYTHONPATH", "/abs/lib:src:")
+    monkeypatch.setenv("NODE_PATH", "lib")
+    gap = relative_code_path_gap()
+    assert gap is not None and gap.startswith("PYTHONPATH (src, .); NODE_PATH (lib) name "
+                                              "folders of the working directory")
