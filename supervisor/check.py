@@ -164,3 +164,17 @@ def network_layers(snapshot: Snapshot) -> list[str]:
     return layers
 
 
+def spec_lines(report: Report) -> list[str]:
+    """What both OSes print of the spec after their machine's lines: whether it can
+    launch, its layers, problems, the credentials it shows and the open gaps."""
+    lines = [f"spec {report.spec}: " + ("can launch here" if report.can_launch else
+                                         "cannot launch here")]
+    lines += [f"  layer: {layer}" for layer in report.layers]
+    lines += [f"  problem: {problem}" for problem in report.problems]
+    if report.exposed:
+        lines.append("credentials the spec shows to the sandbox (hidden by default):")
+        lines += [f"  - {item}" for item in report.exposed]
+    if report.gaps:
+        lines.append("open gaps (stated, not closed):")
+        lines += [f"  - {gap}" for gap in report.gaps]
+    return lines

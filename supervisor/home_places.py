@@ -269,6 +269,13 @@ def relative_code_path_gap() -> str | None:
             "take them off")
 
 
+def relative_gaps() -> list[str]:
+    """What PATH's and the code paths' relative entries leave open, as said at every
+    launch that writes a folder and by `check`."""
+    gaps = (relative_path_gap(os.environ.get("PATH", "")), relative_code_path_gap())
+    return [gap for gap in gaps if gap is not None]
+
+
 # The places found within `found_once`, by home and PATH; None outside it.
 _found: dict[tuple[tuple[str, str], tuple[str, ...]], tuple[Place, ...]] | None = None
 

@@ -80,13 +80,11 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
     if decide is not None:
         check_decide(decide, snapshot)
     if snapshot.written():
-        from .home_places import relative_code_path_gap, relative_path_gap
+        from .events import say
+        from .home_places import relative_gaps
 
-        for gap in (relative_path_gap(os.environ.get("PATH", "")), relative_code_path_gap()):
-            if gap is not None:
-                from .events import say
-
-                say(gap)
+        for gap in relative_gaps():
+            say(gap)
     from .terminal import restore_flags, standard_flags
 
     flags = standard_flags()

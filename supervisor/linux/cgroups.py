@@ -453,11 +453,7 @@ def _runs(parent: str) -> Iterator[tuple[str, str]]:
 
 def _legacy_alive(token: str) -> bool:
     """Whether the supervisor `pid-start` names is still the process it was."""
+    from .proc_stat import process_start
+
     pid, _, start = token.partition("-")
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return False
-    fields = data[data.rfind(b")") + 2:].split()
-    return len(fields) > 19 and fields[19].decode() == start and fields[0] not in (b"Z", b"X")
+    return pid.isdigit() and process_start(int(pid)) == start

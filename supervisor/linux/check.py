@@ -23,6 +23,7 @@ from ..check import (
     Report,
     exposed_credentials,
     network_layers,
+    spec_lines,
 )
 from ..errors import SandboxError
 from ..netpolicy import UNIX_SOCKETS_ABI
@@ -202,12 +203,9 @@ def check_linux(spec_path: str | None) -> Report:
     if snapshot.settings.network_mode == "host" and machine.landlock_abi < 6:
         report.gaps.append(GAP_HOST_ABSTRACT)
     if snapshot.written():
-        from ..home_places import relative_code_path_gap, relative_path_gap
+        from ..home_places import relative_gaps
 
-        for path_gap in (relative_path_gap(os.environ.get("PATH", "")),
-                         relative_code_path_gap()):
-            if path_gap is not None:
-                report.gaps.append(path_gap)
+        report.gaps += relative_gaps()
     report.can_launch = not report.problems
     return report
 
@@ -275,17 +273,8 @@ def render_linux(report: Report) -> str:
         f"  MFD_NOEXEC_SEAL     {yes[m.memfd_noexec_seal]}",
         f"  Landlock            {'ABI ' + str(m.landlock_abi) if m.landlock_abi else 'none'}",
         f"  exec watch          {m.exec_watch}",
-        f"spec {report.spec}: " + ("can launch here" if report.can_launch else
-                                    "cannot launch here"),
+        *spec_lines(report),
     ]
-    lines += [f"  layer: {layer}" for layer in report.layers]
-    lines += [f"  problem: {problem}" for problem in report.problems]
-    if report.exposed:
-        lines.append("credentials the spec shows to the sandbox (hidden by default):")
-        lines += [f"  - {item}" for item in report.exposed]
-    if report.gaps:
-        lines.append("open gaps (stated, not closed):")
-        lines += [f"  - {gap}" for gap in report.gaps]
     return "\n".join(lines) + "\n"
 
 

@@ -48,6 +48,7 @@ from ..errors import LaunchError
 from ..host_files import PrivateFolder
 from ..state import existing_folder, private_folder
 from .pinning import FoundLink, walk
+from .proc_stat import process_start
 
 STATE_NAME = "placeholders"
 LOCK_NAME = "placeholders.lock"
@@ -109,19 +110,6 @@ class _Entry:
             getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
     __hash__ = None  # type: ignore[assignment]
-
-
-def _process_start(pid: int) -> str | None:
-    """Field 22 of /proc/PID/stat, or None for a process gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2:].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None
-    return fields[19].decode()  # field 3 is fields[0]: field 22 is fields[19]
 
 
 def _escape(path: str) -> bytes:
@@ -456,7 +444,7 @@ def _this_process() -> str:
     global _this
     pid = os.getpid()
     if _this is None or _this[0] != pid:
-        _this = (pid, f"{pid}:{_process_start(pid)}.{_pid_namespace()}")
+        _this = (pid, f"{pid}:{process_start(pid)}.{_pid_namespace()}")
     return _this[1]
 
 
@@ -475,7 +463,7 @@ def _holder_alive(token: str, alive: dict[str, bool]) -> bool:
         except ValueError:
             alive[key] = False
         else:
-            alive[key] = _process_start(pid) == start
+            alive[key] = process_start(pid) == start
     return alive[key]
 
 

@@ -28,6 +28,7 @@ from ..host_files import PrivateFolder
 from ..state import private_folder
 from .cgroups import TOKEN
 from .keeper import TAG, kill_marked, mark
+from .proc_stat import process_start
 
 RUNS = "runs"
 
@@ -37,10 +38,7 @@ def this_token() -> str:
     and a random part, since the same pid and start may be another process's in another
     pid namespace that shares $LNK_HOME or the cgroups."""
     pid = os.getpid()
-    with open(f"/proc/{pid}/stat", "rb") as handle:
-        data = handle.read()
-    start = data[data.rfind(b")") + 2:].split()[19].decode()
-    return f"{pid}-{start}-{os.urandom(4).hex()}"  # not secrets: it imports hmac, 5 ms
+    return f"{pid}-{process_start(pid)}-{os.urandom(4).hex()}"  # not secrets: it imports hmac, 5 ms
 
 
 def tag(token: str) -> list[str]:

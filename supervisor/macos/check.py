@@ -179,12 +179,9 @@ def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Repo
     report.gaps += [GAP_GROUP, GAP_DYLD, GAP_PROCESSES, GAP_INTERFACES, GAP_HARD_LINKS,
                     GAP_TERMINAL, GAP_NAMING, GAP_UNVERIFIED]
     if snapshot.written():
-        from ..home_places import relative_code_path_gap, relative_path_gap
+        from ..home_places import relative_gaps
 
-        for path_gap in (relative_path_gap(os.environ.get("PATH", "")),
-                         relative_code_path_gap()):
-            if path_gap is not None:
-                report.gaps.append(path_gap)
+        report.gaps += relative_gaps()
     assert GAP_SOCKETS not in report.gaps  # a read grant reaches no socket on macOS
     report.can_launch = not report.problems
     return report
@@ -223,6 +220,8 @@ def _layers(snapshot: Snapshot, log_allowed: bool) -> list[str]:
 
 
 def render_macos(report: Report) -> str:
+    from ..check import spec_lines
+
     m = report.machine
     assert isinstance(m, MacMachine)
     yes = {True: "yes", False: "no", None: "not tried"}
@@ -233,12 +232,6 @@ def render_macos(report: Report) -> str:
            if m.sandbox_exec else ""),
         f"  already sandboxed   {yes[m.sandboxed]}",
         f"  log stream          {m.log_stream}",
-        f"spec {report.spec}: " + ("can launch here" if report.can_launch else
-                                    "cannot launch here"),
+        *spec_lines(report),
     ]
-    lines += [f"  layer: {layer}" for layer in report.layers]
-    lines += [f"  problem: {problem}" for problem in report.problems]
-    if report.gaps:
-        lines.append("open gaps (stated, not closed):")
-        lines += [f"  - {gap}" for gap in report.gaps]
     return "\n".join(lines) + "\n"

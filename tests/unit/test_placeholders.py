@@ -18,9 +18,9 @@ from supervisor.linux.placeholders import (
     Placeholders,
     Wanted,
     _parse,
-    _process_start,
     _render,
 )
+from supervisor.linux.proc_stat import process_start
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_a_missing_folder_is_made_listed_and_removed_after(lnk_home: Path, top: 
     info = os.lstat(top / ".git")
     assert os.listdir(top / ".git") == []
     assert held.paths == [str(top / ".git")]
-    pid, start = os.getpid(), _process_start(os.getpid())
+    pid, start = os.getpid(), process_start(os.getpid())
     assert state(lnk_home) == {
         str(top / ".git"): ("folder", info.st_dev, info.st_ino, (held.token,))}
     # The pid and start time mean a process only in the pid namespace they were read in.
