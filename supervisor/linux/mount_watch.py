@@ -75,27 +75,11 @@ def identities(paths: Mapping[str, str]) -> dict[str, tuple[int, int] | None]:
 def replaced(before: Mapping[str, tuple[int, int] | None],
              reasons: Mapping[str, str]) -> str | None:
     """The first path of `before` that is another file (or gone, or new) now; a hidden
-    socket merely gone is not (_gone_socket)."""
+    socket merely gone after the run is not (while the run lasts, it ends the run: an
+    agent restarted at its path would be reachable before any poll saw it)."""
     now = identities({path: "" for path in before})
     return next((path for path, identity in before.items() if now[path] != identity
                  and not (now[path] is None and reasons.get(path) == SOCKET_HIDDEN)), None)
-
-
-def _gone_socket(path: str, reason: str) -> bool:
-    """A hidden socket whose hide went with the socket itself, and nothing is there: the
-    person's agent or daemon ended and removed it, as it does at every normal exit. Only
-    a socket bound there again is one the sandbox could reach; until then the run goes
-    on (found by a red team: an agent's exit ended the runs reading home). A protected
-    file removed is not so: the sandbox could make one there."""
-    if reason != SOCKET_HIDDEN:
-        return False
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def mount_points(table: bytes) -> set[str]:
@@ -163,8 +147,7 @@ class MountWatch:
         except OSError:
             return None  # the namespace is gone with the sandbox: nothing left to write
         points = mount_points(b"".join(chunks))
-        return next(((p, r) for p, r in self.watched.items() if p not in points
-                     and not _gone_socket(p, r)), None)
+        return next(((p, r) for p, r in self.watched.items() if p not in points), None)
 
     def _run(self) -> None:
         while True:

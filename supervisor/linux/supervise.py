@@ -206,7 +206,7 @@ class Supervision:
         hint = (f"check {path} before your tools use it (git diff, or its tool's own "
                 "view), and run again once the change on the host is done")
         if reason == SOCKET_HIDDEN:
-            hint = ("a program on the host listens there again (an agent restarted): run "
+            hint = ("a program on the host listens there again, or will (an agent restarted): run "
                     "again, or name the socket in [network] unix if the sandbox may use it")
         self.fail(ConfinementError(
             f"{path} was replaced or removed on the host while the run lasted (or a "

@@ -380,11 +380,13 @@ def test_an_agent_restarted_while_the_run_lasts_is_not_reached(
     assert f"{sock} was replaced or removed on the host while the run lasted" in err, err
 
 
-def test_an_agent_that_ends_while_the_run_lasts_ends_nothing_else(
+def test_an_agent_that_ends_while_the_run_lasts_ends_the_run(
         sandbox: Sandbox, agents: list[Agent]) -> None:
-    """The control of the restarted agent: an agent that simply ends removes its socket,
-    and nothing listens there again: no way in, so the run goes on (a red team found it
-    ended with 125 for every agent's normal exit)."""
+    """An agent that ends removes its socket, which takes the hide off: the run ends
+    then, not only when one listens there again. Letting it go on was tried and a red
+    team reached a restarted agent within the 0.1 s before a poll saw the new socket
+    (a rebind changes no mount), so the price stays: an agent's exit ends the runs
+    that read its folder, with the path and the hint named."""
     sock = sandbox.home / ".bitwarden-ssh-agent.sock"
     agents.append(Agent(sandbox, sock))
     command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec",
@@ -399,5 +401,7 @@ def test_an_agent_that_ends_while_the_run_lasts_ends_nothing_else(
         assert wait_until(lambda: not sock.exists(), timeout=10)
 
     status, out, err = while_it_runs(command, cwd=sandbox.project, env=sandbox.env(),
-                                     act=agent_ends, end_first=1)
-    assert (status, out.splitlines()) == (0, ["STARTED", "DONE"]), (out, err)
+                                     act=agent_ends, end_first=10)
+    assert (status, out.splitlines()) == (125, ["STARTED"]), (out, err)
+    assert f"{sock} was replaced or removed on the host while the run lasted" in err, err
+    assert "a program on the host listens there again" in err
