@@ -68,18 +68,27 @@ class Wanted:
     joined when it is a registered placeholder, left alone when it is the person's.
     `content` is what a file placeholder holds (empty by default): a file the tool reads
     must read as harmless while held, and for some only a content does (git dies on an
-    empty `commondir`; one holding `.` names the git directory itself). Immutable,
-    compared by value."""
+    empty `commondir`; one holding `.` names the git directory itself). `base` is the
+    folder it lies in that must be there (the grant's top; by default its own folder):
+    the folders between it and the path, which the plan saw there, may be another run's
+    placeholders, removed at that run's end after this start planned, so each missing one
+    is made again (and held) for this run. Immutable, compared by value."""
 
-    __slots__ = ("content", "kind", "path")
+    __slots__ = ("base", "content", "kind", "path")
     path: str
     kind: Kind
     content: bytes
+    base: str
 
-    def __init__(self, path: str, kind: Kind, content: bytes = b"") -> None:
+    def __init__(self, path: str, kind: Kind, content: bytes = b"", *,
+                 base: str | None = None) -> None:
+        folder = os.path.dirname(path)
+        if base is None or not (folder == base or folder.startswith(base.rstrip("/") + "/")):
+            base = folder
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "content", content)
+        object.__setattr__(self, "base", base)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Wanted is immutable: {name}")
@@ -94,6 +103,15 @@ class Wanted:
     def __repr__(self) -> str:
         extra = f", {self.content!r}" if self.content else ""
         return f"Wanted({self.path!r}, {self.kind!r}{extra})"
+
+    def between(self) -> list[str]:
+        """The folders between `base` and the path, outermost first."""
+        folders = []
+        folder = os.path.dirname(self.path)
+        while folder != self.base:
+            folders.append(folder)
+            folder = os.path.dirname(folder)
+        return folders[::-1]
 
 
 class _Entry:
@@ -282,9 +300,8 @@ class Placeholders:
         return data
 
     def _prune(self, entries: dict[str, _Entry], parents: _Parents,
-               alive: dict[str, bool], removed: set[str] | None = None) -> None:
-        """Remove each placeholder no live run holds (deepest first); `removed` gets the
-        paths removed from disk.
+               alive: dict[str, bool]) -> None:
+        """Remove each placeholder no live run holds (deepest first).
 
         Whether any holder lives is all that decides, so holders are checked oldest first
         up to the first one alive, and the dead ones met on the way dropped: a /proc
@@ -301,11 +318,8 @@ class Placeholders:
             entry = entries[path]
             if entry.holders:
                 continue
-            there = _lstat_quiet(parents, path) is not None
             if _remove(entry, entries, parents):
                 del entries[path]
-                if removed is not None and there and _lstat_quiet(parents, path) is None:
-                    removed.add(path)
 
     # -- holding and releasing ----------------------------------------------------------------
 
@@ -323,14 +337,14 @@ class Placeholders:
         try:
             before = self._read() or b""
             entries = _parse(before)
-            pruned: set[str] = set()
-            self._prune(entries, parents, {}, pruned)
+            self._prune(entries, parents, {})
             try:
                 to_make: list[Wanted] = []
                 for item in wanted:
-                    # A folder above it that a dead run's placeholder was, removed by the
-                    # prune just now (the plan saw it there): made again, for this run.
-                    for folder in _gone_above(item.path, pruned, to_make, parents):
+                    # A folder above it that the plan saw, gone since: another run's
+                    # placeholder which that run's end removed, or a dead run's which the
+                    # prune just now did. Made again, for this run.
+                    for folder in _gone_above(item, to_make, parents):
                         entries.pop(folder, None)
                         to_make.append(Wanted(folder, "folder"))
                     # A folder made for the run just before (.github for .github/hooks)
@@ -483,18 +497,22 @@ def _lstat_quiet(parents: _Parents, path: str) -> os.stat_result | None:
         return None
 
 
-def _gone_above(path: str, pruned: set[str], to_make: list[Wanted],
-                parents: _Parents) -> list[str]:
-    """The folders above `path`, outermost first, that this start's prune removed and
-    nothing has made again: a dead run's placeholders, which the plan took for folders
-    that are there, and which must be there again for `path` to be held in them."""
+def _gone_above(item: Wanted, to_make: list[Wanted], parents: _Parents) -> list[str]:
+    """The folders between `item`'s base and it, outermost first, that are missing and
+    not made for this run yet: the plan took them for folders that are there (another
+    run's placeholders, which that run's end or this start's prune removed since), and
+    they must be there again for the item to be held in them. Its base is never made: a
+    grant's top gone is not ours to make again."""
     gone = []
-    folder = os.path.dirname(path)
-    while folder in pruned and all(made.path != folder for made in to_make) and \
-            _lstat_quiet(parents, folder) is None:
-        gone.append(folder)
-        folder = os.path.dirname(folder)
-    return gone[::-1]
+    for folder in item.between():
+        if any(made.path == folder for made in to_make):
+            continue
+        info = _lstat_quiet(parents, folder)
+        if info is None:
+            gone.append(folder)
+        elif stat.S_ISLNK(info.st_mode):
+            raise _link(folder)
+    return gone
 
 
 def _lstat_in(parents: _Parents, path: str) -> os.stat_result | None:

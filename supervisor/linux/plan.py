@@ -428,7 +428,8 @@ def _caches(snapshot: Snapshot, layout: HostLayout, mounts: list[tuple[str, str]
         shown = f"{cache.key}: {cache.name}"
         if first is not None and _deepest(os.path.dirname(first), mounts) in ("read",
                                                                                 "write"):
-            holds.append(Wanted(first, "folder"))
+            holds.append(Wanted(first, "folder", base=deepest(
+                first, ((d, d) for d, _ in mounts if d != first))))
             if first != cache.path:
                 add(1, MountOp("tmpfs", first, reason=f"{shown}: missing here, held empty "
                                "for the run, the cache's folder made inside"), "other")
@@ -658,14 +659,15 @@ def _dot_files(
         # first, plain and writable, and go after the run when nothing else is in them.
         for parent in protected.parents:
             if not any(held.path == parent for held in holds):
-                holds.append(Wanted(parent, "folder"))
+                holds.append(Wanted(parent, "folder", base=top))
         reason = f"{owner}: {protected.reason}"
         kind = protected.kind
         if not protected.exists:
             kind = kind if dest == protected.path else "folder"
             reason += f"; missing, so an empty {kind} is held there for the run"
         add(2, MountOp("ro-bind", dest, dest, reason), "read")
-        holds.append(Wanted(dest, kind, protected.content if dest == protected.path else b""))
+        holds.append(Wanted(dest, kind, protected.content if dest == protected.path else b"",
+                            base=top))
     return holds
 
 
