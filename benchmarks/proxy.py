@@ -101,9 +101,13 @@ def serve(size: int) -> http.server.ThreadingHTTPServer:
 def measure(way: str, port: int, *, size: int, requests: int, downloads: int,
             folder: str, relay: str | None = None, lnk: str = LNK) -> dict[str, float]:
     mode = "host" if way == "direct" else "proxy"
-    spec = Path(folder) / f"{mode}.toml"
+    # The client starts in a project folder the spec lets it read: a spec file grants
+    # nothing it does not name, and lnk refuses to start a command elsewhere.
+    project = Path(folder) / "project"
+    project.mkdir(exist_ok=True)
+    spec = project / f"{mode}.toml"
     allow = f'\nallow = ["localhost:{port}"]' if mode == "proxy" else ""
-    spec.write_text(f'[network]\nmode = "{mode}"{allow}\n')
+    spec.write_text(f'[files]\nread = ["."]\n\n[network]\nmode = "{mode}"{allow}\n')
     env = dict(os.environ)
     if relay is not None and relay != "baseline":
         kind, _, size_text = relay.partition(":")
@@ -111,7 +115,7 @@ def measure(way: str, port: int, *, size: int, requests: int, downloads: int,
     done = subprocess.run(
         [lnk, "sandbox", "run", "--yes", "--spec", str(spec), "--", PYTHON_INSIDE, "-c",
          CLIENT, str(port), str(size), str(requests), str(downloads), way],
-        cwd=folder, capture_output=True, text=True, timeout=600, env=env)
+        cwd=project, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{way}: exit {done.returncode}\n{done.stderr}")
     result: dict[str, float] = json.loads(done.stdout)
