@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from supervisor.linux.proc_stat import process_start
 from support.processes import alive, command_lines, descendants
 from support.sandbox import LNK, Sandbox
 
@@ -71,14 +72,17 @@ def _host_mounts(folder: Path) -> list[str]:
     return inside
 
 
-def _run_cgroups(uid: int) -> list[str]:
+def _run_cgroups(uid: int, runs: set[str]) -> list[str]:
     """The cgroups of `uid`'s runs whose supervisor is gone, left on the host (root mode
     makes them under lnk-sandbox; a person's start can prune only its own, so another
     user's, root's from other tests, are not this test's). A run's supervisor holds a
     lock on each of its cgroups while it lives; the kernel drops it when it dies. Other
     runs on the machine (another checkout's tests, say) hold theirs, and are not
     counted; an older lnk-sandbox's,
-    which lock nothing, are judged by their supervisor's pid."""
+    which lock nothing, are judged by their supervisor's pid. Only this test's own runs
+    count (`runs`: each supervisor's `PID-START-`, how its run's token begins): another
+    test run on the machine (another checkout's suite) leaves its killed runs' cgroups
+    for its own next start to prune."""
     left = []
     # This test's runs make theirs below the test's own cgroups (v1), or at a top.
     own = [line.split(":", 2)[2].rstrip("/") for line in
@@ -90,6 +94,8 @@ def _run_cgroups(uid: int) -> list[str]:
             continue  # another session's
         for folder in base.iterdir():
             if not folder.is_dir() or folder.stat().st_uid != uid:
+                continue
+            if not any(folder.name.startswith(run) for run in runs):
                 continue
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
             try:
@@ -129,10 +135,12 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
     command = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--yes",
                "--", "/bin/sh", "-c", f"while :; do true; done # {marker}"]
     leftovers: list[tuple[int, list[int]]] = []
+    runs: set[str] = set()
     for launch in range(LAUNCHES):
         process = subprocess.Popen(command, cwd=sandbox.project, env=sandbox.env(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         supervisor = process.pid  # setpriv (the test user) execs lnk in place: its pid
+        runs.add(f"{supervisor}-{process_start(supervisor)}-")
         if launch % 2:
             deadline = time.monotonic() + 5
             while not _bwrap_child_of(supervisor) and time.monotonic() < deadline:
@@ -160,7 +168,7 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
         time.sleep(0.1)
     assert _alive_with(marker) == set()
     assert _host_mounts(sandbox.base) == mounts
-    assert _run_cgroups(sandbox.who.uid) == []
+    assert _run_cgroups(sandbox.who.uid, runs) == []
     work = sandbox.project / "work"
     assert sorted(p.name for p in work.iterdir()) == []  # no placeholder (.git, ...) left
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []

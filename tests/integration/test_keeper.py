@@ -5,6 +5,7 @@ ended; either way it exits, holding no fd of its caller's."""
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import subprocess
 import sys
@@ -13,19 +14,36 @@ from collections.abc import Iterator
 
 import pytest
 
-from supervisor.linux.keeper import Keeper
+from supervisor.linux.keeper import Keeper, mark
 from supervisor.linux.runs import tag
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"),
                                 reason="the keeper is Linux's (pidfd_open)")
 
-TOKEN = "12-345-0123abcd"
+# A token of this test process's own: a keeper kills whatever carries its run's mark, so
+# a token shared with another test run on the machine (another checkout's suite) would
+# let that run's keeper kill this one's processes, and this one's kill that one's.
+TOKEN = f"{os.getpid()}-345-{secrets.token_hex(4)}"
 
 
 def _carrying(token: str) -> subprocess.Popen[bytes]:
-    """A process whose command line carries `token`'s mark, as bwrap's does."""
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
-                             "bwrap", *tag(token), "--unshare-user"])
+    """A process whose command line carries `token`'s mark, as bwrap's does, once it
+    has exec'd (waited for: its command line is the marked one only from then on)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                                "bwrap", *tag(token), "--unshare-user"])
+    deadline = time.monotonic() + 10
+    while mark(token) not in _command_line(process.pid):
+        assert time.monotonic() < deadline and process.poll() is None, "it never exec'd"
+        time.sleep(0.005)
+    return process
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
 
 
 @pytest.fixture
@@ -49,7 +67,6 @@ def test_at_the_pipe_s_end_the_keeper_kills_the_run_s_processes_only(
     run = _carrying(TOKEN)
     near = _carrying(TOKEN + "0")  # 12_345_0123abcd0: another run's, not this one's
     try:
-        time.sleep(0.2)  # both have exec'd: their command lines are the marked ones
         keeper[0].close()  # the supervisor died, however
         assert _exits(keeper[1])
         assert run.wait(timeout=5) == -9
@@ -65,10 +82,8 @@ def test_told_the_run_ended_the_keeper_kills_nothing_and_exits(
         keeper: tuple[Keeper, int]) -> None:
     run = _carrying(TOKEN)
     try:
-        time.sleep(0.2)
         keeper[0].ended()
-        assert _exits(keeper[1])
-        time.sleep(0.2)
+        assert _exits(keeper[1])  # what it kills, it kills before it exits
         assert run.poll() is None
     finally:
         run.kill()
