@@ -1,35 +1,83 @@
 #!/bin/sh
 # Set up a fresh Debian machine (or a clone on one) to run lnk-sandbox from this clone:
-# bubblewrap and the venv module from the OS packages, then a venv in ./.venv made with
-# the system's own /usr/bin/python3 (readable by every user, unlike a pyenv under /root)
-# holding lnk-sandbox and its test tools.
+# what running needs from the OS packages, then a venv in ./.venv made with the system's
+# own /usr/bin/python3 (readable by every user, unlike a pyenv under /root) holding
+# lnk-sandbox installed as a user installs it: built into a wheel, not editable, so that
+# what runs (and what the tests run) is what `pip install .` gives a person.
+#
+#   ci/setup.sh            what running a sandbox needs
+#   ci/setup.sh --test     and what the tests need: the programs they run, the test tools
+#
+# LNK_EDITABLE=1 installs editable instead, for working on the code without setting up
+# again after each change (CONTRIBUTING.md); CI never sets it.
 set -eu
 cd "$(dirname "$0")/.."
+
+for_tests=0
+case "${1:-}" in
+    --test) for_tests=1 ;;
+    "") ;;
+    *) echo "ci/setup.sh: unknown argument $1 (--test, or nothing)" >&2; exit 2 ;;
+esac
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# Each `program package` pair: the package installed when the program is missing.
 need=""
-command -v bwrap >/dev/null 2>&1 || need="$need bubblewrap"
+want() {
+    command -v "$1" >/dev/null 2>&1 || need="$need $2"
+}
+want bwrap bubblewrap
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
-command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
-# The network tests run curl inside the sandbox, through the proxy.
-command -v curl >/dev/null 2>&1 || need="$need curl"
+# Root mode changes its credentials with setpriv.
+want setpriv util-linux
 # A C compiler and Python's headers build the exec watch's compiled hot path (setup.py);
 # without them the pure-Python watch is used.
-command -v gcc >/dev/null 2>&1 || need="$need gcc"
-[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] || need="$need python3-dev"
+want gcc gcc
+[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
+    || need="$need python3-dev"
+if [ "$for_tests" = 1 ]; then
+    # The programs the tests run, inside a sandbox or outside it as the person would
+    # (a fresh Debian 12 root made with debootstrap has none of them: ci/fresh.sh).
+    want curl curl          # the network tests, through the proxy
+    want git git            # git inside, and the person's git outside
+    want less less          # a pager that runs the person's ~/.lessfilter
+    want lesspipe less
+    want nvim neovim        # an editor that runs a project's settings
+    want ip iproute2        # the lab's network namespaces, a host address
+    want ps procps
+    want make make          # learn and run of a project that builds
+    want chromium chromium  # a real browser inside, with and without its own sandbox
+fi
 if [ -n "$need" ]; then
     echo "ci/setup.sh: installing$need" >&2
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
     # shellcheck disable=SC2086
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install \
+        -y -qq --no-install-recommends $need >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then
     /usr/bin/python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
-# Compile the inner confiner now: inside the sandbox its folder is read-only.
-.venv/bin/python -m compileall -q inner supervisor netns_helper >/dev/null
+extra=""
+[ "$for_tests" = 0 ] || extra="[test]"
+pip() {
+    .venv/bin/python -m pip -q --disable-pip-version-check "$@"
+}
+if [ "${LNK_EDITABLE:-0}" = 1 ]; then
+    pip install -e ".$extra" --config-settings editable_mode=compat
+else
+    # A wheel of this checkout, installed whole: pip builds a local folder again each time,
+    # so a change since the last set-up is what gets installed.
+    pip install ".$extra"
+    rm -rf build lnk_sandbox.egg-info
+fi
+if [ "${LNK_EDITABLE:-0}" = 1 ]; then
+    # Compile the inner confiner in the clone now: inside the sandbox its folder is
+    # read-only, so a first run there could not write its bytecode (pip compiles a
+    # wheel's files as it installs them).
+    .venv/bin/python -m compileall -q inner supervisor netns_helper >/dev/null
+fi

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from support import capabilities as caps
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -502,10 +503,11 @@ PAGE = '<html><body><p id="x">hello from a page</p></body></html>\n'
 
 
 def test_chromium_runs_inside_with_no_sandbox_and_says_why_without(sandbox: Sandbox) -> None:
-    """A real browser, where one is installed (apt-get install chromium): its own
-    sandbox cannot start inside; with --no-sandbox it renders a page."""
+    """A real browser (ci/setup.sh --test installs Debian's): its own sandbox cannot
+    start inside; with --no-sandbox it renders a page."""
     if shutil.which("chromium") is None:
-        pytest.skip("Chromium is not installed here (apt-get install chromium)")
+        caps.missing("Chromium is not installed here (ci/setup.sh --test: apt-get install "
+                     "chromium)")
     (sandbox.project / "page.html").write_text(PAGE)
     sandbox.chown()
     browse = ["chromium", "--headless", "--user-data-dir=/tmp/profile", "--dump-dom",
