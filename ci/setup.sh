@@ -16,6 +16,9 @@ command -v bwrap >/dev/null 2>&1 || need="$need bubblewrap"
 command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
 # The network tests run curl inside the sandbox, through the proxy.
 command -v curl >/dev/null 2>&1 || need="$need curl"
+# The attacks on what runs as you run the person's own tools outside afterwards.
+command -v hg >/dev/null 2>&1 || need="$need mercurial"
+command -v lesspipe >/dev/null 2>&1 || need="$need less"
 # A C compiler and Python's headers build the exec watch's compiled hot path (setup.py);
 # without them the pure-Python watch is used.
 command -v gcc >/dev/null 2>&1 || need="$need gcc"

@@ -495,6 +495,8 @@ HOME_PLACES: tuple[HomePlace, ...] = (
               False),
     HomePlace("~/.lessfilter", "file", "Debian's lesspipe (LESSOPEN, set by Debian's "
               "~/.bashrc) runs it on every file less opens", _LESSPIPE, False),
+    HomePlace("~/.config/lessfilter", "file", "the same, in the XDG place lesspipe looks "
+              "in first", _LESSPIPE, False),
     HomePlace("~/.lesskey", "file", "less reads it at every start: its #env section sets "
               "LESSOPEN, a command less runs on every file it opens", _LESS, False),
     HomePlace("~/.config/lesskey", "file", "the XDG place of the same lesskey source", _LESS,
