@@ -38,6 +38,7 @@ def git_problem() -> str | None:
     return None if shutil.which("git") else "git is not installed (apt-get install git)"
 
 
+@functools.cache
 def person_tools_problem() -> str | None:
     missing = [name for name, path in (("mercurial", "hg"), ("less", "lesspipe"))
                if not shutil.which(path)]
