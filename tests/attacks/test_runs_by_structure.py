@@ -178,17 +178,18 @@ def _git_elsewhere(box: Sandbox) -> None:
 def test_what_the_persons_git_settings_name_is_read_only(sandbox: Sandbox,
                                                         opened: bool) -> None:
     work = _work(sandbox)
-    evil = f"#!/bin/sh\necho \"$0\" >> {mark(sandbox, 'git')}\nexit 0\n"
+    monitor = f"#!/bin/sh\necho \"$0\" >> {mark(sandbox, 'fsmonitor')}\nexit 0\n"
+    hook = f"#!/bin/sh\necho \"$0\" >> {mark(sandbox, 'post-checkout')}\nexit 0\n"
     spec = 'files.write = ["~/work"]\n' + (
         'files.write_dot_files = ["~/work"]\n' if opened else "")
     attack(sandbox, {
-        ("make", "evil.sh", evil): OK,
-        ("append", "team.gitconfig", f"[core]\n\tfsmonitor = {work}/evil.sh\n"):
+        ("make", "monitor.sh", monitor): OK,
+        ("append", "team.gitconfig", f"[core]\n\tfsmonitor = {work}/monitor.sh\n"):
             OK if opened else EROFS,
-        ("make", "hooks/post-checkout", evil): OK if opened else EROFS,
+        ("make", "hooks/post-checkout", hook): OK if opened else EROFS,
     }, spec=spec, cwd=work)
     _git_elsewhere(sandbox)
-    assert ran(sandbox) == (["git"] if opened else [])
+    assert ran(sandbox) == (["fsmonitor", "post-checkout"] if opened else [])
 
 
 def test_any_git_key_naming_a_path_is_judged(sandbox: Sandbox) -> None:
