@@ -9,7 +9,9 @@ each written folder is walked at launch, breadth first, no link followed, for wh
 analysis (dotfiles.py) holds like the top's:
 
 - a folder holding one of the metadata names (`.git`, a file or a folder, and
-  runs_as_you.VCS_METADATA's): a checkout. Its metadata is not walked;
+  runs_as_you.VCS_METADATA's): a checkout. Its metadata is not walked; one that is a
+  link is a checkout too, whose link the sandbox could repoint: the launch is refused
+  (view.check_links), as for a link in the path of any protection;
 - a folder holding `HEAD` (a file), `objects/` and `refs/`: a bare git repository (git's
   own test, setup.c is_git_directory); pushing to it runs its hooks as the person;
 - a folder holding `pyvenv.cfg`: a virtual environment (PEP 405, the file Python itself
@@ -92,7 +94,7 @@ def walk(top: str, names: frozenset[str], *, max_folders: int = MAX_FOLDERS) -> 
         skip = set()
         if folder != top:
             for name in sorted(names):
-                if entries.get(name) in ("folder", "file"):
+                if entries.get(name) in ("folder", "file", "link"):  # a link: refused
                     checkouts.append((folder, name))
                     skip.add(name)
         else:
@@ -112,5 +114,5 @@ def activation_scripts(venv: str) -> list[str]:
     for folder in ("bin", "Scripts"):
         entries = _listing(os.path.join(venv, folder)) or {}
         found += [os.path.join(venv, folder, name) for name in sorted(entries)
-                  if name.startswith("activate") and entries[name] == "file"]
+                  if name.startswith("activate") and entries[name] in ("file", "link")]
     return found

@@ -200,3 +200,14 @@ def test_the_tops_own_submodules_are_not_walked_twice(home: Path) -> None:
     assert not any("there at launch" in why for why in kept.values())
     assert os.path.join(top, "lib", ".git") not in kept or \
         "there at launch" not in kept[os.path.join(top, "lib", ".git")]
+
+
+def test_a_linked_git_below_the_top_names_its_link(home: Path, tmp_path: Path) -> None:
+    """A repository below whose .git is a link the sandbox could repoint: the protection
+    names the link, and the launch is refused for it (view.check_links)."""
+    top = home / "src"
+    (top / "app").mkdir(parents=True)
+    (tmp_path / "gitdir").mkdir()
+    (top / "app" / ".git").symlink_to(tmp_path / "gitdir")
+    kept = {p.name: p for p in analyze(str(top), home=str(home)).protected}
+    assert kept[f"{top}/app/.git"].link == f"{top}/app/.git"
