@@ -46,9 +46,9 @@ _READ_LIMIT = 1 << 20
 
 # `.` or `source` at a command's start: a line's start, after ; & | ( { ! or a keyword.
 _SOURCE = re.compile(
-    r"""(?:^|[;&|({!]|\bthen\b|\bdo\b|\belse\b)\s*(?:\.|source)\s+"""
-    r"""("[^"]*"|'[^']*'|[^\s;&|)]+)""")
-_INCLUDE = re.compile(r"^\s*\$include\s+(\S.*?)\s*$")
+    r"""(?:^|[;&|({!]|\bthen\b|\bdo\b|\belse\b)[ \t]*(?:\.|source)[ \t]+"""
+    r"""("[^"\n]*"|'[^'\n]*'|[^\s;&|)]+)""", re.MULTILINE)
+_INCLUDE = re.compile(r"^[ \t]*\$include[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
 
 
 def _literal(word: str, home: str, relative_to: str) -> str | None:
@@ -106,20 +106,18 @@ def sourced_files(home: str, environ: dict[str, str] | None = None
 
 
 def _named(text: str, home: str, readline: bool) -> list[str]:
+    """The literal paths `text` sources (one pass of the pattern over the whole text,
+    in C: a line-by-line loop cost milliseconds on Debian's bash_completion); a match in
+    a comment is left out."""
     named = []
-    for line in text.splitlines():
-        if readline:
-            include = _INCLUDE.match(line)
-            if include:
-                path = _literal(include.group(1), home, home)
-                if path is not None:
-                    named.append(path)
-            continue
-        code = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
-        for match in _SOURCE.finditer(code):
-            path = _literal(match.group(1), home, home)
-            if path is not None:
-                named.append(path)
+    for match in (_INCLUDE if readline else _SOURCE).finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        before = text[start:match.start(1)]
+        if "#" in before and not readline:
+            continue  # in a comment (or after a `#` in a word: finding less is a gap)
+        path = _literal(match.group(1), home, home)
+        if path is not None:
+            named.append(path)
     return named
 
 
