@@ -130,15 +130,20 @@ _WORK_SUFFIXES = (".url", ".pushurl", ".insteadof", ".pushinsteadof")
 def value_paths(key: str, value: str, home: str) -> list[str]:
     """Every absolute or `~/` path a git value names (a command's every word, and
     `--opt=PATH`), normalized; none for a key that names work rather than settings."""
-    if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES):
+    if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES) or not ("/" in value or
+                                                               "~" in value):
         return []
-    import shlex
-
     text = value.removeprefix("!").removeprefix(":(optional)")
-    try:
-        words = shlex.split(text, comments=False)
-    except ValueError:
-        words = text.split()
+    words = text.split()
+    if any(c in text for c in "\"'\\"):
+        # Quoted: split as the shell does; shlex is imported only then, since a default
+        # start imports no module it does not need (test_start_path.py).
+        import shlex
+
+        try:
+            words = shlex.split(text, comments=False)
+        except ValueError:
+            pass
     found = []
     for word in words:
         for part in (word, word.partition("=")[2]):
