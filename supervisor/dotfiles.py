@@ -358,7 +358,8 @@ class _Analysis:
         self.commit = True  # a bare repository: what git reads to run, not its objects
         for bare in found.bare:
             self.git_metadata(bare, bare, f"the bare repository {self.shown(bare)} "
-                              "(there at launch; a push to it runs its hooks): ")
+                              "(there at launch): ", tail="a push to it runs its hooks; "
+                              "its objects and refs stay writable")
         self.commit = commit
         for venv in found.venvs:
             for script in activation_scripts(venv):
@@ -408,23 +409,24 @@ class _Analysis:
             self.git_metadata(git_dir, common_dir, label)
         return _Repository(worktree, git_dir, common_dir, label)
 
-    def git_metadata(self, git_dir: str, common_dir: str, label: str) -> None:
+    def git_metadata(self, git_dir: str, common_dir: str, label: str, *,
+                     tail: str = COMMIT_REASON) -> None:
         """What git reads in a git directory to decide what to run: GIT_METADATA in the
         common directory, commondir and config.worktree in the git directory, and those
         two in each linked worktree's own directory (the person's other checkouts read
         them)."""
         for name, kind, why in GIT_METADATA:
             path = os.path.join(common_dir, name)
-            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}")
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}")
         for git in dict.fromkeys((git_dir, common_dir)):
             for name, kind, why, content in GIT_DIR_METADATA:
                 path = os.path.join(git, name)
-                self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+                self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}",
                          content=content)
         if git_dir != common_dir:  # this checkout is a linked worktree of the repository
             name, kind, why = WORKTREE_GITDIR
             path = os.path.join(git_dir, name)
-            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}",
                      hold=False)
         try:
             linked = sorted(os.listdir(os.path.join(common_dir, "worktrees")))

@@ -181,8 +181,14 @@ def test_what_was_there_at_launch_is_held_like_the_tops(home: Path) -> None:
     (top / "env" / "bin").mkdir(parents=True)
     (top / "env" / "pyvenv.cfg").write_text("")
     (top / "env" / "bin" / "activate").write_text("")
+    (top / "central.git" / "objects").mkdir(parents=True)
+    (top / "central.git" / "refs").mkdir()
+    (top / "central.git" / "hooks").mkdir()
+    (top / "central.git" / "HEAD").write_text("ref: refs/heads/main\n")
     dots = analyze(str(top), home=str(home))
     kept = {p.path: p for p in dots.protected}
+    assert "a push to it runs its hooks" in kept[f"{top}/central.git/hooks"].reason
+    assert f"{top}/central.git/objects" not in kept  # a push from inside still works
     for path in ("app/.git", "app/.vscode", "other/.jj", "env/bin/activate"):
         assert kept[f"{top}/{path}"].exists, path
         assert kept[f"{top}/{path}"].placeholder is None  # nothing missing is held below
