@@ -45,6 +45,7 @@ if [ "$for_tests" = 1 ]; then
     want git git            # git inside, and the person's git outside
     want less less          # a pager that runs the person's ~/.lessfilter
     want lesspipe less
+    want hg mercurial       # the person's hg outside, after a plant in .hg
     want nvim neovim        # an editor that runs a project's settings
     want ip iproute2        # the lab's network namespaces, a host address
     want ps procps

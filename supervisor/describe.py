@@ -17,7 +17,7 @@ from .limits import describe as describe_limits
 if TYPE_CHECKING:
     from .view import View
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class Description:
     working_directory_seen: bool
     git_identity: str | None
     caches: list[Described]
+    unwalked: list[Described]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,7 +111,40 @@ def describe(snapshot: Snapshot) -> Description:
         git_identity=_git_identity(snapshot),
         caches=[Described(c.name, c.store, f"{c.key}: seen at {c.path}")
                 for c in snapshot.caches],
+        unwalked=_unwalked(view),
     )
+
+
+SHOWN_UNWALKED = 5  # folders named per walk; the rest counted
+
+
+def _unwalked(view: View) -> list[Described]:
+    """Where the walks at launch stopped at their bound: below each written folder (what
+    was the person's there, held like the top's: below_top.py), and in home's dot
+    folders (the links that make a place by where they lead: home_places.home_links).
+    What they did not list is not held."""
+    from .home_places import home_links
+    from .view import written_tops
+
+    found: list[Described] = []
+
+    def add(folders: tuple[str, ...], why: str) -> None:
+        for folder in folders[:SHOWN_UNWALKED]:
+            found.append(Described(folder, None, why))
+        if len(folders) > SHOWN_UNWALKED:
+            more = len(folders) - SHOWN_UNWALKED
+            found.append(Described(f"and {more} more folders", None, why))
+
+    for grant in written_tops(view.snapshot):
+        dots = view.dot_files.get(grant.target or "")
+        if dots is not None and dots.unwalked:
+            add(dots.unwalked, f"not walked below {grant.name} (its bound reached): a "
+                "repository or virtual environment there is not held")
+    if written_tops(view.snapshot):
+        add(home_links(view.snapshot.home).unwalked, "not walked in home (its bound "
+            "reached): a link there into a written folder does not keep its target "
+            "read-only")
+    return found
 
 
 def _git_identity(snapshot: Snapshot) -> str | None:
@@ -193,6 +227,9 @@ def render(description: Description) -> str:
         section("kept from being made for the run (placeholders)", d.placeholders, "")
     if d.opened:
         section("opened by the spec inside written folders", d.opened, "")
+    if d.unwalked:
+        section("not looked at (the walks at launch stopped at their bound; name a deeper "
+                "folder in files.write to look there)", d.unwalked, "")
     if d.caches:
         section("private caches (lnk-sandbox's own, kept across runs; yours are not opened)",
                 d.caches, "")

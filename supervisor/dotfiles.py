@@ -146,6 +146,7 @@ class DotFiles(NamedTuple):
 
     top: str
     protected: tuple[Protected, ...]
+    unwalked: tuple[str, ...] = ()  # folders below the top the launch walk did not list
 
 
 # --- paths --------------------------------------------------------------------------------
@@ -200,6 +201,7 @@ class _Analysis:
         self.places = places
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
+        self.repository: _Repository | None = None
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
             content: bytes = b"", parents: bool = False) -> Protected:
@@ -224,18 +226,147 @@ class _Analysis:
         return self.found.setdefault(name, entry)
 
     def run(self) -> DotFiles:
-        repository = self.git(self.top)
+        repository = self.repository = self.git(self.top)
         self.bare_top()
         self.add(os.path.join(self.top, ".envrc"), "file", ENVRC_REASON, hold=False)
         for name, reason in TOP_FOLDERS:
             self.add(os.path.join(self.top, name), "folder", reason)
         self.agent_settings()
+        self.other_version_control(self.top, "")
         self.home_places()
         if repository is not None:
             hooks, sha256 = self.git_settings(repository)
             self.hook_managers(repository, hooks)
             self.submodules(repository, sha256, depth=0)
-        return DotFiles(self.top, tuple(self.found.values()))
+        self.person_settings()
+        unwalked = self.below()
+        return DotFiles(self.top, tuple(self.found.values()), unwalked)
+
+    # -- what the person's own settings name, and what is theirs below the top -------------
+
+    def other_version_control(self, folder: str, label: str, *,
+                              present: frozenset[str] | None = None) -> None:
+        """Every other version-control system's metadata at `folder`, held as `.git` is
+        (runs_as_you.VCS_METADATA): read-only where it is; at the top, a missing one
+        whose tool is run as git is held by an empty folder. Below the top, `present`:
+        the names there (nothing is held that is missing)."""
+        from .runs_as_you import VCS_METADATA
+
+        for vcs in VCS_METADATA:
+            if present is not None and vcs.name not in present:
+                continue
+            self.add(os.path.join(folder, vcs.name), vcs.kind,
+                     f"{label}{vcs.name}: {vcs.tool}: {vcs.runs}",
+                     hold=vcs.hold and present is None)
+
+    def person_settings(self) -> None:
+        """What the person's own settings name, inside this folder, whether or not a
+        repository is here (person_settings.py): the files their shells and readline
+        source, and every path their git settings (system and global, and what those
+        include) give, as a file or program. git reads these in every repository, and
+        the shell at every start."""
+        from .person_settings import sourced_files
+
+        for path, why in sourced_files(self.home):
+            if path != self.top and _within(path, self.top):
+                self.add(path, "file", f"{why}: it runs in your shell")
+        self.person_git()
+
+    def person_git(self) -> None:
+        """Every path the person's git settings name inside this folder (the includes
+        followed as git follows them): read-only, held when missing."""
+        from .person_settings import value_paths
+
+        pending = [(path, 0) for path in person_git_configs(self.home)]
+        seen: set[str] = set()
+        while pending:
+            config, depth = pending.pop(0)
+            data = read_small(config, limit=1 << 20) if depth <= MAX_INCLUDE_DEPTH else None
+            if data is None or os.path.realpath(config) in seen:
+                continue
+            seen.add(os.path.realpath(config))
+            shown = "~" + config[len(self.home):] if _within(config, self.home) else config
+            for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
+                if value is None:
+                    continue
+                include = key == "include.path" or (key.startswith("includeif.")
+                                                    and key.endswith(".path"))
+                if include:
+                    path = _expand(value, os.path.dirname(config), self.home)
+                    if path is not None:
+                        pending.append((path, depth + 1))
+                    paths = [path] if path is not None else []
+                elif key == "maintenance.repo":
+                    paths = [os.path.join(p, ".git") for p in value_paths(key, value,
+                                                                           self.home)]
+                else:
+                    paths = value_paths(key, value, self.home)
+                for path in paths:
+                    if path == self.top or not _within(path, self.top):
+                        continue
+                    kind: Kind = "folder" if key in ("core.hookspath", "init.templatedir") \
+                        or path.endswith("/.git") else "file"
+                    self.add(path, kind, f"{key} = {value} in your {shown}: git reads or "
+                             "runs it in every repository")
+
+    def ours(self, worktree: str) -> bool:
+        """Whether the checkout `worktree` below the top is one of the top repository's
+        own (a submodule's or a linked worktree's git directory inside its common
+        directory): analysed with the top's, under its files.commit."""
+        if self.repository is None or lstat_kind(os.path.join(worktree, ".git")) != "file":
+            return False
+        target = read_gitfile(os.path.join(worktree, ".git"))
+        if target is None:
+            return False
+        git_dir = os.path.realpath(os.path.join(worktree, target))
+        return _within(git_dir, self.repository.common_dir)
+
+    def below(self) -> tuple[str, ...]:
+        """What below the top was the person's at launch (below_top.py), held like the
+        top's: each checkout's metadata and what its git settings name, its dot files
+        that are there (nothing is held that is missing: the record's rule for a
+        folder the sandbox makes holds below), each bare repository's settings and
+        hooks, each virtual environment's activation scripts. The folders the walk did
+        not list, for `describe`."""
+        from .below_top import activation_scripts, walk
+        from .runs_as_you import AGENT_SETTINGS, VCS_METADATA
+
+        names = frozenset((".git", *(vcs.name for vcs in VCS_METADATA)))
+        found = walk(self.top, names)
+        commit, self.commit = self.commit, False  # files.commit is for the top's only
+        for worktree, name in found.checkouts:
+            label = f"the repository {self.shown(worktree)} (there at launch): "
+            if name == ".git" and self.ours(worktree):
+                continue  # a submodule or worktree of the top's: analysed with it
+            if name == ".git":
+                repository = self.git(worktree, label)
+                if repository is not None:
+                    hooks, sha256 = self.git_settings(repository)
+                    self.hook_managers(repository, hooks)
+                    self.submodules(repository, sha256, depth=0)
+            else:
+                self.other_version_control(worktree, label, present=frozenset((name,)))
+            settings: list[tuple[str, Kind, str]] = [
+                (".envrc", "file", ENVRC_REASON),
+                *((n, "folder", r) for n, r in TOP_FOLDERS),
+                *((a.name, a.kind, f"{a.tool}: {a.runs}") for a in AGENT_SETTINGS
+                  if "*" not in a.name)]
+            for setting, kind, why in settings:
+                path = os.path.join(worktree, setting)
+                if lstat_kind(path) != "missing":
+                    self.add(path, kind, f"{label}{why}", hold=False)
+        self.commit = True  # a bare repository: what git reads to run, not its objects
+        for bare in found.bare:
+            self.git_metadata(bare, bare, f"the bare repository {self.shown(bare)} "
+                              "(there at launch): ", tail="a push to it runs its hooks; "
+                              "its objects and refs stay writable")
+        self.commit = commit
+        for venv in found.venvs:
+            for script in activation_scripts(venv):
+                self.add(script, "file", f"the activation script of the virtual environment "
+                         f"{self.shown(venv)}: sourcing it runs it in your shell; pip never "
+                         "writes it", hold=False)
+        return found.unwalked
 
     # -- .git and the git directories it names --------------------------------------------
 
@@ -278,23 +409,24 @@ class _Analysis:
             self.git_metadata(git_dir, common_dir, label)
         return _Repository(worktree, git_dir, common_dir, label)
 
-    def git_metadata(self, git_dir: str, common_dir: str, label: str) -> None:
+    def git_metadata(self, git_dir: str, common_dir: str, label: str, *,
+                     tail: str = COMMIT_REASON) -> None:
         """What git reads in a git directory to decide what to run: GIT_METADATA in the
         common directory, commondir and config.worktree in the git directory, and those
         two in each linked worktree's own directory (the person's other checkouts read
         them)."""
         for name, kind, why in GIT_METADATA:
             path = os.path.join(common_dir, name)
-            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}")
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}")
         for git in dict.fromkeys((git_dir, common_dir)):
             for name, kind, why, content in GIT_DIR_METADATA:
                 path = os.path.join(git, name)
-                self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+                self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}",
                          content=content)
         if git_dir != common_dir:  # this checkout is a linked worktree of the repository
             name, kind, why = WORKTREE_GITDIR
             path = os.path.join(git_dir, name)
-            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}",
                      hold=False)
         try:
             linked = sorted(os.listdir(os.path.join(common_dir, "worktrees")))
@@ -344,7 +476,7 @@ class _Analysis:
         from .home_places import home_places
 
         for place in self.places if self.places is not None else home_places(self.home):
-            if place.path != self.top and _within(place.path, self.top):
+            if place.path != self.top and _within(place.path, self.top) and not place.linked:
                 self.add(place.path, place.kind, f"{place.what} ({place.name})")
             if place.real not in (place.path, self.top) and _within(place.real, self.top):
                 entry = self.add(place.real, place.kind,
@@ -400,6 +532,8 @@ class _Analysis:
         core.hooksPath there (`.githooks`, a common convention) names a folder in every
         repository, this one's too; what they include may lie where the sandbox writes.
         """
+        from .person_settings import value_paths
+
         hooks_paths: list[str] = []
         sha256 = False
         files = [os.path.join(repository.common_dir, "config"),
@@ -445,6 +579,11 @@ class _Analysis:
                                  f"{shown}: git runs it")
                 elif key == "extensions.objectformat" and own:
                     sha256 = value.lower() == "sha256"
+                else:
+                    for path in value_paths(key, value, self.home):
+                        if path != self.top and _within(path, self.top):
+                            self.add(path, "file", f"{repository.label}{key} = {value} "
+                                     f"in {shown}: git reads or runs it")
         return [os.path.join(repository.common_dir, "hooks"), *hooks_paths], sha256
 
     # -- submodules: git at the top runs git in each, with its settings --------------------

@@ -317,7 +317,8 @@ class _Resolver:
                     "sandbox writing there could change what runs as you",
                     hint=_holder_hint(place, path),
                 )
-        elif is_within(path, place.path) or is_within(path, place.real):
+        elif (is_within(path, place.path) or is_within(path, place.real)) and \
+                not place.linked:  # a link's own target is kept read-only (dotfiles.py)
             raise self.error(
                 rule,
                 f"resolves to {path}, inside {place.name}{led}: {place.what}; a sandbox "
@@ -325,7 +326,8 @@ class _Resolver:
                 hint=_place_hint(place),
             )
         link = next((link for link in place.links if is_within(link, path)
-                     and not self.covered(link)), None)
+                     and not self.covered(link)
+                     and not (place.linked and link == place.path)), None)
         if link is not None:
             raise self.error(
                 rule,
@@ -394,7 +396,7 @@ class _Resolver:
                                      "a cache is mounted at a real folder in home",
                                      hint="name the folder the tool really uses")
             for home in dict.fromkeys((self.context.home, self.home_real)):
-                for place, where in ((p, w) for p in home_places(home)
+                for place, where in ((p, w) for p in home_places(home) if not p.linked
                                      for w in dict.fromkeys((p.path, p.real))):
                     # A cache is a tool's store of downloads (wheels, npx's packages):
                     # what one run leaves there the next runs of its scope may run,

@@ -74,6 +74,8 @@ class Place(NamedTuple):
     real: str
     links: tuple[str, ...] = ()
     instead: str = ""
+    linked: bool = False  # found by the link walk (home_links), not by a name: only
+                          # what it leads to is kept read-only, no grant is refused for it
 
 
 def _within(path: str, folder: str) -> bool:
@@ -276,6 +278,62 @@ def relative_gaps() -> list[str]:
     return [gap for gap in gaps if gap is not None]
 
 
+# Home's links: at its top (dot names), in its dot folders and two folders into them.
+HOME_LINK_DEPTH = 3
+MAX_HOME_FOLDERS = 256
+LINKED_WHAT = ("a link in your home leads here: what a link there names is your "
+               "configuration, whatever its name (a dotfiles repository's files)")
+
+
+class HomeLinks(NamedTuple):
+    """Every link found in home's dot entries, and the folders the walk did not list
+    (its bound reached), sorted."""
+
+    links: tuple[str, ...] = ()
+    unwalked: tuple[str, ...] = ()
+
+
+def home_links(home: str, *, max_folders: int = MAX_HOME_FOLDERS) -> HomeLinks:
+    """The links among home's dot entries and in its dot folders, HOME_LINK_DEPTH levels
+    of folders deep, breadth first, no link followed: a dotfiles repository is linked in
+    there (GNU Stow's `~/.inputrc -> dotfiles/inputrc`, `~/.config/nvim ->
+    ../dotfiles/nvim`, yadm's and rcm's the same), and what a link leads to is read by
+    the tool whose name the link has, whatever that name is: so each one is a place by
+    where it leads, with no table naming it. A name without a dot at home's top
+    (`~/work -> /data/work`) is the person's files, not their configuration."""
+    if _found_links is not None and home in _found_links:
+        return _found_links[home]
+    links: list[str] = []
+    queue: list[tuple[str, int]] = [(home, 0)]
+    listed = 0
+    while queue and listed < max_folders:
+        folder, depth = queue.pop(0)
+        listed += 1
+        try:
+            with os.scandir(folder) as entries:
+                listing = sorted(((e.name, _link_or_none(e), e.is_dir(follow_symlinks=False))
+                                  for e in entries), key=lambda t: t[0])
+        except OSError:
+            continue
+        for name, said, listed_dir in listing:
+            if depth == 0 and not name.startswith("."):
+                continue
+            path = os.path.join(folder, name)
+            link = os.path.islink(path) if said is None else said  # None: not said, ask
+            is_dir = (not link and os.path.isdir(path)) if said is None else listed_dir
+            if link:
+                links.append(path)
+            elif is_dir and depth + 1 < HOME_LINK_DEPTH:
+                queue.append((path, depth + 1))
+    found = HomeLinks(tuple(links), tuple(sorted(f for f, _ in queue)))
+    if _found_links is not None:
+        _found_links[home] = found
+    return found
+
+
+_found_links: dict[str, HomeLinks] | None = None
+
+
 # The places found within `found_once`, by home and PATH; None outside it.
 _found: dict[tuple[tuple[str, str], tuple[str, ...]], tuple[Place, ...]] | None = None
 
@@ -287,19 +345,22 @@ def found_once() -> Iterator[None]:
     to 6 ms, more with a long PATH). Outside it every call looks again, so a process
     that makes many snapshots (a harness) never uses what an earlier one found; and
     `look_again` ends the reuse where a start waits (on a person's answer)."""
-    global _found
-    outer = _found
+    global _found, _found_links
+    outer, outer_links = _found, _found_links
     _found = {} if outer is None else outer
+    _found_links = {} if outer_links is None else outer_links
     try:
         yield
     finally:
-        _found = outer
+        _found, _found_links = outer, outer_links
 
 
 def look_again() -> None:
     """What was found so far within `found_once` is looked for again when next asked."""
     if _found is not None:
         _found.clear()
+    if _found_links is not None:
+        _found_links.clear()
 
 
 # The variables naming folders an interpreter loads code from before (or instead of) its
@@ -437,15 +498,18 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
     places: dict[str, Place] = {}
 
     def add(path: str, name: str, kind: Kind, what: str, *, holder: bool,
-            instead: str = "") -> None:
+            instead: str = "", linked: bool = False) -> None:
         if path in places:
             return
         real, links = resolver.resolve(path)
-        places[path] = Place(path, name, kind, what, holder, real, links, instead)
+        places[path] = Place(path, name, kind, what, holder, real, links, instead, linked)
 
     for entry in HOME_PLACES:
         add(os.path.normpath(home + entry.name[1:]), entry.name, entry.kind, entry.what,
             holder=entry.holder, instead=entry.instead)
+    for link in home_links(home).links:
+        add(link, _shown(link, home), "folder" if os.path.isdir(link) else "file",
+            LINKED_WHAT, holder=False, linked=True)
     folders = path_folders(path_env)
     for folder in folders:
         if folder != home:

@@ -232,6 +232,58 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
     ),
 )
 
+class VcsMetadata(NamedTuple):
+    """A version-control system's repository metadata at the top of a checkout, which its
+    tool reads on every command there (and in every folder below, found upward) to
+    decide what to run. `hold`: a missing one gets an empty folder for the run (a dot
+    name: invisible to `ls` and `git status`), for the tools run in any folder as git is;
+    the others are read-only where they are, not made when missing (docs/runs-as-you.md,
+    "Other version control", says why)."""
+
+    name: str
+    kind: Kind
+    tool: str
+    runs: str
+    source: str
+    hold: bool
+
+
+VCS_METADATA: tuple[VcsMetadata, ...] = (
+    VcsMetadata(".hg", "folder", "Mercurial",
+                "hgrc's [hooks] run on every command (pre-status, pre-commit...) and its "
+                "[extensions] load the Python files they name; sharedpath points hg at "
+                "another repository's", "https://www.mercurial-scm.org/doc/hgrc.5.html",
+                True),
+    VcsMetadata(".jj", "folder", "Jujutsu",
+                "repo/config.toml's settings (ui.pager, ui.editor, ui.diff-editor, merge "
+                "and fix tools, aliases) run on every jj command; repo/store names the git "
+                "directory it uses", "https://jj-vcs.github.io/jj/latest/config/", True),
+    VcsMetadata(".sl", "folder", "Sapling",
+                "config's [hooks] and [extensions], as Mercurial's hgrc",
+                "https://sapling-scm.com/docs/introduction/getting-started/", True),
+    VcsMetadata(".bzr", "folder", "Breezy (Bazaar)",
+                "branch/branch.conf's post_commit names Python callables brz runs after "
+                "every commit",
+                "https://www.breezy-vcs.org/doc/en/user-reference/hooks-help.html", False),
+    VcsMetadata("_darcs", "folder", "darcs",
+                "prefs/defaults gives each darcs command its options, --prehook and "
+                "--posthook commands among them", "https://darcs.net/Using/Configuration",
+                False),
+    VcsMetadata(".pijul", "folder", "Pijul",
+                "config's hooks run on pijul record, and the approval of the project's "
+                "shared hooks is kept here",
+                "https://docs.rs/crate/pijul/1.0.0-beta.22/source/src/commands/hooks.rs",
+                False),
+    VcsMetadata(".fslckout", "file", "Fossil",
+                "the checkout's database names the repository whose settings fossil runs "
+                "(hooks, editor, diff and ssh commands)",
+                "https://fossil-scm.org/home/help/hook", False),
+    VcsMetadata("_FOSSIL_", "file", "Fossil",
+                "the older name of the same checkout database",
+                "https://fossil-scm.org/home/help/hook", False),
+)
+
+
 _BASH = "https://www.gnu.org/software/bash/manual/html_node/Bash-Startup-Files.html"
 _ZSH = "https://zsh.sourceforge.io/Doc/Release/Files.html"
 _TCSH = "https://manpages.debian.org/bookworm/tcsh/tcsh.1.en.html"
@@ -243,6 +295,9 @@ _DIRENV = "https://github.com/direnv/direnv/blob/master/man/direnv.1.md"
 _XSESSION = "https://manpages.debian.org/bookworm/x11-common/Xsession.5.en.html"
 _DEBIAN_PROFILE = "https://salsa.debian.org/debian/bash/-/blob/master/debian/skel.profile"
 _P10K = "https://github.com/romkatv/powerlevel10k#instant-prompt"
+_READLINE = "https://tiswww.case.edu/php/chet/readline/readline.html#Readline-Init-File"
+_LESS = "https://man7.org/linux/man-pages/man1/lesskey.1.html"
+_LESSPIPE = "https://manpages.debian.org/bookworm/less/lesspipe.1.en.html"
 
 HOME_PLACES: tuple[HomePlace, ...] = (
     # Holders: folders where anything new may run; a write grant of one is refused.
@@ -433,6 +488,21 @@ HOME_PLACES: tuple[HomePlace, ...] = (
               "https://man.openbsd.org/ssh_config.5", False),
     HomePlace("~/.ssh/environment", "file", "variables sshd sets at login where "
               "PermitUserEnvironment allows", _SSH, False),
+    # Readline and less: what they read at every start names what runs.
+    HomePlace("~/.inputrc", "file", "readline's key bindings for bash and every readline "
+              "program: a macro bound to Return types a command and ends in accept-line, "
+              "so the person's next Enter runs it; $include names more files", _READLINE,
+              False),
+    HomePlace("~/.lessfilter", "file", "Debian's lesspipe (LESSOPEN, set by Debian's "
+              "~/.bashrc) runs it on every file less opens", _LESSPIPE, False),
+    HomePlace("~/.config/lessfilter", "file", "the same, in the XDG place lesspipe looks "
+              "in first", _LESSPIPE, False),
+    HomePlace("~/.lesskey", "file", "less reads it at every start: its #env section sets "
+              "LESSOPEN, a command less runs on every file it opens", _LESS, False),
+    HomePlace("~/.config/lesskey", "file", "the XDG place of the same lesskey source", _LESS,
+              False),
+    HomePlace("~/.less", "file", "the compiled lesskey file older less reads: its "
+              "variables set LESSOPEN too", _LESS, False),
     # git and direnv.
     HomePlace("~/.gitconfig", "file", "git's global settings: hooksPath, fsmonitor, "
               "filters, aliases, helpers", "https://git-scm.com/docs/git-config#FILES", False),

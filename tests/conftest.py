@@ -7,6 +7,8 @@ Markers (each probes the real thing, once per session):
 - requires_seccomp_notify: seccomp user notification works here;
 - requires_root: the tests run as root;
 - requires_git: git is installed (the tests compare what lnk reads with git's own answer);
+- requires_person_tools: hg and Debian's less with lesspipe are installed (the person's
+  tools an attack's payload would run in, run outside after it);
 - requires_memfd_noexec_seal: memfd_create takes MFD_NOEXEC_SEAL (and MFD_EXEC), so the
   exec watch can make sealed memory files (without it they are refused under a list).
 
@@ -43,6 +45,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         "requires_seccomp_notify": caps.notify_problem,
         "requires_memfd_noexec_seal": caps.memfd_noexec_seal_problem,
         "requires_git": caps.git_problem,
+        "requires_person_tools": caps.person_tools_problem,
     }
     for marker in item.iter_markers():
         if marker.name in probes and (reason := probes[marker.name]()):

@@ -611,9 +611,10 @@ def test_missing_dot_files_cannot_be_made_first(sandbox: Sandbox) -> None:
 def test_a_link_planted_where_a_dot_file_goes_refuses_the_launch(
         sandbox: Sandbox, where: str) -> None:
     """A link is planted where a dot file of `inner` goes: by a sandbox writing the
-    folder above, for which `inner` is its work (a repository it may make), or, for
-    .envrc, which nothing holds, from inside inner's own sandbox. The next launch in
-    `inner` refuses, naming the link."""
+    folder above with its dot files opened (a repository that was there at launch is
+    held like the top's otherwise: below, the plant itself is refused), or, for .envrc,
+    which nothing holds, from inside inner's own sandbox. The next launch in `inner`
+    refuses, naming the link."""
     inner, elsewhere = sandbox.project / "inner", sandbox.base / "elsewhere"
     inner.mkdir()
     (elsewhere / "hooks").mkdir(parents=True)
@@ -626,8 +627,13 @@ def test_a_link_planted_where_a_dot_file_goes_refuses_the_launch(
         host_git(sandbox, "config", "include.path", "../shared.gitconfig", cwd=inner)
     sandbox.chown()
     target = str(elsewhere / ("cfg" if where == "shared.gitconfig" else ""))
+    if where in ("tools", "shared.gitconfig"):  # inner is a repository there at launch
+        results, _ = run_actions(sandbox, [("symlink", target, f"{inner}/{where}")])
+        assert results == {f"symlink {target} {inner}/{where}": "EEXIST"}  # held
     results, _ = run_actions(sandbox, [("symlink", target, f"{inner}/{where}")],
-                             cwd=inner if where == ".envrc" else sandbox.project)
+                             cwd=inner if where == ".envrc" else sandbox.project,
+                             spec=None if where == ".envrc" else
+                             'files.write = ["."]\nfiles.write_dot_files = ["."]\n')
     assert results == {f"symlink {target} {inner}/{where}": "OK"}
     assert (inner / where).is_symlink()
 

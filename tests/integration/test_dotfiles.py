@@ -194,9 +194,11 @@ def test_a_linked_worktree_protects_the_main_git_directory(sandbox: Sandbox) -> 
         ("write", f"{m}/.git/worktrees/tree/HEAD"): EROFS,
         ("rename", m, f"{m}-moved"): EBUSY,
     })
-    # Only the folder above both written: main/.git is a repository inside, its work.
+    # Only the folder above both written: main/.git is a repository inside that was
+    # there at launch, the person's, held like the top's (a repository the sandbox
+    # makes in the run is its work: tests/attacks/test_runs_by_structure.py).
     assert act(sandbox, actions[:1], spec='files.write = ["."]\n') == expect({
-        ("write", f"{m}/.git/config"): OK})
+        ("write", f"{m}/.git/config"): EROFS})
 
 
 def test_a_folder_written_inside_a_read_only_one_keeps_its_own_dot_files(
@@ -335,11 +337,12 @@ def test_a_killed_supervisors_placeholder_goes_at_the_next_start(sandbox: Sandbo
     # Left by the killed run: the folders, refs and commondir (held so the top is no bare
     # repository), and the agents' settings held for the run (.github/hooks in a .github
     # made for it).
-    from supervisor.runs_as_you import AGENT_SETTINGS
+    from supervisor.runs_as_you import AGENT_SETTINGS, VCS_METADATA
 
     agents = {s.name.split("/")[0] for s in AGENT_SETTINGS if s.hold}
+    others = {v.name for v in VCS_METADATA if v.hold}  # .hg, .jj, .sl
     assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "refs", "commondir",
-                                                  *agents))
+                                                  *agents, *others))
     assert os.listdir(project / ".github") == ["hooks"]
     # The next start, in another folder, prunes the dead run's placeholders.
     done = sandbox.run("/bin/true", cwd=other)

@@ -39,6 +39,13 @@ def git_problem() -> str | None:
 
 
 @functools.cache
+def person_tools_problem() -> str | None:
+    missing = [name for name, path in (("mercurial", "hg"), ("less", "lesspipe"))
+               if not shutil.which(path)]
+    return f"apt-get install {' '.join(missing)}" if missing else None
+
+
+@functools.cache
 def bwrap_problem() -> str | None:
     path = shutil.which("bwrap")
     if path is None:

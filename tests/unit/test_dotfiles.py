@@ -26,7 +26,7 @@ from supervisor.grants import Grant, Snapshot
 from supervisor.linux.placeholders import Wanted
 from supervisor.linux.plan import HostLayout, LaunchPlan, MountOp, build_plan, host_access
 from supervisor.policy import LINUX_SYSTEM_FOLDERS, RunSettings
-from supervisor.runs_as_you import AGENT_SETTINGS
+from supervisor.runs_as_you import AGENT_SETTINGS, VCS_METADATA
 from supervisor.view import view_for
 from support.views import linux_view
 
@@ -136,6 +136,12 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
                     f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None,
                     parents=_above(top, s.name) if s.hold else ())
           for s in AGENT_SETTINGS if "*" not in s.name),
+        # Every other version-control system's metadata (runs_as_you.VCS_METADATA): a
+        # missing one held only for the tools run in any folder as git is.
+        *(Protected(f"{top}/{v.name}", f"{top}/{v.name}", v.kind, False,
+                    f"{v.name}: {v.tool}: {v.runs}",
+                    placeholder=f"{top}/{v.name}" if v.hold else None)
+          for v in VCS_METADATA),
     ]
 
 
