@@ -293,10 +293,25 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     except SandboxError as err:
         sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
         status = err.exit_status
+    except OSError as err:
+        # The file system refused what no check before foresaw: said as the others are,
+        # status 125, never a traceback (a harness would read its status 1 as the
+        # command's). Each cause a person can give has its own message before this.
+        sys.stderr.write(f"lnk-sandbox: {unforeseen(err)}\n")
+        status = USAGE_STATUS
     except KeyboardInterrupt:
         status = 128 + 2
     sys.stdout.flush()
     raise SystemExit(status)
+
+
+def unforeseen(err: OSError) -> str:
+    """An OSError no check named, as a message and a hint."""
+    where = "".join(f" {name}" for name in (err.filename, err.filename2) if name)
+    return (f"cannot go on:{where}: {err.strerror or err}\n  hint: lnk-sandbox met it "
+            "on a file of its own or one the environment names ($HOME, $LNK_HOME, the "
+            "working directory, --spec, --report): check that it is there and yours to "
+            "use, and run it again")
 
 
 def _client(name: str, prog: str, argv: list[str]) -> NoReturn:
