@@ -334,6 +334,9 @@ def main_lnk() -> NoReturn:
     """`lnk sandbox ...`: the `sandbox` word first, then the same commands; `lnk mcp`.
     `lnk --help` and `lnk --version` answer for the sandbox, the one family of commands
     lnk has."""
+    from .terminal import standard_streams
+
+    standard_streams()
     argv = sys.argv[1:]
     if argv[:1] in (["--help"], ["-h"], ["help"], ["--version"]):
         _main("lnk sandbox", ["--help" if argv[0] == "help" else argv[0]])
@@ -351,6 +354,9 @@ def main_lnk() -> NoReturn:
 def main_lnk_sandbox() -> NoReturn:
     """`lnk-sandbox ...`: the same commands without the `sandbox` word; `mcp` and
     `shell-prefix` (Claude Code's CLAUDE_CODE_SHELL_PREFIX)."""
+    from .terminal import standard_streams
+
+    standard_streams()
     prog = os.path.basename(sys.argv[0]) or "lnk-sandbox"
     argv = sys.argv[1:]
     if argv and argv[0] in ("mcp", "shell-prefix"):
