@@ -291,13 +291,17 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     try:
         status = dispatch(prog, argv)
     except SandboxError as err:
-        sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
+        from .events import say  # on a line of its own, after what the sandbox wrote
+
+        say(err.render())
         status = err.exit_status
     except OSError as err:
         # The file system refused what no check before foresaw: said as the others are,
         # status 125, never a traceback (a harness would read its status 1 as the
         # command's). Each cause a person can give has its own message before this.
-        sys.stderr.write(f"lnk-sandbox: {unforeseen(err)}\n")
+        from .events import say
+
+        say(unforeseen(err))
         status = USAGE_STATUS
     except KeyboardInterrupt:
         status = 128 + 2

@@ -234,11 +234,10 @@ class PrivateFolder:
     def lnk_home(path: str, *, make: bool = True) -> PrivateFolder | None:
         """`$LNK_HOME` opened from a trusted start (the home folder, or `/`), no link
         followed on the way (but the system's own in `/`), and made (0700, with the
-        folders above it inside the home folder) where missing when `make`; None when it
-        is missing and not to be made. LaunchError for a link, a folder not this user's,
-        or writable by others, and for a missing home folder: lnk-sandbox never makes
-        one (a `HOME=/nonexistent` means none, and is kept so), nor a folder outside
-        it that the person did not make."""
+        folders above it) where missing when `make`; None when it is missing and not to
+        be made. LaunchError for a link, a folder not this user's, or writable by
+        others, and for a missing home folder: lnk-sandbox never makes one (a
+        `HOME=/nonexistent` means none, and is kept so)."""
         parent, name = os.path.split(os.path.normpath(path))
         try:
             fd, walked = _walk(parent, _SEARCH)
@@ -248,16 +247,10 @@ class PrivateFolder:
             if not make:
                 return None
             home = os.path.normpath(os.environ.get("HOME") or _passwd_home())
-            if not home.startswith("/") or not os.path.isdir(home):
+            if (parent + "/").startswith(home.rstrip("/") + "/") and not os.path.isdir(home):
                 raise LaunchError(
                     f"the home folder {home} ($HOME) does not exist, so lnk-sandbox's "
                     f"settings ($LNK_HOME = {path}) cannot be made", hint=_SETTINGS_HINT,
-                    errno=errno.ENOENT) from None
-            if not (parent + "/").startswith(home.rstrip("/") + "/"):
-                raise LaunchError(
-                    f"{parent}, the folder lnk-sandbox's settings ($LNK_HOME = {path}) "
-                    "would be made in, does not exist", hint=f"make {parent} first, or "
-                    "set LNK_HOME to the absolute path of a folder of your own",
                     errno=errno.ENOENT) from None
             try:
                 _make_folders(parent)

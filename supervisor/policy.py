@@ -130,13 +130,29 @@ def _absolute_setting(name: str, example: str, value: str) -> str:
     """The environment's `name` when it is an absolute path: a relative one would mean
     a different folder from every working directory (lnk-sandbox's settings made in the
     project the sandbox writes, a home that is wherever the command starts)."""
-    if not value.startswith("/"):
-        from .errors import LaunchError
+    from .errors import LaunchError
 
+    if not value.startswith("/"):
         raise LaunchError(f"{name}={value!r} is not an absolute path, so it would name "
                           "another folder from each working directory",
                           hint=f"set {name} to the absolute path of {example}")
+    longest, name_max = _path_bounds()
+    raw = os.fsencode(value)
+    if len(raw) >= longest or any(len(part) > name_max for part in raw.split(b"/")):
+        # Refused whole: made a folder at a time, it would fail half-way, the first
+        # folders made and left.
+        raise LaunchError(f"{name} is longer than a path of this system may be ("
+                          f"{longest - 1} bytes, {name_max} a name): {value[:60]}...",
+                          hint=f"set {name} to the absolute path of {example}")
     return value
+
+
+def _path_bounds() -> tuple[int, int]:
+    """PATH_MAX (with its NUL) and NAME_MAX here: 4096 and 255 on Linux."""
+    try:
+        return os.pathconf("/", "PC_PATH_MAX"), os.pathconf("/", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 1024, 255
 
 
 def installation_paths() -> tuple[str, ...]:

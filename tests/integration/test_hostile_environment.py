@@ -119,12 +119,16 @@ CASES: dict[str, Case] = {
     # $LNK_HOME.
     "LNK_HOME relative": Case({"LNK_HOME": "rel/lnk"}, says="LNK_HOME='rel/lnk' is not an "
                               "absolute path", not_made=("{project}/rel",)),
-    "LNK_HOME in a missing folder": Case(
-        {"LNK_HOME": "{base}/nope/lnk"}, says="{base}/nope, the folder lnk-sandbox's "
-        "settings ($LNK_HOME = {base}/nope/lnk) would be made in, does not exist",
-        not_made=("{base}/nope",)),
-    "LNK_HOME too long": Case({"LNK_HOME": TOO_LONG}, says="does not exist",
+    "LNK_HOME in a missing folder": Case({"LNK_HOME": "{base}/nope/lnk"}),  # named: made
+    "LNK_HOME in a missing home": Case(
+        {"HOME": "{base}/gone", "LNK_HOME": "{base}/gone/x/lnk"}, says="the home folder "
+        "{base}/gone ($HOME) does not exist", not_made=("{base}/gone",)),
+    "LNK_HOME too long": Case({"LNK_HOME": TOO_LONG}, says="LNK_HOME is longer than a path "
+                              "of this system may be (4095 bytes, 255 a name)",
                               not_made=("/lnk-hostile",)),
+    "LNK_HOME with a name too long": Case(
+        {"LNK_HOME": "{base}/a/" + "n" * 256 + "/lnk"}, says="LNK_HOME is longer than",
+        not_made=("{base}/a",)),
     "LNK_HOME a file": Case({"LNK_HOME": "{base}/afile"}, setup=_file,
                             says="cannot open {base}/afile: Not a directory"),
     "LNK_HOME a device": Case({"LNK_HOME": "/dev/null"}, says="/dev/null"),

@@ -91,6 +91,7 @@ def _lines(stderr: str, project: Path, count: int) -> None:
     assert not late, f"named after the shell said it failed: {late[:10]}"
 
 
+@pytest.mark.kernel_matrix
 def test_hundreds_of_refusals_in_one_run_each_start_a_line(
         sandbox: Sandbox, watch_env: dict[str, str], busy: None) -> None:
     _programs(sandbox, PROGRAMS)
