@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns,
 
 LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh", "cat", "python3"]\n'
 PROGRAMS = 300  # refused programs in one run, each said once
-RUNS = 20  # runs of the naming test itself, per watch
+RUNS = 10  # runs of the naming test itself, per watch (the runs above: 300 each)
 
 
 @pytest.fixture(params=["compiled", "python"])
