@@ -111,8 +111,7 @@ class Snapshot(NamedTuple):
         """The run's limits: as resolved when the snapshot was made, or the defaults."""
         if self.limits is not None:
             return self.limits
-        from .limits import resolve
-        from .spec import Limits
+        from .limits import Limits, resolve
 
         return resolve(Limits())
 

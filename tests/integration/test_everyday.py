@@ -80,8 +80,7 @@ def test_dev_shm_is_the_sandboxs_own_and_sized(sandbox: Sandbox) -> None:
         assert not (Path("/dev/shm") / inside).exists()
     finally:
         host.unlink()
-    from supervisor.limits import resolve
-    from supervisor.spec import Limits
+    from supervisor.limits import Limits, resolve
 
     done = sandbox.run("df", "-B1", "--output=size", "/dev/shm")
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,7 @@ import pytest
 
 import supervisor
 from supervisor.environment import DEFAULT_KEEP
-from supervisor.errors import SpecError
+from supervisor.errors import LaunchError, SpecError
 from supervisor.grants import (
     SNAPSHOT_VERSION,
     Grant,
@@ -23,6 +23,7 @@ from supervisor.grants import (
     is_within,
     resolve,
 )
+from supervisor.limits import Limits
 from supervisor.limits import resolve as resolve_limits
 from supervisor.policy import (
     Context,
@@ -33,7 +34,7 @@ from supervisor.policy import (
     effective_policy,
     installation_paths,
 )
-from supervisor.spec import Limits, load_spec, parse_spec
+from supervisor.spec import load_spec, parse_spec
 from support.capabilities import missing
 
 CREDENTIALS = "default hide: credentials"
@@ -169,11 +170,41 @@ def test_context_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert context.cwd == os.getcwd()
     assert context.uid == os.geteuid()
     assert context.runtime_dir is None
-    monkeypatch.setenv("LNK_HOME", "rel/lnk")
+    monkeypatch.setenv("LNK_HOME", str(tmp_path) + "//l/")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/7/")
     context = Context.current()
-    assert context.lnk_home == f"{os.getcwd()}/rel/lnk"
+    assert context.lnk_home == f"{tmp_path}/l"
     assert context.runtime_dir == "/run/user/7"
+
+
+@pytest.mark.parametrize("name", ["HOME", "LNK_HOME"])
+@pytest.mark.parametrize("value", ["rel/lnk", ".", "~/x", "./x"])
+def test_a_relative_home_or_lnk_home_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path, name: str, value: str) -> None:
+    """A relative one would be another folder from each working directory: settings
+    made in the project the sandbox writes, a home that is wherever a command starts."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LaunchError) as caught:
+        Context.current()
+    assert caught.value.message == (f"{name}={value!r} is not an absolute path, so it "
+                                    "would name another folder from each working directory")
+    assert caught.value.hint and caught.value.hint.startswith(f"set {name} to the absolute")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("home", "expected"), [("/", "/"), ("//", "/"), ("//h//", "/h"),
+                                                ("///h", "/h")])
+def test_a_home_at_the_root_or_below_two_slashes_is_plain(
+        monkeypatch: pytest.MonkeyPatch, home: str, expected: str) -> None:
+    """POSIX lets two leading slashes mean something else, so normpath keeps them, and
+    every folder above `//h` was `//` again (a RecursionError resolving home's places)."""
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.setenv("LNK_HOME", "/nonexistent/lnk")
+    context = Context.current()
+    assert context.home == expected
+    assert context.lnk_home == "/nonexistent/lnk"
 
 
 def test_installation_paths_are_the_packages_and_both_prefixes() -> None:
