@@ -31,9 +31,12 @@ from typing import Literal, NamedTuple
 from ..dotfiles import Protected
 from ..errors import LaunchError
 from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
+from ..home_config import REOPENED_REASON
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
 from ..view import View
+from .home import HOME_FOLDER, SHOWN, HomeLayout, entries_shown, reopened, shown_home
+from .home import probe as home_probe
 from .placeholders import Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
@@ -84,6 +87,8 @@ class HostLayout(NamedTuple):
     `gone`: the hidden paths the snapshot resolved that are missing now: left out, since
     a tmpfs or an empty file over a missing path would make bwrap create it, in a folder
     the sandbox may only read (a grant that vanished is refused when pinned instead).
+    `home`: home's entries and the reopened places found now, where a read grant shows
+    home (linux/home.py).
     """
 
     system: dict[str, str | None]
@@ -98,6 +103,7 @@ class HostLayout(NamedTuple):
     cache_missing: Mapping[str, str] = MappingProxyType({})
     gone: frozenset[str] = frozenset()
     unhidden: tuple[str, ...] = ()
+    home: HomeLayout | None = None
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -131,7 +137,8 @@ class HostLayout(NamedTuple):
                               g.target for g in (snapshot.grants if snapshot else ())
                               if g.access == "hide" and g.target
                               and not os.path.lexists(g.target)),
-                          unhidden=_unhidden(snapshot))
+                          unhidden=_unhidden(snapshot),
+                          home=home_probe(snapshot) if snapshot is not None else None)
 
 
 def _unhidden(snapshot: Snapshot | None) -> tuple[str, ...]:
@@ -315,12 +322,16 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         layered.append((depth(op.dest), order, op))
         mounts.append((op.dest, access))
 
+    home = shown_home(view, layout.home)
     for grant in sorted(grants, key=lambda g: depth(g.target or "/")):
         assert grant.target is not None
-        if grant.target == "/":
-            continue
+        if grant.target in ("/", home):
+            continue  # the root, mounted first; home, a folder of its own (below)
         kind: OpKind = "bind" if grant.access == "write" else "ro-bind"
         add(0, MountOp(kind, grant.target, grant.target, _why(grant)), grant.access)
+    if home is not None:
+        assert layout.home is not None
+        _show_home(view, layout.home, add=add, layered=layered, late=late)
     hidden = [g._replace(target=layout.lnk_home) if g.name == LNK_HOME_NAME
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
     caches = [cache.path for cache in snapshot.caches]
@@ -368,7 +379,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
              for g in grants]
     for name, grant in sorted(named, key=lambda pair: depth(pair[0])):
         assert grant.target is not None
-        if name != grant.target and _deepest(name, mounts) is None and not any(
+        if name != grant.target and _deepest(name, mounts) in (None, "home") and not any(
             is_within(name, link) for link in linked
         ):
             extra.append(MountOp("symlink", name, grant.target, f"{grant.name} is a link"))
@@ -379,7 +390,8 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
     ordered = [op for _, _, op in sorted(layered, key=lambda t: (t[0], t[1]))]
     if root_mode:
         root, ordered = _idmapped(root, grants), _idmapped(ordered, grants)
-    cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") else "/"
+    cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") \
+        or snapshot.cwd == home else "/"
     return LaunchPlan(
         ops=(*root, *ordered, *extra, *late),
         chdir=cwd,
@@ -391,6 +403,27 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         inner_parent=inner_parent,
         unhidden=layout.unhidden,
     )
+
+
+def _show_home(view: View, layout: HomeLayout, *,
+               add: Callable[[int, MountOp, str], None],
+               layered: list[tuple[int, int, MountOp]], late: list[MountOp]) -> None:
+    """Home as a folder of its own (linux/home.py): a tmpfs, each entry the view shows
+    there bound back (a link made the same link), each place of code a pattern reopens
+    bound where it is found, the tmpfs made read-only last. Labelled "home" among the
+    mounts: what is under it but not bound is in no mount, so nothing is hidden there
+    again and no placeholder is made for it."""
+    home = layout.home
+    add(0, MountOp("tmpfs", home, reason=HOME_FOLDER), "home")
+    late.append(MountOp("remount-ro", home, reason=HOME_FOLDER))
+    for entry in entries_shown(view, layout):
+        path = os.path.join(home, entry.name)
+        if entry.kind == "link":
+            layered.append((depth(path), 1, MountOp("symlink", path, entry.link, SHOWN)))
+        else:
+            add(1, MountOp("ro-bind", path, path, SHOWN), "read")
+    for path in reopened(view, layout, view.snapshot.patterns):
+        add(1, MountOp("ro-bind", path, path, f"{REOPENED_REASON}: {path}"), "read")
 
 
 def inner_parent_for(snapshot: Snapshot) -> str:
