@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
 from ..errors import LaunchError
-from ..grants import Grant, Snapshot, is_within
+from ..grants import Snapshot, is_within
 from ..home_config import ANY, ANY_DOT, DOT_ENTRIES, matches
 from ..view import View
 
@@ -133,7 +133,7 @@ def expand(pattern: str, limit: int = MAX_EXPANDED) -> tuple[str, ...]:
 def shown_home(view: View, layout: HomeLayout | None) -> str | None:
     """Home, when the view shows it by a read rule (a grant of it, or of a folder holding
     it) and hides its dot entries: where the tmpfs goes; else None."""
-    if layout is None:
+    if layout is None or home_of(view.snapshot) != layout.home:
         return None
     rule = view.decides(layout.home)
     return layout.home if rule is not None and rule.effect == "read" else None
@@ -162,11 +162,13 @@ def entries_shown(view: View, layout: HomeLayout) -> list[Entry]:
     return shown
 
 
-def reopened(view: View, layout: HomeLayout, patterns: tuple[Grant, ...]) -> list[str]:
+def reopened(view: View, layout: HomeLayout | None) -> list[str]:
     """Each path a reopened pattern names now where that pattern decides (a spec's own
     rule at the path itself, or deeper, decides instead)."""
+    if layout is None or home_of(view.snapshot) != layout.home:
+        return []
     found = []
-    for grant in patterns:
+    for grant in view.snapshot.patterns:
         if grant.access != "read" or not grant.target:
             continue
         for path in layout.expanded.get(grant.target, ()):

@@ -265,7 +265,8 @@ def host_access(plan: LaunchPlan, path: str) -> str | None:
 
     The deepest mount holding the path decides, as in the kernel's mount tree; a mount
     of something else at a path (the inner's package, a fresh /tmp, a hide) shows none
-    of the host's files there.
+    of the host's files there; home as a folder of its own (linux/home.py) is read
+    itself, and shows what is bound in it.
     """
     mounts: list[tuple[str, str]] = []
     for op in plan.ops:
@@ -273,9 +274,13 @@ def host_access(plan: LaunchPlan, path: str) -> str | None:
             seen = op.source == op.dest
             mounts.append((op.dest, ("read" if op.kind == "ro-bind" else "write")
                            if seen else "other"))
+        elif op.kind == "tmpfs" and op.reason == HOME_FOLDER:
+            mounts.append((op.dest, "home"))
         elif op.kind in ("tmpfs", "hide-file"):
             mounts.append((op.dest, "other"))
     access = _deepest(path, mounts)
+    if access == "home":  # home's own folder is read (listed); nothing else there is
+        return "read" if any(path == d for d, a in mounts if a == "home") else None
     return access if access in ("read", "write") else None
 
 
@@ -332,6 +337,8 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
     if home is not None:
         assert layout.home is not None
         _show_home(view, layout.home, add=add, layered=layered, late=late)
+    for path in reopened(view, layout.home):
+        add(1, MountOp("ro-bind", path, path, f"{REOPENED_REASON}: {path}"), "read")
     hidden = [g._replace(target=layout.lnk_home) if g.name == LNK_HOME_NAME
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
     caches = [cache.path for cache in snapshot.caches]
@@ -409,10 +416,10 @@ def _show_home(view: View, layout: HomeLayout, *,
                add: Callable[[int, MountOp, str], None],
                layered: list[tuple[int, int, MountOp]], late: list[MountOp]) -> None:
     """Home as a folder of its own (linux/home.py): a tmpfs, each entry the view shows
-    there bound back (a link made the same link), each place of code a pattern reopens
-    bound where it is found, the tmpfs made read-only last. Labelled "home" among the
-    mounts: what is under it but not bound is in no mount, so nothing is hidden there
-    again and no placeholder is made for it."""
+    there bound back (a link made the same link), the tmpfs made read-only last (each
+    place of code a pattern reopens is bound where it is found, by build_plan).
+    Labelled "home" among the mounts: what is under it but not bound is in no mount, so
+    nothing is hidden there again and no placeholder is made for it."""
     home = layout.home
     add(0, MountOp("tmpfs", home, reason=HOME_FOLDER), "home")
     late.append(MountOp("remount-ro", home, reason=HOME_FOLDER))
@@ -422,8 +429,6 @@ def _show_home(view: View, layout: HomeLayout, *,
             layered.append((depth(path), 1, MountOp("symlink", path, entry.link, SHOWN)))
         else:
             add(1, MountOp("ro-bind", path, path, SHOWN), "read")
-    for path in reopened(view, layout, view.snapshot.patterns):
-        add(1, MountOp("ro-bind", path, path, f"{REOPENED_REASON}: {path}"), "read")
 
 
 def inner_parent_for(snapshot: Snapshot) -> str:

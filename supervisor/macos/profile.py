@@ -54,7 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..grants import Grant, depth, expand_name, is_within
+from ..grants import Grant, depth, expand_name, is_within, pattern_folder
 from ..home_config import ANY, ANY_DOT
 from ..view import View, ViewRule
 from . import system
@@ -276,22 +276,26 @@ class _Compiler:
         rules = [_Rule(r.path, r.effect, r.folder, r.label, r.why, creation=r.creation,
                        pattern=r.pattern)
                  for r in (*spec, *self.own, *dots)]
+        written = [r.path for r in rules if r.effect == "write"]
         for rule in list(rules):
-            if rule.effect == "read" and not rule.pattern and self.holder(
-                    rule.path, strict=True) == "write":
+            if rule.effect != "read":
+                continue
+            # A pattern below (or around) a write grant: its paths kept read-only where
+            # it decides, as a concrete read grant's are.
+            below = any(is_within(rule.anchor, w) or is_within(w, rule.anchor)
+                        for w in written) if rule.pattern else self.holder(
+                            rule.path, strict=True) == "write"
+            if below:
                 rules.append(_Rule(rule.path, "keep", rule.folder, f"{rule.label}, below a "
                                    "write grant", f"{rule.why} (read-only below a write "
-                                   "grant)", below_write=True))
+                                   "grant)", below_write=True, pattern=rule.pattern))
         self.view.check_links(self.own)
         kept = []
         seen: set[tuple[str, str]] = set()
         for rule in rules:
             if (rule.path, rule.effect) in seen:
                 continue
-            if rule.effect == "hide" and (self.holder(rule.anchor, strict=False)
-                                          if rule.pattern else self.holder(
-                                              rule.path, strict=True)) not in (
-                    "read", "write"):
+            if rule.effect == "hide" and not self.shown_under(rule):
                 continue  # a hide of what the sandbox does not see anyway
             if rule.effect == "keep" and not rule.below_write and self.holder(
                     rule.path, strict=False) != "write":
@@ -299,6 +303,16 @@ class _Compiler:
             seen.add((rule.path, rule.effect))
             kept.append(rule)
         return kept
+
+    def shown_under(self, hide: _Rule) -> bool:
+        """Whether the sandbox would see what `hide` closes, but for it: the rule holding
+        its path (for a pattern, its anchor) allows, or a reopened pattern laid before it
+        stands for its very path."""
+        if hide.pattern:
+            return self.holder(hide.anchor, strict=False) in ("read", "write")
+        return self.holder(hide.path, strict=True) in ("read", "write") or any(
+            r.pattern and r.allows and pattern_folder(hide.path, r.path) == hide.path
+            for r in self.view.rules)
 
     def holder(self, path: str, *, strict: bool) -> str | None:
         """What the deepest grant, hide or system folder holding `path` does to it (the
@@ -310,21 +324,20 @@ class _Compiler:
         return self.holder(path, strict=False) in ("read", "write")
 
     def levels(self) -> dict[_Rule, int]:
-        """Level of each rule: an allow comes after every closer holding it, a closer
-        after every allow holding it (see the module docstring)."""
+        """Level of each rule: an allow comes after every closer laid before it that it
+        meets, a closer after every allow laid before it that it meets (see the module
+        docstring). Rules are laid as the view lays them: outer to inner, and at one
+        folder a pattern's first, then allows, then closers. Two rules meet where one's
+        anchor holds the other's: a pattern counts as holding all of its anchor, which
+        only ever orders a rule after one whose paths it does not share."""
         level: dict[_Rule, int] = {}
-        # A pattern counts from its anchor, as if it held all of that folder: a hide of
-        # home's dot entries comes after the grant of home, and whatever is allowed
-        # again inside home comes after it (harmless where its regex does not match).
-        for rule in sorted(self.rules, key=lambda r: (depth(r.anchor), not r.allows)):
-            if rule.allows:
-                level[rule] = max((level[c] + 1 for c in level if not c.allows
-                                   and c.anchor != rule.anchor
-                                   and is_within(rule.anchor, c.anchor)), default=0)
-            else:
-                level[rule] = max((level[a] for a in level
-                                   if a.allows and is_within(rule.anchor, a.anchor)),
-                                  default=0)
+        laid = sorted(self.rules, key=lambda r: (depth(r.path), -1 if r.pattern
+                                                 else 0 if r.allows else 1))
+        for rule in laid:
+            before = [c for c in level if c.allows != rule.allows
+                      and (is_within(rule.anchor, c.anchor) or is_within(c.anchor, rule.anchor))]
+            level[rule] = max((level[c] + (1 if rule.allows else 0) for c in before),
+                              default=0)
         return level
 
     def name_level(self, path: str, level: dict[_Rule, int]) -> int:
