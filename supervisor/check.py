@@ -67,6 +67,13 @@ GAP_HIDES_IN_WRITE_GRANTS = (
     "stopped (Landlock cannot close a written folder's new files without closing the "
     "sandbox's own)"
 )
+GAP_HARD_LINKS_LINUX = (
+    "a hard link made before the run, in a folder the sandbox reads, to a file it hides "
+    "(`~/backup/id_ed25519.bak` linking `~/.ssh/id_ed25519`) reads that file: a hide is "
+    "a mount over a path, and a hard link is another path to the same file (the sandbox "
+    "cannot make one to a hidden file: link(2) needs the file's path, and across mounts "
+    "it fails with EXDEV)"
+)
 GAP_DISK = (
     "a write grant's file system can be filled (no quota is set: one for the sandbox's "
     "uid would be shared by every root run); the run's own /tmp and /dev/shm are sized"
@@ -100,6 +107,8 @@ class Report:
     problems: list[str] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
     exposed: list[str] = field(default_factory=list)
+    home: list[str] = field(default_factory=list)  # home's configuration hidden, and how
+                                                   # to show a folder of it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -137,6 +146,25 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
     return found
 
 
+def home_lines(snapshot: Snapshot) -> list[str]:
+    """What of home's configuration a read grant of home hides (its dot entries, and
+    the folders of programs' profiles without a dot), what it shows, and the key that
+    shows a folder of it; nothing where no read grant shows home."""
+    from .describe import home_configuration
+    from .policy import system_folders
+    from .view import view_for
+
+    home = home_configuration(view_for(snapshot, system_folders()))
+    if home is None:
+        return []
+    return [f"hidden, whatever its name: home's dot entries and its folders of "
+            f"programs' profiles ({len(home.hidden)} now: "
+            + (", ".join(home.hidden) or "none") + ")",
+            "shown of it: " + (", ".join(f"{i.name} ({i.why})" for i in home.shown)
+                               or "nothing"),
+            f"to show a folder of it, {home.how_to_show}"]
+
+
 def network_layers(snapshot: Snapshot) -> list[str]:
     """What holds the network, as a person should read it."""
     mode = snapshot.settings.network_mode
@@ -171,6 +199,9 @@ def spec_lines(report: Report) -> list[str]:
                                          "cannot launch here")]
     lines += [f"  layer: {layer}" for layer in report.layers]
     lines += [f"  problem: {problem}" for problem in report.problems]
+    if report.home:
+        lines.append("home's configuration (a read grant of home shows your files, not it):")
+        lines += [f"  - {item}" for item in report.home]
     if report.exposed:
         lines.append("credentials the spec shows to the sandbox (hidden by default):")
         lines += [f"  - {item}" for item in report.exposed]

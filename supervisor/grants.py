@@ -619,6 +619,37 @@ def pattern_folder(path: str, pattern: str) -> str | None:
     return "/".join(have[:len(want)])
 
 
+def pattern_paths(pattern: str, limit: int) -> tuple[str, ...]:
+    """The paths `pattern` names that exist now, reached without a link: each folder on
+    the way a real folder, the last a folder or a regular file; at most `limit`."""
+    from .home_config import ANY, ANY_DOT, matches
+
+    found = ["/"]
+    parts = [p for p in pattern.split("/") if p]
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        reached: list[str] = []
+        for folder in found:
+            if part in (ANY, ANY_DOT):
+                try:
+                    with os.scandir(folder) as listing:
+                        names = sorted(e.name for e in listing if matches(e.name, part))
+                except OSError:
+                    continue
+            else:
+                names = [part]
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(mode) or (last and stat.S_ISREG(mode)):
+                    reached.append(path)
+        found = reached[:limit]
+    return tuple(found)
+
+
 def placed(path: str, grants: Iterable[Grant],
            patterns: Iterable[Grant] = ()) -> list[tuple[str, Grant]]:
     """(folder, grant) as `deepest` judges them for `path`: each pattern at the folder

@@ -34,7 +34,7 @@ DOT_ENTRIES = "~/" + ANY_DOT
 HIDDEN_REASON = "default hide: home's configuration (its dot entries)"
 PROFILES_REASON = "default hide: programs' profiles without a dot"
 REOPENED_REASON = "home's configuration: reopened, code and no secret"
-SHOW_HINT = 'name it in files.read to show it, e.g. read = ["~", "~/.config/pip"]'
+SHOW_HINT = 'name it in files.read, e.g. read = ["~", "~/.config/pip"]'
 
 
 class ProfilePlace(NamedTuple):

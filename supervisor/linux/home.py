@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
 from ..errors import LaunchError
-from ..grants import Snapshot, is_within
-from ..home_config import ANY, ANY_DOT, DOT_ENTRIES, matches
+from ..grants import Snapshot, is_within, pattern_paths
+from ..home_config import DOT_ENTRIES
 from ..view import View
 
 MAX_SHOWN = 512  # entries of home bound back; more refuses the launch
@@ -96,38 +96,9 @@ def probe(snapshot: Snapshot) -> HomeLayout | None:
             entries.append(Entry(item.name, "file"))
         else:
             entries.append(Entry(item.name, "other"))
-    expanded = {g.target: expand(g.target) for g in snapshot.patterns
+    expanded = {g.target: pattern_paths(g.target, MAX_EXPANDED) for g in snapshot.patterns
                 if g.access == "read" and g.target}
     return HomeLayout(home, tuple(entries), expanded)
-
-
-def expand(pattern: str, limit: int = MAX_EXPANDED) -> tuple[str, ...]:
-    """The paths `pattern` names that exist now, reached without a link: each folder on
-    the way a real folder, the last a folder or a file. At most `limit`."""
-    found = ["/"]
-    parts = [p for p in pattern.split("/") if p]
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        reached: list[str] = []
-        for folder in found:
-            if part in (ANY, ANY_DOT):
-                try:
-                    with os.scandir(folder) as listing:
-                        names = sorted(e.name for e in listing if matches(e.name, part))
-                except OSError:
-                    continue
-            else:
-                names = [part]
-            for name in names:
-                path = os.path.join(folder, name)
-                try:
-                    mode = os.lstat(path).st_mode
-                except OSError:
-                    continue
-                if stat.S_ISDIR(mode) or (last and stat.S_ISREG(mode)):
-                    reached.append(path)
-        found = reached[:limit]
-    return tuple(found)
 
 
 def shown_home(view: View, layout: HomeLayout | None) -> str | None:
