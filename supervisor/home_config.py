@@ -88,7 +88,7 @@ _PIP_CONFIG = "https://pip.pypa.io/en/stable/topics/configuration/"
 _UV_STORAGE = "https://docs.astral.sh/uv/reference/storage/"
 _PIPX_PATHS = "https://pipx.pypa.io/latest/how-to/configure-paths/"
 _SITE = "https://docs.python.org/3/library/site.html"
-_XDG = "https://specifications.freedesktop.org/basedir-spec/latest/"
+_FILE_HIERARCHY = "https://www.freedesktop.org/software/systemd/man/latest/file-hierarchy.html"
 
 _NODE_PREFIX = ("etc/ (npm's global config, $PREFIX/etc/npmrc, where `npm config set "
                 "--location=global` writes a registry token)")
@@ -107,25 +107,29 @@ _VENV_TOP = ("the environment's other files at its top (pip.conf; pipx_metadata.
 REOPENED: tuple[Reopened, ...] = (
     Reopened("~/.rustup", "folder", "rustup's toolchains and settings.toml (the default "
              "toolchain, overrides by folder)", "nothing: rustup keeps no login",
-             "read (the rustup book; settings.toml here)", _RUSTUP),
+             "tested (settings.toml here: version, default_toolchain, profile, overrides)",
+             _RUSTUP),
     Reopened("~/.cargo/bin", "folder", "what cargo install and rustup's proxies put on "
              "PATH", "~/.cargo's config.toml and credentials.toml (registry tokens)",
-             "read", _CARGO_HOME),
+             "read (the Cargo Home page)", _CARGO_HOME),
     Reopened("~/.cargo/registry", "folder", "downloaded crates and the registry index, "
-             "which a build reads offline", "the same", "read", _CARGO_HOME),
+             "which a build reads offline", "the same", "read (the Cargo Home page)",
+             _CARGO_HOME),
     Reopened("~/.local/bin", "folder", "commands on PATH (pip --user, pipx and uv tool "
              "links, scripts)", "the rest of ~/.local (share/, state/: tools' data and "
-             "logins)", "read", _XDG),
+             "logins)", "read (as its row of the home places)", _FILE_HIERARCHY),
     Reopened("~/.local/lib", "folder", "pip install --user's site-packages", "the same",
-             "read", _SITE),
+             "read (Python's site docs, as its row of the home places)", _SITE),
     *(Reopened(f"~/.nvm/versions/node/*/{part}", "folder", f"each node nvm installed: "
                f"its {what}", _NODE_PREFIX + "; nvm's own cache and aliases",
-               "read (npmrc's page: the global config is $PREFIX/etc/npmrc)", _NPMRC)
+               "read (npmrc's page: the global config is $PREFIX/etc/npmrc); nvm's "
+               "versions/node/VERSION corroborated", _NPMRC)
       for part, what in (("bin", "node, npm, npx and global packages' commands"),
                          ("lib", "npm and the global packages"),
                          ("include", "headers native addons build against"))),
     *(Reopened(f"~/.pyenv/{part}", kind, f"pyenv's {what}", "pyenv's cache and the "
-               "versions' tops", "read (pyenv's libexec/pyenv here)", _PYENV)
+               "versions' tops", "tested (pyenv here: its shims run libexec/pyenv, "
+               "which reads version and pyenv.d)", _PYENV)
       for part, kind, what in _PYENV_TOP),
     *(Reopened(f"~/.pyenv/versions/*/{part}", "folder", f"each Python pyenv installed: "
                f"its {what}", _PYTHON_PREFIX, "read (pip's configuration page; "
@@ -133,13 +137,16 @@ REOPENED: tuple[Reopened, ...] = (
       for part, what in (("bin", "programs"), ("lib", "standard library and packages"),
                          ("include", "headers"))),
     Reopened("~/.local/share/uv/python", "folder", "the Pythons uv installed",
-             "~/.local/share/uv/credentials (uv auth login's)", "read", _UV_STORAGE),
+             "~/.local/share/uv/credentials (uv auth login's)", "corroborated",
+             _UV_STORAGE),
     *(Reopened(f"~/.local/share/uv/tools/*/{part}", kind, f"each tool uv installed: its "
-               f"{what}", _VENV_TOP, "read (uv's storage reference)", _UV_STORAGE)
+               f"{what}", _VENV_TOP, "corroborated (uv-receipt.toml's [tool.options] "
+               "index settings read in uv's own tests)", _UV_STORAGE)
       for part, kind, what in _VENV_PARTS),
     *(Reopened(f"~/.local/share/pipx/venvs/*/{part}", kind, f"each app pipx installed: "
                f"its {what}", _VENV_TOP + "; pipx's logs, which record its pip commands",
-               "read (pipx's Configure Paths page)", _PIPX_PATHS)
+               "read (pipx's Configure Paths page: its venvs in ~/.local/share/pipx)",
+               _PIPX_PATHS)
       for part, kind, what in _VENV_PARTS),
 )
 
