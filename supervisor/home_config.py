@@ -10,9 +10,10 @@ then reopens is a short list (`REOPENED`), each entry a place that holds code an
 secret, as narrow as that needs: a toolchain's programs and libraries, never the
 folder around them where its settings (which can hold a token) live.
 
-A spec that names a path in home reads exactly that (`read = ["~", "~/.config/pip"]`);
-the credentials table (runs_as_you.CREDENTIALS) and the name rule (secret_names.py)
-still hide what they know inside it.
+A spec that names a path in home reads exactly that (`read = ["~", "~/.config/pip"]`
+shows pip's folder and nothing else of ~/.config); the credentials table
+(runs_as_you.CREDENTIALS) and the name rule (secret_names.py) still hide what they know
+inside it (pip.conf, which can hold an index's password, unless named itself).
 
 A name here may carry `*` as a whole path component: any one name there (a node
 version nvm installed). Plain data only; grants.py adds the rules to a snapshot,
@@ -34,7 +35,7 @@ DOT_ENTRIES = "~/" + ANY_DOT
 HIDDEN_REASON = "default hide: home's configuration (its dot entries)"
 PROFILES_REASON = "default hide: programs' profiles without a dot"
 REOPENED_REASON = "home's configuration: reopened, code and no secret"
-SHOW_HINT = 'name it in files.read, e.g. read = ["~", "~/.config/pip"]'
+SHOW_HINT = 'name it in files.read, e.g. read = ["~", "~/.config/nvim"]'
 
 
 class ProfilePlace(NamedTuple):
