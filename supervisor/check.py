@@ -126,7 +126,7 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
         path = os.path.normpath(snapshot.home + name[1:])
         if not os.path.lexists(path):
             continue
-        grant = seen_by(path, snapshot.grants)
+        grant = seen_by(path, snapshot.grants, snapshot.patterns)
         if grant is not None:
             how = "names it" if grant.target == path or is_within(grant.target or "", path) \
                 else "holds it"

@@ -4,8 +4,10 @@ Both backends and `describe` render it, each its own way (Linux: mounts; macOS:
 Seatbelt's levels; describe: text), so what decides for a path is judged here, once:
 
 - the rules, laid in one order: the folders every sandbox of the OS reads, then the
-  spec's grants (read and write), then what narrows them (a "protect" grant and each
-  protected dot file, read-only), then hides. The deepest rule holding a path decides;
+  rules lnk-sandbox adds by pattern (home's dot entries hidden under a read grant of
+  home, the places of code it reopens: home_config.py), then the spec's grants (read
+  and write), then what narrows them (a "protect" grant and each protected dot file,
+  read-only), then hides. The deepest rule holding a path decides;
   of rules at one folder, the one laid last (`grants.deepest`'s tie-break), so a hide
   at a granted folder closes it and a protection at a written one keeps it read-only,
   as the later mount covers the earlier one on Linux and the later rule wins in
