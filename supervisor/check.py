@@ -57,7 +57,9 @@ GAP_HIDES_REPLACED = (
     "at launch that the host makes then (`aws configure`), is read: a hide is a mount, "
     "which the kernel takes off a file renamed over; Landlock closes both under a read "
     "grant (the folders holding hidden paths are listed at launch, and what is new there "
-    "is in no rule), and this machine has no Landlock"
+    "is in no rule), and this machine has no Landlock (home's dot entries under a read "
+    "grant of home are not among them: home is a folder of its own inside, holding "
+    "nothing the host makes)"
 )
 GAP_HIDES_IN_WRITE_GRANTS = (
     "a protected or hidden path inside a folder the spec writes (a dot file, a socket, a "
