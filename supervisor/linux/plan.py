@@ -375,7 +375,11 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
                                     "the inner confiner")]
     prefix = layout.interpreter_prefix
     # Mounted unless readable already: a hidden prefix would leave the inner unable to start.
-    if not {_deepest(prefix, mounts), _deepest(layout.interpreter, mounts)} <= {"read", "write"}:
+    # What it needs is the program and its standard library (lib/pythonX.Y, found from
+    # the program's folder): a prefix's own top (a pyenv version's pip.conf) is not read,
+    # so where those two are shown (a toolchain reopened in home) nothing more is.
+    if not {_deepest(os.path.join(prefix, "lib"), mounts),
+            _deepest(layout.interpreter, mounts)} <= {"read", "write"}:
         extra.append(MountOp("ro-bind", prefix, prefix, "the inner confiner's interpreter"))
 
     # A name through a link becomes that link, outer names first: a name below one made a

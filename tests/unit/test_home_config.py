@@ -297,3 +297,22 @@ def test_a_snapshot_saved_before_the_rule_is_not_used(home: Home) -> None:
         load_snapshot(snapshot.lnk_home, key)
     assert "was saved before a read grant of home hid home's configuration" \
         in caught.value.message
+
+
+def test_the_inner_s_interpreter_in_a_reopened_toolchain_is_not_bound_whole(
+        home: Home) -> None:
+    """lnk-sandbox run by a pyenv Python: the inner needs the program and its standard
+    library, both reopened, so the version's top (its pip.conf) is not bound too."""
+    version = home.home / ".pyenv" / "versions" / "3.12.1"
+    for folder in ("bin", "lib/python3.12"):
+        (version / folder).mkdir(parents=True)
+    (version / "pip.conf").write_text("[global]\nindex-url = https://u:SECRET@x\n")
+    interpreter = LAYOUT._replace(interpreter=f"{version}/bin/python3.12",
+                                  interpreter_prefix=str(version))
+    for spec, whole in ((READ_HOME, False), ('[files]\nwrite = ["."]\n', True)):
+        snapshot = home.snapshot(spec)
+        plan = build_plan(view_of(snapshot, LINUX_SYSTEM_FOLDERS),
+                          interpreter._replace(home=home_probe(snapshot)), root_mode=False)
+        bound = [op.dest for op in plan.ops if op.reason == "the inner confiner's interpreter"]
+        assert bound == ([str(version)] if whole else []), spec
+        assert (host_access(plan, f"{version}/pip.conf") is not None) == whole
