@@ -8,10 +8,11 @@ passed. The JSON form follows docs/describe.schema.json.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .grants import Snapshot, is_within
+from .grants import Grant, Snapshot, is_within, pattern_paths
 from .limits import describe as describe_limits
 
 if TYPE_CHECKING:
@@ -25,6 +26,18 @@ class Described:
     name: str
     target: str | None
     why: str
+
+
+@dataclass(frozen=True)
+class HomeConfiguration:
+    """Home's configuration under a read grant of home (home_config.py): `hidden`, the
+    entries of home hidden now ("~/.aws"...); `shown`, what of them the sandbox sees (the
+    places of code reopened, the spec's own grants there); `how_to_show`, the key to add."""
+
+    home: str
+    hidden: list[str]
+    shown: list[Described]
+    how_to_show: str
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,8 @@ class Description:
     caches: list[Described]
     unwalked: list[Described]
 
+    home_configuration: HomeConfiguration | None
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -73,7 +88,8 @@ def describe(snapshot: Snapshot) -> Description:
 
     def listed(access: str) -> list[Described]:
         return [Described(g.name, g.target, g.key or g.reason)
-                for g in snapshot.grants if g.access == access and g.target]
+                for g in (*snapshot.grants, *snapshot.patterns)
+                if g.access == access and g.target and present(g)]
 
     protected, placeholders, opened = _dot_files(view)
     written = [g.target for g in snapshot.grants if g.access == "write" and g.target]
@@ -112,6 +128,7 @@ def describe(snapshot: Snapshot) -> Description:
         caches=[Described(c.name, c.store, f"{c.key}: seen at {c.path}")
                 for c in snapshot.caches],
         unwalked=_unwalked(view),
+        home_configuration=home_configuration(view),
     )
 
 
@@ -145,6 +162,47 @@ def _unwalked(view: View) -> list[Described]:
             "reached): a link there into a written folder does not keep its target "
             "read-only")
     return found
+
+
+def home_configuration(view: View) -> HomeConfiguration | None:
+    """What of home's configuration the sandbox is denied and shown, where a read grant
+    shows home: its entries read from the host now (the rule is by structure: a dot
+    entry made later is hidden as these are)."""
+    from .home_config import DOT_ENTRIES, SHOW_HINT
+    from .policy import profile_names
+
+    snapshot = view.snapshot
+    rule = next((g for g in snapshot.patterns if g.name == DOT_ENTRIES and g.target), None)
+    if rule is None or rule.target is None:
+        return None
+    home = rule.target[:-len(DOT_ENTRIES) + 1].rstrip("/")
+    profiles = {name[2:] for name in profile_names()}
+
+    def configuration(path: str) -> bool:
+        top = path[len(home) + 1:].split("/", maxsplit=1)[0] if is_within(path, home) else ""
+        return top.startswith(".") or top in profiles
+
+    try:
+        entries = sorted(os.listdir(home))
+    except OSError:
+        entries = []
+    hidden = [f"~/{e}" for e in entries if configuration(os.path.join(home, e))
+              and view.access(os.path.join(home, e)) == "hide"]
+    shown = [Described(g.name, g.target, g.key or g.reason)
+             for g in (*snapshot.grants, *snapshot.patterns)
+             if g.access in ("read", "write") and g.target and configuration(g.target)
+             and present(g)]
+    return HomeConfiguration(home, hidden, shown, SHOW_HINT)
+
+
+def present(grant: Grant) -> bool:
+    """Whether a grant shows something now: a pattern lnk-sandbox reopens only where it
+    names a folder there (its rule stays in the snapshot, for when one is made)."""
+    from .home_config import is_pattern
+
+    if grant.target is None or not is_pattern(grant.name) or grant.key is not None:
+        return grant.target is not None
+    return bool(pattern_paths(grant.target, 1))
 
 
 def _git_identity(snapshot: Snapshot) -> str | None:
@@ -222,6 +280,7 @@ def render(description: Description) -> str:
     section("reads", d.read, "nothing but the system folders")
     section("writes", d.write, "nothing")
     section("hidden", d.hidden, "nothing")
+    _home_lines(d.home_configuration, lines)
     section("read-only inside written folders", d.protected, "nothing")
     if d.placeholders:
         section("kept from being made for the run (placeholders)", d.placeholders, "")
@@ -255,6 +314,19 @@ def render(description: Description) -> str:
     if d.session:
         lines.append(f"session: {d.session}")
     return "\n".join(lines) + "\n"
+
+
+def _home_lines(home: HomeConfiguration | None, lines: list[str]) -> None:
+    """Home's configuration: a read grant of home shows the person's files, not it."""
+    if home is None:
+        return
+    lines.append(f"home's configuration ({home.home}): hidden, whatever its name; a read "
+                 "grant of home shows your files, not it:")
+    shown = ", ".join(home.hidden[:12]) + (
+        f" and {len(home.hidden) - 12} more" if len(home.hidden) > 12 else "")
+    lines.append(f"  hidden now: {len(home.hidden)} entries" + (f": {shown}" if shown else ""))
+    lines.append("  shown: " + (", ".join(item.name for item in home.shown) or "nothing"))
+    lines.append(f"  to show one, {home.how_to_show}")
 
 
 def _network_lines(d: Description, lines: list[str]) -> None:

@@ -246,7 +246,7 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
     sandbox sees the person's global settings itself (git reads them there), where the
     spec's [env] names GIT_CONFIG_GLOBAL, on macOS (not done there yet), or where the
     person has none."""
-    from .grants import seen
+    from .grants import is_within, seen
     from .platform import is_macos
     from .policy import LINUX_SYSTEM_FOLDERS
 
@@ -254,7 +254,13 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
             name == "GIT_CONFIG_GLOBAL" for name, _ in snapshot.settings.env_assign):
         return None
     configs = person_git_configs(snapshot.home)[1:]  # the system's is read inside anyway
-    if any(seen(path, snapshot.grants, LINUX_SYSTEM_FOLDERS) for path in configs):
+    # Judged at the path git opens, in home resolved (the grants' targets are): under a
+    # read grant of home, ~/.gitconfig is a dot entry hidden by pattern, whatever it is.
+    home, real = os.path.normpath(snapshot.home), os.path.realpath(snapshot.home)
+    configs = [real + path[len(home):] if is_within(path, home) else path
+               for path in configs]
+    if any(seen(path, snapshot.grants, LINUX_SYSTEM_FOLDERS, snapshot.patterns)
+           for path in configs):
         return None
     identity = read_identity(snapshot.home)
     return identity or None

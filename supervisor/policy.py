@@ -1,8 +1,10 @@
 """The effective policy: a spec plus what lnk-sandbox itself always adds.
 
 What it adds, each rule with its reason so `plan` and `describe` can say why:
-- the default hides (credentials and agent sockets under home), unless the spec names
-  the path itself;
+- the default hides (credentials and agent sockets under home, and the folders without
+  a dot where programs keep their profiles: ~/snap...), unless the spec names the path
+  itself; home's dot entries under a read grant of home are hidden by pattern, which
+  grants.py adds once it knows what a grant resolves to;
 - `$LNK_HOME` hidden, always: remembered permissions and saved snapshots live there,
   and a sandbox that could write them could allow itself anything;
 - an agent's own folder and a session's folder reopened read-write, dot files included;
@@ -19,6 +21,7 @@ import sys
 from typing import Literal, NamedTuple
 
 from .environment import DEFAULT_KEEP
+from .home_config import PROFILES_REASON
 from .limits import Limits
 from .netpolicy import NetworkRules
 from .spec import PathGrant, Spec
@@ -35,6 +38,17 @@ def credential_names(platform: str | None = None) -> tuple[str, ...]:
 
     system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
     return tuple(dict.fromkeys(c.name for c in CREDENTIALS if c.os in ("any", system)))
+
+
+def profile_names(platform: str | None = None) -> tuple[str, ...]:
+    """The folders of home without a dot where this OS's programs keep their profiles
+    (home_config.PROFILE_PLACES: ~/snap, ~/Library...): hidden as home's dot entries
+    are, unless a spec names the path itself. `platform`: as credential_names'."""
+    from .home_config import profile_places
+    from .platform import SYSTEM
+
+    system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
+    return profile_places(system)
 
 
 LNK_HOME_NAME = "$LNK_HOME"
@@ -249,6 +263,9 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
     for name in credential_names():
         if name not in named:
             rules.append(PathRule(name, "hide", True, "default hide: credentials"))
+    for name in profile_names():
+        if name not in named:
+            rules.append(PathRule(name, "hide", True, PROFILES_REASON))
     if context.runtime_dir and context.runtime_dir not in named:
         rules.append(
             PathRule(context.runtime_dir, "hide", True, "default hide: agent sockets "

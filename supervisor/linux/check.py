@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..check import (
     GAP_DISK,
+    GAP_HARD_LINKS_LINUX,
     GAP_HIDES_IN_WRITE_GRANTS,
     GAP_HIDES_REPLACED,
     GAP_HOST_ABSTRACT,
@@ -22,6 +23,7 @@ from ..check import (
     NESTED_BROWSERS,
     Report,
     exposed_credentials,
+    home_lines,
     network_layers,
     spec_lines,
 )
@@ -180,6 +182,7 @@ def check_linux(spec_path: str | None) -> Report:
             "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
     report.layers += limit_layers(snapshot, report.problems)
     report.exposed = exposed_credentials(snapshot)
+    report.home = home_lines(snapshot)
     report.layers += network_layers(snapshot)
     report.layers.append(NESTED_BROWSERS)
     report.gaps.append(GAP_LOADER)
@@ -189,6 +192,7 @@ def check_linux(spec_path: str | None) -> Report:
     if not machine.landlock_abi:
         report.gaps.append(GAP_HIDES_REPLACED)
     report.gaps.append(GAP_HIDES_IN_WRITE_GRANTS)
+    report.gaps.append(GAP_HARD_LINKS_LINUX)
     if _memory_on_v1():
         report.gaps.append(GAP_SOCKET_MEMORY)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"

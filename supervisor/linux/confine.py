@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from ..errors import SpecError
 from ..grants import Snapshot, deepest, is_within
+from .home import HOME_FOLDER
 from .mount_watch import watched_mounts
 from .plan import FRESH_MOUNTS, LaunchPlan, host_access
 
@@ -73,6 +74,11 @@ def landlock_rules(
             rights = READ + extra + socket  # "/" too, when a spec grants it
         elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest in FRESH_MOUNTS):
             rights = WRITE + extra + socket
+        elif op.kind == "tmpfs" and op.reason == HOME_FOLDER:
+            # Home's own folder holds nothing but mount points: listed, so that `ls ~`
+            # and a walk of home see what is shown; each entry bound there has its own
+            # rule, and nothing else is there to read.
+            rights = ("read_dir",)
         elif op.kind == "proc":
             rights = PROC
         elif op.kind == "dev":

@@ -440,14 +440,21 @@ def test_plan_shows_each_protected_path_and_why(sandbox: Sandbox) -> None:
 def test_a_first_start_cannot_reach_the_placeholder_lock(sandbox: Sandbox) -> None:
     """$LNK_HOME does not exist when a first start resolves its spec, and is made before
     bwrap starts (check cache, placeholders): it is hidden all the same, so no sandbox
-    can read the state or hold the lock that every start takes."""
-    assert not sandbox.lnk_home.exists()
+    can read the state or hold the lock that every start takes. Set in a folder of home
+    without a dot (the default ~/.lnk is a dot entry, hidden with the rest of home's
+    configuration under a read grant of home: not there at all inside)."""
+    lnk_home = sandbox.home / "state" / "lnk"
+    lnk_home.parent.mkdir()
+    sandbox.chown()
+    env = {"LNK_HOME": str(lnk_home)}
+    assert not lnk_home.exists()
     spec = 'files.read = ["~"]\nfiles.write = ["."]\n'
-    result = sandbox.probe("list", str(sandbox.lnk_home), spec=spec).expect(0)
+    result = sandbox.probe("list", str(lnk_home), spec=spec, env=env).expect(0)
     assert "LIST \n" in result.stdout
-    assert (sandbox.lnk_home / "placeholders.lock").exists()
-    sandbox.probe("read", str(sandbox.lnk_home / "placeholders.lock"), spec=spec).expect(
+    assert (lnk_home / "placeholders.lock").exists()
+    sandbox.probe("read", str(lnk_home / "placeholders.lock"), spec=spec, env=env).expect(
         ENOENT)
+    sandbox.probe("list", str(sandbox.lnk_home), spec=spec).expect(ENOENT)
 
 
 def test_hook_managers_settings_are_held_even_when_missing(sandbox: Sandbox) -> None:

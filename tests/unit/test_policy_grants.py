@@ -23,6 +23,7 @@ from supervisor.grants import (
     is_within,
     resolve,
 )
+from supervisor.home_config import PROFILES_REASON
 from supervisor.limits import Limits
 from supervisor.limits import resolve as resolve_limits
 from supervisor.policy import (
@@ -33,6 +34,7 @@ from supervisor.policy import (
     credential_names,
     effective_policy,
     installation_paths,
+    profile_names,
 )
 from supervisor.spec import load_spec, parse_spec
 from support.capabilities import missing
@@ -92,8 +94,12 @@ def by_name(snapshot: Snapshot, name: str) -> Grant:
 
 
 def default_hides(names_left_out: tuple[str, ...] = ()) -> tuple[PathRule, ...]:
+    """The credentials' hides, then the folders without a dot that hold programs'
+    profiles (~/snap, ~/Games), each left out where the spec names it."""
     return tuple(PathRule(n, "hide", True, CREDENTIALS) for n in credential_names("linux")
-                 if n not in names_left_out)
+                 if n not in names_left_out) + tuple(
+        PathRule(n, "hide", True, PROFILES_REASON) for n in profile_names("linux")
+        if n not in names_left_out)
 
 
 # --- the effective policy ----------------------------------------------------------------
@@ -156,7 +162,8 @@ def test_a_spec_naming_the_runtime_dir_or_a_credential_replaces_the_default_hide
     spec = parse_spec(b'[files]\nread = ["~/.ssh", "/run/user/1000"]\n', "spec.toml")
     rules = effective_policy(spec, tree.context(runtime_dir="/run/user/1000")).rules
     hides = [r.name for r in rules if r.access == "hide"]
-    assert hides == [*(n for n in credential_names("linux") if n != "~/.ssh"), "$LNK_HOME"]
+    assert hides == [*(n for n in credential_names("linux") if n != "~/.ssh"),
+                     *profile_names("linux"), "$LNK_HOME"]
 
 
 def test_context_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -278,6 +285,8 @@ def test_default_spec_snapshot(tree: Tree) -> None:
             Grant(".", str(tree.proj), "write", "files.write[0]", "files.write[0]", 6),
             *(Grant(n, hidden.get(n), "hide", CREDENTIALS, None, None, False,
                     is_dir=n != "~/.netrc") for n in credential_names("linux")),
+            *(Grant(n, None, "hide", PROFILES_REASON, None, None)
+              for n in profile_names("linux")),
             Grant("$LNK_HOME", str(tree.lnk), "hide", SETTINGS, None, None),
         ),
         programs=None,

@@ -36,3 +36,18 @@ def test_every_home_place_is_in_the_readme_with_its_rule() -> None:
     for place in HOME_PLACES:
         rule = "holder" if place.holder else "place"
         assert f"| `{place.name}` | {rule} |" in README, place.name
+
+
+def test_home_configuration_tables_are_the_codes() -> None:
+    """Every folder of profiles hidden and every place reopened under a read grant of
+    home is in the README's table, and in docs/runs-as-you.md with how it was checked."""
+    from supervisor.home_config import PROFILE_PLACES, REOPENED
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "runs-as-you.md").read_text()
+    for place in PROFILE_PLACES:
+        assert f"| `{place.name}` | hidden: programs' profiles | {place.os} |" in README
+        assert f"| `{place.name}` | {place.os} | {place.what} | {place.checked} |" in docs
+    for entry in REOPENED:
+        assert f"| `{entry.name}` | reopened: code, no secret | any |" in README
+        assert (f"| `{entry.name}` | {entry.kind} | {entry.what} | {entry.left} | "
+                f"{entry.checked} |") in docs
