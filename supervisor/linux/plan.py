@@ -15,7 +15,8 @@ a mount hides whatever an earlier mount put beneath it, so the order is the poli
    settings file) has each folder between the two bound onto itself first: a mount
    point cannot be renamed (EBUSY), so the folder holding it cannot be moved away and
    made again, and stays writable otherwise;
-3. the inner confiner's package and, when outside the system folders, its interpreter;
+3. the inner confiner's package and, for the Python inner when it is outside the system
+   folders, its interpreter (the compiled inner is static: it needs nothing else);
 4. hidden folders' tmpfs and the root made read-only, last, since bwrap needs them
    writable to make the mount points of everything inside.
 """
@@ -84,6 +85,8 @@ class HostLayout(NamedTuple):
     `gone`: the hidden paths the snapshot resolved that are missing now: left out, since
     a tmpfs or an empty file over a missing path would make bwrap create it, in a folder
     the sandbox may only read (a grant that vanished is refused when pinned instead).
+    `compiled_inner`: the inner is the compiled one (inner_program.py), which needs
+    neither the interpreter nor the C library inside.
     """
 
     system: dict[str, str | None]
@@ -98,10 +101,12 @@ class HostLayout(NamedTuple):
     cache_missing: Mapping[str, str] = MappingProxyType({})
     gone: frozenset[str] = frozenset()
     unhidden: tuple[str, ...] = ()
+    compiled_inner: bool = False
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
-              snapshot: Snapshot | None = None, *, root_mode: bool = False) -> HostLayout:
+              snapshot: Snapshot | None = None, *, root_mode: bool = False,
+              compiled_inner: bool = False) -> HostLayout:
         """`root_mode`: also list the path sockets root's daemons listen on, which no
         write grant of a root-run sandbox may hold."""
         system: dict[str, str | None] = {}
@@ -131,7 +136,7 @@ class HostLayout(NamedTuple):
                               g.target for g in (snapshot.grants if snapshot else ())
                               if g.access == "hide" and g.target
                               and not os.path.lexists(g.target)),
-                          unhidden=_unhidden(snapshot))
+                          unhidden=_unhidden(snapshot), compiled_inner=compiled_inner)
 
 
 def _unhidden(snapshot: Snapshot | None) -> tuple[str, ...]:
@@ -245,6 +250,7 @@ class LaunchPlan(NamedTuple):
     holds: tuple[Wanted, ...] = ()
     inner_parent: str = INNER_PARENT
     unhidden: tuple[str, ...] = ()  # hidden places missing at launch (HostLayout)
+    compiled_inner: bool = False  # bwrap runs the compiled inner, not `interpreter`
 
 
 def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
@@ -357,7 +363,8 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
                                     "the inner confiner")]
     prefix = layout.interpreter_prefix
     # Mounted unless readable already: a hidden prefix would leave the inner unable to start.
-    if not {_deepest(prefix, mounts), _deepest(layout.interpreter, mounts)} <= {"read", "write"}:
+    seen = {_deepest(prefix, mounts), _deepest(layout.interpreter, mounts)}
+    if not layout.compiled_inner and not seen <= {"read", "write"}:
         extra.append(MountOp("ro-bind", prefix, prefix, "the inner confiner's interpreter"))
 
     # A name through a link becomes that link, outer names first: a name below one made a
@@ -390,6 +397,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         holds=tuple(holds),
         inner_parent=inner_parent,
         unhidden=layout.unhidden,
+        compiled_inner=layout.compiled_inner,
     )
 
 
