@@ -6,6 +6,7 @@ and lnk-sandbox uses the Python one instead: the pure-Python exec watch (slower 
 exec), the Python inner (slower per start). `lnk sandbox check` says which ones run.
 """
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -45,7 +46,11 @@ class OptionalBuildExt(build_ext):
                                or "cc")
         target = os.path.join(self.build_lib, CONFINER)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        command = [*compiler, *CONFINER_FLAGS, "-o", target, CONFINER_SOURCE]
+        with open(CONFINER_SOURCE, "rb") as source:
+            digest = hashlib.sha256(source.read()).hexdigest()
+        # The source's digest, in the program: a test finds a build older than its source.
+        command = [*compiler, *CONFINER_FLAGS, f'-DLNK_SOURCE_SHA256="{digest}"', "-o",
+                   target, CONFINER_SOURCE]
         try:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
             why = (done.stderr.strip().splitlines() or ["?"])[-1] if done.returncode else ""

@@ -123,6 +123,12 @@ struct config {
     struct limit *limits;
 };
 
+#ifndef LNK_SOURCE_SHA256
+#define LNK_SOURCE_SHA256 "unknown"
+#endif
+/* The digest of the source it was built from (setup.py): a stale build is found by it. */
+const char lnk_source[] = "lnk-confine-source-sha256:" LNK_SOURCE_SHA256;
+
 extern char **environ;
 static int status_fd = -1;
 
