@@ -16,10 +16,11 @@ fd and applies its steps in this order:
    default signal dispositions and an empty mask: Python ignores SIGPIPE and SIGXFSZ, bwrap
    was started with SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored, and exec keeps an
    ignored signal ignored;
-6. every fd closed but 0-2 and the status socket (close-on-exec, to report an exec failure);
+6. every fd closed but 0-2 and the status socket (close-on-exec, to report an exec
+   failure); the mount table handed over when asked (supervisor/linux/mount_watch.py);
 7. the supervisor's go awaited (the network helper listening, the terminal handed over);
 8. execve; a failure is reported on the status socket and exits 126 or 127. A harness's
-   file operation (`"file"` in the configuration: fileop.py) is done here instead,
+   file operation (`Config.file`: fileop.py; this inner's alone) is done here instead,
    confined the same, and nothing is executed.
 
 Any failure before execve exits 125 and says why on the status socket (a configuration
