@@ -14,6 +14,7 @@ import array
 import errno
 import os
 import resource
+import shlex
 import socket
 import subprocess
 import sys
@@ -180,6 +181,25 @@ def test_a_run_starts_the_inner_chosen(sandbox: Sandbox, inner: str) -> None:
     plan = sandbox.lnk("plan", "--", "true").stdout
     compiled = "/run/lnk-sandbox/inner/confine FD\n" in plan
     assert compiled == (inner == "compiled"), plan.splitlines()[-3:]
+
+
+@pytest.mark.requires_root
+def test_on_a_noexec_file_system_the_python_inner_runs(tmp_path: Path) -> None:
+    """The kernel would refuse to run it there (bwrap's exec: EACCES): judged by the
+    mount's own flag, in a mount namespace of the test's own."""
+    path = compiled_path()
+    if path is None:
+        missing(f"the compiled inner cannot run: {compiled_problem()}")
+    folder = tmp_path / "noexec"
+    folder.mkdir()
+    judge = ("from supervisor.linux.inner_program import compiled_problem;"
+             f"print(compiled_problem({str(folder)!r}))")
+    script = (f"mount -t tmpfs -o noexec lnk-noexec {folder} && cp {path} {folder}/ && "
+              f"{folder}/confine; echo exec=$?; {sys.executable} -c {shlex.quote(judge)}")
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                           script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == [
+        "exec=126", f"{folder}/confine is on a file system mounted noexec"], done.stderr
 
 
 # -- steps 1 and 2: the filter and its listener -------------------------------------
