@@ -7,11 +7,13 @@ ratios are printed, with the milliseconds: the machine's load moves the millisec
 much less the ratios of neighbouring runs. Bare bwrap gets the default spec's mounts in
 path form (but the placeholders, which it would make on the host) and runs /bin/true
 itself: what lnk-sandbox adds is the supervisor's start, resolving and pinning, the inner
-confiner's interpreter, and waiting for the status.
+confiner, and waiting for the status.
 
 The cases (issue 21 sets the goals printed beside them):
 
 - default: `lnk sandbox run -- /bin/true`, the embedded default spec;
+- python inner: the same with the Python inner (`LNK_INNER=python`), the fallback of the
+  compiled one where nothing compiled it (issue 29);
 - spec file: the same spec given as a file (`--spec`, allowed once before the rounds);
 - programs: a program list, `[commands] programs = ["true"]` (the exec watch runs);
 - proxy: proxy mode with an empty allow list (the network helper, its listeners);
@@ -235,6 +237,8 @@ def report(base: str, runs: int, baseline: Path | None, only: str | None) -> Non
 
     commands["bare"] = process(bare_bwrap_args(workdir))
     commands["default"] = process([*run, "--", "/bin/true"])
+    commands["python inner"] = process([*run, "--", "/bin/true"],
+                                       environ={**env, "LNK_INNER": "python"})
     commands["spec file"] = process([*run, "--yes", "--spec", specs["default"], "--",
                                      "/bin/true"])
     commands["programs"] = process([*run, "--yes", "--spec", specs["programs"], "--",

@@ -23,6 +23,7 @@ from .cgroups import RunCgroups
 from .confine import Layers, inner_config
 from .elf import interpreter_of
 from .gitrun import GitRun
+from .inner_program import COMPILED, choose
 from .keeper import Keeper
 from .launch import spawn
 from .mount_watch import watched_mounts
@@ -54,14 +55,15 @@ class RunMounts(NamedTuple):
 
 
 def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
-             view: View | None = None) -> LaunchPlan:
+             view: View | None = None, inner: str | None = None) -> LaunchPlan:
     """The plan for this machine: the view rendered as mounts (built once, or `view`,
     built already for the run), then the run's own mounts, each a stage before the plan
-    is handed on."""
+    is handed on. `inner`: which inner confiner it starts (inner_program.choose)."""
     run = run or RunMounts()
     python, prefix = interpreter()
     root_mode = os.geteuid() == 0
-    layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
+    layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode,
+                              compiled_inner=(inner or choose()) == COMPILED)
     plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout,
                       root_mode=root_mode)
     if snapshot.settings.network_mode == "proxy":
@@ -223,11 +225,14 @@ def launch_and_supervise(
         relay = _relay_named_sockets(snapshot)
         plan = plan_for(snapshot, RunMounts(
             resolv_conf=resolv_conf, relays=relay[0].relays() if relay is not None else {},
-            git=git.ops if git is not None else (), cwd=cwd, tmp=tmp), view=view)
+            git=git.ops if git is not None else (), cwd=cwd, tmp=tmp), view=view,
+            inner=choose(file_op=file_op is not None))  # a file operation: Python's
         loaders = program_loaders(snapshot)
         config = inner_config(plan, snapshot, layers, loaders)
         if file_op is not None:
-            config["file"] = file_op._asdict()
+            from inner.config import FileOp as InnerFileOp
+
+            config = config.replace(file=InnerFileOp(file_op.op, file_op.path, file_op.limit))
         for note in plan.notes:  # what the plan could not do, said as macOS says its own
             say(note)
         env = sandbox_environment(snapshot)

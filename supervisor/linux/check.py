@@ -50,6 +50,8 @@ class Machine:
     landlock_abi: int = 0
     listener_taken: bool = False  # another seccomp listener holds this process
     exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
+    inner: str = "python"  # the inner confiner a run starts: "compiled" or "python"
+    inner_why: str = ""  # the same, said with its reason
 
 
 def probe_machine(lnk_home: str) -> Machine:
@@ -77,6 +79,9 @@ def probe_machine(lnk_home: str) -> Machine:
     machine.landlock_abi = probes.landlock_abi()
     machine.listener_taken = machine.seccomp_listener and not probes.listener_free()
     machine.exec_watch = _exec_watch(machine.seccomp_listener and not machine.listener_taken)
+    from .inner_program import choose, described
+
+    machine.inner, machine.inner_why = choose(), described()
     if machine.landlock_abi:
         cache.record("landlock_abi", machine.landlock_abi)
     if machine.seccomp_listener:
@@ -277,6 +282,7 @@ def render_linux(report: Report) -> str:
         f"  MFD_NOEXEC_SEAL     {yes[m.memfd_noexec_seal]}",
         f"  Landlock            {'ABI ' + str(m.landlock_abi) if m.landlock_abi else 'none'}",
         f"  exec watch          {m.exec_watch}",
+        f"  inner confiner      {m.inner_why or m.inner}",
         *spec_lines(report),
     ]
     return "\n".join(lines) + "\n"

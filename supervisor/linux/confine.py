@@ -9,11 +9,20 @@ files) cannot be narrowed by Landlock, whose rights add up beneath a folder.
 The seccomp switches follow the effective policy: memory files are left alone without a
 list (JITs need them); with a list they are sealed by the exec watch where it can, and
 refused with ENOSYS where it cannot.
+
+All of it goes to the inner as one record (inner/config.py): the filter as BPF bytes,
+built here for this machine's architecture, the Landlock rules as paths and right bits,
+the limits by number. The inner, compiled or Python, only applies it: policy is here.
 """
 
 from __future__ import annotations
 
+import resource
+from functools import cache
 from typing import NamedTuple
+
+from inner import landlock, seccomp, syscalls
+from inner.config import Config, Landlock, Rlimit, Seccomp
 
 from ..errors import SpecError
 from ..grants import Snapshot, deepest, is_within
@@ -151,26 +160,41 @@ def closed_folders(plan: LaunchPlan, snapshot: Snapshot) -> dict[str, list[str]]
 
 def inner_config(
     plan: LaunchPlan, snapshot: Snapshot, layers: Layers, loaders: dict[str, str | None]
-) -> dict[str, object]:
-    """The JSON the inner reads: its seccomp switches and Landlock rules."""
-    return {
-        "seccomp": {
-            "memfd": layers.memfd,
-            "exec_notify": layers.exec_notify,
-            "listener": layers.listener,
-            "listener_required": layers.listener_required,
-        },
-        "landlock": {
-            "abi": layers.landlock_abi,
-            "required": snapshot.programs is not None,
-            "rules": landlock_rules(plan, snapshot, loaders),
-            "closed": closed_folders(plan, snapshot),
-        },
-        "rlimits": rlimits(snapshot),
-        # The mount table handed over before the go, where a written folder holds a
-        # protection the host could take away (mount_watch.py).
-        "watch_mounts": bool(watched_mounts(plan)),
-    }
+) -> Config:
+    """What the inner applies: the filter, the Landlock rules, the limits. The launch
+    adds the command and the status socket (`Config.replace`)."""
+    rules = Landlock(
+        required=snapshot.programs is not None,
+        abis=landlock.abi_table(),
+        file_rights=landlock.FILE_MASK,
+        rules=[(path, landlock.rights_mask(names))
+               for path, names in landlock_rules(plan, snapshot, loaders)],
+        closed=sorted(closed_folders(plan, snapshot).items()),
+    )
+    limits = [Rlimit(name, getattr(resource, f"RLIMIT_{name}"), value)
+              for name, value in rlimits(snapshot).items() if value is not None]
+    return Config(-1, (), seccomp=filters(layers), landlock=rules, rlimits=limits,
+                  # The mount table handed over before the go, where a written folder
+                  # holds a protection the host could take away (mount_watch.py).
+                  watch_mounts=bool(watched_mounts(plan)))
+
+
+def filters(layers: Layers) -> Seccomp:
+    """The filter for this machine's architecture, and, when it has a listener that
+    another filter's may have taken (EBUSY), the one without it: memory files refused
+    (ENOSYS) unless left alone, execs not handed over. learn has none: it needs the
+    listener."""
+    arch = syscalls.native_arch()
+    program = _program(arch, layers.memfd, layers.exec_notify)
+    fallback = None
+    if layers.listener and not layers.listener_required:
+        fallback = _program(arch, "allow" if layers.memfd == "allow" else "enosys", False)
+    return Seccomp(syscalls.AUDIT_ARCH[arch], program, layers.listener, fallback)
+
+
+@cache
+def _program(arch: str, memfd: str, exec_notify: bool) -> bytes:
+    return seccomp.build_program(arch, memfd=memfd, exec_notify=exec_notify)
 
 
 def rlimits(snapshot: Snapshot) -> dict[str, int | None]:

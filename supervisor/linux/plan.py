@@ -15,7 +15,8 @@ a mount hides whatever an earlier mount put beneath it, so the order is the poli
    settings file) has each folder between the two bound onto itself first: a mount
    point cannot be renamed (EBUSY), so the folder holding it cannot be moved away and
    made again, and stays writable otherwise;
-3. the inner confiner's package and, when outside the system folders, its interpreter;
+3. the inner confiner's package and, for the Python inner when it is outside the system
+   folders, its interpreter (the compiled inner is static: it needs nothing else);
 4. hidden folders' tmpfs and the root made read-only, last, since bwrap needs them
    writable to make the mount points of everything inside.
 """
@@ -89,6 +90,8 @@ class HostLayout(NamedTuple):
     the sandbox may only read (a grant that vanished is refused when pinned instead).
     `home`: home's entries and the reopened places found now, where a read grant shows
     home (linux/home.py).
+    `compiled_inner`: the inner is the compiled one (inner_program.py), which needs
+    neither the interpreter nor the C library inside.
     """
 
     system: dict[str, str | None]
@@ -104,10 +107,12 @@ class HostLayout(NamedTuple):
     gone: frozenset[str] = frozenset()
     unhidden: tuple[str, ...] = ()
     home: HomeLayout | None = None
+    compiled_inner: bool = False
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
-              snapshot: Snapshot | None = None, *, root_mode: bool = False) -> HostLayout:
+              snapshot: Snapshot | None = None, *, root_mode: bool = False,
+              compiled_inner: bool = False) -> HostLayout:
         """`root_mode`: also list the path sockets root's daemons listen on, which no
         write grant of a root-run sandbox may hold."""
         system: dict[str, str | None] = {}
@@ -138,7 +143,8 @@ class HostLayout(NamedTuple):
                               if g.access == "hide" and g.target
                               and not os.path.lexists(g.target)),
                           unhidden=_unhidden(snapshot),
-                          home=home_probe(snapshot) if snapshot is not None else None)
+                          home=home_probe(snapshot) if snapshot is not None else None,
+                          compiled_inner=compiled_inner)
 
 
 def _unhidden(snapshot: Snapshot | None) -> tuple[str, ...]:
@@ -252,6 +258,7 @@ class LaunchPlan(NamedTuple):
     holds: tuple[Wanted, ...] = ()
     inner_parent: str = INNER_PARENT
     unhidden: tuple[str, ...] = ()  # hidden places missing at launch (HostLayout)
+    compiled_inner: bool = False  # bwrap runs the compiled inner, not `interpreter`
 
 
 def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
@@ -377,9 +384,10 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
     # Mounted unless readable already: a hidden prefix would leave the inner unable to start.
     # What it needs is the program and its standard library (lib/pythonX.Y, found from
     # the program's folder): a prefix's own top (a pyenv version's pip.conf) is not read,
-    # so where those two are shown (a toolchain reopened in home) nothing more is.
-    if not {_deepest(os.path.join(prefix, "lib"), mounts),
-            _deepest(layout.interpreter, mounts)} <= {"read", "write"}:
+    # so where those two are shown (a toolchain reopened in home) nothing more is. The
+    # compiled inner needs neither.
+    seen = {_deepest(os.path.join(prefix, "lib"), mounts), _deepest(layout.interpreter, mounts)}
+    if not layout.compiled_inner and not seen <= {"read", "write"}:
         extra.append(MountOp("ro-bind", prefix, prefix, "the inner confiner's interpreter"))
 
     # A name through a link becomes that link, outer names first: a name below one made a
@@ -413,6 +421,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         holds=tuple(holds),
         inner_parent=inner_parent,
         unhidden=layout.unhidden,
+        compiled_inner=layout.compiled_inner,
     )
 
 

@@ -287,6 +287,7 @@ WAIT_AND_READ = (WAIT_FOR_GO + "cat ~/.git-credentials; echo cat=$?; "
                  "cat ~/.aws/credentials; echo cat=$?")
 
 
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_a_hidden_file_replaced_or_a_place_made_during_the_run_is_not_read(
         home_box: Sandbox) -> None:
     """The person's own git stores a credential while a sandbox reading home runs: git's
@@ -329,6 +330,7 @@ WAIT_AND_READ_BOTH = (WAIT_FOR_GO + "cat ~/.git-credentials; echo cat=$?; "
                       "cat ~/.config/secret; echo cat=$?")
 
 
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 @pytest.mark.parametrize("reads", ['["/", "~", "~/.config"]', '["~", "~/.config"]'],
                          ids=["root-and-home", "home-and-config"])
 def test_a_read_grant_above_the_one_holding_a_hidden_file_is_closed_too(

@@ -38,6 +38,7 @@ def watch_env(request: pytest.FixtureRequest) -> dict[str, str]:
 
 
 @pytest.mark.kernel_matrix
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_a_refused_program_is_named_once_and_a_listed_one_not(
     sandbox: Sandbox, watch_env: dict[str, str]
 ) -> None:
@@ -156,12 +157,14 @@ def test_memory_files_under_a_list_never_run(sandbox: Sandbox, flags: str,
 
 @pytest.mark.kernel_matrix
 @pytest.mark.requires_memfd_noexec_seal
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_memory_files_asking_for_the_seal_run_as_they_are(sandbox: Sandbox) -> None:
     result = sandbox.probe("memfd", "0x8", spec=LISTED).expect(0)
     assert "proc_exec=13" in result.stdout and "chmod=1" in result.stdout
 
 
 @pytest.mark.kernel_matrix
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_memory_files_under_a_list_are_refused_where_the_kernel_cannot_seal(
         sandbox: Sandbox) -> None:
     """Before Linux 6.3 (emulated here: MFD_NOEXEC_SEAL answered EINVAL) the watch cannot
@@ -241,6 +244,7 @@ def test_learn_lists_what_ran_and_leaves_out_what_the_sandbox_wrote(
     assert list(entries) == sorted(entries)
 
 
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_learn_writes_nothing(sandbox: Sandbox) -> None:
     spec_text = '[files]\nwrite = ["."]\n'
     spec = sandbox.write_spec(spec_text)
@@ -251,6 +255,7 @@ def test_learn_writes_nothing(sandbox: Sandbox) -> None:
 
 
 @pytest.mark.kernel_matrix
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_nothing_runs_unwatched_once_the_supervisor_is_gone(sandbox: Sandbox) -> None:
     loop = ("echo STARTED; echo READY; "
             "while :; do cat /dev/null; echo ran >> execs.log; done")

@@ -135,6 +135,7 @@ def test_loader_variables_reach_neither_bwrap_nor_the_command(sandbox: Sandbox) 
 
 
 @pytest.mark.kernel_matrix
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_sigpipe_is_default_again_inside(sandbox: Sandbox) -> None:
     result = sandbox.run("/bin/sh", "-c", "yes | head -1")
     assert result.returncode == 0
@@ -146,6 +147,7 @@ def test_sigpipe_is_default_again_inside(sandbox: Sandbox) -> None:
     assert result.stderr.splitlines() == ([] if caps.landlock_abi() else notice)
 
 
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_exit_statuses(sandbox: Sandbox) -> None:
     assert sandbox.run("/bin/true").returncode == 0
     assert sandbox.run("/bin/sh", "-c", "exit 3").returncode == 3
@@ -156,6 +158,7 @@ def test_exit_statuses(sandbox: Sandbox) -> None:
     assert "Traceback" not in missing.stderr
 
 
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_a_file_that_cannot_run_is_126(sandbox: Sandbox) -> None:
     script = sandbox.project / "not-executable"
     script.write_text("#!/bin/sh\necho ran\n")
@@ -212,6 +215,7 @@ def test_plan_binds_grants_only_by_fd(sandbox: Sandbox) -> None:
     assert "--bind-fd" in words and "--ro-bind-fd" in words
 
 
+@pytest.mark.usefixtures("inner")  # the compiled inner and its Python fallback
 def test_inherited_descriptors_are_closed(sandbox: Sandbox, tmp_path: Path) -> None:
     read_end, write_end = os.pipe()
     os.set_inheritable(write_end, True)

@@ -117,6 +117,8 @@ class Sandbox:
             # A worktree's tests run its own code: lnk is the shared venv's, which would
             # import the main checkout's otherwise.
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        if os.environ.get("LNK_INNER"):
+            env["LNK_INNER"] = os.environ["LNK_INNER"]  # the `inner` fixture's choice
         env.update(extra or {})
         return env
 
