@@ -170,6 +170,88 @@ def peers(workdir: str) -> dict[str, list[str]]:
     return found
 
 
+# Run in a process of its own with a tree's code first on the path (this one's, or the
+# baseline's): what a start of the default spec holds in `workdir`, bwrap's binds, and
+# Placeholders.hold and release timed back to back, as a harness's runs follow each other.
+MEASURE_HOLDS = r'''
+import json, os, statistics, sys, time
+from supervisor.installation import inner_source, interpreter
+from supervisor.linux.placeholders import Placeholders
+from supervisor.linux.plan import SYSTEM_FOLDERS, HostLayout, build_plan
+from supervisor.stages import snapshot_for
+from supervisor.view import view_for
+
+workdir, runs = sys.argv[1], int(sys.argv[2])
+os.chdir(workdir)
+before = sorted(os.listdir(workdir))
+snapshot = snapshot_for(None)
+python, prefix = interpreter()
+root_mode = os.geteuid() == 0
+layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
+view = view_for(snapshot, SYSTEM_FOLDERS)
+plan = build_plan(view, layout, root_mode=root_mode)
+binds = sum(op.kind in ("bind", "ro-bind") for op in plan.ops)
+from supervisor.linux.gitrun import GitRun
+git = GitRun.prepare(view)
+if git is not None:
+    binds += sum(op.kind in ("bind", "ro-bind") for op in git.ops)
+    git.close()
+placeholders = Placeholders(snapshot.lnk_home)
+hold, cpu, release, during = [], [], [], []
+for _ in range(runs):
+    c0, t0 = time.process_time(), time.perf_counter()
+    held = placeholders.hold(list(plan.holds))
+    t1, c1 = time.perf_counter(), time.process_time()
+    during = sorted(os.listdir(workdir))
+    held.release()
+    t2, c2 = time.perf_counter(), time.process_time()
+    hold.append((t1 - t0) * 1000)
+    cpu.append((c1 - c0 + c2 - c1) * 1000)
+    release.append((t2 - t1) * 1000)
+print(json.dumps({
+    "holds": len(plan.holds), "binds": binds,
+    "made": [n for n in during if n not in before],
+    "stays": [n for n in sorted(os.listdir(workdir)) if n not in before],
+    "first": hold[0] + release[0], "hold": statistics.median(hold[1:] or hold),
+    "release": statistics.median(release[1:] or release),
+    "cpu": statistics.median(cpu[1:] or cpu)}))
+'''
+
+
+def placeholder_figures(base: str, trees: dict[str, Path], runs: int) -> None:
+    """Print, per tree, what the default spec's start holds in an empty folder and in a
+    repository: placeholders, bwrap's binds, the names made (and those left after the
+    run), and Placeholders.hold and release, the first start's and the median of the
+    starts after it (back to back, as a harness's tool calls follow each other)."""
+    print(f"placeholders of the default spec, {runs} starts back to back "
+          "(hold and release in ms, wall; cpu: both, in ms of CPU):")
+    for label, tree in trees.items():
+        for shape in ("empty folder", "repository"):
+            folder = os.path.join(base, f"holds-{label}-{shape.split()[0]}")
+            home = os.path.join(base, f"holds-home-{label}")
+            os.makedirs(folder)
+            os.makedirs(home, exist_ok=True)
+            if shape == "repository":
+                git = ["git", "-C", folder, "-c", "user.name=b", "-c", "user.email=b@b.invalid"]
+                subprocess.run([*git, "init", "-q"], check=True)
+                Path(folder, "README").write_text("x\n")
+                subprocess.run([*git, "add", "README"], check=True)
+                subprocess.run([*git, "commit", "-qm", "x"], check=True)
+            done = subprocess.run([sys.executable, "-c", MEASURE_HOLDS, folder, str(runs)],
+                                  env=tree_env(tree, home), cwd=folder, capture_output=True,
+                                  text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"measuring {label}'s placeholders failed: {done.stderr}")
+            import json
+
+            got = json.loads(done.stdout)
+            plain = [n for n in got["made"] if not n.startswith(".")]
+            print(f"  {label:<9} {shape:<13} {got['holds']:3d} held, {got['binds']:3d} binds; "
+                  f"first {got['first']:6.2f}, then hold {got['hold']:5.2f} + release "
+                  f"{got['release']:5.2f}, cpu {got['cpu']:5.2f}; names without a dot: "
+                  f"{' '.join(plain) or 'none'}; left after: {len(got['stays'])}")
+
+
 def user_folders(base: str) -> tuple[str, str]:
     """A working directory and a home owned by the test user (made if missing)."""
     import pwd
@@ -198,11 +280,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--baseline", metavar="TREE", type=Path,
                         help="another source tree to time in the same rounds")
-    parser.add_argument("--only", help="the cases to time (comma-separated; bare always)")
+    parser.add_argument("--only", help="the cases to time (comma-separated; bare always); "
+                        "`placeholders` alone prints only what the starts hold")
+    parser.add_argument("--holds", type=int, default=30, metavar="N",
+                        help="starts back to back for the placeholders' figures")
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="lnk-bench-")
     try:
-        report(base, args.runs, args.baseline, args.only)
+        if args.only != "placeholders":
+            report(base, args.runs, args.baseline, args.only)
+        trees = {"this tree": ROOT}
+        if args.baseline is not None:
+            trees["baseline"] = args.baseline.resolve()
+        placeholder_figures(base, trees, args.holds)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
