@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .git_config import parse_git_config, person_git_configs
 from .git_index import gitlinks
-from .git_repository import read_gitfile
+from .git_repository import git_dirs, is_git_directory, read_gitfile
 from .host_walk import lstat_kind, read_small
 
 if TYPE_CHECKING:
@@ -127,6 +127,14 @@ class Protected(NamedTuple):
     without `.github`), the missing folders above it, outermost first: Linux makes them
     for the run as plain writable folders (a project may still make `.github/workflows`),
     and the placeholder is then the path itself.
+    `held_as`: what Linux's placeholder is. An empty folder wherever a person's `git
+    status` could list it (git lists no empty folder, and lists every file), whatever
+    the tool reads there; a file only inside a git directory (its settings, `commondir`,
+    `alternates`), where git lists nothing and must read a file. `stays`: a placeholder
+    here may stay between runs (Linux keeps it while runs follow each other): an empty
+    folder the tool reads as no settings (a settings folder, or a folder above a
+    setting), under a dot name at the top; never one standing for a file (a tool may
+    fail on a folder where it reads a file) nor one without a dot.
     """
 
     path: str
@@ -138,6 +146,8 @@ class Protected(NamedTuple):
     link: str | None = None
     content: bytes = b""
     parents: tuple[str, ...] = ()
+    held_as: Kind = "folder"
+    stays: bool = False
 
 
 class DotFiles(NamedTuple):
@@ -193,34 +203,43 @@ class _Repository(NamedTuple):
 
 class _Analysis:
     def __init__(self, top: str, home: str, *, commit: bool = False,
-                 places: tuple[Place, ...] | None = None):
+                 places: tuple[Place, ...] | None = None, written: tuple[str, ...] = ()):
         self.top = top
         self.home = home
         self.commit = commit
         self.places = places
+        self.written = written
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
-            content: bytes = b"", parents: bool = False) -> Protected:
+            content: bytes = b"", parents: bool = False,
+            held_as: Kind = "folder") -> Protected:
         """Protect `name` (absolute, as the tool names it) once, the first reason kept.
 
         `parents`: a missing folder above `name` is made writable for the run and
-        `name` itself held, rather than the first missing folder held read-only."""
+        `name` itself held, rather than the first missing folder held read-only.
+        `held_as`: "file" for a file git reads in a git directory (Protected)."""
         start = self.top if _within(name, self.top) else "/"
         link, missing = _walk(name, start)
         path = os.path.realpath(name) if link else name
         exists = missing is None and lstat_kind(path) != "missing"
-        if link is None and exists:
-            kind = "folder" if lstat_kind(path) == "folder" else "file"
         placeholder = missing if hold and not exists and link is None else None
         above: tuple[str, ...] = ()
         if parents and placeholder is not None and placeholder != name:
             rest = name[len(placeholder):].strip("/").split("/")[:-1]
             above = tuple(os.path.join(placeholder, *rest[:i]) for i in range(len(rest) + 1))
             placeholder = name
+        as_file = held_as == "file" and placeholder == name
+        first = name[len(self.top):].lstrip("/") if _within(name, self.top) else ""
+        stays = first.startswith(".") and held_as == "folder" and (exists or (
+            placeholder is not None and link is None)) and (
+            kind == "folder" or placeholder not in (None, name))
+        if link is None and exists:
+            kind = "folder" if lstat_kind(path) == "folder" else "file"
         entry = Protected(path, name, kind, exists, reason, placeholder, link,
-                          content if placeholder == name else b"", above)
+                          content if as_file else b"", above,
+                          "file" if as_file else "folder", stays)
         return self.found.setdefault(name, entry)
 
     def run(self) -> DotFiles:
@@ -285,12 +304,13 @@ class _Analysis:
         them)."""
         for name, kind, why in GIT_METADATA:
             path = os.path.join(common_dir, name)
-            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}")
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
+                     held_as=kind)
         for git in dict.fromkeys((git_dir, common_dir)):
             for name, kind, why, content in GIT_DIR_METADATA:
                 path = os.path.join(git, name)
                 self.add(path, kind, f"{label}{self.shown(path)}: {why}; {COMMIT_REASON}",
-                         content=content)
+                         content=content, held_as=kind)
         if git_dir != common_dir:  # this checkout is a linked worktree of the repository
             name, kind, why = WORKTREE_GITDIR
             path = os.path.join(git_dir, name)
@@ -306,7 +326,8 @@ class _Analysis:
                 continue
             for file, kind, why, content in GIT_DIR_METADATA:
                 self.add(os.path.join(folder, file), kind,
-                         f"the linked worktree {name}'s {file}: {why}", content=content)
+                         f"the linked worktree {name}'s {file}: {why}", content=content,
+                         held_as=kind)
             file, kind, why = WORKTREE_GITDIR
             self.add(os.path.join(folder, file), kind,
                      f"the linked worktree {name}'s {file}: {why}", hold=False)
@@ -361,14 +382,24 @@ class _Analysis:
     def bare_top(self) -> None:
         """Keep the top from becoming a bare repository, or protect the one it is.
 
-        git's discovery (setup.c, is_git_directory) takes a folder for a git directory
-        when its HEAD is a valid ref, objects/ a folder it may enter and refs/ too: a
-        sandbox that made HEAD, objects/, refs/ and a config here would run that config
-        on the person's next git command in the folder or below it. One of the three
-        held keeps the folder from passing: refs (or else objects) as an empty file,
-        which git cannot enter, rather than HEAD, since a file named HEAD in the work
-        tree makes every `git diff HEAD` there ambiguous. Where the top is a bare
-        repository already, what git reads there to run anything is protected.
+        git's discovery (setup.c), in each folder from where it runs up, takes the
+        folder's `.git` first (a gitfile, or a folder that is a git directory), and only
+        then the folder itself for a bare one: HEAD a valid ref, then objects/ and refs/
+        in the common directory (where a `commondir` there points). A sandbox that made
+        HEAD, objects/, refs/ and a config here would run that config on the person's
+        next git command in the folder or below it.
+
+        - Where the top's `.git` stops git whatever the sandbox does (git_stops_here),
+          the top is never looked at: nothing is held.
+        - Else `commondir`, held by an empty folder on Linux: git reads it once HEAD is
+          valid, and dies on a folder ("failed to read"), so the top never passes. One
+          name, not in `git status` (an empty folder), never read by a git command that
+          does not meet a forged HEAD; a HEAD held instead would make every `git diff
+          HEAD` run here ambiguous (a folder named HEAD is a file name to git). macOS
+          holds nothing: Seatbelt refuses making it, and `refs` (or else `objects`).
+        - Where the person has a `commondir` file here (a strange top), it stays
+          read-only and `refs` (or else `objects`) is held as an empty file, which git
+          cannot search, or HEAD as an empty folder.
         """
         head = os.path.join(self.top, "HEAD")
         if lstat_kind(os.path.join(self.top, "objects")) == "folder" and \
@@ -382,15 +413,42 @@ class _Analysis:
             if not commit:
                 self.add(head, "file", BARE_REASON)
             return
-        # commondir moves where is_git_directory looks for objects/ and refs/: held
-        # holding ".", the folder itself (git dies on an empty one).
-        self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON, content=b".")
+        if self.git_stops_here():
+            return
+        commondir = os.path.join(self.top, "commondir")
+        held = lstat_kind(commondir) == "missing"
+        self.add(commondir, "file", BARE_REASON)
         for name in ("refs", "objects"):
             path = os.path.join(self.top, name)
             if lstat_kind(path) == "missing":
-                self.add(path, "file", BARE_REASON)
+                self.add(path, "file", BARE_REASON, hold=not held, held_as="file")
                 return
-        self.add(head, "file", BARE_REASON)
+        self.add(head, "file", BARE_REASON, hold=not held)
+
+    def git_stops_here(self) -> bool:
+        """Whether git looking for a repository from the top (or below) stops at the
+        top's `.git` whatever the sandbox does, so never looks at the top itself.
+
+        A `.git` file, held read-only: git reads it as a gitfile and takes the
+        repository it names, or stops with an error on one it cannot take (setup.c's
+        read_gitfile_gently; only a `.git` it cannot stat lets it go on). A `.git`
+        folder that is a git directory now, held whole: not under files.commit (HEAD,
+        objects and refs are written then, and a HEAD written wrong would let git go
+        on to the top). Neither where a write grant lies at or inside it, or inside the
+        common directory it points at: the sandbox writes there.
+        """
+        dot_git = os.path.join(self.top, ".git")
+        kind = lstat_kind(dot_git)
+        if any(_within(path, dot_git) for path in self.written):
+            return False
+        if kind == "file":
+            return True
+        if kind != "folder" or self.commit:
+            return False
+        dirs = git_dirs(self.top)
+        if dirs is None or any(_within(path, dirs.common_dir) for path in self.written):
+            return False
+        return is_git_directory(dot_git)
 
     def git_settings(self, repository: _Repository) -> tuple[list[str], bool]:
         """Follow the repository's settings, and the person's own (system and global):
@@ -595,13 +653,17 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
 
 
 def analyze(top: str, *, home: str, commit: bool = False,
-            places: tuple[Place, ...] | None = None) -> DotFiles:
+            places: tuple[Place, ...] | None = None,
+            written: tuple[str, ...] = ()) -> DotFiles:
     """The dot files at the top of the write grant `top` (resolved, no links in it).
 
     `home` expands `~/` in git's settings. `commit` (files.commit): the repository's
     git directory is protected by what git reads to decide what to run, not whole.
     `places`: home_places.home_places(home), when the caller has it for every grant.
-    Reads files only; never raises for what it finds (a file it cannot read protects
-    what its name alone says).
+    `written`: every path the sandbox writes (Snapshot.written): where one lies in the
+    top's `.git` the sandbox could change, the top is kept from becoming a bare
+    repository all the same. Reads files only; never raises for what it finds (a file
+    it cannot read protects what its name alone says).
     """
-    return _Analysis(os.path.normpath(top), home, commit=commit, places=places).run()
+    return _Analysis(os.path.normpath(top), home, commit=commit, places=places,
+                     written=written).run()

@@ -50,6 +50,11 @@ from ..state import existing_folder, private_folder
 from .pinning import FoundLink, walk
 from .proc_stat import process_start
 
+# How long a placeholder that may linger stays after the last run holding it: the
+# runs of one task (an agent's tool calls) follow each other by seconds or minutes, and
+# each would otherwise make and remove the same empty folders (an rmdir costs 1 to 2 ms
+# of wall on ext4 here). It stays as a holder `~DEADLINE` (seconds since the epoch).
+LINGER_SECONDS = 600
 STATE_NAME = "placeholders"
 LOCK_NAME = "placeholders.lock"
 TEMP_NAME = STATE_NAME + ".tmp"
@@ -68,31 +73,38 @@ class Wanted:
     joined when it is a registered placeholder, left alone when it is the person's.
     `content` is what a file placeholder holds (empty by default): a file the tool reads
     must read as harmless while held, and for some only a content does (git dies on an
-    empty `commondir`; one holding `.` names the git directory itself). Immutable,
+    empty `commondir`; one holding `.` names the git directory itself). `linger`: the
+    placeholder may stay LINGER_SECONDS after the last run holding it ends, for the next
+    run to join rather than make again (dotfiles.Protected.stays says which). Immutable,
     compared by value."""
 
-    __slots__ = ("content", "kind", "path")
+    __slots__ = ("content", "kind", "linger", "path")
     path: str
     kind: Kind
     content: bytes
+    linger: bool
 
-    def __init__(self, path: str, kind: Kind, content: bytes = b"") -> None:
+    def __init__(self, path: str, kind: Kind, content: bytes = b"", *,
+                 linger: bool = False) -> None:
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "content", content)
+        object.__setattr__(self, "linger", linger)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Wanted is immutable: {name}")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Wanted) and (self.path, self.kind, self.content) == (
-            other.path, other.kind, other.content)
+        return isinstance(other, Wanted) and (
+            self.path, self.kind, self.content, self.linger) == (
+            other.path, other.kind, other.content, other.linger)
 
     def __hash__(self) -> int:
-        return hash((self.path, self.kind, self.content))
+        return hash((self.path, self.kind, self.content, self.linger))
 
     def __repr__(self) -> str:
         extra = f", {self.content!r}" if self.content else ""
+        extra += ", linger=True" if self.linger else ""
         return f"Wanted({self.path!r}, {self.kind!r}{extra})"
 
 
@@ -348,6 +360,8 @@ class Placeholders:
                         entry.holders.append(held.token)
                         entries[item.path] = entry
                         held.paths.append(item.path)
+                        if item.linger:
+                            held.lingering.append(item.path)
                     # else: the person's own (or replaced since): bound, never removed
                 if to_make:
                     # Listed before made, identity unknown: a kill between the mkdir and
@@ -359,6 +373,8 @@ class Placeholders:
                     for item in to_make:
                         if _make(entries[item.path], parents):
                             held.paths.append(item.path)
+                            if item.linger:
+                                held.lingering.append(item.path)
                         else:
                             del entries[item.path]  # made meanwhile, not by a run: theirs
             except BaseException:
@@ -377,8 +393,9 @@ class Placeholders:
             self._unlock(fd)
         return held
 
-    def release(self, token: str) -> None:
-        """Drop `token`'s holds and remove what nobody holds any more."""
+    def release(self, token: str, lingering: tuple[str, ...] = ()) -> None:
+        """Drop `token`'s holds and remove what nobody holds any more; what is in
+        `lingering` (paths `token` held) stays LINGER_SECONDS more, held by `~DEADLINE`."""
         fd = self._locked()
         parents = _Parents()
         try:
@@ -386,8 +403,13 @@ class Placeholders:
             if before is None:
                 return
             entries = _parse(before)
-            for entry in entries.values():
+            stay = f"~{int(time.time()) + LINGER_SECONDS}"
+            for path, entry in entries.items():
+                held = token in entry.holders
                 entry.holders = [h for h in entry.holders if h != token]
+                if held and path in lingering:
+                    entry.holders = [h for h in entry.holders if not h.startswith("~")]
+                    entry.holders.append(stay)
             self._prune(entries, parents, {})
             self._save(entries, before, made=False)
         finally:
@@ -407,6 +429,7 @@ class Held:
         self.placeholders = placeholders
         self.token = token
         self.paths: list[str] = []
+        self.lingering: list[str] = []  # paths that may stay after the run (Wanted.linger)
         self.released = False
 
     def release(self) -> None:
@@ -418,7 +441,7 @@ class Held:
         if not self.paths and not os.path.exists(self.placeholders.state_path):
             return
         try:
-            self.placeholders.release(self.token)
+            self.placeholders.release(self.token, tuple(self.lingering))
         except OSError as err:
             from ..events import say
 
@@ -449,6 +472,11 @@ def _this_process() -> str:
 
 
 def _holder_alive(token: str, alive: dict[str, bool]) -> bool:
+    if token.startswith("~"):  # a placeholder lingering after its last run, until then
+        try:
+            return time.time() < int(token[1:])
+        except ValueError:
+            return False
     pid_text, _, rest = token.partition(":")
     stamp = rest.partition(":")[0]
     key = f"{pid_text}:{stamp}"

@@ -658,14 +658,15 @@ def _dot_files(
         # first, plain and writable, and go after the run when nothing else is in them.
         for parent in protected.parents:
             if not any(held.path == parent for held in holds):
-                holds.append(Wanted(parent, "folder"))
+                holds.append(Wanted(parent, "folder", linger=protected.stays))
         reason = f"{owner}: {protected.reason}"
         kind = protected.kind
         if not protected.exists:
-            kind = kind if dest == protected.path else "folder"
+            kind = protected.held_as if dest == protected.path else "folder"
             reason += f"; missing, so an empty {kind} is held there for the run"
         add(2, MountOp("ro-bind", dest, dest, reason), "read")
-        holds.append(Wanted(dest, kind, protected.content if dest == protected.path else b""))
+        holds.append(Wanted(dest, kind, protected.content if kind == "file" else b"",
+                            linger=protected.stays))
     return holds
 
 

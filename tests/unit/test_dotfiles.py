@@ -113,28 +113,31 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
     assert dots.top == str(top)
     assert list(dots.protected) == [
         Protected(f"{top}/.git", f"{top}/.git", "folder", False, f".git: {GIT_REASON}",
-                  placeholder=f"{top}/.git"),
-        # commondir held naming the folder itself, so git looks for refs/ here, not where
-        # a planted one would point; refs held as an empty file: git's discovery cannot
-        # take the top for a bare repository (and a file named HEAD would make
-        # `git diff HEAD` ambiguous).
+                  placeholder=f"{top}/.git", stays=True),
+        # No repository here: commondir held by an empty folder, which git dies reading
+        # once a HEAD here is valid, so git's discovery cannot take the top for a bare
+        # repository; refs only kept from being made where no placeholder is needed
+        # (macOS), since a folder named refs would pass and a file would be in
+        # `git status`; a folder named HEAD would make `git diff HEAD` ambiguous.
         Protected(f"{top}/commondir", f"{top}/commondir", "file", False, BARE_REASON,
-                  placeholder=f"{top}/commondir", content=b"."),
-        Protected(f"{top}/refs", f"{top}/refs", "file", False, BARE_REASON,
-                  placeholder=f"{top}/refs"),
+                  placeholder=f"{top}/commondir"),
+        Protected(f"{top}/refs", f"{top}/refs", "file", False, BARE_REASON),
         # A missing .envrc is never held: direnv runs only what you allowed.
         Protected(f"{top}/.envrc", f"{top}/.envrc", "file", False, ENVRC_REASON),
         Protected(f"{top}/.vscode", f"{top}/.vscode", "folder", False, VSCODE,
-                  placeholder=f"{top}/.vscode"),
+                  placeholder=f"{top}/.vscode", stays=True),
         Protected(f"{top}/.idea", f"{top}/.idea", "folder", False, IDEA,
-                  placeholder=f"{top}/.idea"),
+                  placeholder=f"{top}/.idea", stays=True),
         Protected(f"{top}/.husky", f"{top}/.husky", "folder", False, HUSKY,
-                  placeholder=f"{top}/.husky"),
+                  placeholder=f"{top}/.husky", stays=True),
         # Coding agents' and editors' project settings (runs_as_you.AGENT_SETTINGS), each
-        # held as its table says; below the top with the missing folders above made.
+        # held as its table says (an empty folder, whatever the tool reads there); below
+        # the top with the missing folders above made. Only a settings folder's stays
+        # between runs: a folder where a tool reads a file may make it fail.
         *(Protected(f"{top}/{s.name}", f"{top}/{s.name}", s.kind, False,
                     f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None,
-                    parents=_above(top, s.name) if s.hold else ())
+                    parents=_above(top, s.name) if s.hold else (),
+                    stays=s.hold and s.kind == "folder")
           for s in AGENT_SETTINGS if "*" not in s.name),
     ]
 
@@ -303,6 +306,142 @@ def test_a_gitdir_file_naming_a_missing_folder_holds_it(tmp_path: Path) -> None:
     (top / ".git").write_text("gitdir:no-space\n")
     assert [p.name for p in analyze(str(top), home="/h").protected
             if "gone" in p.name] == []
+
+
+# --- the top as a bare repository: what git's discovery looks at ------------------------
+
+
+def bare_held(top: Path, **options: object) -> dict[str, str | None]:
+    """The top's protections against becoming a bare repository: name -> what Linux
+    holds there ("folder", "file"), None where it is only kept from being made (macOS)
+    or is there already."""
+    found = analyze(str(top), home="/h", **options)  # type: ignore[arg-type]
+    return {os.path.basename(p.name): p.held_as if p.placeholder else None
+            for p in found.protected if p.reason == BARE_REASON}
+
+
+def plant_bare(folder: Path, marker: Path) -> None:
+    """What a sandbox would make to turn `folder` into a bare repository whose settings
+    run a program on the person's next git command there: an alias here."""
+    (folder / "objects").mkdir()
+    (folder / "refs" / "heads").mkdir(parents=True)
+    if not (folder / "HEAD").is_dir():
+        (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "config").write_text(f'[core]\n\tbare = true\n[alias]\n\tst = "!touch {marker}"\n')
+    (folder / "sub").mkdir()
+
+
+def runs_planted(folder: Path, marker: Path) -> bool:
+    """Whether the person's git, from a folder inside, ran the planted settings."""
+    subprocess.run([GIT or "git", "st"], cwd=folder / "sub", env=CLEAN_ENV,
+                   capture_output=True, check=False)
+    return marker.exists()
+
+
+@needs_git
+def test_a_top_that_is_no_repository_holds_commondir_as_an_empty_folder(
+        tmp_path: Path) -> None:
+    """git, in each folder, takes its .git first and only then the folder itself for a
+    bare repository: HEAD, then `commondir` (read once HEAD is valid), objects/ and
+    refs/. An empty folder named commondir makes git die there, so nothing planted
+    beside it runs; the control, planted the same without it, runs."""
+    marker = tmp_path / "ran"
+    control = project(tmp_path)
+    (control / ".git").mkdir()  # an empty .git (the placeholder): git goes on to the top
+    plant_bare(control, marker)
+    assert runs_planted(control, marker)
+    marker.unlink()
+
+    # The top inside the person's repository, as a written folder often is: the held
+    # folders are in no `git status` of theirs, and their git there works as before.
+    parent = tmp_path.resolve() / "parent"
+    parent.mkdir()
+    git("init", "-q", cwd=parent)
+    top = parent / "top"
+    top.mkdir()
+    (top / ".git").mkdir()
+    assert bare_held(top) == {"commondir": "folder", "refs": None}
+    (top / "commondir").mkdir()
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=parent) == ""
+    assert git("rev-parse", "--absolute-git-dir", cwd=top).strip() == f"{parent}/.git"
+    plant_bare(top, marker)
+    assert not runs_planted(top, marker)
+    failed = subprocess.run([GIT or "git", "status"], cwd=top / "sub", env=CLEAN_ENV,
+                            capture_output=True, text=True, check=False)
+    assert failed.returncode == 128 and "failed to read" in failed.stderr
+
+
+@needs_git
+def test_a_repository_at_the_top_needs_no_placeholder_against_a_bare_one(
+        tmp_path: Path) -> None:
+    """A .git folder that is a git directory, held whole, is where git stops: it never
+    looks at the top itself. Proven with git: a bare repository planted beside it runs
+    nothing, git finds the repository."""
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    assert bare_held(top) == {}
+    marker = tmp_path / "ran"
+    plant_bare(top, marker)
+    assert not runs_planted(top, marker)
+    assert git("rev-parse", "--absolute-git-dir", cwd=top / "sub").strip() == f"{top}/.git"
+
+
+@needs_git
+@pytest.mark.parametrize("case", ["commit", "written HEAD", "written .git", "empty .git",
+                                  "broken HEAD"])
+def test_a_git_directory_the_sandbox_could_change_keeps_commondir_held(
+        case: str, tmp_path: Path) -> None:
+    """Where the sandbox writes the top's .git (files.commit writes HEAD, objects and
+    refs; a write grant at or in it), or .git is no git directory now, a HEAD written
+    wrong lets git go on to the top: commondir is held as where there is none."""
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    options: dict[str, object] = {}
+    if case == "commit":
+        options["commit"] = True
+    elif case == "written HEAD":
+        options["written"] = (str(top), f"{top}/.git/HEAD")
+    elif case == "written .git":
+        options["written"] = (f"{top}/.git",)
+    elif case == "empty .git":
+        shutil.rmtree(top / ".git")
+        (top / ".git").mkdir()
+    else:
+        (top / ".git" / "HEAD").write_text("garbage\n")
+    assert bare_held(top, **options) == {"commondir": "folder", "refs": None}
+
+
+@needs_git
+def test_a_gitdir_file_at_the_top_is_where_git_stops_valid_or_not(tmp_path: Path) -> None:
+    """A .git file, held read-only, is read as a gitfile: git takes the repository it
+    names or stops with an error, never the top (setup.c: only a .git it cannot stat
+    lets it go on). Proven with a bare repository planted beside an invalid one."""
+    top = project(tmp_path)
+    (top / ".git").write_text("not a gitfile\n")
+    assert bare_held(top) == {}
+    marker = tmp_path / "ran"
+    plant_bare(top, marker)
+    assert not runs_planted(top, marker)
+    # A write grant of the file itself: it is the sandbox's to change.
+    other = tmp_path.resolve() / "other"
+    other.mkdir()
+    (other / ".git").write_text("gitdir: elsewhere\n")
+    assert bare_held(other, written=(f"{other}/.git",)) == {"commondir": "folder",
+                                                            "refs": None}
+
+
+def test_a_commondir_of_the_persons_at_the_top_keeps_refs_held_as_a_file(
+        tmp_path: Path) -> None:
+    """Where the person has a file named commondir at a top that is no repository, it
+    stays read-only as it is, and refs (or objects) is held as an empty file, which git
+    cannot search (a folder would pass); with both there, HEAD as an empty folder."""
+    top = project(tmp_path)
+    (top / "commondir").write_text(".\n")
+    assert bare_held(top) == {"commondir": None, "refs": "file"}
+    (top / "refs").mkdir()
+    assert bare_held(top) == {"commondir": None, "objects": "file"}
+    (top / "objects").mkdir()
+    assert bare_held(top) == {"commondir": None, "HEAD": "folder"}
 
 
 @needs_git

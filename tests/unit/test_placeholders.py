@@ -71,6 +71,53 @@ def test_a_second_run_joins_and_the_last_one_out_removes(lnk_home: Path, top: Pa
     assert not (top / ".vscode").exists()
 
 
+def test_a_settings_folder_lingers_for_the_next_run_then_goes(
+        lnk_home: Path, top: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A placeholder that may linger stays LINGER_SECONDS after its last run, held by
+    `~DEADLINE`, and the next run joins it (the same folder, nothing made or removed
+    around it); one that may not goes with its run; once the deadline passed, the next
+    start removes it."""
+    from supervisor.linux import placeholders as module
+
+    places = Placeholders(str(lnk_home))
+    wanted = [Wanted(str(top / ".vscode"), "folder", linger=True),
+              Wanted(str(top / ".env"), "folder")]
+    first = places.hold(wanted)
+    made = os.lstat(top / ".vscode")
+    assert first.lingering == [str(top / ".vscode")]
+    first.release()
+    assert not (top / ".env").exists()
+    now = int(time.time())
+    (holder,) = state(lnk_home)[str(top / ".vscode")][3]
+    assert holder.startswith("~") and now < int(holder[1:]) <= now + module.LINGER_SECONDS + 1
+    second = places.hold(wanted)
+    assert os.lstat(top / ".vscode").st_ino == made.st_ino  # joined, not made again
+    assert state(lnk_home)[str(top / ".vscode")][3] == (holder, second.token)
+    second.release()
+    assert len(state(lnk_home)[str(top / ".vscode")][3]) == 1  # one deadline, renewed
+    monkeypatch.setattr(time, "time", lambda: now + module.LINGER_SECONDS + 60)
+    places.hold([]).release()  # any later start prunes it
+    assert not (top / ".vscode").exists() and state(lnk_home) == {}
+
+
+def test_a_lingering_folder_written_to_is_the_persons(lnk_home: Path, top: Path) -> None:
+    places = Placeholders(str(lnk_home))
+    places.hold([Wanted(str(top / ".claude"), "folder", linger=True)]).release()
+    (top / ".claude" / "settings.json").write_text("{}")  # the person's tool, meanwhile
+    held = places.hold([Wanted(str(top / ".claude"), "folder", linger=True)])
+    held.release()
+    entries = state(lnk_home)
+    assert entries[str(top / ".claude")][3][0].startswith("~")  # listed, never removed:
+    later = time.time() + 700
+    with pytest.MonkeyPatch.context() as patch:  # past its deadline, it is forgotten
+        from supervisor.linux import placeholders as module
+
+        patch.setattr(time, "time", lambda: later + module.LINGER_SECONDS)
+        places.hold([]).release()
+    assert (top / ".claude" / "settings.json").read_text() == "{}"
+    assert state(lnk_home) == {}
+
+
 def test_the_persons_own_folder_is_bound_but_never_listed(lnk_home: Path, top: Path) -> None:
     (top / ".idea").mkdir()
     held = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".idea"), "folder")])
