@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .home_places import Place
 
 Kind = Literal["file", "folder"]
+Held = Literal["file", "folder", "socket"]
 
 # Folder-type dot files: a missing one is held by an empty folder on Linux for the run.
 TOP_FOLDERS: tuple[tuple[str, str], ...] = (
@@ -130,7 +131,9 @@ class Protected(NamedTuple):
     `held_as`: what Linux's placeholder is. An empty folder wherever a person's `git
     status` could list it (git lists no empty folder, and lists every file), whatever
     the tool reads there; a file only inside a git directory (its settings, `commondir`,
-    `alternates`), where git lists nothing and must read a file. `stays`: a placeholder
+    `alternates`), where git lists nothing and must read a file; a socket for `refs`
+    (or `objects`) at a top git could take for a bare repository, where it must be no
+    folder git may search (access X_OK) and git lists no socket either. `stays`: a placeholder
     here may stay between runs (Linux keeps it while runs follow each other): an empty
     folder the tool reads as no settings (a settings folder, or a folder above a
     setting), under a dot name at the top; never one standing for a file (a tool may
@@ -146,7 +149,7 @@ class Protected(NamedTuple):
     link: str | None = None
     content: bytes = b""
     parents: tuple[str, ...] = ()
-    held_as: Kind = "folder"
+    held_as: Held = "folder"
     stays: bool = False
 
 
@@ -214,7 +217,7 @@ class _Analysis:
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
             content: bytes = b"", parents: bool = False,
-            held_as: Kind = "folder") -> Protected:
+            held_as: Held = "folder") -> Protected:
         """Protect `name` (absolute, as the tool names it) once, the first reason kept.
 
         `parents`: a missing folder above `name` is made writable for the run and
@@ -230,7 +233,7 @@ class _Analysis:
             rest = name[len(placeholder):].strip("/").split("/")[:-1]
             above = tuple(os.path.join(placeholder, *rest[:i]) for i in range(len(rest) + 1))
             placeholder = name
-        as_file = held_as == "file" and placeholder == name
+        as_file = held_as != "folder" and placeholder == name
         first = name[len(self.top):].lstrip("/") if _within(name, self.top) else ""
         stays = first.startswith(".") and held_as == "folder" and (exists or (
             placeholder is not None and link is None)) and (
@@ -239,7 +242,7 @@ class _Analysis:
             kind = "folder" if lstat_kind(path) == "folder" else "file"
         entry = Protected(path, name, kind, exists, reason, placeholder, link,
                           content if as_file else b"", above,
-                          "file" if as_file else "folder", stays)
+                          held_as if as_file else "folder", stays)
         return self.found.setdefault(name, entry)
 
     def run(self) -> DotFiles:
@@ -387,19 +390,21 @@ class _Analysis:
         then the folder itself for a bare one: HEAD a valid ref, then objects/ and refs/
         in the common directory (where a `commondir` there points). A sandbox that made
         HEAD, objects/, refs/ and a config here would run that config on the person's
-        next git command in the folder or below it.
+        next git command in the folder or below it. What is held must be one of what
+        git needs, so that what the sandbox made is still no repository once the
+        placeholder goes after the run; a `commondir` alone would not do.
 
-        - Where the top's `.git` stops git whatever the sandbox does (git_stops_here),
-          the top is never looked at: nothing is held.
-        - Else `commondir`, held by an empty folder on Linux: git reads it once HEAD is
-          valid, and dies on a folder ("failed to read"), so the top never passes. One
-          name, not in `git status` (an empty folder), never read by a git command that
-          does not meet a forged HEAD; a HEAD held instead would make every `git diff
-          HEAD` run here ambiguous (a folder named HEAD is a file name to git). macOS
-          holds nothing: Seatbelt refuses making it, and `refs` (or else `objects`).
-        - Where the person has a `commondir` file here (a strange top), it stays
-          read-only and `refs` (or else `objects`) is held as an empty file, which git
-          cannot search, or HEAD as an empty folder.
+        - Where the top's `.git` stops git whatever the sandbox does (git_stops_here):
+          nothing, git never looks at the top itself.
+        - Where git finds no repository from the top: HEAD, an empty folder (git cannot
+          read it, and checks it first, wherever commondir would point). A folder named
+          HEAD makes `git diff HEAD` ambiguous only where a repository is found.
+        - Where git finds one (the top is below the person's repository, or its own
+          .git is written under files.commit): commondir, an empty folder (git dies
+          reading it once a HEAD here is valid, so it never points elsewhere), and refs
+          (or else objects), a socket: no folder git may search, and in no status, as
+          no file would be.
+        macOS holds nothing: Seatbelt refuses making each of these.
         """
         head = os.path.join(self.top, "HEAD")
         if lstat_kind(os.path.join(self.top, "objects")) == "folder" and \
@@ -415,15 +420,24 @@ class _Analysis:
             return
         if self.git_stops_here():
             return
-        commondir = os.path.join(self.top, "commondir")
-        held = lstat_kind(commondir) == "missing"
-        self.add(commondir, "file", BARE_REASON)
-        for name in ("refs", "objects"):
-            path = os.path.join(self.top, name)
-            if lstat_kind(path) == "missing":
-                self.add(path, "file", BARE_REASON, hold=not held, held_as="file")
+        missing = {name: lstat_kind(os.path.join(self.top, name)) == "missing"
+                   for name in ("HEAD", "commondir", "refs", "objects")}
+        if missing["HEAD"] and not _in_repository(self.top):
+            self.add(head, "file", BARE_REASON)
+            return
+        if missing["commondir"]:
+            self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON)
+        else:  # the person's: read-only as it is
+            self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON)
+            if missing["HEAD"]:
+                self.add(head, "file", BARE_REASON)
                 return
-        self.add(head, "file", BARE_REASON, hold=not held)
+        for name in ("refs", "objects"):
+            if missing[name]:
+                self.add(os.path.join(self.top, name), "folder", BARE_REASON,
+                         held_as="socket")
+                return
+        self.add(head, "file", BARE_REASON)
 
     def git_stops_here(self) -> bool:
         """Whether git looking for a repository from the top (or below) stops at the
@@ -594,6 +608,25 @@ class _Analysis:
                 break  # none there: the first name, held, comes before every other
             if first is None or i <= first or lstat_kind(path) != "missing":
                 self.add(path, "file", reason)
+
+
+def _in_repository(top: str) -> bool:
+    """Whether git, from `top`, finds a repository: `top`'s own .git or one above (a
+    `.git` file, a `.git` folder that is a git directory, a bare repository), as
+    setup.c walks up; judged no more loosely than git, so a doubt says no."""
+    folder = top
+    for _ in range(256):
+        dot_git = os.path.join(folder, ".git")
+        kind = lstat_kind(dot_git)
+        if kind == "file" or (kind == "folder" and is_git_directory(dot_git)):
+            return True
+        if folder != top and is_git_directory(folder):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+    return False
 
 
 # Settings whose value is a command git runs (git-config(1)); `alias.*` only with `!`.

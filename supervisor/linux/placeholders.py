@@ -61,7 +61,7 @@ TEMP_NAME = STATE_NAME + ".tmp"
 _HEADER = b"lnk-placeholders 1"
 _runs = itertools.count(1)
 
-Kind = Literal["file", "folder"]
+Kind = Literal["file", "folder", "socket"]
 
 
 # Plain classes, not dataclasses or NamedTuples: this module is imported on every start,
@@ -147,10 +147,10 @@ def _parse(data: bytes) -> dict[str, _Entry]:
     if lines[0] != _HEADER:
         return entries
     for line in lines[1:]:
-        # d and f: `KIND DEV INO HOLDERS PATH`; c, a file with content: `c DEV INO
-        # HOLDERS HEX PATH` (a start that knew only d and f forgets c lines).
+        # d, f and s (a socket): `KIND DEV INO HOLDERS PATH`; c, a file with content:
+        # `c DEV INO HOLDERS HEX PATH` (a start that knew only d and f forgets the rest).
         parts = line.split(b" ", 5 if line.startswith(b"c ") else 4)
-        if len(parts) not in (5, 6) or parts[0] not in (b"d", b"f", b"c"):
+        if len(parts) not in (5, 6) or parts[0] not in (b"d", b"f", b"c", b"s"):
             continue
         try:
             device, inode = int(parts[1]), int(parts[2])
@@ -161,9 +161,13 @@ def _parse(data: bytes) -> dict[str, _Entry]:
             continue
         holders = [] if parts[3] == b"-" else parts[3].decode("ascii", "replace").split(",")
         path = _unescape(parts[-1])
-        entries[path] = _Entry(path, "folder" if parts[0] == b"d" else "file", device, inode,
-                               holders, content=content)
+        kind: Kind = "folder" if parts[0] == b"d" else "socket" if parts[0] == b"s" \
+            else "file"
+        entries[path] = _Entry(path, kind, device, inode, holders, content=content)
     return entries
+
+
+_LETTERS: dict[Kind, bytes] = {"folder": b"d", "file": b"f", "socket": b"s"}
 
 
 def _render(entries: dict[str, _Entry]) -> bytes:
@@ -175,7 +179,7 @@ def _render(entries: dict[str, _Entry]) -> bytes:
                                                 entry.content.hex().encode(),
                                                 _escape(entry.path)))
             continue
-        lines.append(b"%s %d %d %s %s" % (b"d" if entry.kind == "folder" else b"f",
+        lines.append(b"%s %d %d %s %s" % (_LETTERS[entry.kind],
                                           entry.device, entry.inode, holders,
                                           _escape(entry.path)))
     return b"\n".join(lines) + b"\n"
@@ -546,6 +550,8 @@ def _make(entry: _Entry, parents: _Parents) -> bool:
     try:
         if entry.kind == "folder":
             os.mkdir(name, 0o755, dir_fd=parent)
+        elif entry.kind == "socket":
+            _make_socket(parent, name)
         else:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o644, dir_fd=parent)
@@ -577,7 +583,7 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
     if (entry.device, entry.inode) == (0, 0):
         # Listed, then its maker was killed before noting what it made: removed when it
         # is what would have been made (an empty folder or file), else left as theirs.
-        if stat.S_ISDIR(info.st_mode) != (entry.kind == "folder"):
+        if _kind_of(info.st_mode) != entry.kind:
             return True
     elif (info.st_dev, info.st_ino) != (entry.device, entry.inode):
         return True
@@ -585,8 +591,9 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
         if entry.kind == "folder":
             os.rmdir(name, dir_fd=parent)
             parents.forget(entry.path)
-        elif stat.S_ISREG(info.st_mode) and _holds_only(parent, name, entry.content,
-                                                         info.st_size):
+        elif (stat.S_ISREG(info.st_mode) and _holds_only(parent, name, entry.content,
+                                                          info.st_size)) or (
+                entry.kind == "socket" and stat.S_ISSOCK(info.st_mode)):
             os.unlink(name, dir_fd=parent)
         else:
             return True  # written to: the person's now
@@ -598,6 +605,34 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
         nested = [p for p in entries if p.startswith(prefix)]
         return not nested
     return True
+
+
+def _kind_of(mode: int) -> Kind | None:
+    return "folder" if stat.S_ISDIR(mode) else "socket" if stat.S_ISSOCK(mode) \
+        else "file" if stat.S_ISREG(mode) else None
+
+
+def _make_socket(parent: int, name: str) -> None:
+    """A socket inode at `name` in the folder `parent`, no one listening, mode 0644: no
+    execute bit for access(X_OK) to pass, even for root; opening it fails (ENXIO) rather
+    than waiting as a pipe's would. bind(2) takes no folder descriptor: the name is
+    reached through /proc/self/fd, the folder pinned; the mode is set through an O_PATH
+    descriptor of what was made, never by a path a link could redirect."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as made:
+        try:
+            made.bind(f"/proc/self/fd/{parent}/{name}")
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), name) from None
+            raise
+    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.chmod(f"/proc/self/fd/{fd}", 0o644)
+    finally:
+        os.close(fd)
 
 
 def _holds_only(parent: int, name: str, content: bytes, size: int) -> bool:

@@ -34,7 +34,7 @@ from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
 from ..view import View
-from .placeholders import Wanted
+from .placeholders import Kind, Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
 
@@ -660,7 +660,7 @@ def _dot_files(
             if not any(held.path == parent for held in holds):
                 holds.append(Wanted(parent, "folder", linger=protected.stays))
         reason = f"{owner}: {protected.reason}"
-        kind = protected.kind
+        kind: Kind = protected.kind
         if not protected.exists:
             kind = protected.held_as if dest == protected.path else "folder"
             reason += f"; missing, so an empty {kind} is held there for the run"

@@ -114,14 +114,10 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
     assert list(dots.protected) == [
         Protected(f"{top}/.git", f"{top}/.git", "folder", False, f".git: {GIT_REASON}",
                   placeholder=f"{top}/.git", stays=True),
-        # No repository here: commondir held by an empty folder, which git dies reading
-        # once a HEAD here is valid, so git's discovery cannot take the top for a bare
-        # repository; refs only kept from being made where no placeholder is needed
-        # (macOS), since a folder named refs would pass and a file would be in
-        # `git status`; a folder named HEAD would make `git diff HEAD` ambiguous.
-        Protected(f"{top}/commondir", f"{top}/commondir", "file", False, BARE_REASON,
-                  placeholder=f"{top}/commondir"),
-        Protected(f"{top}/refs", f"{top}/refs", "file", False, BARE_REASON),
+        # No repository here: HEAD held by an empty folder, which git cannot read and
+        # checks first, so git's discovery cannot take the top for a bare repository.
+        Protected(f"{top}/HEAD", f"{top}/HEAD", "file", False, BARE_REASON,
+                  placeholder=f"{top}/HEAD"),
         # A missing .envrc is never held: direnv runs only what you allowed.
         Protected(f"{top}/.envrc", f"{top}/.envrc", "file", False, ENVRC_REASON),
         Protected(f"{top}/.vscode", f"{top}/.vscode", "folder", False, VSCODE,
@@ -338,13 +334,21 @@ def runs_planted(folder: Path, marker: Path) -> bool:
     return marker.exists()
 
 
+def socket_at(path: Path) -> None:
+    """What Linux holds for refs: a socket inode, nobody listening, no execute bit."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as made:
+        made.bind(str(path))
+    path.chmod(0o644)
+
+
 @needs_git
-def test_a_top_that_is_no_repository_holds_commondir_as_an_empty_folder(
-        tmp_path: Path) -> None:
-    """git, in each folder, takes its .git first and only then the folder itself for a
-    bare repository: HEAD, then `commondir` (read once HEAD is valid), objects/ and
-    refs/. An empty folder named commondir makes git die there, so nothing planted
-    beside it runs; the control, planted the same without it, runs."""
+def test_a_top_in_no_repository_holds_head_as_an_empty_folder(tmp_path: Path) -> None:
+    """git takes a folder for a bare repository only with a HEAD it can read, checked
+    first (before where a commondir points): an empty folder named HEAD keeps what a
+    sandbox plants beside it from running, and once it goes after the run, what was
+    planted is still no repository. The control, planted without it, runs."""
     marker = tmp_path / "ran"
     control = project(tmp_path)
     (control / ".git").mkdir()  # an empty .git (the placeholder): git goes on to the top
@@ -352,23 +356,62 @@ def test_a_top_that_is_no_repository_holds_commondir_as_an_empty_folder(
     assert runs_planted(control, marker)
     marker.unlink()
 
-    # The top inside the person's repository, as a written folder often is: the held
-    # folders are in no `git status` of theirs, and their git there works as before.
+    top = tmp_path.resolve() / "top"
+    top.mkdir()
+    (top / ".git").mkdir()
+    assert bare_held(top) == {"HEAD": "folder"}
+    (top / "HEAD").mkdir()
+    plant_bare(top, marker)
+    (top / "commondir").write_text("elsewhere\n")  # points nowhere it is read from
+    assert not runs_planted(top, marker)
+    (top / "HEAD").rmdir()  # the run ended: its placeholder went
+    assert not runs_planted(top, marker)
+    failed = subprocess.run([GIT or "git", "status"], cwd=top / "sub", env=CLEAN_ENV,
+                            capture_output=True, text=True, check=False)
+    assert "not a git repository" in failed.stderr
+
+
+@needs_git
+def test_a_top_below_a_repository_holds_commondir_and_refs_nobody_sees(
+        tmp_path: Path) -> None:
+    """Below the person's repository a folder named HEAD would make their `git diff
+    HEAD` there ambiguous: commondir (an empty folder: git dies reading it once a HEAD
+    here is valid, so it never points elsewhere) and refs (a socket: no folder git may
+    search) are held instead. Neither is in the repository's status, git there works as
+    before, a planted bare repository runs nothing, during the run or after it."""
     parent = tmp_path.resolve() / "parent"
     parent.mkdir()
     git("init", "-q", cwd=parent)
+    (parent / "README").write_text("x\n")
+    git("add", "README", cwd=parent)
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "x", cwd=parent)
     top = parent / "top"
     top.mkdir()
     (top / ".git").mkdir()
-    assert bare_held(top) == {"commondir": "folder", "refs": None}
+    assert bare_held(top) == {"commondir": "folder", "refs": "socket"}
     (top / "commondir").mkdir()
+    socket_at(top / "refs")
     assert git("status", "--porcelain", "--untracked-files=all", cwd=parent) == ""
     assert git("rev-parse", "--absolute-git-dir", cwd=top).strip() == f"{parent}/.git"
-    plant_bare(top, marker)
+    git("diff", "HEAD", "--stat", cwd=top)  # not ambiguous: no file named HEAD here
+    marker = tmp_path / "ran"
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (top / "x").mkdir()
+    plant_bare(top / "x", marker)  # a whole repository for a commondir to point at...
+    (top / "HEAD").write_text("ref: refs/heads/main\n")
+    (top / "objects").mkdir()
+    (top / "config").write_text(f'[alias]\n\tst = "!touch {marker}"\n')
+    (top / "sub").mkdir()
     assert not runs_planted(top, marker)
     failed = subprocess.run([GIT or "git", "status"], cwd=top / "sub", env=CLEAN_ENV,
                             capture_output=True, text=True, check=False)
     assert failed.returncode == 128 and "failed to read" in failed.stderr
+    (top / "commondir").rmdir()  # the run ended: its placeholders went
+    (top / "refs").unlink()
+    assert not runs_planted(top, marker)
+    assert git("rev-parse", "--absolute-git-dir", cwd=top / "sub").strip() == \
+        f"{parent}/.git"
 
 
 @needs_git
@@ -389,11 +432,12 @@ def test_a_repository_at_the_top_needs_no_placeholder_against_a_bare_one(
 @needs_git
 @pytest.mark.parametrize("case", ["commit", "written HEAD", "written .git", "empty .git",
                                   "broken HEAD"])
-def test_a_git_directory_the_sandbox_could_change_keeps_commondir_held(
+def test_a_git_directory_the_sandbox_could_change_keeps_the_top_held(
         case: str, tmp_path: Path) -> None:
     """Where the sandbox writes the top's .git (files.commit writes HEAD, objects and
     refs; a write grant at or in it), or .git is no git directory now, a HEAD written
-    wrong lets git go on to the top: commondir is held as where there is none."""
+    wrong lets git go on to the top: it is held, by what a repository below or at it
+    needs (not HEAD, which `git diff HEAD` there would find ambiguous)."""
     top = project(tmp_path)
     git("init", "-q", cwd=top)
     options: dict[str, object] = {}
@@ -406,9 +450,13 @@ def test_a_git_directory_the_sandbox_could_change_keeps_commondir_held(
     elif case == "empty .git":
         shutil.rmtree(top / ".git")
         (top / ".git").mkdir()
+        assert bare_held(top) == {"HEAD": "folder"}  # no repository here any more
+        return
     else:
         (top / ".git" / "HEAD").write_text("garbage\n")
-    assert bare_held(top, **options) == {"commondir": "folder", "refs": None}
+        assert bare_held(top) == {"HEAD": "folder"}
+        return
+    assert bare_held(top, **options) == {"commondir": "folder", "refs": "socket"}
 
 
 @needs_git
@@ -427,21 +475,23 @@ def test_a_gitdir_file_at_the_top_is_where_git_stops_valid_or_not(tmp_path: Path
     other.mkdir()
     (other / ".git").write_text("gitdir: elsewhere\n")
     assert bare_held(other, written=(f"{other}/.git",)) == {"commondir": "folder",
-                                                            "refs": None}
+                                                            "refs": "socket"}
 
 
-def test_a_commondir_of_the_persons_at_the_top_keeps_refs_held_as_a_file(
-        tmp_path: Path) -> None:
-    """Where the person has a file named commondir at a top that is no repository, it
-    stays read-only as it is, and refs (or objects) is held as an empty file, which git
-    cannot search (a folder would pass); with both there, HEAD as an empty folder."""
+def test_what_the_person_has_at_the_top_stays_as_it_is(tmp_path: Path) -> None:
+    """A HEAD, commondir, refs or objects of the person's at a top that is no
+    repository stays as it is (read-only where it is held); what git still needs is
+    held around it."""
     top = project(tmp_path)
-    (top / "commondir").write_text(".\n")
-    assert bare_held(top) == {"commondir": None, "refs": "file"}
+    (top / "HEAD").write_text("not a ref\n")
+    assert bare_held(top) == {"commondir": "folder", "refs": "socket"}
     (top / "refs").mkdir()
-    assert bare_held(top) == {"commondir": None, "objects": "file"}
-    (top / "objects").mkdir()
-    assert bare_held(top) == {"commondir": None, "HEAD": "folder"}
+    assert bare_held(top) == {"commondir": "folder", "objects": "socket"}
+    (top / "objects").mkdir()  # a bare repository's names: protected as one
+    assert bare_held(top) == {"HEAD": None}
+    (top / "HEAD").unlink()
+    (top / "commondir").write_text(".\n")
+    assert bare_held(top) == {"HEAD": "folder"}
 
 
 @needs_git

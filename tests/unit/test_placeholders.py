@@ -118,6 +118,24 @@ def test_a_lingering_folder_written_to_is_the_persons(lnk_home: Path, top: Path)
     assert state(lnk_home) == {}
 
 
+def test_a_socket_placeholder_is_no_folder_git_may_search(lnk_home: Path, top: Path) -> None:
+    """refs held as a socket: nobody listening, mode 0644, so access(X_OK), git's test
+    of refs/ and objects/, fails even for root; listed as `s`, removed after."""
+    import stat
+
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(top / "refs"), "socket")])
+    info = os.lstat(top / "refs")
+    assert stat.S_ISSOCK(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o644
+    assert not os.access(top / "refs", os.X_OK)
+    assert state(lnk_home)[str(top / "refs")][0] == "socket"
+    assert b"\ns " in (lnk_home / STATE_NAME).read_bytes()
+    with pytest.raises(OSError) as opened:
+        open(top / "refs", "rb")  # noqa: SIM115 - fails at once, never waits
+    assert opened.value.errno == 6  # ENXIO
+    held.release()
+    assert not os.path.lexists(top / "refs")
+
+
 def test_the_persons_own_folder_is_bound_but_never_listed(lnk_home: Path, top: Path) -> None:
     (top / ".idea").mkdir()
     held = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".idea"), "folder")])
