@@ -408,12 +408,15 @@ class Placeholders:
                 return
             entries = _parse(before)
             stay = f"~{int(time.time()) + LINGER_SECONDS}"
-            for path, entry in entries.items():
+            for path, entry in list(entries.items()):
                 held = token in entry.holders
                 entry.holders = [h for h in entry.holders if h != token]
                 if held and path in lingering:
                     entry.holders = [h for h in entry.holders if not h.startswith("~")]
-                    entry.holders.append(stay)
+                    if _only_placeholders(entry, entries, parents):
+                        entry.holders.append(stay)
+                    elif not entry.holders:
+                        del entries[path]  # something else is in it: the person's now
             self._prune(entries, parents, {})
             self._save(entries, before, made=False)
         finally:
@@ -631,6 +634,23 @@ def _make_socket(parent: int, name: str) -> None:
     try:
         if stat.S_ISSOCK(os.fstat(fd).st_mode):
             os.chmod(f"/proc/self/fd/{fd}", 0o644)
+    finally:
+        os.close(fd)
+
+
+def _only_placeholders(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> bool:
+    """Whether the folder placeholder `entry` is still the one made and holds nothing
+    but other listed placeholders: only then may it stay after its runs."""
+    folder, name = os.path.split(entry.path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=parents.open(folder))
+    except (OSError, LaunchError):
+        return False
+    try:
+        info = os.fstat(fd)
+        return (info.st_dev, info.st_ino) == (entry.device, entry.inode) and all(
+            os.path.join(entry.path, inner) in entries for inner in os.listdir(fd))
     finally:
         os.close(fd)
 
