@@ -109,7 +109,7 @@ def test_what_a_run_holds_is_in_no_status_and_no_listing_but_the_stated(
         rm = run.stdout.readline().split(" ", 2)
         left = run.stdout.readline().split()[1:]
     finally:
-        out, err = run.communicate(timeout=60)
+        _, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
     # Inside: the person's names and the stated ones; every dot name one the README lists.
     assert sorted(inside) == sorted({*before_ls, *held_plain})
