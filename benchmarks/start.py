@@ -252,7 +252,7 @@ def placeholder_figures(base: str, trees: dict[str, Path], runs: int) -> None:
                   f"{' '.join(plain) or 'none'}; left after: {len(got['stays'])}")
 
 
-def user_folders(base: str) -> tuple[str, str]:
+def user_folders(base: str, prefix: str = "user") -> tuple[str, str]:
     """A working directory and a home owned by the test user (made if missing)."""
     import pwd
 
@@ -264,7 +264,7 @@ def user_folders(base: str) -> tuple[str, str]:
         entry = pwd.getpwnam(TEST_USER)
     os.chmod(base, 0o755)
     folders = []
-    for name in ("user-work", "user-home"):
+    for name in (f"{prefix}-work", f"{prefix}-home"):
         path = os.path.join(base, name)
         os.mkdir(path)
         os.chown(path, entry.pw_uid, entry.pw_gid)
@@ -343,16 +343,25 @@ def report(base: str, runs: int, baseline: Path | None, only: str | None) -> Non
         commands["user"] = process([*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
                                    user_env)
     if baseline is not None:
-        old_env = tree_env(baseline.resolve(), home)
-        commands["baseline default"] = process([*run, "--", "/bin/true"], environ=old_env)
+        # A folder and a $LNK_HOME of its own: each tree's placeholders are its own (one
+        # tree's left for its next run would be the other's to bind, or to remove).
+        old_work, old_home = os.path.join(base, "baseline-work"), os.path.join(base,
+                                                                               "baseline-home")
+        os.mkdir(old_work)
+        os.mkdir(old_home)
+        for name in (".git", ".vscode", ".idea", ".husky"):
+            os.mkdir(os.path.join(old_work, name))
+        old_env = tree_env(baseline.resolve(), old_home)
+        commands["baseline default"] = process([*run, "--", "/bin/true"], old_work, old_env)
         for name in ("spec file", "programs", "proxy"):
             spec = specs["default" if name == "spec file" else name]
             commands[f"baseline {name}"] = process(
-                [*run, "--yes", "--spec", spec, "--", "/bin/true"], environ=old_env)
+                [*run, "--yes", "--spec", spec, "--", "/bin/true"], old_work, old_env)
         if "user" in commands:
+            old_user_work, old_user_home = user_folders(base, "baseline-user")
             commands["baseline user"] = process(
-                [*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
-                tree_env(baseline.resolve(), user_home))
+                [*AS_TEST_USER, *run, "--", "/bin/true"], old_user_work,
+                tree_env(baseline.resolve(), old_user_home))
     for name, command in peers(workdir).items():
         commands[name] = process(command)
     if only is not None:

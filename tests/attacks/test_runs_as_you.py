@@ -97,6 +97,37 @@ def test_a_written_folder_inside_a_repository_cannot_shadow_it(sandbox: Sandbox)
     assert ran(sandbox) == []
 
 
+def test_files_commit_cannot_turn_the_top_into_a_bare_repository(sandbox: Sandbox) -> None:
+    """Under files.commit the sandbox writes HEAD in .git: written wrong, git's discovery
+    goes on to the top itself. There (a folder named HEAD would make `git diff HEAD`
+    ambiguous) commondir is held as an empty folder and refs as a socket: neither can be
+    made, and what is planted beside them is no repository, during the run or after."""
+    make_repository(sandbox)
+    markers(sandbox)
+    plant = _bare_plant(sandbox, sandbox.project, "commit-bare")
+    plant[("write", ".git/HEAD", "garbage\n")] = OK
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
+    plant[("mkdir", "refs")] = EEXIST
+    plant[("mkdir", "refs/heads")] = errno.ENOTDIR
+    plant[("write", "commondir", "x\n")] = errno.EISDIR
+    attack(sandbox, plant, spec=COMMIT)
+    host_git(sandbox, "status", check=False)
+    host_git(sandbox, "status", check=False, cwd=sandbox.project / "objects")
+    assert ran(sandbox) == []
+
+
+def test_with_write_dot_files_a_broken_head_lets_the_top_become_bare(sandbox: Sandbox) -> None:
+    """The control: the same plant with the folder's dot files opened runs on the host."""
+    make_repository(sandbox)
+    markers(sandbox)
+    plant = _bare_plant(sandbox, sandbox.project, "commit-bare")
+    plant[("write", ".git/HEAD", "garbage\n")] = OK
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
+    attack(sandbox, plant, spec='files.write = ["."]\nfiles.write_dot_files = ["."]\n')
+    host_git(sandbox, "status", check=False)
+    assert ran(sandbox) == ["commit-bare"]
+
+
 def test_with_write_dot_files_the_top_becomes_a_bare_repository(sandbox: Sandbox) -> None:
     """The control: the same plant with the folder's dot files opened runs on the host."""
     markers(sandbox)
