@@ -171,19 +171,20 @@ def peers(workdir: str) -> dict[str, list[str]]:
 
 
 # Run in a process of its own with a tree's code first on the path (this one's, or the
-# baseline's): what a start of the default spec holds in `workdir`, bwrap's binds, and
-# Placeholders.hold and release timed back to back, as a harness's runs follow each other.
+# baseline's), as each start is: what a start of the default spec holds in `workdir`,
+# bwrap's binds, and one Placeholders.hold and release timed (the state left by the
+# process before is this one's, as a harness's runs follow each other).
 MEASURE_HOLDS = r'''
-import json, os, statistics, sys, time
+import json, os, sys, time
 from supervisor.installation import inner_source, interpreter
 from supervisor.linux.placeholders import Placeholders
 from supervisor.linux.plan import SYSTEM_FOLDERS, HostLayout, build_plan
 from supervisor.stages import snapshot_for
 from supervisor.view import view_for
 
-workdir, runs = sys.argv[1], int(sys.argv[2])
+workdir = sys.argv[1]
 os.chdir(workdir)
-before = sorted(os.listdir(workdir))
+before = set(json.loads(sys.argv[2]))
 snapshot = snapshot_for(None)
 python, prefix = interpreter()
 root_mode = os.geteuid() == 0
@@ -197,59 +198,67 @@ if git is not None:
     binds += sum(op.kind in ("bind", "ro-bind") for op in git.ops)
     git.close()
 placeholders = Placeholders(snapshot.lnk_home)
-hold, cpu, release, during = [], [], [], []
-for _ in range(runs):
-    c0, t0 = time.process_time(), time.perf_counter()
-    held = placeholders.hold(list(plan.holds))
-    t1, c1 = time.perf_counter(), time.process_time()
-    during = sorted(os.listdir(workdir))
-    held.release()
-    t2, c2 = time.perf_counter(), time.process_time()
-    hold.append((t1 - t0) * 1000)
-    cpu.append((c1 - c0 + c2 - c1) * 1000)
-    release.append((t2 - t1) * 1000)
+c0, t0 = time.process_time(), time.perf_counter()
+held = placeholders.hold(list(plan.holds))
+t1 = time.perf_counter()
+during = sorted(os.listdir(workdir))
+t2 = time.perf_counter()
+held.release()
+t3, c3 = time.perf_counter(), time.process_time()
 print(json.dumps({
     "holds": len(plan.holds), "binds": binds,
     "made": [n for n in during if n not in before],
-    "stays": [n for n in sorted(os.listdir(workdir)) if n not in before],
-    "first": hold[0] + release[0], "hold": statistics.median(hold[1:] or hold),
-    "release": statistics.median(release[1:] or release),
-    "cpu": statistics.median(cpu[1:] or cpu)}))
+    "stays": [n for n in os.listdir(workdir) if n not in before],
+    "hold": (t1 - t0) * 1000, "release": (t3 - t2) * 1000, "cpu": (c3 - c0) * 1000}))
 '''
 
 
 def placeholder_figures(base: str, trees: dict[str, Path], runs: int) -> None:
     """Print, per tree, what the default spec's start holds in an empty folder and in a
-    repository: placeholders, bwrap's binds, the names made (and those left after the
-    run), and Placeholders.hold and release, the first start's and the median of the
-    starts after it (back to back, as a harness's tool calls follow each other)."""
-    print(f"placeholders of the default spec, {runs} starts back to back "
-          "(hold and release in ms, wall; cpu: both, in ms of CPU):")
+    repository: placeholders, bwrap's binds, the names made without a dot (and how many
+    are left after the run), and Placeholders.hold and release: the first start's, and
+    the medians of the `runs` starts after it, each a process of its own, the trees and
+    folders taking turns round by round as the start rounds do (the machine's load
+    moves them alike)."""
+    import json
+
+    cases = []
     for label, tree in trees.items():
+        home = os.path.join(base, f"holds-home-{label.split()[0]}")
+        os.makedirs(home, exist_ok=True)
         for shape in ("empty folder", "repository"):
-            folder = os.path.join(base, f"holds-{label}-{shape.split()[0]}")
-            home = os.path.join(base, f"holds-home-{label}")
+            folder = os.path.join(base, f"holds-{label.split()[0]}-{shape.split()[0]}")
             os.makedirs(folder)
-            os.makedirs(home, exist_ok=True)
             if shape == "repository":
                 git = ["git", "-C", folder, "-c", "user.name=b", "-c", "user.email=b@b.invalid"]
                 subprocess.run([*git, "init", "-q"], check=True)
                 Path(folder, "README").write_text("x\n")
                 subprocess.run([*git, "add", "README"], check=True)
                 subprocess.run([*git, "commit", "-qm", "x"], check=True)
-            done = subprocess.run([sys.executable, "-c", MEASURE_HOLDS, folder, str(runs)],
+            cases.append((label, shape, tree, home, folder, json.dumps(os.listdir(folder))))
+    got: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for round_ in range(runs + 1):
+        turn = round_ % len(cases)
+        for label, shape, tree, home, folder, before in cases[turn:] + cases[:turn]:
+            done = subprocess.run([sys.executable, "-c", MEASURE_HOLDS, folder, before],
                                   env=tree_env(tree, home), cwd=folder, capture_output=True,
                                   text=True, check=False)
             if done.returncode != 0:
                 raise SystemExit(f"measuring {label}'s placeholders failed: {done.stderr}")
-            import json
+            got.setdefault((label, shape), []).append(json.loads(done.stdout))
+    print(f"placeholders of the default spec, the first start then the median of {runs} "
+          "(Placeholders.hold and release in ms, wall and CPU):")
+    for (label, shape), rows in got.items():
+        first, rest = rows[0], rows[1:]
+        plain = [n for n in first["made"] if not n.startswith(".")]
 
-            got = json.loads(done.stdout)
-            plain = [n for n in got["made"] if not n.startswith(".")]
-            print(f"  {label:<9} {shape:<13} {got['holds']:3d} held, {got['binds']:3d} binds; "
-                  f"first {got['first']:6.2f}, then hold {got['hold']:5.2f} + release "
-                  f"{got['release']:5.2f}, cpu {got['cpu']:5.2f}; names without a dot: "
-                  f"{' '.join(plain) or 'none'}; left after: {len(got['stays'])}")
+        def median(key: str, rows: list[dict[str, Any]] = rest) -> float:
+            return statistics.median(row[key] for row in rows)
+
+        print(f"  {label:<9} {shape:<13} {first['holds']:3d} held, {first['binds']:3d} binds; "
+              f"first {first['hold'] + first['release']:6.2f}; then hold {median('hold'):5.2f} "
+              f"+ release {median('release'):5.2f}, CPU {median('cpu'):5.2f}; without a dot: "
+              f"{' '.join(plain) or 'none'}; left after: {len(rest[-1]['stays'])}")
 
 
 def user_folders(base: str, prefix: str = "user") -> tuple[str, str]:
