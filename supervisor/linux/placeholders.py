@@ -348,7 +348,7 @@ class Placeholders:
                     # prune just now (the plan saw it there): made again, for this run.
                     for folder in _gone_above(item.path, pruned, to_make, parents):
                         entries.pop(folder, None)
-                        to_make.append(Wanted(folder, "folder"))
+                        to_make.append(Wanted(folder, "folder", linger=item.linger))
                     # A folder made for the run just before (.github for .github/hooks)
                     # holds nothing yet: what goes in it is made too.
                     if any(os.path.dirname(item.path) == made.path for made in to_make):

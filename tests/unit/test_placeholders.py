@@ -434,3 +434,20 @@ def test_a_dead_runs_folder_the_plan_took_for_there_is_made_again(lnk_home: Path
     assert hooks.is_dir() and sorted(held.paths) == [str(github), str(hooks)]
     held.release()
     assert not github.exists() and state(lnk_home) == {}
+
+
+def test_a_dead_runs_folder_made_again_lingers_with_what_it_holds(lnk_home: Path,
+                                                                  top: Path) -> None:
+    """The same, for a lingering .github/hooks: .github, made again above it, lingers
+    with it (a folder left unheld around a lingering one would never go on its own)."""
+    github, hooks = top / ".github", top / ".github" / "hooks"
+    github.mkdir()
+    info = os.lstat(github)
+    lnk_home.mkdir(mode=0o700)
+    (lnk_home / STATE_NAME).write_bytes(b"lnk-placeholders 1\nd %d %d %d:1:1 %s\n" % (
+        info.st_dev, info.st_ino, os.getpid(), str(github).encode()))
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(hooks), "folder", linger=True)])
+    held.release()
+    entries = state(lnk_home)
+    assert sorted(entries) == [str(github), str(hooks)]
+    assert all(holders[0].startswith("~") for _, _, _, holders in entries.values())
