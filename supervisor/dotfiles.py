@@ -217,7 +217,7 @@ class _Analysis:
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
             content: bytes = b"", parents: bool = False,
-            held_as: Held = "folder") -> Protected:
+            held_as: Held = "folder", lingers: bool = True) -> Protected:
         """Protect `name` (absolute, as the tool names it) once, the first reason kept.
 
         `parents`: a missing folder above `name` is made writable for the run and
@@ -235,7 +235,7 @@ class _Analysis:
             placeholder = name
         as_file = held_as != "folder" and placeholder == name
         first = name[len(self.top):].lstrip("/") if _within(name, self.top) else ""
-        stays = first.startswith(".") and held_as == "folder" and (exists or (
+        stays = lingers and first.startswith(".") and held_as == "folder" and (exists or (
             placeholder is not None and link is None)) and (
             kind == "folder" or placeholder not in (None, name))
         if link is None and exists:
@@ -356,7 +356,8 @@ class _Analysis:
                     self.add(os.path.join(self.top, name), setting.kind, reason, hold=False)
                 continue
             path = os.path.join(self.top, setting.name)
-            self.add(path, setting.kind, reason, hold=setting.hold, parents=True)
+            self.add(path, setting.kind, reason, hold=setting.hold, parents=True,
+                     lingers=setting.lingers)
 
     def home_places(self) -> None:
         """The places that run as the person (home_places.py: the table's, PATH's

@@ -133,7 +133,7 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
         *(Protected(f"{top}/{s.name}", f"{top}/{s.name}", s.kind, False,
                     f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None,
                     parents=_above(top, s.name) if s.hold else (),
-                    stays=s.hold and s.kind == "folder")
+                    stays=s.hold and s.kind == "folder" and s.lingers)
           for s in AGENT_SETTINGS if "*" not in s.name),
     ]
 
