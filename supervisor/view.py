@@ -148,12 +148,13 @@ def dot_files_of(snapshot: Snapshot, *, opened_too: bool = False) -> dict[str, D
 
     tops = written_tops(snapshot, opened_too=opened_too)
     places = home_places(snapshot.home) if tops else ()
+    written = snapshot.written()
     found: dict[str, DotFiles] = {}
     for grant in tops:
         assert grant.target is not None
         found[grant.target] = analyze(grant.target, home=snapshot.home,
                                       commit=grant.commit and not grant.dot_files_writable,
-                                      places=places)
+                                      places=places, written=written)
     return found
 
 

@@ -38,7 +38,7 @@ from ..secret_names import Found
 from ..view import View
 from .home import HOME_FOLDER, SHOWN, HomeLayout, entries_shown, reopened, shown_home
 from .home import probe as home_probe
-from .placeholders import Wanted
+from .placeholders import Kind, Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
 
@@ -710,15 +710,15 @@ def _dot_files(
         # first, plain and writable, and go after the run when nothing else is in them.
         for parent in protected.parents:
             if not any(held.path == parent for held in holds):
-                holds.append(Wanted(parent, "folder", base=top))
+                holds.append(Wanted(parent, "folder", base=top, linger=protected.stays))
         reason = f"{owner}: {protected.reason}"
-        kind = protected.kind
+        kind: Kind = protected.kind
         if not protected.exists:
-            kind = kind if dest == protected.path else "folder"
+            kind = protected.held_as if dest == protected.path else "folder"
             reason += f"; missing, so an empty {kind} is held there for the run"
         add(2, MountOp("ro-bind", dest, dest, reason), "read")
-        holds.append(Wanted(dest, kind, protected.content if dest == protected.path else b"",
-                            base=top))
+        holds.append(Wanted(dest, kind, protected.content if kind == "file" else b"",
+                            base=top, linger=protected.stays))
     return holds
 
 
