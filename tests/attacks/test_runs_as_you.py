@@ -452,11 +452,12 @@ def test_a_planted_index_neither_hangs_nor_is_followed(sandbox: Sandbox, plant: 
 
 
 def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) -> None:
-    """The folder Python imports lnk-sandbox from (this checkout, through the editable
-    install) is on sys.path, where a `sitecustomize.py` or a module an extra needs would
-    run at the person's next `lnk`: kept read-only inside a write grant holding it, as
-    the packages in it are (found by a red team: with PYTHONPATH, a planted
-    sitecustomize.py ran). Its other files are read as they are."""
+    """The folder Python imports lnk-sandbox from (a venv's site-packages, or a checkout
+    through an editable install) is on sys.path, where a `sitecustomize.py` or a module
+    an extra needs would run at the person's next `lnk`: kept read-only inside a write
+    grant holding it, as the packages in it are (found by a red team: with PYTHONPATH, a
+    planted sitecustomize.py ran). Its other files are read as they are. The test user
+    cannot write root's installation at all: the grant is refused, saying so."""
     import errno
 
     import supervisor
@@ -464,12 +465,18 @@ def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) 
     root = Path(supervisor.__file__).resolve().parent.parent
     spec = f'[files]\nwrite = ["{root}"]\n'
     planted = root / "sitecustomize.py"
+    if root.stat().st_uid != sandbox.who.uid and not sandbox.who.is_root:
+        done = sandbox.probe("write", str(planted), spec=spec)
+        assert (done.code, done.started) == (125, False)
+        assert "cannot write" in done.stderr and "Traceback" not in done.stderr
+        assert not planted.exists()
+        return
     try:
         sandbox.probe("write", str(planted), spec=spec).expect(errno.EROFS)
     finally:
         planted.unlink(missing_ok=True)
     assert not planted.exists()
-    sandbox.probe("read", str(root / "pyproject.toml"), spec=spec).expect(0)
+    sandbox.probe("read", str(root / "supervisor" / "__init__.py"), spec=spec).expect(0)
 
 
 def test_a_folder_between_two_written_folders_cannot_be_moved_away(sandbox: Sandbox) -> None:
