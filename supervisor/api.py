@@ -170,9 +170,9 @@ def describe(spec: str | None = None) -> dict[str, Any]:
 
 
 def check(spec: str | None = None) -> dict[str, Any]:
-    from .platform.backends import check as check_spec
+    from .backends import backend
 
-    return check_spec(spec).to_dict()
+    return backend().check(spec).to_dict()
 
 
 __all__ = ["SandboxError", "Wrapped", "check", "describe", "exec_saved", "learn", "run",

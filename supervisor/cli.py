@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import SandboxError, SpecError
-from .platform import SYSTEM
+from .system import SYSTEM
 
 if TYPE_CHECKING:
     import argparse
@@ -266,9 +266,9 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
             sys.stdout.write(render(description))
         return 0
     if args.action == "check":
-        from .platform.backends import check, render_check
+        from .backends import backend, render_check
 
-        report = check(args.spec)
+        report = backend().check(args.spec)
         if args.json:
             import json
 
@@ -280,10 +280,11 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return _clear_caches(args.spec, every=args.all)
     if args.action == "plan":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        from .platform.backends import print_plan
+        from .backends import backend
         from .stages import snapshot_for
 
-        return print_plan(args.target_os, snapshot_for(args.spec), command, sys.stdout)
+        return backend(args.target_os).print_plan(snapshot_for(args.spec), command,
+                                                  sys.stdout)
     raise AssertionError(args.action)
 
 

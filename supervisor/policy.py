@@ -33,10 +33,10 @@ def credential_names(platform: str | None = None) -> tuple[str, ...]:
     socket in home (runs_as_you.CREDENTIALS): hidden from every sandbox unless a spec
     names the path itself, or a folder inside it. `platform`: another OS's, as
     Python names it ("darwin"), for a test or a description of it."""
-    from .platform import SYSTEM
     from .runs_as_you import CREDENTIALS
+    from .system import system_of
 
-    system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
+    system = system_of(platform)
     return tuple(dict.fromkeys(c.name for c in CREDENTIALS if c.os in ("any", system)))
 
 
@@ -45,10 +45,9 @@ def profile_names(platform: str | None = None) -> tuple[str, ...]:
     (home_config.PROFILE_PLACES: ~/snap, ~/Library...): hidden as home's dot entries
     are, unless a spec names the path itself. `platform`: as credential_names'."""
     from .home_config import profile_places
-    from .platform import SYSTEM
+    from .system import system_of
 
-    system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
-    return profile_places(system)
+    return profile_places(system_of(platform))
 
 
 LNK_HOME_NAME = "$LNK_HOME"
@@ -69,10 +68,10 @@ MACOS_SYSTEM_FOLDERS = (
 
 
 def system_folders() -> tuple[str, ...]:
-    """The folders every sandbox of this OS reads (supervisor/platform.py's choice)."""
-    from .platform import is_macos
+    """The folders every sandbox of this OS reads (supervisor/system.py's choice)."""
+    from .system import SYSTEM
 
-    return MACOS_SYSTEM_FOLDERS if is_macos() else LINUX_SYSTEM_FOLDERS
+    return {"linux": LINUX_SYSTEM_FOLDERS, "macos": MACOS_SYSTEM_FOLDERS}[SYSTEM]
 
 
 class Context(NamedTuple):
