@@ -417,7 +417,10 @@ class _Analysis:
         else:
             if not (self.commit and kind == "folder"):
                 self.add(dot_git, "folder", f"{label}.git: {GIT_REASON}")
-            if kind != "folder":
+            # A folder git does not take for a git directory (an empty one: another
+            # run's placeholder, lingering) is held all the same, and is no repository:
+            # git reads no settings of its own there.
+            if kind != "folder" or not is_git_directory(dot_git):
                 return None
             git_dir = dot_git
         git_dir = os.path.realpath(git_dir)
