@@ -180,7 +180,7 @@ def network_layers(snapshot: Snapshot) -> list[str]:
                   "[network] allow names them"],
     }[mode]
     if rules.deny:
-        layers.append("network: refused even when allowed: " + ", ".join(rules.deny))
+        layers.append("network: refused even when allowed: " + ", ".join(rules.texts("deny")))
     if rules.forward:
         layers.append("network: the host's loopback ports " + ", ".join(
             map(str, rules.forward)) + " reachable inside at the same ports")

@@ -111,12 +111,12 @@ def describe(snapshot: Snapshot) -> Description:
         programs=None if snapshot.programs is None else [
             Described(p.name, p.target, "commands.programs") for p in snapshot.programs],
         network_mode=snapshot.settings.network_mode,
-        network_allow=list(snapshot.settings.network_allow),
+        network_allow=list(snapshot.network.texts("allow")),
         env_keep=list(snapshot.settings.env_keep),
         env_set=dict(snapshot.settings.env_assign),
         agent=snapshot.settings.agent,
         session=snapshot.settings.session,
-        network_deny=list(snapshot.network.deny),
+        network_deny=list(snapshot.network.texts("deny")),
         network_forward=list(snapshot.network.forward),
         network_expose=list(snapshot.network.expose),
         network_unix=None if snapshot.network.unix is None else [

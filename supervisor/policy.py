@@ -208,13 +208,13 @@ class PathRule(NamedTuple):
 
 
 class RunSettings(NamedTuple):
-    """What a run is given besides its files, as the spec says it: the network's mode and
-    allow list, the environment kept and set, the agent's and the session's names.
+    """What a run is given besides its files, as the spec says it: the network's mode
+    (the rest of `[network]` is its own record, NetworkRules), the environment kept and
+    set, the agent's and the session's names.
     Resolving changes none of it, so the snapshot holds the policy's own (one record,
     spelled once); a saved snapshot keeps them flat, as it always did (Snapshot.plain)."""
 
     network_mode: str
-    network_allow: tuple[str, ...]
     env_keep: tuple[str, ...]
     env_assign: tuple[tuple[str, str], ...]
     agent: str | None
@@ -290,14 +290,14 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
         programs_line=spec.commands.line,
         settings=RunSettings(
             network_mode=spec.network.mode,
-            network_allow=tuple(p.text for p in spec.network.allow),
             env_keep=spec.env.keep if spec.env.keep is not None else DEFAULT_KEEP,
             env_assign=spec.env.assign,
             agent=spec.agent,
             session=spec.session,
         ),
         network=NetworkRules(
-            deny=tuple(p.text for p in spec.network.deny),
+            allow=spec.network.allow,
+            deny=spec.network.deny,
             forward=spec.network.forward,
             expose=spec.network.expose,
             unix=spec.network.unix,
