@@ -170,7 +170,9 @@ def spec_lines(report: Report) -> list[str]:
     lines = [f"spec {report.spec}: " + ("can launch here" if report.can_launch else
                                          "cannot launch here")]
     lines += [f"  layer: {layer}" for layer in report.layers]
-    lines += [f"  problem: {problem}" for problem in report.problems]
+    for problem in report.problems:  # SandboxError.render's: message, then hint
+        first, *rest = problem.split("\n")
+        lines += [f"  problem: {first}", *rest]
     if report.exposed:
         lines.append("credentials the spec shows to the sandbox (hidden by default):")
         lines += [f"  - {item}" for item in report.exposed]

@@ -74,8 +74,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
+            from .terminal import shown
+
             self.print_usage(sys.stderr)
-            sys.stderr.write(f"lnk-sandbox: {message}\n")
+            sys.stderr.write(f"lnk-sandbox: {shown(message)}\n")
             raise SystemExit(USAGE_STATUS)
 
     from . import helptext
@@ -235,7 +237,10 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report,
                               timeout=_timeout(args), **_decide(args))
     if args.action == "learn":
+        from .terminal import shown_text
+
         status, text = api.learn(_command(args.command), spec=args.spec, yes=args.yes)
+        text = shown_text(text)  # shown as rendered (learn.render): nothing raw, whatever
         if args.output is None:
             sys.stderr.write(text)  # never mixed with the command's output on stdout
             return status
@@ -263,7 +268,7 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
 
             sys.stdout.write(json.dumps(description.to_dict(), indent=2) + "\n")
         else:
-            sys.stdout.write(render(description))
+            sys.stdout.write(render(description))  # shown line by line
         return 0
     if args.action == "check":
         from .platform.backends import check, render_check
@@ -280,10 +285,16 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return _clear_caches(args.spec, every=args.all)
     if args.action == "plan":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        import io
+
         from .platform.backends import print_plan
         from .stages import snapshot_for
+        from .terminal import shown_text
 
-        return print_plan(args.target_os, snapshot_for(args.spec), command, sys.stdout)
+        listing = io.StringIO()
+        status = print_plan(args.target_os, snapshot_for(args.spec), command, listing)
+        sys.stdout.write(shown_text(listing.getvalue()))  # paths found in written folders
+        return status
     raise AssertionError(args.action)
 
 
@@ -291,7 +302,7 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     try:
         status = dispatch(prog, argv)
     except SandboxError as err:
-        sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
+        sys.stderr.write(f"lnk-sandbox: {err.render()}\n")  # shown: errors.py
         status = err.exit_status
     except KeyboardInterrupt:
         status = 128 + 2

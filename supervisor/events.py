@@ -33,8 +33,12 @@ MAX_EVENTS = 10_000
 
 
 def say(text: str) -> None:
-    """One line of lnk-sandbox's own on stderr, written whole (several threads say)."""
-    os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
+    """One line of lnk-sandbox's own on stderr, written whole (several threads say).
+    What the sandbox chose in it (a path, a name) is shown escaped, on this one line,
+    whatever it holds: every message said is, by being said here (terminal.shown)."""
+    from .terminal import shown
+
+    os.write(2, f"lnk-sandbox: {shown(text)}\n".encode("utf-8", "replace"))
 
 
 def report_line(record: dict[str, object]) -> bytes:

@@ -275,6 +275,8 @@ def render_linux(report: Report) -> str:
         f"  exec watch          {m.exec_watch}",
         *spec_lines(report),
     ]
-    return "\n".join(lines) + "\n"
+    from ..terminal import shown_lines
+
+    return shown_lines(lines)
 
 
