@@ -40,7 +40,7 @@ def _ask(text: str) -> bool:
     try:
         from .terminal import shown_lines
 
-        shown = shown_lines(f"  {line}" for line in text.split("\n")[:-1])
+        shown = shown_lines(f"  {line}" for line in text.splitlines())
         os.write(tty, ("lnk-sandbox: this spec was not allowed before. It would allow:\n"
                        f"{shown}Allow it (remembered for this exact set of grants)? [y/N] "
                        ).encode("utf-8", "replace"))
