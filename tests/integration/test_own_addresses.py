@@ -1,7 +1,7 @@
 """This host's own addresses as the kernel says them, while they change: in a network
 namespace of the test's own, the same process judges an address before and after it is
-added to an interface, removed, or made local by a route alone (AnyIP), so nothing read
-earlier stands."""
+added to an interface, removed, or made local by a route alone (AnyIP, a router's
+anycast), so nothing read earlier stands."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ SCRIPT = textwrap.dedent("""
     seen["removed"] = [judged("198.18.0.7"), "198.18.0.7" in map(str, current_addresses())]
     ip("route", "add", "local", "198.19.0.0/16", "dev", "lo")
     seen["anyip"] = [judged("198.19.4.4"), "198.19.4.4" in map(str, current_addresses())]
+    subprocess.run(["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"], check=True)
+    seen["router"] = [judged("2001:db8:7::"), "2001:db8:7::" in map(str, current_addresses())]
     print(json.dumps(seen))
 """)
 
@@ -57,3 +59,6 @@ def test_what_the_host_owns_is_asked_anew_each_time() -> None:
     assert seen["removed"] == [None, False]
     # Local by a route alone, on no interface: the route lookup finds it.
     assert seen["anyip"] == [own, False]
+    # A router answers its subnet's anycast address itself (RFC 4291's subnet-router
+    # anycast): no interface holds it, the local table does.
+    assert seen["router"] == [["this host's anycast", None], False]
