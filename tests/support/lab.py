@@ -44,6 +44,7 @@ import ipaddress
 import json
 import os
 import socket
+import socketserver
 import struct
 import subprocess
 import sys
@@ -101,11 +102,18 @@ def http_server(address: str, port: int, seen: Seen, *, served_by: str | None = 
         def server_bind(self) -> None:
             if address == "::":  # the host's own service: every address, both families
                 self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            super().server_bind()
+            bind_without_lookup(self, address, port)
 
     server = Server((address, port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def bind_without_lookup(server: http.server.HTTPServer, address: str, port: int) -> None:
+    """HTTPServer.server_bind without its getfqdn(): a reverse lookup of the address,
+    which the far network (no DNS there) would wait out for seconds per server."""
+    socketserver.TCPServer.server_bind(server)
+    server.server_name, server.server_port = address, port
 
 
 def add_interface(control: dict[str, str]) -> str:
@@ -129,8 +137,12 @@ def add_interface(control: dict[str, str]) -> str:
 def far_network() -> tuple[subprocess.Popen[bytes], int]:
     """The far network: a namespace held by a sleeping process, joined to the host by a
     veth pair; the process and an fd of its namespace."""
-    holder = subprocess.Popen(["unshare", "--net", "--", "sh", "-c",
-                               "echo ready; exec sleep 86400"], stdout=subprocess.PIPE)
+    # Killed with the lab whatever ends it (pdeathsig), and holding none of its output:
+    # whoever reads the lab's output to its end must not wait for the holder.
+    holder = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--net",
+                               "--", "sh", "-c", "echo ready; exec sleep 86400"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
     assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
     far = ["nsenter", "-t", str(holder.pid), "-n", "--"]
     for argv in (
@@ -202,6 +214,9 @@ def https_server(config: dict[str, str], seen: Seen) -> None:
     class Server(http.server.ThreadingHTTPServer):
         address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         daemon_threads = True
+
+        def server_bind(self) -> None:
+            bind_without_lookup(self, address, 443)
 
     server = Server((address, 443), functools.partial(Files, directory=root))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
