@@ -234,7 +234,10 @@ class NetworkRun:
         decider = open_decider(self.decide, self.snapshot) if self.decide else None
         lists = NetworkLists.from_texts(self.snapshot.settings.network_allow,
                                         self.snapshot.network.deny)
-        self.gate = Gate(lists, Resolver.from_environment(), self.events, decider)
+        from .routes import KernelOwn
+
+        self.gate = Gate(lists, Resolver.from_environment(), self.events, decider,
+                         own=KernelOwn)
         if self._net_inode is not None:
             from .peers import describe_peer, pid_of_peer
 
