@@ -165,7 +165,7 @@ async def serving(spec: str | None, *, yes: bool, cwd: str | None
     from supervisor.describe import describe, render
 
     async with Sandbox(spec, cwd=cwd, yes=yes) as sandbox:
-        description = render(describe(sandbox.snapshot))
+        description = render(describe(sandbox.snapshot))  # shown line by line
         shown = "".join(f"  {line}\n" for line in description.splitlines())
         sys.stderr.write(f"lnk-sandbox: MCP server; every tool call runs in this sandbox, "
                          f"fixed for the server's life:\n{shown}")

@@ -38,7 +38,9 @@ def _ask(text: str) -> bool:
 
     look_again()  # the answer may take minutes: the plan looks at home's places anew
     try:
-        shown = "".join(f"  {line}\n" for line in text.splitlines())
+        from .terminal import shown_lines
+
+        shown = shown_lines(f"  {line}" for line in text.splitlines())
         os.write(tty, ("lnk-sandbox: this spec was not allowed before. It would allow:\n"
                        f"{shown}Allow it (remembered for this exact set of grants)? [y/N] "
                        ).encode("utf-8", "replace"))

@@ -74,8 +74,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
+            from .terminal import shown
+
             self.print_usage(sys.stderr)
-            sys.stderr.write(f"lnk-sandbox: {message}\n")
+            sys.stderr.write(f"lnk-sandbox: {shown(message)}\n")
             raise SystemExit(USAGE_STATUS)
 
     from . import helptext
@@ -235,7 +237,10 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report,
                               timeout=_timeout(args), **_decide(args))
     if args.action == "learn":
+        from .terminal import shown_text
+
         status, text = api.learn(_command(args.command), spec=args.spec, yes=args.yes)
+        text = shown_text(text)  # shown as rendered (learn.render): nothing raw, whatever
         if args.output is None:
             sys.stderr.write(text)  # never mixed with the command's output on stdout
             return status
@@ -263,7 +268,7 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
 
             sys.stdout.write(json.dumps(description.to_dict(), indent=2) + "\n")
         else:
-            sys.stdout.write(render(description))
+            sys.stdout.write(render(description))  # shown line by line
         return 0
     if args.action == "check":
         from .backends import backend, render_check
@@ -280,11 +285,17 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return _clear_caches(args.spec, every=args.all)
     if args.action == "plan":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        import io
+
         from .backends import backend
         from .stages import snapshot_for
+        from .terminal import shown_text
 
-        return backend(args.target_os).print_plan(snapshot_for(args.spec), command,
-                                                  sys.stdout)
+        listing = io.StringIO()
+        status = backend(args.target_os).print_plan(snapshot_for(args.spec), command,
+                                                    listing)
+        sys.stdout.write(shown_text(listing.getvalue()))  # paths found in written folders
+        return status
     raise AssertionError(args.action)
 
 

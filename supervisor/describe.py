@@ -313,7 +313,9 @@ def render(description: Description) -> str:
         lines.append(f"agent: {d.agent} (its own folder writable; other agents' hidden)")
     if d.session:
         lines.append(f"session: {d.session}")
-    return "\n".join(lines) + "\n"
+    from .terminal import shown_lines
+
+    return shown_lines(lines)  # a name from a written folder is the sandbox's to choose
 
 
 def _home_lines(home: HomeConfiguration | None, lines: list[str]) -> None:

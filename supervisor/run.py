@@ -135,19 +135,20 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
 
         for gap in relative_gaps():
             say(gap)
-    from .terminal import restore_flags, standard_flags
+    from .terminal import kept_terminal
 
-    flags = standard_flags()
-    check = check_commits(snapshot)
-    try:
-        from .backends import backend
+    # The terminal's modes and the standard files' flags, put back whatever the sandbox
+    # did to them, before what is said after the run (terminal.py).
+    with kept_terminal():
+        check = check_commits(snapshot)
+        try:
+            from .backends import backend
 
-        return backend().launch(snapshot, argv, report=report, decide=decide,
-                                timeout=timeout, cwd=cwd, tmp=tmp, file_op=file_op)
-    finally:
-        if check is not None:
-            check.finish()
-        restore_flags(flags)
+            return backend().launch(snapshot, argv, report=report, decide=decide,
+                                    timeout=timeout, cwd=cwd, tmp=tmp, file_op=file_op)
+        finally:
+            if check is not None:
+                check.finish()
 
 
 def check_commits(snapshot: Snapshot) -> CommitCheck | None:
@@ -187,13 +188,15 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     require_working_directory(snapshot)
     require_caches_here(snapshot)
     from .backends import backend
+    from .terminal import kept_terminal
 
-    check = check_commits(snapshot)
-    try:
-        return backend().learn(snapshot, argv)
-    finally:
-        if check is not None:
-            check.finish()
+    with kept_terminal():
+        check = check_commits(snapshot)
+        try:
+            return backend().learn(snapshot, argv)
+        finally:
+            if check is not None:
+                check.finish()
 
 
 def preflight(snapshot: Snapshot) -> None:

@@ -227,8 +227,9 @@ class NetworkRun:
         if self.snapshot.settings.network_mode != "proxy":
             return
         from ..proxy.gate import open_gate
+        from .routes import KernelOwn
 
-        self.gate = open_gate(self.snapshot, self.events, self.decide)
+        self.gate = open_gate(self.snapshot, self.events, self.decide, own=KernelOwn)
         if self._net_inode is not None:
             from .peers import describe_peer, pid_of_peer
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..grants import Snapshot
     from ..netpolicy import Decide
     from .decider import Decider
+    from .own import OwnChecks
     from .upstream import Gate
 
 
@@ -29,12 +30,17 @@ def open_decider(decide: Decide, snapshot: Snapshot) -> Decider:
                    deny=snapshot.network.texts("deny"), on_gone=gone)
 
 
-def open_gate(snapshot: Snapshot, events: EventLog | None, decide: Decide | None) -> Gate:
-    """The gate every proxied connection and lookup of the run goes through."""
+def open_gate(snapshot: Snapshot, events: EventLog | None, decide: Decide | None, *,
+              own: OwnChecks | None = None) -> Gate:
+    """The gate every proxied connection and lookup of the run goes through. `own`: how
+    this OS asks whether an address is this host's own (Linux asks the kernel's routes;
+    by default, whether a socket can be bound to it)."""
+    from .own import bound_here_checks
     from .resolver import Resolver
     from .rules import NetworkLists
     from .upstream import Gate
 
     decider = open_decider(decide, snapshot) if decide is not None else None
     lists = NetworkLists(snapshot.network.allow, snapshot.network.deny)
-    return Gate(lists, Resolver.from_environment(), events, decider)
+    return Gate(lists, Resolver.from_environment(), events, decider,
+                own=own or bound_here_checks)
