@@ -303,9 +303,9 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     try:
         status = dispatch(prog, argv)
     except SandboxError as err:
-        from .events import say  # on a line of its own, after what the sandbox wrote
+        from .events import say_shown  # on a line of its own, after the sandbox's
 
-        say(err.render())
+        say_shown(err.render())  # shown already, its hint on a line of its own
         status = err.exit_status
     except OSError as err:
         # The file system refused what no check before foresaw: said as the others are,

@@ -47,9 +47,14 @@ def say(text: str) -> None:
     whatever it holds: every message said is, by being said here (terminal.shown)."""
     from .terminal import shown
 
+    say_shown(shown(text))
+
+
+def say_shown(text: str) -> None:
+    """`say` for text shown already, line by line (SandboxError.render's message, then
+    its hint on a line of its own): written as it is, on a fresh line."""
     try:
-        os.write(2, _fresh_line() + f"lnk-sandbox: {shown(text)}\n".encode("utf-8",
-                                                                           "replace"))
+        os.write(2, _fresh_line() + f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
     except OSError:
         pass
 
