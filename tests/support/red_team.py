@@ -29,10 +29,10 @@ def escaped(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"red team: {reason}")
 
 
-def need(condition: object, message: str) -> None:
+def need(condition: object, message: object) -> None:
     """A precondition of the attack (never the harm it judges): pytest.fail, not assert."""
     if not condition:
-        pytest.fail(message, pytrace=False)
+        pytest.fail(str(message), pytrace=False)
 
 
 def plant(box: Sandbox, actions: Sequence[Action], *, spec: str | None = None,
