@@ -293,3 +293,57 @@ def test_python_started_in_a_written_folder_runs_nothing_planted(sandbox: Sandbo
                     str(script), cwd=sandbox.project)
     need(done.returncode == 0, f"the person's python failed: {done.stderr}")
     assert ran(sandbox) == []
+
+
+# -- what the person's other tools' own settings name ----------------------------------------
+
+_OTHER_TOOLS = ("person_settings follows the shells' and git's settings only: {what} names "
+                "a file in a write grant, which stays writable, and the person's {tool} runs "
+                "what the sandbox wrote there")
+
+
+@pytest.mark.parametrize("tool", [
+    "git",
+    pytest.param("nvim", marks=escaped(_OTHER_TOOLS.format(
+        what="~/.config/nvim/init.vim's `source` of a team's file", tool="nvim"))),
+    pytest.param("ssh", marks=escaped(_OTHER_TOOLS.format(
+        what="~/.ssh/config's `Include` (its ProxyCommand)", tool="ssh"))),
+])
+def test_what_the_persons_tools_settings_include_is_read_only(sandbox: Sandbox,
+                                                              tool: str) -> None:
+    """The person's own settings naming a team's shared file in ~/work: git's
+    include.path (held: the control that the rule exists), nvim's `source`, ssh's
+    `Include`. The sandbox writes ~/work; the person starts the tool."""
+    team = sandbox.home / "work" / "team"
+    team.mkdir(parents=True)
+    shared = team / {"git": "team.gitconfig", "nvim": "team.vim", "ssh": "ssh.conf"}[tool]
+    shared.write_text('" the settings of the team\n' if tool == "nvim" else
+                      "# the settings of the team\n")
+    monitor = sandbox.base / "monitor.sh"  # a program of the attacker's, outside the grant
+    monitor.write_text(payload(sandbox, "git"))
+    monitor.chmod(0o755)
+    if tool == "git":
+        (sandbox.home / ".gitconfig").write_text(f"[include]\n\tpath = {shared}\n")
+        text = f"[core]\n\tfsmonitor = {monitor}\n"
+    elif tool == "nvim":
+        (sandbox.home / ".config" / "nvim").mkdir(parents=True)
+        (sandbox.home / ".config" / "nvim" / "init.vim").write_text(f"source {shared}\n")
+        text = f"call writefile(['ran'], '{marker(sandbox, 'nvim')}')\n"
+    else:
+        (sandbox.home / ".ssh").mkdir(mode=0o700)
+        (sandbox.home / ".ssh" / "config").write_text(f"Include {shared}\n")
+        (sandbox.home / ".ssh" / "config").chmod(0o600)
+        text = f"Host *\n  ProxyCommand sh -c 'echo ssh >> {marker(sandbox, 'ssh')}'\n"
+    markers(sandbox)
+    sandbox.chown()
+    results = plant(sandbox, [("append", f"team/{shared.name}", text)],
+                    cwd=sandbox.home / "work")
+    if tool == "git":
+        git_elsewhere(sandbox)
+    elif tool == "nvim":
+        done = host(sandbox, "nvim", "--headless", "+qa")
+        need(done.returncode == 0, done.stderr)
+    else:  # ssh reads the passwd entry's home: the config is named as the person's is
+        host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
+             "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
+    assert ran(sandbox) == [], results
