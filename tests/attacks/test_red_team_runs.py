@@ -146,25 +146,29 @@ SOURCING = {
     "builtin": "builtin source ~/work/team/{name}.sh",
     "command": "command . ~/work/team/{name}.sh",
     "case": 'case "$TERM" in *) . ~/work/team/{name}.sh ;; esac',
+    "backslash": "[ -s ~/work/team/{name}.sh ] && \\. ~/work/team/{name}.sh",  # nvm's
+    "quoted part": '. ~/"work"/team/{name}.sh',
 }
-_NOT_FOLLOWED = ("person_settings._SOURCE only knows `.`/`source` after ; & | ( {{ ! or a "
-                 "keyword: `{form}` sources a file in a write grant that stays writable")
+_NOT_FOLLOWED = ("person_settings._SOURCE (and _literal) know `.`/`source` after ; & | ( {{ ! "
+                 "or a keyword, and a word quoted whole: `{form}` sources a file in a write "
+                 "grant that stays writable")
 
 
 @pytest.mark.parametrize("form", [
     "plain",
     *(pytest.param(form, marks=escaped(_NOT_FOLLOWED.format(form=SOURCING[form])))
-      for form in ("builtin", "command", "case")),
+      for form in ("builtin", "command", "case", "backslash", "quoted part")),
 ])
 def test_what_bashrc_sources_in_any_form_is_read_only(sandbox: Sandbox, form: str) -> None:
+    name = form.replace(" ", "-")
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
-    (team / f"{form}.sh").write_text("export TEAM=1\n")
-    (sandbox.home / ".bashrc").write_text(SOURCING[form].format(name=form) + "\n")
+    (team / f"{name}.sh").write_text("export TEAM=1\n")
+    (sandbox.home / ".bashrc").write_text(SOURCING[form].format(name=name) + "\n")
     markers(sandbox)
     sandbox.chown()
-    results = plant(sandbox, [("append", f"team/{form}.sh",
-                               f"echo {form} >> {marker(sandbox, form)}\n")],
+    results = plant(sandbox, [("append", f"team/{name}.sh",
+                               f"echo {name} >> {marker(sandbox, name)}\n")],
                     cwd=sandbox.home / "work")
     _bash(sandbox)
     assert ran(sandbox) == [], results

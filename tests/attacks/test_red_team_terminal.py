@@ -241,3 +241,29 @@ def test_a_refused_hosts_name_reaches_the_terminal_escaped(sandbox: Sandbox) -> 
     assert b"\x1b" not in run.output and "\u009b".encode() not in run.output, run.output
     # (the name as the proxy decides on it: lower case, what is not UTF-8 replaced)
     assert b"refused \\x1b]0;pwned\\x07\\x1b[2j" in refusal[0], refusal
+
+
+FORGED = "app\nlnk-sandbox: nothing is held here, all clear\x1b[2J"
+
+
+@escaped("cli.dispatch writes `lnk sandbox plan` through terminal.shown_text, which keeps "
+         "a newline in a path: a repository a run made (a checkout there at the next "
+         "launch) named with a line of lnk's own shows that line as lnk's")
+def test_a_plans_lines_hold_what_a_run_named_on_one_line(sandbox: Sandbox) -> None:
+    """A first run makes a repository whose folder's name holds a newline and a line
+    that would pass for lnk's own; `lnk sandbox plan` in that folder's parent lists it
+    (a checkout there at launch) and must show it escaped, on one line."""
+    src = sandbox.home / "src"
+    src.mkdir()
+    sandbox.chown()
+    done = sandbox.run("/usr/bin/python3", "-c", "import os, subprocess, sys\n"
+                       "os.mkdir(sys.argv[1])\nsubprocess.run(['git', 'init', '-q', "
+                       "sys.argv[1]], check=True)\nprint('MADE')", FORGED, cwd=src)
+    need(done.stdout == "MADE\n", done.stderr)
+    plan = sandbox.lnk("plan", cwd=src)
+    need(plan.returncode == 0 and "/.git" in plan.stdout, plan.stderr)
+    need("nothing is held here" in plan.stdout, plan.stdout)  # the name is in the plan
+    assert "\x1b" not in plan.stdout
+    forged = [line for line in plan.stdout.splitlines()
+              if line.startswith("lnk-sandbox: nothing is held")]
+    assert forged == [], forged
