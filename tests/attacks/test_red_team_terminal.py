@@ -267,3 +267,30 @@ def test_a_plans_lines_hold_what_a_run_named_on_one_line(sandbox: Sandbox) -> No
     forged = [line for line in plan.stdout.splitlines()
               if line.startswith("lnk-sandbox: nothing is held")]
     assert forged == [], forged
+
+
+STI = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+for request in (0x5412, 0x5412 | 1 << 32):  # TIOCSTI, and with a bit the kernel drops
+    done = libc.syscall(16, 0, ctypes.c_ulong(request), ctypes.c_char_p(b"#"))
+    print("STI", hex(request), 0 if done == 0 else ctypes.get_errno(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("through_lnk", [True, False], ids=["lnk", "control"])
+def test_typing_into_the_persons_terminal(sandbox: Sandbox, through_lnk: bool) -> None:
+    """Held: TIOCSTI (CVE-2017-5226), and the same request with a high bit set, which
+    the kernel truncates to 32 bits while a filter comparing 64 lets it by
+    (CVE-2019-10063): refused inside; the control shows the kernel here allows both."""
+    run = at_terminal(_command(sandbox, through_lnk, STI), cwd=sandbox.project,
+                      env=sandbox.env({"TERM": "dumb"}), look=lambda *_: None)
+    # (the control's injected `#` is echoed at the start of each line)
+    results = [line.split("STI ", 1)[1].split() for line in run.output.decode().splitlines()
+               if "STI " in line]
+    need(len(results) == 2, run.output)
+    if not through_lnk:
+        need(results == [["0x5412", "0"], ["0x100005412", "0"]], results)
+        return
+    assert results == [["0x5412", str(errno.EPERM)], ["0x100005412", str(errno.EPERM)]]
