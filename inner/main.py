@@ -3,6 +3,9 @@
 Started by bwrap inside the sandbox as `python -I -S -c ... CONFIG_FD`, it reads its
 whole configuration as JSON from the inherited fd and applies its steps in this order:
 
+0. without namespaces (`"direct"`: no bwrap, supervisor/linux/direct.py), the parent-death
+   signal, so that nothing runs on once the supervisor is gone, then no_new_privs and
+   every capability dropped for good (capabilities.py): no user namespace holds them;
 1. no_new_privs, then the seccomp filter, first of all, so that nothing the target runs
    can escape it and no step below runs unfiltered;
 2. the listener fd (when the filter has one) sent to the supervisor at once, before any
@@ -128,16 +131,43 @@ def _exec(argv: list[str], status: protocol.Channel) -> NoReturn:
         os._exit(127 if code in (2, 20) else 126)  # ENOENT, ENOTDIR: not found
 
 
+def _direct(settings: dict[str, Any]) -> None:
+    """Step 0, without namespaces: the inner is the supervisor's own child, not bwrap's,
+    so it asks for SIGKILL when the supervisor's thread ends (kept across execve), and
+    looks that the supervisor did not end first; then no_new_privs, and every
+    capability dropped (root in a container keeps its runtime's otherwise)."""
+    from . import capabilities, prctl
+
+    try:
+        prctl.set_parent_death_signal(9)
+        if os.getppid() != settings["parent"]:
+            os._exit(125)  # the supervisor is gone: nothing may run unsupervised
+        prctl.set_no_new_privs()
+        capabilities.drop_all()
+    except OSError as err:
+        raise ConfinementFailure(f"the capabilities could not be dropped: {err}") from None
+
+
+def _extra_rules(settings: dict[str, Any]) -> tuple[Any, ...]:
+    """The supervisor's own filter rules (JSON lists), as the hashable tuples the
+    assembler groups them by."""
+    return tuple((name, action, tuple((index, op, tuple(value) if isinstance(value, list)
+                                       else value) for index, op, value in checks))
+                 for name, action, checks in settings.get("extra", ()))
+
+
 def _seccomp(settings: dict[str, Any], status: protocol.Channel) -> None:
     """Steps 1 and 2: no_new_privs, the filter, and its listener handed out at once."""
     from . import prctl, seccomp, syscalls
 
+    extra = _extra_rules(settings)
     try:
         prctl.set_no_new_privs()
         program = seccomp.build_program(
             syscalls.native_arch(),
             memfd=settings["memfd"],
             exec_notify=settings["exec_notify"],
+            extra=extra,
         )
         try:
             listener = seccomp.install(program, listener=settings["listener"])
@@ -149,7 +179,7 @@ def _seccomp(settings: dict[str, Any], status: protocol.Channel) -> None:
                 raise
             memfd = "allow" if settings["memfd"] == "allow" else "enosys"
             program = seccomp.build_program(syscalls.native_arch(), memfd=memfd,
-                                            exec_notify=False)
+                                            exec_notify=False, extra=extra)
             listener = seccomp.install(program, listener=False)
             status.send_notice(protocol.NO_LISTENER)
     except (OSError, ValueError) as err:
@@ -178,7 +208,12 @@ def _landlock(settings: dict[str, Any], status: protocol.Channel) -> None:
     rules = [(path, rights) for path, rights in settings["rules"]]
     try:
         rules, listed = landlock.close_hidden(rules, settings.get("closed", {}))
-        landlock.restrict(rules, abi=abi, optional=listed)
+        # Without namespaces the supervisor listed the folders itself (direct_rules.py):
+        # what it listed may be gone, or a link, by now, and is then in no rule.
+        listed |= set(settings.get("optional", ()))
+        landlock.restrict(rules, abi=abi, optional=listed,
+                          nofollow=bool(settings.get("nofollow")),
+                          net=bool(settings.get("net")))
     except OSError as err:
         raise ConfinementFailure(f"Landlock could not be applied: {err}") from None
 
@@ -187,6 +222,8 @@ def main(config_fd: int) -> NoReturn:
     config = _config.read(config_fd)
     status = protocol.Channel(config["status_fd"])
     try:
+        if "direct" in config:
+            _direct(config["direct"])
         if "seccomp" in config:
             _seccomp(config["seccomp"], status)
         # Step 3: every import finished before Landlock may close the files they need.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
@@ -150,6 +150,11 @@ def allowed_files(snapshot: Snapshot, loaders: dict[str, str | None]) -> frozens
 def preflight_linux(snapshot: Snapshot) -> None:
     """Everything a launch checks before starting bwrap, without starting it."""
     cache = CheckCache(snapshot.lnk_home)
+    from .direct import preflight_direct, without_namespaces
+
+    if without_namespaces(cache):
+        preflight_direct(snapshot, cache)
+        return
     bwrap_info(cache)
     layers = decide_layers(snapshot, cache)
     plan = plan_for(snapshot)
@@ -165,6 +170,31 @@ def watch_receivers() -> int:
     from .watch import RECEIVERS
 
     return int(text) if text.isdigit() and 0 < int(text) <= 64 else RECEIVERS
+
+
+def exec_watch_factory(snapshot: Snapshot, loaders: dict[str, str | None], layers: Layers,
+                       events: EventLog, judge: Judge | None, *, learn: bool
+                       ) -> Callable[[int], ExecWatch]:
+    """What makes the exec watch when the inner hands its listener over: the watch (and
+    ctypes) load only for a run that is watched. `judge`: the caller's (learn's), or one
+    made from the program list."""
+
+    def watch_factory(listener: int) -> ExecWatch:
+        from inner.syscalls import number
+
+        from .watch import ExecWatch, Judge
+
+        nonlocal judge
+        if judge is None:
+            judge = Judge(allowed_files(snapshot, loaders),
+                          listed=frozenset(p.target for p in snapshot.programs or ()))
+        judge.record = learn
+        numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
+        return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
+                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
+                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
+
+    return watch_factory
 
 
 def launch_and_supervise(
@@ -184,6 +214,14 @@ def launch_and_supervise(
     `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
     inside (placement.py); `file_op` has the inner read or write a file instead of
     running `argv` (inner/fileop.py)."""
+    # Where no user namespace can be made, no bwrap: the run without namespaces
+    # (direct.py; nonamespace.py says what holds there, and refuses what cannot).
+    from .direct import launch_direct, without_namespaces
+
+    if without_namespaces(CheckCache(snapshot.lnk_home)):
+        return launch_direct(snapshot, argv, report=report, learn=learn, judge_=judge,
+                             decide=decide, timeout=timeout, cwd=cwd, tmp=tmp,
+                             file_op=file_op)
     # Listed, kept, and given cgroups of its own, before anything of the run exists:
     # whenever this process is killed from here on, its keeper ends what the run left at
     # once (keeper.py), and the next start what the keeper could not (runs.py). The
@@ -232,24 +270,8 @@ def launch_and_supervise(
             say(note)
         env = sandbox_environment(snapshot)
         env.update(git.env if git is not None else {})
-        run_events = events
-
-        def watch_factory(listener: int) -> ExecWatch:
-            """Made when the inner hands its listener over: the watch (and ctypes) load only
-            for a run that is watched."""
-            from inner.syscalls import number
-
-            from .watch import ExecWatch, Judge
-
-            nonlocal judge
-            if judge is None:
-                judge = Judge(allowed_files(snapshot, loaders),
-                              listed=frozenset(p.target for p in snapshot.programs or ()))
-            judge.record = learn
-            numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
-            return ExecWatch(listener, numbers=numbers, judge=judge, events=run_events,
-                             seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
-                             compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
+        watch_factory = exec_watch_factory(snapshot, loaders, layers, events, judge,
+                                           learn=learn)
 
         # Missing dot files are made before the sources are pinned, and released on every
         # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the

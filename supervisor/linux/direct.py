@@ -1,0 +1,487 @@
+"""A run without namespaces (direct mode): the inner started by the supervisor itself.
+
+Where no user namespace can be made (nonamespace.py says where, and what holds), bwrap
+cannot start. The supervisor then spawns the inner confiner itself and stays its
+parent: the inner asks for its parent-death signal, sets no_new_privs, drops every
+capability, installs the seccomp filter (with the listener, handed over as ever),
+applies Landlock from rules the plan compiles to (direct_rules.py: the host's own paths,
+no mount), its rlimits, and execs the command in its own pid: the supervisor waits for
+the command itself. Everything else is the run bwrap's has, reused: the keeper, the
+run's cgroups, the exec watch, the events, supervise.py's signals, terminal and timeout.
+
+Order of a launch, each step's reason beside it in `launch_direct`:
+1. the run listed, its keeper started and its cgroups entered, as with bwrap;
+2. what holds judged (nonamespace.judge): a promise that cannot hold refuses the launch
+   before anything is made; the mode said once on stderr, with what is narrower;
+3. the run's own files: a private folder for TMPDIR in `$LNK_HOME/run`, git's identity
+   and trace, seen at their own paths;
+4. the plan, compiled to the inner's rules; /etc's root-only files hidden from root;
+5. this process made a subreaper (an orphan of the sandbox comes back to it, not to the
+   machine's init), the inner spawned from the main thread (the parent-death signal
+   follows the thread that forked), its process group given to the keeper;
+6. supervised; then every process the sandbox left is killed and reaped, as the end of
+   bwrap's pid namespace would.
+"""
+
+from __future__ import annotations
+
+import _socket
+import ctypes
+import json
+import os
+import signal
+import stat
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING
+
+from ..capabilities import CheckCache
+from ..errors import LaunchError
+from ..events import EventLog, say
+from ..grants import Snapshot, is_within
+from ..host_files import open_report
+from ..installation import inner_source, interpreter
+from ..nonamespace import ANNOUNCEMENT, FORCED, Facts, forced_off, judge
+from ..run_types import FileOp
+from ..signal_forwarding import FORWARDED
+from ..terminal import foreground_terminal, give_terminal
+from ..view import view_for
+from .bwrap import inner_boot
+from .capabilities import landlock_abi
+from .cgroups import RunCgroups
+from .confine import Layers, rlimits
+from .direct_rules import NONE, Rights, filter_rules, landlock_config
+from .keeper import Keeper
+from .launch import Launched
+from .plan import SYSTEM_FOLDERS
+from .runs import RunList, tag, this_token
+from .supervise import Outcome, supervise
+
+if TYPE_CHECKING:
+    from ..netpolicy import Decide
+    from ..view import View
+    from .gitrun import GitRun
+    from .watch import Judge
+
+# The variables that name a temp folder, each set to the run's private one.
+TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
+RUN = "run"
+ETC_BOUND = 8192  # entries of /etc walked for root-only files; past it, /etc is refused
+
+
+def without_namespaces(cache: CheckCache) -> bool:
+    """Whether this launch runs without namespaces: LNK_NAMESPACES=off, or no user
+    namespace can be made here (probed in a child, a pass kept for the boot)."""
+    if forced_off(os.environ):
+        return True
+    if cache.get("user_namespaces") is True:
+        return False
+    from . import probes
+
+    if probes.user_namespaces():
+        cache.record("user_namespaces", True)
+        return False
+    return True
+
+
+def facts(snapshot: Snapshot, cache: CheckCache, cgroups: RunCgroups | None) -> Facts:
+    return Facts(landlock_abi(cache), os.geteuid() == 0,
+                 cgroups is not None and cgroups.held.pids)
+
+
+def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
+                  learn: bool = False, judge_: Judge | None = None,
+                  decide: Decide | None = None, timeout: float | None = None,
+                  cwd: str | None = None, tmp: str | None = None,
+                  file_op: FileOp | None = None) -> Outcome:
+    """One run without namespaces, as backend.launch_and_supervise runs one with bwrap
+    (the same arguments; `decide` has no proxy to serve here, which judge refuses)."""
+    from .backend import (
+        RunMounts,
+        decide_layers,
+        exec_watch_factory,
+        plan_for,
+        program_loaders,
+        sandbox_environment,
+    )
+
+    # 1. Listed, kept and given cgroups of its own before anything of the run exists
+    # (backend.launch_and_supervise says why, in this order).
+    token = this_token()
+    listed = RunList(snapshot.lnk_home, token)
+    keeper = Keeper(token)
+    cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=keeper.start)
+    clean = True
+    try:
+        with ExitStack() as stack:
+            cache = CheckCache(snapshot.lnk_home)
+            if learn:
+                snapshot = snapshot._replace(programs=None)
+            layers = decide_layers(snapshot, cache, learn=learn)
+            cgroups.entered()
+            # 2. What holds, judged before anything is made; said once.
+            judgement = judge(snapshot, facts(snapshot, cache, cgroups))
+            refusal = judgement.error(snapshot.source)
+            if refusal is not None:
+                raise refusal
+            say(FORCED if forced_off(os.environ) else ANNOUNCEMENT)
+            for note in judgement.narrower:
+                say(note)
+            events = EventLog(open_report(report) if report else None)
+            stack.callback(events.close)
+            # 3. The run's own files, seen at their own paths.
+            view = view_for(snapshot, SYSTEM_FOLDERS)
+            shown: dict[str, Rights] = {}
+            env = sandbox_environment(snapshot)
+            git = _git(view, shown, env)
+            if git is not None:
+                stack.callback(git.finish)
+            folder = tmp if tmp is not None else stack.enter_context(_private_tmp(snapshot))
+            if folder is not None:
+                env.update(dict.fromkeys(TEMP_VARIABLES, folder))
+            # 4. The plan, and what the inner applies.
+            plan = plan_for(snapshot, RunMounts(cwd=cwd), view=view)
+            for note in plan.notes:
+                say(note)
+            if os.geteuid() == 0:
+                shown.update(dict.fromkeys(root_only("/etc"), NONE))
+            loaders = program_loaders(snapshot)
+            config = inner_config(plan_config=landlock_config(
+                plan, snapshot, loaders, abi=layers.landlock_abi, tmp=folder,
+                terminals=terminals(), shown=shown), snapshot=snapshot, layers=layers)
+            if file_op is not None:
+                config["file"] = file_op._asdict()
+            _keep(keeper, cgroups)
+            clean = False
+            # 5. and 6.
+            with _subreaper():
+                launched = spawn_inner(argv, env=env, cwd=plan.chdir, config=config,
+                                       mark=tuple(tag(token)), cgroups=cgroups)
+                keeper.kill_group(launched.pid)
+                try:
+                    watch = exec_watch_factory(snapshot, loaders, layers, events, judge_,
+                                               learn=learn)
+                    outcome = supervise(launched,
+                                        watch_factory=watch if layers.listener else None,
+                                        timeout=timeout)
+                finally:
+                    end_leftovers(launched.pid, keep=keeper.pid)
+            clean = True
+            for limit in cgroups.limit_hit():
+                say(f"the run reached its {limit} limit ([limits] in the spec; "
+                    "`lnk sandbox describe` shows them)")
+            return outcome
+    finally:
+        try:
+            cgroups.end()
+            listed.close()
+        finally:
+            if clean or cgroups.kept:
+                keeper.ended()
+            else:
+                keeper.close()
+
+
+def preflight_direct(snapshot: Snapshot, cache: CheckCache) -> None:
+    """What a launch without namespaces checks before starting anything (preflight)."""
+    from .backend import RunMounts, decide_layers, plan_for, program_loaders
+
+    layers = decide_layers(snapshot, cache)
+    cgroups = RunCgroups.open(this_token(), snapshot.run_limits())
+    try:
+        refusal = judge(snapshot, facts(snapshot, cache, cgroups)).error(snapshot.source)
+    finally:
+        cgroups.end()
+    if refusal is not None:
+        raise refusal
+    plan = plan_for(snapshot, RunMounts())
+    landlock_config(plan, snapshot, program_loaders(snapshot), abi=layers.landlock_abi,
+                    tmp=None, terminals=(), listing=lambda _: [])
+
+
+def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:
+    if keeper.failure is not None:
+        say(f"could not start the run's keeper ({keeper.failure.strerror}): if lnk-sandbox "
+            "is killed, what its sandbox leaves may run on")
+        return
+    keeper.kill_also(cgroups.killable)
+
+
+def inner_config(*, plan_config: dict[str, object], snapshot: Snapshot, layers: Layers
+                 ) -> dict[str, object]:
+    """The inner's configuration without namespaces (the keys inner/main.py reads)."""
+    unix = layers.landlock_abi >= 9
+    return {
+        "direct": {"parent": os.getpid()},
+        "seccomp": {
+            "memfd": layers.memfd,
+            "exec_notify": layers.exec_notify,
+            "listener": layers.listener,
+            "listener_required": layers.listener_required,
+            "extra": filter_rules(network_mode=snapshot.settings.network_mode, unix=unix),
+        },
+        "landlock": plan_config,
+        "rlimits": rlimits(snapshot),
+        "watch_mounts": False,
+    }
+
+
+def _git(view: View, shown: dict[str, Rights], env: dict[str, str]) -> GitRun | None:
+    """git's identity and trace, seen at their own paths (gitrun.py makes them)."""
+    from .confine import READ, WRITE
+    from .gitrun import GitRun
+
+    git = GitRun.prepare(view, relative=True)
+    if git is None:
+        return None
+    moved = {}
+    for op in git.ops:
+        if op.source is None or op.dest == op.source:
+            continue
+        if op.kind == "ro-bind" and os.path.basename(op.dest) != "exclude":
+            shown[op.source] = frozenset(READ)
+            moved[op.dest] = op.source
+        elif op.kind == "bind":
+            shown[op.source] = frozenset(WRITE)
+            moved[op.dest] = op.source
+        # An info/exclude with placeholders added: there are none without mounts.
+    for name, value in git.env.items():
+        seen = value
+        for inside, source in moved.items():
+            if value == inside or value.startswith(inside + "/"):
+                seen = source + value[len(inside):]
+        env[name] = seen
+    return git
+
+
+@contextmanager
+def _private_tmp(snapshot: Snapshot) -> Iterator[str | None]:
+    """The run's private temp folder (TMPDIR), in `$LNK_HOME/run`, removed after the run
+    (a killed supervisor's by the next start); None where the spec grants /tmp itself."""
+    if any(g.target == "/tmp" for g in snapshot.visible()):
+        yield None
+        return
+    from ..proxy.runfolder import remove_stale
+    from ..state import existing_folder, private_folder
+
+    with private_folder(snapshot.lnk_home, RUN) as base:
+        remove_stale(base, "tmp")
+        name = base.make_unique_folder(f"tmp-{os.getpid()}-")
+        real = os.path.join(os.path.realpath(base.path), name)
+    try:
+        yield real
+    finally:
+        base_again = existing_folder(snapshot.lnk_home, RUN)
+        if base_again is not None:
+            with base_again:
+                base_again.remove_tree(name)
+
+
+def root_only(top: str, bound: int = ETC_BOUND) -> list[str]:
+    """The entries below `top` that only their owner (root) may read: a file without
+    the other-read bit, a folder without other-read or other-search (hidden whole).
+    Run by root without namespaces the sandbox is uid 0, the owner: these are what an
+    unprivileged user would not read. LaunchError past `bound` entries (fail closed)."""
+    found: list[str] = []
+    seen = 0
+    pending = [top]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            found.append(folder)
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > bound:
+                raise LaunchError(
+                    f"{top} holds more than {bound} entries, and run by root without "
+                    "namespaces each is looked at for what only root may read",
+                    hint="run lnk-sandbox as a user other than root")
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                continue
+            if stat.S_ISDIR(mode):
+                if mode & 0o005 != 0o005:
+                    found.append(entry.path)
+                else:
+                    pending.append(entry.path)
+            elif not mode & 0o004:
+                found.append(entry.path)
+    return sorted(found)
+
+
+def terminals() -> list[str]:
+    """The terminal the command was given (its stdin, stdout or stderr), by its path."""
+    found = []
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                name = os.ttyname(fd)
+                if is_within(name, "/dev/pts") or is_within(name, "/dev"):
+                    found.append(name)
+        except OSError:
+            continue
+    return sorted(set(found))
+
+
+# posix_spawn through libc: glibc's posix_spawn_file_actions_addchdir_np (2.29) starts
+# the inner in the working directory, which os.posix_spawn cannot; and ctypes lets go of
+# the GIL while the kernel makes the process (keeper.py measured why that matters).
+_SETPGROUP = 0x02
+_SETSIGDEF = 0x04
+_SETSIGMASK = 0x08
+
+
+def spawn_inner(argv: list[str], *, env: dict[str, str], cwd: str,
+                config: dict[str, object], mark: tuple[str, ...] = (),
+                cgroups: RunCgroups | None = None) -> Launched:
+    """Start the inner, in `cwd`, with only `env`, its configuration on an inherited fd,
+    in a process group of its own made the terminal's foreground group; born in the
+    run's cgroups. SIGINT, SIGTERM, SIGHUP and SIGQUIT reach it ignored (the inner
+    restores them before its exec): Ctrl-C during its set-up must not kill it half done."""
+    python, _ = interpreter()
+    inherited: list[int] = []
+    try:
+        status_parent, status_child = _socket.socketpair(_socket.AF_UNIX,
+                                                         _socket.SOCK_SEQPACKET)
+        child = status_child.detach()
+        inherited.append(child)
+        os.set_inheritable(child, True)
+        config = {"argv": argv, "status_fd": child, **config}
+        config_fd = os.memfd_create("lnk-inner-config", os.MFD_CLOEXEC)
+        inherited.append(config_fd)
+        os.write(config_fd, json.dumps(config).encode())
+        os.lseek(config_fd, 0, os.SEEK_SET)
+        os.set_inheritable(config_fd, True)
+        json_read, json_write = os.pipe()  # nothing writes it: no bwrap
+        os.close(json_write)
+        parent_inner = os.path.dirname(inner_source())
+        args = [python, "-I", "-S", "-c", inner_boot(parent_inner), str(config_fd), *mark]
+        terminal = foreground_terminal()
+        saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in FORWARDED}
+        try:
+            if cgroups is not None:
+                cgroups.entered()
+            pid = _posix_spawn(args, env, cwd)
+        finally:
+            if cgroups is not None:
+                cgroups.leave_soon()
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
+    except OSError as err:
+        raise LaunchError(f"cannot start the inner confiner: {err.strerror}",
+                          errno=err.errno) from None
+    finally:
+        for fd in inherited:
+            os.close(fd)
+    give_terminal(terminal, pid)
+    return Launched(pid=pid, pidfd=os.pidfd_open(pid), status=status_parent,
+                    json_status=json_read, terminal_fd=terminal, direct=True)
+
+
+def _posix_spawn(argv: list[str], env: dict[str, str], cwd: str) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    actions = ctypes.create_string_buffer(1024)  # posix_spawn_file_actions_t: 80 bytes
+    attributes = ctypes.create_string_buffer(1024)  # posix_spawnattr_t: 336 bytes
+    default = ctypes.create_string_buffer(128)  # sigset_t
+    empty = ctypes.create_string_buffer(128)
+    _check(libc.posix_spawn_file_actions_init(actions))
+    try:
+        _check(libc.posix_spawnattr_init(attributes))
+        try:
+            if not hasattr(libc, "posix_spawn_file_actions_addchdir_np"):
+                raise LaunchError("this C library cannot start a program in a folder "
+                                  "(posix_spawn_file_actions_addchdir_np, glibc 2.29)")
+            _check(libc.posix_spawn_file_actions_addchdir_np(actions, os.fsencode(cwd)))
+            libc.sigemptyset(default)
+            libc.sigemptyset(empty)
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                libc.sigaddset(default, int(sig))
+            _check(libc.posix_spawnattr_setsigdefault(attributes, default))
+            _check(libc.posix_spawnattr_setsigmask(attributes, empty))
+            _check(libc.posix_spawnattr_setpgroup(attributes, 0))
+            _check(libc.posix_spawnattr_setflags(attributes, ctypes.c_short(
+                _SETPGROUP | _SETSIGDEF | _SETSIGMASK)))
+            words = [os.fsencode(arg) for arg in argv]
+            args = (ctypes.c_char_p * (len(words) + 1))(*words, None)
+            pairs = [os.fsencode(f"{k}={v}") for k, v in env.items()]
+            envp = (ctypes.c_char_p * (len(pairs) + 1))(*pairs, None)
+            pid = ctypes.c_int()
+            _check(libc.posix_spawn(ctypes.byref(pid), words[0], actions, attributes,
+                                    args, envp))
+            return pid.value
+        finally:
+            libc.posix_spawnattr_destroy(attributes)
+    finally:
+        libc.posix_spawn_file_actions_destroy(actions)
+
+
+def _check(error: int) -> None:
+    """posix_spawn's functions return the error number, and leave errno alone."""
+    if error:
+        raise OSError(error, os.strerror(error))
+
+
+@contextmanager
+def _subreaper() -> Iterator[None]:
+    """This process as a subreaper while the run lasts: a process the sandbox orphans
+    (a daemon's double fork) is this one's child, not the machine's init's, so that the
+    end of the run finds it (end_leftovers)."""
+    from inner import prctl
+
+    prctl.set_child_subreaper(True)
+    try:
+        yield
+    finally:
+        prctl.set_child_subreaper(False)
+
+
+def _children() -> list[int]:
+    """This process's children, read from /proc (each stat's ppid)."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(name))
+    return found
+
+
+def end_leftovers(group: int, *, keep: int) -> None:
+    """Kill and reap what the sandbox left: its process group, then every child of this
+    process but the keeper (the orphans a subreaper gets), again while any is found; a
+    child killed hands its own children to this process in turn."""
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+    for _ in range(1000):  # each round a generation; 1000 is past any tree's depth here
+        left = [pid for pid in _children() if pid != keep]
+        if not left:
+            return
+        for pid in left:
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
