@@ -3,148 +3,41 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import TYPE_CHECKING, NamedTuple, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..capabilities import CheckCache
 from ..deadline import TIMEOUT_STATUS, timed_out_message
-from ..environment import build_environment
-from ..errors import ConfinementError, SandboxError
+from ..errors import SandboxError
 from ..events import EventLog, say
 from ..grants import Snapshot
 from ..host_files import open_report
-from ..installation import inner_source, interpreter
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..run_types import Ended, FileOp
-from ..view import View, view_for
-from .capabilities import bwrap_info, landlock_abi, watch_support
+from ..view import view_for
+from .capabilities import bwrap_info
 from .cgroups import RunCgroups
-from .confine import Layers, inner_config
-from .elf import interpreter_of
+from .confine import inner_config
 from .gitrun import GitRun
 from .keeper import Keeper
 from .launch import spawn
 from .mount_watch import watched_mounts
 from .placeholders import Placeholders
-from .placement import place
-from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, MountOp, before_remounts, build_plan
+from .plan import SYSTEM_FOLDERS
+from .prepare import (
+    RunMounts,
+    decide_layers,
+    exec_watch_factory,
+    plan_for,
+    program_loaders,
+    sandbox_environment,
+)
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
     from ..proxy.runfolder import RunFolder
     from .socket_relay import SocketRelay
-    from .watch import ExecWatch, Judge
-
-
-class RunMounts(NamedTuple):
-    """What one run adds to its spec's plan, all known before the plan is built (so
-    that nothing edits the plan after: pinning turns its paths into descriptors, and
-    that is all). `resolv_conf`: the file the proxy's resolv.conf is bound from (proxy
-    mode), the run's own; a plan without a run names a stand-in. `relays`: run by root,
-    the relay bound in place of each named socket. `git`: git's files of the run
-    (gitrun.py). `cwd` and `tmp`: where a harness places the command (placement.py)."""
-
-    resolv_conf: str | None = None
-    relays: Mapping[str, str] = MappingProxyType({})
-    git: tuple[MountOp, ...] = ()
-    cwd: str | None = None
-    tmp: str | None = None
-
-
-def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
-             view: View | None = None) -> LaunchPlan:
-    """The plan for this machine: the view rendered as mounts (built once, or `view`,
-    built already for the run), then the run's own mounts, each a stage before the plan
-    is handed on."""
-    run = run or RunMounts()
-    python, prefix = interpreter()
-    root_mode = os.geteuid() == 0
-    layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
-    plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout,
-                      root_mode=root_mode)
-    if snapshot.settings.network_mode == "proxy":
-        from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
-
-        plan = with_resolv_conf(plan, run.resolv_conf or PLAN_SOURCE,
-                                ResolvConfHost.probe())
-    # A named socket that is gone since the snapshot refuses the launch when pinned, but
-    # an optional one is left out, as an optional grant is.
-    sockets = tuple(s for s in snapshot.network.sockets()
-                    if not s.optional or os.path.lexists(s.target or ""))
-    if sockets:
-        from .network import with_unix_sockets
-
-        plan = with_unix_sockets(plan, sockets, run.relays)
-    if run.git:
-        plan = before_remounts(plan, run.git)
-    return place(plan, cwd=run.cwd, tmp=run.tmp,
-                 tmp_size_asked="tmp" in snapshot.run_limits().written)
-
-
-def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
-    extra = snapshot.network.environment()
-    if snapshot.settings.network_mode == "proxy":
-        from .network import proxy_environment
-
-        extra.update(proxy_environment())
-    settings = snapshot.settings
-    return build_environment(os.environ, keep=settings.env_keep, assign=settings.env_assign,
-                             extra=extra)
-
-
-def decide_layers(snapshot: Snapshot, cache: CheckCache, *, learn: bool = False) -> Layers:
-    """What this launch applies; refuses what the machine cannot enforce (fail closed).
-
-    The exec watch runs under a program list (to name refusals and seal memory files)
-    and for learn; without a listener a list still holds (Landlock) but its refusals go
-    unnamed and memory files are refused with ENOSYS.
-    """
-    abi = landlock_abi(cache)
-    if snapshot.programs is not None and abi == 0:
-        raise ConfinementError(
-            "the spec's program list ([commands] programs) is enforced by Landlock, and "
-            "this kernel has no Landlock",
-            hint="run on a kernel with Landlock (Linux 5.13+, with landlock in the lsm= "
-            "list), or remove [commands] programs so that any program may run",
-        )
-    watched = learn or snapshot.programs is not None
-    listener, sealed = watch_support(cache) if watched else (False, False)
-    if learn and not listener:
-        raise ConfinementError(
-            "learn needs a seccomp listener (Linux 5.19+), which this kernel lacks",
-            hint="`lnk sandbox check` says what this machine offers")
-    memfd = "allow"
-    if snapshot.programs is not None:
-        memfd = "notify" if listener and sealed else "enosys"
-    return Layers(landlock_abi=abi, memfd=memfd, exec_notify=watched and listener,
-                  listener=watched and listener, listener_required=learn)
-
-
-def program_loaders(snapshot: Snapshot) -> dict[str, str | None]:
-    """The dynamic loader of each listed program, resolved to its own file."""
-    loaders: dict[str, str | None] = {}
-    for program in snapshot.programs or ():
-        loader = interpreter_of(program.target)
-        loaders[program.target] = os.path.realpath(loader) if loader else None
-    return loaders
-
-
-def allowed_files(snapshot: Snapshot, loaders: dict[str, str | None]) -> frozenset[
-        tuple[int, int]] | None:
-    """The list Landlock enforces, as (device, inode): what the watch judges against."""
-    if snapshot.programs is None:
-        return None
-    files = {p.target for p in snapshot.programs} | {x for x in loaders.values() if x}
-    identities = set()
-    for path in files:
-        try:
-            info = os.stat(path)
-        except OSError:
-            continue
-        identities.add((info.st_dev, info.st_ino))
-    return frozenset(identities)
+    from .watch import Judge
 
 
 def preflight_linux(snapshot: Snapshot) -> None:
@@ -159,42 +52,6 @@ def preflight_linux(snapshot: Snapshot) -> None:
     layers = decide_layers(snapshot, cache)
     plan = plan_for(snapshot)
     inner_config(plan, snapshot, layers, program_loaders(snapshot))
-
-
-def watch_receivers() -> int:
-    """How many receiver threads the exec watch runs (LNK_EXEC_WATCH_RECEIVERS, for
-    benchmarks/exec_watch.py; the default is what measured best there). The tests also
-    run the pure-Python watch, the fallback where nothing compiled it, with
-    LNK_EXEC_WATCH=python."""
-    text = os.environ.get("LNK_EXEC_WATCH_RECEIVERS", "")
-    from .watch import RECEIVERS
-
-    return int(text) if text.isdigit() and 0 < int(text) <= 64 else RECEIVERS
-
-
-def exec_watch_factory(snapshot: Snapshot, loaders: dict[str, str | None], layers: Layers,
-                       events: EventLog, judge: Judge | None, *, learn: bool
-                       ) -> Callable[[int], ExecWatch]:
-    """What makes the exec watch when the inner hands its listener over: the watch (and
-    ctypes) load only for a run that is watched. `judge`: the caller's (learn's), or one
-    made from the program list."""
-
-    def watch_factory(listener: int) -> ExecWatch:
-        from inner.syscalls import number
-
-        from .watch import ExecWatch, Judge
-
-        nonlocal judge
-        if judge is None:
-            judge = Judge(allowed_files(snapshot, loaders),
-                          listed=frozenset(p.target for p in snapshot.programs or ()))
-        judge.record = learn
-        numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
-        return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
-                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
-                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
-
-    return watch_factory
 
 
 def launch_and_supervise(

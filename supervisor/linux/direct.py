@@ -96,7 +96,7 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
                   file_op: FileOp | None = None) -> Outcome:
     """One run without namespaces, as backend.launch_and_supervise runs one with bwrap
     (the same arguments; `decide` has no proxy to serve here, which judge refuses)."""
-    from .backend import (
+    from .prepare import (
         RunMounts,
         decide_layers,
         exec_watch_factory,
@@ -184,7 +184,7 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
 
 def preflight_direct(snapshot: Snapshot, cache: CheckCache) -> None:
     """What a launch without namespaces checks before starting anything (preflight)."""
-    from .backend import RunMounts, decide_layers, plan_for, program_loaders
+    from .prepare import RunMounts, decide_layers, plan_for, program_loaders
 
     layers = decide_layers(snapshot, cache)
     cgroups = RunCgroups.open(this_token(), snapshot.run_limits())
