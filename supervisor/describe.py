@@ -17,7 +17,7 @@ from .limits import describe as describe_limits
 if TYPE_CHECKING:
     from .view import View
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,20 @@ class Description:
     git_identity: str | None
     caches: list[Described]
     unwalked: list[Described]
+    # None: the sandbox has namespaces of its own; else it runs without them
+    # (nonamespace.py), and each line says what holds, narrower or not at all
+    namespaces: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def without_namespaces(snapshot: Snapshot) -> list[str] | None:
+    """What holds of `snapshot` where the sandbox runs without namespaces (None where it
+    has them): the OS's backend knows (Linux where no user namespace can be made)."""
+    from .platform.backends import without_namespaces as lines
+
+    return lines(snapshot)
 
 
 def describe(snapshot: Snapshot) -> Description:
@@ -112,6 +123,7 @@ def describe(snapshot: Snapshot) -> Description:
         caches=[Described(c.name, c.store, f"{c.key}: seen at {c.path}")
                 for c in snapshot.caches],
         unwalked=_unwalked(view),
+        namespaces=without_namespaces(snapshot),
     )
 
 
@@ -252,6 +264,9 @@ def render(description: Description) -> str:
         lines.append(f"environment set: {name}={value}")
     if d.agent:
         lines.append(f"agent: {d.agent} (its own folder writable; other agents' hidden)")
+    if d.namespaces is not None:
+        lines.append("without namespaces (none can be made here, or LNK_NAMESPACES=off):")
+        lines.extend(f"  {line}" for line in d.namespaces)
     if d.session:
         lines.append(f"session: {d.session}")
     return "\n".join(lines) + "\n"

@@ -147,6 +147,8 @@ def judge(snapshot: Snapshot, facts: Facts) -> Judgement:
             f"no unix socket can be made (Landlock ABI {facts.landlock_abi} < "
             f"{UNIX_SOCKETS_ABI}): a path socket anywhere on the machine would be "
             "reachable otherwise; connected socket pairs still work")
+    narrower.append("ipc isolation: no System V IPC, POSIX message queue or /dev/shm at "
+                    "all (refused rather than shared with the machine)")
     if settings.network_mode == "none":
         narrower.append("network none: no socket but unix ones can be made (no loopback "
                         "of the sandbox's own without a network namespace)")
@@ -163,8 +165,6 @@ def lost(facts: Facts) -> list[str]:
             if facts.landlock_abi >= SCOPES_ABI else
             f"; signals reach every process of this user (Landlock ABI "
             f"{facts.landlock_abi} has no signal scope, which ABI {SCOPES_ABI} adds)"),
-        "ipc isolation: no System V IPC, POSIX message queue or /dev/shm at all (refused "
-        "rather than shared with the machine)",
         "a process the sandbox moved out of its process group that outlives a killed "
         "lnk-sandbox is not ended, unless a cgroup of the run's own could be made",
     ]

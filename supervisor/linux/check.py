@@ -30,6 +30,7 @@ from ..netpolicy import UNIX_SOCKETS_ABI
 
 if TYPE_CHECKING:
     from ..grants import Snapshot
+    from ..policy import Context
 
 
 @dataclass
@@ -48,6 +49,9 @@ class Machine:
     landlock_abi: int = 0
     listener_taken: bool = False  # another seccomp listener holds this process
     exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
+    # "namespaces" (bwrap), or "none" where no user namespace can be made, or "off"
+    # where LNK_NAMESPACES=off asks: the run without namespaces (direct.py)
+    namespaces: str = "namespaces"
 
 
 def probe_machine(lnk_home: str) -> Machine:
@@ -69,6 +73,12 @@ def probe_machine(lnk_home: str) -> Machine:
             if info.bind_fd:
                 cache.record("bwrap", info._asdict())
     machine.user_namespaces = probes.user_namespaces()
+    if machine.user_namespaces:
+        cache.record("user_namespaces", True)
+    from ..nonamespace import forced_off
+
+    machine.namespaces = "off" if forced_off(os.environ) else (
+        "namespaces" if machine.user_namespaces else "none")
     machine.seccomp_listener = probes.listener()
     machine.addfd_send = probes.addfd_send()
     machine.memfd_noexec_seal = probes.memfd_noexec_seal()
@@ -123,12 +133,19 @@ def watch_layer(machine: Machine) -> str:
 
 
 def check_linux(spec_path: str | None) -> Report:
-    """Probe the machine and judge the spec's effective policy against it."""
+    """Probe the machine and judge the spec's effective policy against it (with bwrap:
+    check_direct.check_here chooses between this and the run without namespaces)."""
     from ..policy import Context
-    from ..stages import snapshot_for
 
     context = Context.current()
-    machine = probe_machine(context.lnk_home)
+    return judge_linux(probe_machine(context.lnk_home), spec_path, context)
+
+
+def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Report:
+    """The spec's effective policy judged against `machine`, with bwrap (where the
+    sandbox runs without namespaces, check_direct.py judges it)."""
+    from ..stages import snapshot_for
+
     report = Report(machine, spec_path or "<default spec>", can_launch=True)
     if not machine.bwrap_path:
         report.problems.append("bubblewrap is not installed (apt-get install bubblewrap)")
@@ -217,10 +234,13 @@ def _memory_on_v1() -> bool:
     return any(h.version == 1 and "memory" in h.controllers for h in hierarchies())
 
 
-def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
+def limit_layers(snapshot: Snapshot, problems: list[str], *, direct: bool = False
+                 ) -> list[str]:
     """How each of the run's limits holds here: by a cgroup of the run's own (probed by
     making one, as a start does), by setrlimit, by a tmpfs size, or not at all. A limit
-    the spec sets and nothing here holds is a problem: the launch refuses it."""
+    the spec sets and nothing here holds is a problem: the launch refuses it. `direct`:
+    without namespaces (no tmpfs of the run's own, no user namespace counting its
+    processes), whose refusals nonamespace.judge says."""
     from ..limits import describe
     from .cgroups import RunCgroups
     from .runs import this_token
@@ -239,15 +259,25 @@ def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
         "open files per process": "RLIMIT_NOFILE", "CPU time per process": "RLIMIT_CPU",
         "wall-clock time of the run": "the supervisor, which kills the whole run (124)",
     }
+    if direct:
+        how["/tmp"] = ("not held: without namespaces /tmp is a folder on disk (TMPDIR), "
+                       "which has no size")
+        how["/dev/shm"] = "none at all: without namespaces /dev/shm is closed"
+        if not held.pids:
+            how["processes"] = ("not held: run by root, RLIMIT_NPROC does not count "
+                                "root's processes, and no cgroup may be made here"
+                                if os.geteuid() == 0 else
+                                "RLIMIT_NPROC, counted over all of this user's processes "
+                                "without a user namespace of the sandbox's own")
     lines = []
     for line in describe(limits):
         what, _, value = line.partition(": ")
         way = how[what]
         if value == "no limit":
             lines.append(f"limit: {what}: no limit")
-        elif way.startswith("not held"):
+        elif way.startswith(("not held", "none at all")):
             lines.append(f"limit: {what} {value}: {way}")
-            if what in limits.written:
+            if what in limits.written and not direct:
                 problems.append(f"limits.{what} is set, and {way.removeprefix('not held: ')}")
         else:
             lines.append(f"limit: {what} {value}, by {way}")
@@ -266,7 +296,9 @@ def render_linux(report: Report) -> str:
         f"machine: {m.os} {m.kernel}",
         f"  bubblewrap          {m.bwrap_version or 'missing'}"
         + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
-        f"  user namespaces     {yes[m.user_namespaces]}",
+        f"  user namespaces     {yes[m.user_namespaces]}" + {
+            "namespaces": "", "none": ": the sandbox runs without namespaces",
+            "off": " (LNK_NAMESPACES=off: the sandbox runs without them)"}[m.namespaces],
         f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)"
         + (", but another listener holds this process" if m.listener_taken else ""),
         f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",

@@ -182,6 +182,22 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
                 keeper.close()
 
 
+def describe_lines(snapshot: Snapshot) -> list[str] | None:
+    """What the question asked says of a run without namespaces (None: with them):
+    what refuses the launch, what is narrower, what does not hold."""
+    cache = CheckCache(snapshot.lnk_home)
+    if not without_namespaces(cache):
+        return None
+    cgroups = RunCgroups.open(this_token(), snapshot.run_limits())
+    try:
+        judgement = judge(snapshot, facts(snapshot, cache, cgroups))
+    finally:
+        cgroups.end()
+    return ([f"refused: {r.key}: {r.what}" for r in judgement.refused]
+            + [f"narrower: {line}" for line in judgement.narrower]
+            + [f"does not hold: {line}" for line in judgement.lost])
+
+
 def preflight_direct(snapshot: Snapshot, cache: CheckCache) -> None:
     """What a launch without namespaces checks before starting anything (preflight)."""
     from .prepare import RunMounts, decide_layers, plan_for, program_loaders

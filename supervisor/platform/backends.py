@@ -56,6 +56,17 @@ def preflight(snapshot: Snapshot) -> None:
     preflight_linux(snapshot)
 
 
+def without_namespaces(snapshot: Snapshot) -> list[str] | None:
+    """What holds of `snapshot` where this OS's sandbox would run without namespaces
+    (Linux, where none can be made: linux/direct.py); None where it has them (and on
+    macOS, which has no namespaces to lose)."""
+    if is_macos():
+        return None
+    from ..linux.direct import describe_lines
+
+    return describe_lines(snapshot)
+
+
 def check(spec_path: str | None) -> Report:
     """Probe this machine and judge the spec against it. On a Mac the Mac is asked: no
     Linux interface is touched there."""
@@ -63,9 +74,9 @@ def check(spec_path: str | None) -> Report:
         from ..macos.check import check_macos
 
         return check_macos(spec_path)
-    from ..linux.check import check_linux
+    from ..linux.check_direct import check_here
 
-    return check_linux(spec_path)
+    return check_here(spec_path)
 
 
 def render_check(report: Report) -> str:
