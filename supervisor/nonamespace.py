@@ -105,6 +105,14 @@ def judge(snapshot: Snapshot, facts: Facts) -> Judgement:
             "a private cache is a folder shown at another path, which needs a mount",
             "files.caches", "grant a folder of your own with files.write and point the "
             "tool at it (npm_config_cache, PIP_CACHE_DIR), or remove files.caches"))
+    committed = [g.name for g in snapshot.grants if g.commit and not g.dot_files_writable]
+    if committed:
+        refused.append(Refusal(
+            "committing makes files at the top of .git (index.lock, COMMIT_EDITMSG), and "
+            "without mounts the files held read-only there keep anything from being made "
+            "at its top", "files.commit",
+            f'list the folder in files.write_dot_files (.git then is the sandbox\'s to '
+            f'write whole: {", ".join(committed)}), or remove files.commit'))
     settings = snapshot.settings
     network = snapshot.network
     if settings.network_mode == "proxy":
@@ -199,6 +207,9 @@ PROMISES: tuple[Promise, ...] = (
             "holds narrower",
             "the written folder keeps read rights, each other entry the grant's: nothing "
             "can be made, removed or renamed at its top; files.write_dot_files opens it"),
+    Promise("committing (files.commit)", "refused",
+            "git makes files at the top of .git, where held paths forbid making any; "
+            "files.write_dot_files opens .git whole"),
     Promise("a fresh /tmp", "holds narrower",
             "TMPDIR names a private folder of the run's; /tmp itself is closed"),
     Promise("private caches (files.caches)", "refused",

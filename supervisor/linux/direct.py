@@ -53,7 +53,7 @@ from .confine import Layers, rlimits
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
 from .keeper import Keeper
 from .launch import Launched
-from .plan import SYSTEM_FOLDERS
+from .plan import SYSTEM_FOLDERS, LaunchPlan
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
@@ -143,6 +143,7 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
             plan = plan_for(snapshot, RunMounts(cwd=cwd), view=view)
             for note in plan.notes:
                 say(note)
+            check_sources(plan)
             if os.geteuid() == 0:
                 shown.update(dict.fromkeys(root_only("/etc"), NONE))
             loaders = program_loaders(snapshot)
@@ -291,6 +292,26 @@ def _private_tmp(snapshot: Snapshot) -> Iterator[str | None]:
         if base_again is not None:
             with base_again:
                 base_again.remove_tree(name)
+
+
+def check_sources(plan: LaunchPlan) -> None:
+    """Every path the plan shows as itself found there now, no link on the way (as
+    bwrap's sources are pinned: pinning.py), a missing dot file excepted (held by
+    rights without mounts). The inner then opens each without following a link, and
+    one changed since is in no rule: fail closed."""
+    from .pinning import pin
+
+    held = {wanted.path for wanted in plan.holds}
+    for op in plan.ops:
+        if op.kind not in ("ro-bind", "bind") or op.source != op.dest or op.source is None:
+            continue
+        try:
+            os.close(pin(op.source).fd)
+        except FileNotFoundError:
+            if op.dest in held:
+                continue
+            raise LaunchError(f"{op.source} ({op.reason}) no longer exists",
+                              hint="create it again, or mark the grant optional") from None
 
 
 def root_only(top: str, bound: int = ETC_BOUND) -> list[str]:

@@ -217,13 +217,15 @@ def landlock_config(plan: LaunchPlan, snapshot: Snapshot, loaders: dict[str, str
     extra = {**shown, **run_paths(tmp=tmp, terminals=terminals)}
     if tmp is not None and snapshot.programs is None:
         extra[tmp] = frozenset((*WRITE, "execute"))
-    rules, listed = complement(desired(plan, snapshot, extra=extra), listing)
+    rules, _ = complement(desired(plan, snapshot, extra=extra), listing)
     rules += program_rules(plan, snapshot, loaders)
     if abi >= UNIX_SOCKETS_ABI:
         rules += [(s.target, ["resolve_unix"]) for s in snapshot.network.sockets()
                   if s.target]
+    # Every path is optional: the grants' own were found there, no link on the way, just
+    # before the spawn (direct.py); one gone since, or a link now, is in no rule.
     return {"abi": abi, "required": True, "rules": rules, "closed": {},
-            "optional": listed, "nofollow": True,
+            "optional": sorted({path for path, _ in rules}), "nofollow": True,
             "net": snapshot.settings.network_mode == "none"}
 
 
