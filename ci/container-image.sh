@@ -1,6 +1,7 @@
 #!/bin/sh
 # The image tests/integration/test_container.py runs lnk-sandbox in: a Debian 12 root
-# made with debootstrap (minbase, with python3, python3-venv, git and procps) and a user
+# made with debootstrap (minbase, with python3, python3-venv, git, procps, bubblewrap as
+# the README asks, make and gcc for its build recipe) and a user
 # of its own, imported with `docker import`, as a new user of an unprivileged container
 # makes one offline. Made once, cached in LNK_DOCKER_CACHE (default /var/cache/lnk-docker,
 # never the repository), and made again only when RECIPE changes.
@@ -13,8 +14,8 @@ CACHE=${LNK_DOCKER_CACHE:-/var/cache/lnk-docker}
 MIRROR=${LNK_DOCKER_MIRROR:-http://deb.debian.org/debian}
 DOCKER=${LNK_DOCKER:-/usr/bin/docker}
 # Bump when the recipe changes: the root and the image are made again.
-RECIPE=1
-PACKAGES=python3,python3-venv,git,procps
+RECIPE=2
+PACKAGES=python3,python3-venv,git,procps,bubblewrap,make,gcc,libc6-dev
 TAG=lnk-sandbox-test:bookworm-$RECIPE
 ROOTFS=$CACHE/rootfs
 

@@ -21,6 +21,7 @@ from support.sandbox import LNK, Sandbox
 pytestmark = [pytest.mark.requires_landlock(abi=6), pytest.mark.requires_seccomp_notify,
               pytest.mark.kernel_matrix]
 OFF = {"LNK_NAMESPACES": "off"}
+WRITE_TOP = '[files]\nwrite = ["."]\nwrite_dot_files = ["."]\n'
 
 
 def git(box: Sandbox, *args: str) -> subprocess.CompletedProcess[str]:
@@ -139,7 +140,8 @@ def test_other_processes_are_not_reached(sandbox: Sandbox) -> None:
         sandbox.probe("read", f"/proc/{other.pid}/environ", env=OFF).expect(errno.EACCES)
         sandbox.probe("read", f"/proc/{other.pid}/cmdline", env=OFF).expect(0)  # seen
         # kill(pid, SIGTERM): Landlock's signal scope.
-        sandbox.probe("syscall", "62", str(other.pid), "15", env=OFF).expect(errno.EPERM)
+        killed = sandbox.probe("syscall", "62", str(other.pid), "15", env=OFF)
+        assert "RESULT errno=1" in killed.expect(errno.EPERM).stdout
         assert other.poll() is None
     finally:
         other.kill()
@@ -168,10 +170,14 @@ def test_root_is_held_to_what_an_unprivileged_user_reads_and_writes(
     private.chmod(0o600)
     assert private.read_text()  # the control: root reads it outside
     box.probe("read", str(private), env=OFF).expect(errno.EACCES)
-    # chown needs CAP_CHOWN; mknod of a device CAP_MKNOD.
-    mine = box.project / "sub"
-    mine.mkdir()
-    box.probe("syscall", "92", str(mine), "65534", "65534", env=OFF).expect(errno.EPERM)
+    # chown needs CAP_CHOWN; mknod of a device CAP_MKNOD (root does both outside).
+    (box.project / "sub").mkdir()
+    done = box.run("sh", "-c", "chown 65534 sub; mknod sub/disk b 8 0", spec=WRITE_TOP,
+                   env=OFF)
+    assert "chown: changing ownership of 'sub': Operation not permitted" in done.stderr
+    assert "mknod: sub/disk: Operation not permitted" in done.stderr
+    assert not (box.project / "sub" / "disk").exists()
+    assert (box.project / "sub").stat().st_uid == 0
 
 
 def test_a_refused_promise_refuses_the_launch(sandbox: Sandbox) -> None:
