@@ -52,6 +52,7 @@ class Machine:
     # "namespaces" (bwrap), or "none" where no user namespace can be made, or "off"
     # where LNK_NAMESPACES=off asks: the run without namespaces (direct.py)
     namespaces: str = "namespaces"
+    watch_reads: bool = True  # the watch can read a program's path (process_vm_readv)
 
 
 def probe_machine(lnk_home: str) -> Machine:
@@ -85,11 +86,14 @@ def probe_machine(lnk_home: str) -> Machine:
     machine.landlock_abi = probes.landlock_abi()
     machine.listener_taken = machine.seccomp_listener and not probes.listener_free()
     machine.exec_watch = _exec_watch(machine.seccomp_listener and not machine.listener_taken)
+    machine.watch_reads = probes.memory_readable()
     if machine.landlock_abi:
         cache.record("landlock_abi", machine.landlock_abi)
+    if machine.watch_reads:
+        cache.record("watch_reads", True)
     if machine.seccomp_listener:
         cache.record("seccomp_listener", True)  # the passes a start looks for, as it keeps them
-        if machine.addfd_send and machine.memfd_noexec_seal:
+        if machine.addfd_send and machine.memfd_noexec_seal and machine.watch_reads:
             cache.record("sealed_memfd", True)
     return machine
 
@@ -111,6 +115,8 @@ def memory_files(machine: Machine) -> str:
     the same choice from the same probes)."""
     listener = machine.seccomp_listener and not machine.listener_taken
     missing = [name for name, there in (("a seccomp listener of its own", listener),
+                                        ("reading the caller's memory (process_vm_readv)",
+                                         machine.watch_reads),
                                         ("ADDFD_FLAG_SEND", machine.addfd_send),
                                         ("MFD_NOEXEC_SEAL (Linux 6.3)",
                                          machine.memfd_noexec_seal)) if not there]
@@ -129,6 +135,10 @@ def watch_layer(machine: Machine) -> str:
         return f"exec watch: none ({why}): refused programs go unnamed"
     kind = ("compiled (C, built by setup.py)" if machine.exec_watch == "compiled" else
             "Python (the compiled part was not built, or LNK_EXEC_WATCH=python)")
+    if not machine.watch_reads:
+        return (f"exec watch: {kind}, but it cannot read a program's path here "
+                "(process_vm_readv is refused: Docker's default seccomp profile does, "
+                "without CAP_SYS_PTRACE): refused programs go unnamed, and learn is refused")
     return f"exec watch: {kind}: names every program the list refuses"
 
 
@@ -304,7 +314,9 @@ def render_linux(report: Report) -> str:
         f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",
         f"  MFD_NOEXEC_SEAL     {yes[m.memfd_noexec_seal]}",
         f"  Landlock            {'ABI ' + str(m.landlock_abi) if m.landlock_abi else 'none'}",
-        f"  exec watch          {m.exec_watch}",
+        f"  exec watch          {m.exec_watch}"
+        + ("" if m.watch_reads else " (cannot read a program's path: process_vm_readv "
+           "refused)"),
         *spec_lines(report),
     ]
     return "\n".join(lines) + "\n"

@@ -47,7 +47,7 @@ from ..signal_forwarding import FORWARDED
 from ..terminal import foreground_terminal, give_terminal
 from ..view import view_for
 from .bwrap import inner_boot
-from .capabilities import landlock_abi
+from .capabilities import landlock_abi, watch_reads
 from .cgroups import RunCgroups
 from .confine import Layers, rlimits
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
@@ -125,6 +125,9 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
             if refusal is not None:
                 raise refusal
             say(FORCED if forced_off(os.environ) else ANNOUNCEMENT)
+            if snapshot.programs is not None and layers.listener and not watch_reads(cache):
+                say("the exec watch cannot read a program's path here (process_vm_readv is "
+                    "refused): refused programs go unnamed; the list still holds")
             for note in judgement.narrower:
                 say(note)
             events = EventLog(open_report(report) if report else None)

@@ -17,7 +17,7 @@ from ..events import EventLog
 from ..grants import Snapshot
 from ..installation import inner_source, interpreter
 from ..view import View, view_for
-from .capabilities import landlock_abi, watch_support
+from .capabilities import landlock_abi, watch_reads, watch_support
 from .confine import Layers
 from .elf import interpreter_of
 from .placement import place
@@ -104,6 +104,12 @@ def decide_layers(snapshot: Snapshot, cache: CheckCache, *, learn: bool = False)
         raise ConfinementError(
             "learn needs a seccomp listener (Linux 5.19+), which this kernel lacks",
             hint="`lnk sandbox check` says what this machine offers")
+    if learn and not watch_reads(cache):
+        raise ConfinementError(
+            "learn reads each program's path from the process that runs it "
+            "(process_vm_readv), which this machine refuses (Docker's default seccomp "
+            "profile does, without CAP_SYS_PTRACE)",
+            hint="run the container with --cap-add SYS_PTRACE, or learn outside it")
     memfd = "allow"
     if snapshot.programs is not None:
         memfd = "notify" if listener and sealed else "enosys"
