@@ -7,7 +7,6 @@ import os
 from typing import TYPE_CHECKING
 
 from ..check import (
-    GAP_DISK,
     GAP_LOADER,
     GAP_PRELOAD,
     GAP_SHARED_COUNTS,
@@ -20,6 +19,10 @@ from ..nonamespace import SCOPES_ABI, UNIX_SOCKETS_ABI, Facts, judge
 if TYPE_CHECKING:
     from ..policy import Context
     from .check import Machine
+
+GAP_DISK_DIRECT = (
+    "a write grant's file system, and the one holding the run's TMPDIR folder, can be "
+    "filled (no quota is set, and without namespaces there is no tmpfs of the run's own)")
 
 
 def check_here(spec_path: str | None) -> Report:
@@ -86,7 +89,7 @@ def check_direct(machine: Machine, report: Report, spec_path: str | None,
     report.layers += _network(snapshot.settings.network_mode, abi)
     report.layers += [f"narrower: {line}" for line in judgement.narrower]
     report.exposed = exposed_credentials(snapshot)
-    report.gaps += [GAP_LOADER, GAP_PRELOAD, GAP_DISK, GAP_SHARED_COUNTS]
+    report.gaps += [GAP_LOADER, GAP_PRELOAD, GAP_DISK_DIRECT, GAP_SHARED_COUNTS]
     report.gaps += [f"without namespaces: {line}" for line in judgement.lost]
     if snapshot.written():
         from ..home_places import relative_gaps

@@ -18,8 +18,7 @@ import pytest
 from support.processes import alive, wait_gone
 from support.sandbox import LNK, Sandbox
 
-pytestmark = [pytest.mark.requires_landlock(abi=6), pytest.mark.requires_seccomp_notify,
-              pytest.mark.kernel_matrix]
+pytestmark = [pytest.mark.requires_landlock(abi=6), pytest.mark.requires_seccomp_notify]
 OFF = {"LNK_NAMESPACES": "off"}
 WRITE_TOP = '[files]\nwrite = ["."]\nwrite_dot_files = ["."]\n'
 
