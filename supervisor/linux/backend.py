@@ -14,7 +14,7 @@ from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..run_types import Ended, FileOp
 from ..view import view_for
-from .capabilities import bwrap_info
+from .capabilities import bwrap_info, without_namespaces
 from .cgroups import RunCgroups
 from .confine import inner_config
 from .gitrun import GitRun
@@ -43,9 +43,9 @@ if TYPE_CHECKING:
 def preflight_linux(snapshot: Snapshot) -> None:
     """Everything a launch checks before starting bwrap, without starting it."""
     cache = CheckCache(snapshot.lnk_home)
-    from .direct import preflight_direct, without_namespaces
-
     if without_namespaces(cache):
+        from .direct import preflight_direct
+
         preflight_direct(snapshot, cache)
         return
     bwrap_info(cache)
@@ -73,9 +73,9 @@ def launch_and_supervise(
     running `argv` (inner/fileop.py)."""
     # Where no user namespace can be made, no bwrap: the run without namespaces
     # (direct.py; nonamespace.py says what holds there, and refuses what cannot).
-    from .direct import launch_direct, without_namespaces
-
     if without_namespaces(CheckCache(snapshot.lnk_home)):
+        from .direct import launch_direct
+
         return launch_direct(snapshot, argv, report=report, learn=learn, judge_=judge,
                              decide=decide, timeout=timeout, cwd=cwd, tmp=tmp,
                              file_op=file_op)

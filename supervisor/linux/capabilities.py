@@ -73,3 +73,23 @@ def watch_reads(cache: CheckCache) -> bool:
         cache.record("watch_reads", True)
         return True
     return False
+
+
+def without_namespaces(cache: CheckCache) -> bool:
+    """Whether a launch runs without namespaces (direct.py): LNK_NAMESPACES=off, or no
+    user namespace can be made here (probed in a child, a pass kept for the boot, so a
+    machine that has them pays for the probe once)."""
+    import os
+
+    from ..nonamespace import forced_off
+
+    if forced_off(os.environ):
+        return True
+    if cache.get("user_namespaces") is True:
+        return False
+    from . import probes
+
+    if probes.user_namespaces():
+        cache.record("user_namespaces", True)
+        return False
+    return True

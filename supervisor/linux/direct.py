@@ -39,7 +39,7 @@ from ..host_files import open_report
 from ..nonamespace import ANNOUNCEMENT, FORCED, Facts, forced_off, judge
 from ..run_types import FileOp
 from ..view import view_for
-from .capabilities import landlock_abi, watch_reads
+from .capabilities import landlock_abi, watch_reads, without_namespaces
 from .cgroups import RunCgroups
 from .confine import Layers, rlimits
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
@@ -59,21 +59,6 @@ if TYPE_CHECKING:
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 RUN = "run"
 ETC_BOUND = 8192  # entries of /etc walked for root-only files; past it, /etc is refused
-
-
-def without_namespaces(cache: CheckCache) -> bool:
-    """Whether this launch runs without namespaces: LNK_NAMESPACES=off, or no user
-    namespace can be made here (probed in a child, a pass kept for the boot)."""
-    if forced_off(os.environ):
-        return True
-    if cache.get("user_namespaces") is True:
-        return False
-    from . import probes
-
-    if probes.user_namespaces():
-        cache.record("user_namespaces", True)
-        return False
-    return True
 
 
 def facts(snapshot: Snapshot, cache: CheckCache, cgroups: RunCgroups | None) -> Facts:
