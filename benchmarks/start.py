@@ -7,11 +7,13 @@ ratios are printed, with the milliseconds: the machine's load moves the millisec
 much less the ratios of neighbouring runs. Bare bwrap gets the default spec's mounts in
 path form (but the placeholders, which it would make on the host) and runs /bin/true
 itself: what lnk-sandbox adds is the supervisor's start, resolving and pinning, the inner
-confiner's interpreter, and waiting for the status.
+confiner, and waiting for the status.
 
 The cases (issue 21 sets the goals printed beside them):
 
 - default: `lnk sandbox run -- /bin/true`, the embedded default spec;
+- python inner: the same with the Python inner (`LNK_INNER=python`), the fallback of the
+  compiled one where nothing compiled it (issue 29);
 - spec file: the same spec given as a file (`--spec`, allowed once before the rounds);
 - programs: a program list, `[commands] programs = ["true"]` (the exec watch runs);
 - proxy: proxy mode with an empty allow list (the network helper, its listeners);
@@ -170,7 +172,98 @@ def peers(workdir: str) -> dict[str, list[str]]:
     return found
 
 
-def user_folders(base: str) -> tuple[str, str]:
+# Run in a process of its own with a tree's code first on the path (this one's, or the
+# baseline's), as each start is: what a start of the default spec holds in `workdir`,
+# bwrap's binds, and one Placeholders.hold and release timed (the state left by the
+# process before is this one's, as a harness's runs follow each other).
+MEASURE_HOLDS = r'''
+import json, os, sys, time
+from supervisor.installation import inner_source, interpreter
+from supervisor.linux.placeholders import Placeholders
+from supervisor.linux.plan import SYSTEM_FOLDERS, HostLayout, build_plan
+from supervisor.stages import snapshot_for
+from supervisor.view import view_for
+
+workdir = sys.argv[1]
+os.chdir(workdir)
+before = set(json.loads(sys.argv[2]))
+snapshot = snapshot_for(None)
+python, prefix = interpreter()
+root_mode = os.geteuid() == 0
+layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
+view = view_for(snapshot, SYSTEM_FOLDERS)
+plan = build_plan(view, layout, root_mode=root_mode)
+binds = sum(op.kind in ("bind", "ro-bind") for op in plan.ops)
+from supervisor.linux.gitrun import GitRun
+git = GitRun.prepare(view)
+if git is not None:
+    binds += sum(op.kind in ("bind", "ro-bind") for op in git.ops)
+    git.close()
+placeholders = Placeholders(snapshot.lnk_home)
+c0, t0 = time.process_time(), time.perf_counter()
+held = placeholders.hold(list(plan.holds))
+t1 = time.perf_counter()
+during = sorted(os.listdir(workdir))
+t2 = time.perf_counter()
+held.release()
+t3, c3 = time.perf_counter(), time.process_time()
+print(json.dumps({
+    "holds": len(plan.holds), "binds": binds,
+    "made": [n for n in during if n not in before],
+    "stays": [n for n in os.listdir(workdir) if n not in before],
+    "hold": (t1 - t0) * 1000, "release": (t3 - t2) * 1000, "cpu": (c3 - c0) * 1000}))
+'''
+
+
+def placeholder_figures(base: str, trees: dict[str, Path], runs: int) -> None:
+    """Print, per tree, what the default spec's start holds in an empty folder and in a
+    repository: placeholders, bwrap's binds, the names made without a dot (and how many
+    are left after the run), and Placeholders.hold and release: the first start's, and
+    the medians of the `runs` starts after it, each a process of its own, the trees and
+    folders taking turns round by round as the start rounds do (the machine's load
+    moves them alike)."""
+    import json
+
+    cases = []
+    for label, tree in trees.items():
+        home = os.path.join(base, f"holds-home-{label.split()[0]}")
+        os.makedirs(home, exist_ok=True)
+        for shape in ("empty folder", "repository"):
+            folder = os.path.join(base, f"holds-{label.split()[0]}-{shape.split()[0]}")
+            os.makedirs(folder)
+            if shape == "repository":
+                git = ["git", "-C", folder, "-c", "user.name=b", "-c", "user.email=b@b.invalid"]
+                subprocess.run([*git, "init", "-q"], check=True)
+                Path(folder, "README").write_text("x\n")
+                subprocess.run([*git, "add", "README"], check=True)
+                subprocess.run([*git, "commit", "-qm", "x"], check=True)
+            cases.append((label, shape, tree, home, folder, json.dumps(os.listdir(folder))))
+    got: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for round_ in range(runs + 1):
+        turn = round_ % len(cases)
+        for label, shape, tree, home, folder, before in cases[turn:] + cases[:turn]:
+            done = subprocess.run([sys.executable, "-c", MEASURE_HOLDS, folder, before],
+                                  env=tree_env(tree, home), cwd=folder, capture_output=True,
+                                  text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"measuring {label}'s placeholders failed: {done.stderr}")
+            got.setdefault((label, shape), []).append(json.loads(done.stdout))
+    print(f"placeholders of the default spec, the first start then the median of {runs} "
+          "(Placeholders.hold and release in ms, wall and CPU):")
+    for (label, shape), rows in got.items():
+        first, rest = rows[0], rows[1:]
+        plain = [n for n in first["made"] if not n.startswith(".")]
+
+        def median(key: str, rows: list[dict[str, Any]] = rest) -> float:
+            return statistics.median(row[key] for row in rows)
+
+        print(f"  {label:<9} {shape:<13} {first['holds']:3d} held, {first['binds']:3d} binds; "
+              f"first {first['hold'] + first['release']:6.2f}; then hold {median('hold'):5.2f} "
+              f"+ release {median('release'):5.2f}, CPU {median('cpu'):5.2f}; without a dot: "
+              f"{' '.join(plain) or 'none'}; left after: {len(rest[-1]['stays'])}")
+
+
+def user_folders(base: str, prefix: str = "user") -> tuple[str, str]:
     """A working directory and a home owned by the test user (made if missing)."""
     import pwd
 
@@ -182,7 +275,7 @@ def user_folders(base: str) -> tuple[str, str]:
         entry = pwd.getpwnam(TEST_USER)
     os.chmod(base, 0o755)
     folders = []
-    for name in ("user-work", "user-home"):
+    for name in (f"{prefix}-work", f"{prefix}-home"):
         path = os.path.join(base, name)
         os.mkdir(path)
         os.chown(path, entry.pw_uid, entry.pw_gid)
@@ -198,11 +291,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--baseline", metavar="TREE", type=Path,
                         help="another source tree to time in the same rounds")
-    parser.add_argument("--only", help="the cases to time (comma-separated; bare always)")
+    parser.add_argument("--only", help="the cases to time (comma-separated; bare always); "
+                        "`placeholders` alone prints only what the starts hold")
+    parser.add_argument("--holds", type=int, default=30, metavar="N",
+                        help="starts back to back for the placeholders' figures")
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="lnk-bench-")
     try:
-        report(base, args.runs, args.baseline, args.only)
+        if args.only != "placeholders":
+            report(base, args.runs, args.baseline, args.only)
+        trees = {"this tree": ROOT}
+        if args.baseline is not None:
+            trees["baseline"] = args.baseline.resolve()
+        placeholder_figures(base, trees, args.holds)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -235,6 +336,8 @@ def report(base: str, runs: int, baseline: Path | None, only: str | None) -> Non
 
     commands["bare"] = process(bare_bwrap_args(workdir))
     commands["default"] = process([*run, "--", "/bin/true"])
+    commands["python inner"] = process([*run, "--", "/bin/true"],
+                                       environ={**env, "LNK_INNER": "python"})
     commands["spec file"] = process([*run, "--yes", "--spec", specs["default"], "--",
                                      "/bin/true"])
     commands["programs"] = process([*run, "--yes", "--spec", specs["programs"], "--",
@@ -253,16 +356,25 @@ def report(base: str, runs: int, baseline: Path | None, only: str | None) -> Non
         commands["user"] = process([*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
                                    user_env)
     if baseline is not None:
-        old_env = tree_env(baseline.resolve(), home)
-        commands["baseline default"] = process([*run, "--", "/bin/true"], environ=old_env)
+        # A folder and a $LNK_HOME of its own: each tree's placeholders are its own (one
+        # tree's left for its next run would be the other's to bind, or to remove).
+        old_work, old_home = os.path.join(base, "baseline-work"), os.path.join(base,
+                                                                               "baseline-home")
+        os.mkdir(old_work)
+        os.mkdir(old_home)
+        for name in (".git", ".vscode", ".idea", ".husky"):
+            os.mkdir(os.path.join(old_work, name))
+        old_env = tree_env(baseline.resolve(), old_home)
+        commands["baseline default"] = process([*run, "--", "/bin/true"], old_work, old_env)
         for name in ("spec file", "programs", "proxy"):
             spec = specs["default" if name == "spec file" else name]
             commands[f"baseline {name}"] = process(
-                [*run, "--yes", "--spec", spec, "--", "/bin/true"], environ=old_env)
+                [*run, "--yes", "--spec", spec, "--", "/bin/true"], old_work, old_env)
         if "user" in commands:
+            old_user_work, old_user_home = user_folders(base, "baseline-user")
             commands["baseline user"] = process(
-                [*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
-                tree_env(baseline.resolve(), user_home))
+                [*AS_TEST_USER, *run, "--", "/bin/true"], old_user_work,
+                tree_env(baseline.resolve(), old_user_home))
     for name, command in peers(workdir).items():
         commands[name] = process(command)
     if only is not None:

@@ -33,9 +33,12 @@ want bwrap bubblewrap
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
 # Root mode changes its credentials with setpriv.
 want setpriv util-linux
-# A C compiler and Python's headers build the exec watch's compiled hot path (setup.py);
-# without them the pure-Python watch is used.
+# A C compiler and Python's headers build the exec watch's compiled hot path, and the C
+# library's static archive (libc6-dev) the inner confiner, a static program (setup.py);
+# without them the pure-Python watch and the Python inner are used.
 want gcc gcc
+dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q "ok installed" \
+    || need="$need libc6-dev"
 [ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
     || need="$need python3-dev"
 if [ "$for_tests" = 1 ]; then

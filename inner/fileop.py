@@ -26,8 +26,9 @@ import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
+    from .config import FileOp
     from .protocol import Channel
 
 CHUNK = 1 << 20
@@ -80,18 +81,18 @@ def write(path: str) -> None:
         os.close(fd)
 
 
-def perform(operation: dict[str, Any], status: Channel) -> NoReturn:
-    """Do `operation` ({"op": "read" or "write", "path", "limit"}); exit 0, or report the
-    errno on the status socket and exit as a failed execve would (127 for a missing
-    path, 126 otherwise)."""
-    path = operation["path"]
+def perform(operation: FileOp, status: Channel) -> NoReturn:
+    """Do `operation` (read or write `path`, a read holding at most `limit` bytes); exit
+    0, or report the errno on the status socket and exit as a failed execve would (127
+    for a missing path, 126 otherwise)."""
+    path = operation.path
     try:
-        if operation["op"] == "read":
-            read(path, operation.get("limit"))
-        elif operation["op"] == "write":
+        if operation.op == "read":
+            read(path, operation.limit)
+        elif operation.op == "write":
             write(path)
         else:
-            raise OSError(errno.EINVAL, f"no file operation {operation['op']!r}")
+            raise OSError(errno.EINVAL, f"no file operation {operation.op!r}")
     except OSError as err:
         code = err.errno or errno.EIO
         status.send_exec_failure(code, path)

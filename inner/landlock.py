@@ -44,9 +44,10 @@ Facts (checked on Linux 6.18, ABI 7; see shared/reference/linux-kernel-interface
   without a rule can be walked through to a granted one below it, and stat() is never
   refused. READ_DIR on a folder is inherited by every folder below it, like every right.
 
-The network rights are handled only where the caller asks (`net`: a launch without a
-network namespace, whose "none" mode has no loopback of its own to keep open): inside
-bwrap they would close the program's own loopback and the proxy. Which paths get which
+The network rights are handled only where the supervisor's table asks (abi_table's
+`net`: a launch without a network namespace, whose "none" mode has no loopback of its
+own to keep open): inside bwrap they would close the program's own loopback and the
+proxy. Which paths get which
 rights is the supervisor's decision; this module only speaks to the kernel. It imports
 nothing but the standard library and ctypes and does nothing at import time.
 """
@@ -62,7 +63,7 @@ from . import syscalls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Mapping
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
 _SYS_CREATE_RULESET = 444
 _SYS_ADD_RULE = 445
@@ -219,12 +220,39 @@ def handled_net(abi: int, *, net: bool) -> int:
     return NET_BIND_TCP | NET_CONNECT_TCP if net and abi >= NET_ABI else 0
 
 
-def _create_ruleset(abi: int, *, scopes: bool, net: bool = False) -> int:
-    attr = _RulesetAttr(handled_access_fs=handled_fs(abi),
-                        handled_access_net=handled_net(abi, net=net),
-                        scoped=scoped(abi, scopes=scopes))
+def abi_table(*, scopes: bool = True, net: bool = False
+              ) -> tuple[tuple[int, int, int, int], ...]:
+    """What each ABI from 1 on asks of a ruleset: (the filesystem rights handled, the
+    network rights handled, the scopes set, the size of landlock_ruleset_attr); an ABI
+    past the last is the last. `net`: the TCP rights handled from ABI 4 on (a launch
+    without a network namespace, whose "none" mode has no loopback of its own).
+
+    The supervisor hands this table to the inner with the rules (inner/config.py), so
+    that the compiled inner and this one apply the same rights, from one place."""
+    last = max(*FS_RIGHTS_ABI.values(), SCOPES_ABI)
+    return tuple((handled_fs(abi), handled_net(abi, net=net), scoped(abi, scopes=scopes),
+                  ruleset_attr_size(abi)) for abi in range(1, last + 1))
+
+
+FILE_MASK = sum(FS_RIGHTS[name] for name in FILE_RIGHTS)
+"""The bits a rule on a file may hold."""
+
+
+def rights_mask(names: Iterable[str]) -> int:
+    """The bits for `names`, every one of them; an unknown name is a LandlockError
+    (EINVAL): the supervisor and the kernel's table disagree."""
+    return access_mask(names, abi=max(FS_RIGHTS_ABI.values()))
+
+
+def _create_ruleset(abi: int, *, scopes: bool) -> int:
+    return _create(abi_table(scopes=scopes), abi)
+
+
+def _create(table: Sequence[tuple[int, int, int, int]], abi: int) -> int:
+    handled, net, scopes, size = table[min(abi, len(table)) - 1]
+    attr = _RulesetAttr(handled_access_fs=handled, handled_access_net=net, scoped=scopes)
     fd, err = _call(_SYS_CREATE_RULESET, ctypes.c_void_p(ctypes.addressof(attr)),
-                    ctypes.c_size_t(ruleset_attr_size(abi)), ctypes.c_ulong(0))
+                    ctypes.c_size_t(size), ctypes.c_ulong(0))
     if fd < 0:
         raise _fail(err, f"create_ruleset(ABI {abi})")
     return fd
@@ -272,8 +300,9 @@ def _open_no_links(path: str) -> int:
         raise
 
 
-def _open_rule(path: str, names: list[str], abi: int,
-               optional: Collection[str], nofollow: bool = False) -> tuple[int, int] | None:
+def _open_rule(path: str, rights: int, handled: int, file_rights: int,
+               optional: Collection[str], *, nofollow: bool = False
+               ) -> tuple[int, int] | None:
     """(O_PATH fd, mask) for one rule, the fd the caller's; None when it grants nothing
     here (an optional path gone, no right this kernel or inode can hold). `nofollow`: no
     link followed on the way (_open_no_links)."""
@@ -285,15 +314,14 @@ def _open_rule(path: str, names: list[str], abi: int,
         fd = _open_no_links(path) if nofollow else os.open(path, os.O_PATH | os.O_CLOEXEC
                                                            | follow)
     except OSError as err:
-        if err.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
-            if path in optional:
-                return None  # gone, or a link now on its way: in no rule (fail closed)
-            if err.errno == errno.ELOOP:
-                raise _fail(err.errno, "open(O_PATH), no link followed", path) from None
+        code = err.errno or errno.EIO
+        if code in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP) and path in optional:
+            return None  # gone, or a link now on its way: in no rule (fail closed)
+        if code in (errno.ENOENT, errno.ENOTDIR):
             raise LandlockMissingPath(
-                err.errno, f"landlock rule path: {os.strerror(err.errno)}",
-                path) from None
-        raise _fail(err.errno or errno.EIO, "open(O_PATH)", path) from None
+                code, f"landlock rule path: {os.strerror(code)}", path) from None
+        raise _fail(code, "open(O_PATH), no link followed" if nofollow else "open(O_PATH)",
+                    path) from None
     try:
         mode = os.fstat(fd).st_mode
     except OSError as err:
@@ -302,8 +330,9 @@ def _open_rule(path: str, names: list[str], abi: int,
     if stat.S_ISLNK(mode):
         os.close(fd)
         return None  # a listed entry made a link since: in no rule
-    directory = stat.S_ISDIR(mode)
-    mask = access_mask(names, abi=abi, directory=directory)
+    # What a grant means on this kernel and inode: a right the kernel does not know it
+    # does not refuse, and READ_DIR on a file grants nothing (EINVAL).
+    mask = rights & handled & (file_rights if not stat.S_ISDIR(mode) else ~0)
     if mask == 0:
         os.close(fd)  # nothing this kernel or inode can grant: ENOMSG if sent
         return None
@@ -311,16 +340,26 @@ def _open_rule(path: str, names: list[str], abi: int,
 
 
 def restrict(rules: list[tuple[str, list[str]]], *, abi: int, scopes: bool = True,
-             optional: Collection[str] = (), nofollow: bool = False,
-             net: bool = False) -> None:
+             optional: Collection[str] = ()) -> None:
+    """`apply` with each rule's rights by name, and this module's own ABI table: an
+    unknown name is a LandlockError (EINVAL) before anything is opened."""
+    masks = [(path, rights_mask(names)) for path, names in rules]
+    apply(masks, abi=abi, table=abi_table(scopes=scopes), file_rights=FILE_MASK,
+          optional=optional)
+
+
+def apply(rules: Sequence[tuple[str, int]], *, abi: int,
+          table: Sequence[tuple[int, int, int, int]], file_rights: int,
+          optional: Collection[str] = (), nofollow: bool = False) -> None:
     """Confine the calling thread (and all it execs) to `rules`, for good.
 
-    The ruleset handles every filesystem right ABI `abi` knows (never the network ones),
-    and the abstract-unix-socket and signal scopes from ABI 6 on when `scopes`. Each rule
-    is (path, right names): the path is opened O_PATH, following links (the paths are
-    the sandbox's own, mounted by bwrap), and granted the named rights beneath it, less
-    those the ABI lacks and, on a file, those a file cannot hold. Several rules on one
-    inode add up. An empty `rules` refuses every file access.
+    The ruleset handles the filesystem and network rights `table` gives for ABI `abi`
+    (the network ones only for a launch without namespaces), with its scopes (abstract
+    unix sockets and signals from ABI 6 on, when asked). Each rule is (path, rights):
+    the path is opened O_PATH, following links (the paths are the sandbox's own, mounted
+    by bwrap, unless `nofollow`), and granted the rights beneath it, less those the ABI
+    lacks and, on a file, those not in `file_rights`. Several rules on one inode add up.
+    An empty `rules` refuses every file access.
 
     Each path is opened, added and closed in turn, one descriptor at a time: a folder
     closed entry by entry (close_hidden) may hold more entries than the open-file limit
@@ -332,17 +371,18 @@ def restrict(rules: list[tuple[str, list[str]]], *, abi: int, scopes: bool = Tru
     single-threaded: other threads would stay unconfined (no TSYNC before ABI 8).
 
     Without namespaces (direct mode) the paths are the host's own: `nofollow` opens each
-    one without following a link anywhere on the way (ELOOP refuses it), and `net`
-    handles the TCP rights (ABI 4) with no rule, so that no TCP socket binds or connects.
+    one without following a link anywhere on the way (ELOOP refuses it, unless the path
+    is optional), and the table's network rights (ABI 4, network "none") are handled
+    with no rule, so that no TCP socket binds or connects.
     """
-    if abi < 1:
+    if abi < 1 or not table:
         raise _fail(errno.EOPNOTSUPP, f"restrict at ABI {abi}")
-    for _, names in rules:
-        access_mask(names, abi=abi)  # an unknown name fails before any open
-    ruleset_fd = _create_ruleset(abi, scopes=scopes, net=net)
+    handled = table[min(abi, len(table)) - 1][0]
+    ruleset_fd = _create(table, abi)
     try:
-        for path, names in rules:
-            opened = _open_rule(path, names, abi, optional, nofollow)
+        for path, rights in rules:
+            opened = _open_rule(path, rights, handled, file_rights, optional,
+                                nofollow=nofollow)
             if opened is None:
                 continue
             fd, mask = opened
@@ -364,9 +404,9 @@ def _is_mount(path: str, parent: str) -> bool:
         return False
 
 
-def _closed(folder: str, rights: list[str], hidden: list[str],
-            out: list[tuple[str, list[str]]]) -> None:
-    out.append((folder, ["read_dir"]))
+def _closed(folder: str, rights: int, hidden: list[str],
+            out: list[tuple[str, int]]) -> None:
+    out.append((folder, FS_RIGHTS["read_dir"]))
     try:
         with os.scandir(folder) as listing:
             entries = list(listing)
@@ -388,13 +428,13 @@ def _closed(folder: str, rights: list[str], hidden: list[str],
                 if entry.is_dir(follow_symlinks=False):
                     _closed(path, rights, inside, out)
                 continue
-            out.append((path, rights))  # a file's share of them (access_mask)
+            out.append((path, rights))  # a file's share of them (_open_rule)
         except OSError:
             continue
 
 
-def close_hidden(rules: list[tuple[str, list[str]]], closed: Mapping[str, Collection[str]]
-                 ) -> tuple[list[tuple[str, list[str]]], set[str]]:
+def close_hidden(rules: Sequence[tuple[str, int]], closed: Mapping[str, Collection[str]]
+                 ) -> tuple[list[tuple[str, int]], set[str]]:
     """`rules` with each folder of `closed` (a read grant holding hidden paths) given
     READ_DIR alone, and its rights on each entry there now but the hidden ones, down
     to each hidden path: a file made there later, or renamed over a hidden one by the
@@ -404,16 +444,16 @@ def close_hidden(rules: list[tuple[str, list[str]]], closed: Mapping[str, Collec
     own view, and what the host makes after this listing is in no rule. Also returns
     the paths listed here, which may be gone by the time they are opened (optional)."""
     if not closed:
-        return rules, set()
-    out: list[tuple[str, list[str]]] = []
+        return list(rules), set()
+    out: list[tuple[str, int]] = []
     listed: set[str] = set()
     for path, rights in rules:
         hidden = closed.get(path)
-        if hidden is None or "read_file" not in rights:
+        if hidden is None or not rights & FS_RIGHTS["read_file"]:
             out.append((path, rights))
             continue
-        mine: list[tuple[str, list[str]]] = []
-        _closed(path, list(rights), sorted(hidden), mine)
+        mine: list[tuple[str, int]] = []
+        _closed(path, rights, sorted(hidden), mine)
         listed.update(p for p, _ in mine if p != path)
         out += mine
     return out, listed

@@ -1,11 +1,15 @@
 """The inner confiner's entry: confine this process, then become the target.
 
-Started by bwrap inside the sandbox as `python -I -S -c ... CONFIG_FD`, it reads its
-whole configuration as JSON from the inherited fd and applies its steps in this order:
+This is the fallback of the compiled inner (confine.c), which does the same steps in the
+same order from the same configuration, and the one that does a harness's file operation.
+Started by bwrap inside the sandbox (or by the supervisor itself, without namespaces) as
+`python -I -S -c ... CONFIG_FD`, it reads its whole configuration (inner/config.py, the
+form the supervisor writes) from the inherited fd and applies its steps in this order:
 
-0. without namespaces (`"direct"`: no bwrap, supervisor/linux/direct.py), the parent-death
-   signal, so that nothing runs on once the supervisor is gone, then no_new_privs and
-   every capability dropped for good (capabilities.py): no user namespace holds them;
+0. without namespaces (`Config.parent`: no bwrap, supervisor/linux/direct.py), the
+   parent-death signal, so that nothing runs on once the supervisor is gone, the parent
+   looked at (gone already: exit 125), then no_new_privs and every capability dropped
+   for good (capabilities.py): no user namespace holds them;
 1. no_new_privs, then the seccomp filter, first of all, so that nothing the target runs
    can escape it and no step below runs unfiltered;
 2. the listener fd (when the filter has one) sent to the supervisor at once, before any
@@ -16,14 +20,15 @@ whole configuration as JSON from the inherited fd and applies its steps in this 
    default signal dispositions and an empty mask: Python ignores SIGPIPE and SIGXFSZ, bwrap
    was started with SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored, and exec keeps an
    ignored signal ignored;
-6. every fd closed but 0-2 and the status socket (close-on-exec, to report an exec failure);
+6. every fd closed but 0-2 and the status socket (close-on-exec, to report an exec
+   failure); the mount table handed over when asked (supervisor/linux/mount_watch.py);
 7. the supervisor's go awaited (the network helper listening, the terminal handed over);
 8. execve; a failure is reported on the status socket and exits 126 or 127. A harness's
-   file operation (`"file"` in the configuration: fileop.py) is done here instead,
+   file operation (`Config.file`: fileop.py; this inner's alone) is done here instead,
    confined the same, and nothing is executed.
 
-Any failure before execve exits 125 and says why on the status socket: the target never
-runs less confined than asked.
+Any failure before execve exits 125 and says why on the status socket (a configuration
+it cannot read, on stderr): the target never runs less confined than asked.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from . import protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
 
 class ConfinementFailure(Exception):
@@ -58,22 +63,21 @@ def _restore_signals() -> None:
     _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
 
 
-def _rlimits(limits: dict[str, int | None]) -> None:
+def _rlimits(limits: tuple[_config.Rlimit, ...]) -> None:
     """Step 4b: the run's per-process limits, soft and hard alike, never above the hard
     limit the inner was given (raising it needs CAP_SYS_RESOURCE, which none holds)."""
+    if not limits:
+        return
     import resource
 
-    for name, value in limits.items():
-        if value is None:
-            continue
-        which = getattr(resource, f"RLIMIT_{name}")
+    for limit in limits:
         try:
-            _soft, hard = resource.getrlimit(which)
-            top = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(which, (top, top))
+            _soft, hard = resource.getrlimit(limit.resource)
+            top = limit.value if hard == resource.RLIM_INFINITY else min(limit.value, hard)
+            resource.setrlimit(limit.resource, (top, top))
         except (OSError, ValueError, OverflowError) as err:
-            raise ConfinementFailure(f"the limit {name} = {value} could not be set: "
-                                     f"{err}") from None
+            raise ConfinementFailure(f"the limit {limit.name} = {limit.value} could not be "
+                                     f"set: {err}") from None
 
 
 def _send_mount_table(status: protocol.Channel) -> None:
@@ -131,7 +135,7 @@ def _exec(argv: list[str], status: protocol.Channel) -> NoReturn:
         os._exit(127 if code in (2, 20) else 126)  # ENOENT, ENOTDIR: not found
 
 
-def _direct(settings: dict[str, Any]) -> None:
+def _direct(parent: int) -> None:
     """Step 0, without namespaces: the inner is the supervisor's own child, not bwrap's,
     so it asks for SIGKILL when the supervisor's thread ends (kept across execve), and
     looks that the supervisor did not end first; then no_new_privs, and every
@@ -140,7 +144,7 @@ def _direct(settings: dict[str, Any]) -> None:
 
     try:
         prctl.set_parent_death_signal(9)
-        if os.getppid() != settings["parent"]:
+        if os.getppid() != parent:
             os._exit(125)  # the supervisor is gone: nothing may run unsupervised
         prctl.set_no_new_privs()
         capabilities.drop_all()
@@ -148,39 +152,25 @@ def _direct(settings: dict[str, Any]) -> None:
         raise ConfinementFailure(f"the capabilities could not be dropped: {err}") from None
 
 
-def _extra_rules(settings: dict[str, Any]) -> tuple[Any, ...]:
-    """The supervisor's own filter rules (JSON lists), as the hashable tuples the
-    assembler groups them by."""
-    return tuple((name, action, tuple((index, op, tuple(value) if isinstance(value, list)
-                                       else value) for index, op, value in checks))
-                 for name, action, checks in settings.get("extra", ()))
-
-
-def _seccomp(settings: dict[str, Any], status: protocol.Channel) -> None:
+def _seccomp(settings: _config.Seccomp, status: protocol.Channel) -> None:
     """Steps 1 and 2: no_new_privs, the filter, and its listener handed out at once."""
     from . import prctl, seccomp, syscalls
 
-    extra = _extra_rules(settings)
     try:
         prctl.set_no_new_privs()
-        program = seccomp.build_program(
-            syscalls.native_arch(),
-            memfd=settings["memfd"],
-            exec_notify=settings["exec_notify"],
-            extra=extra,
-        )
+        native = syscalls.AUDIT_ARCH[syscalls.native_arch()]
+        if settings.arch != native:
+            raise ValueError(f"the filter checks the architecture {settings.arch:#x}, and "
+                             f"this inner runs as {native:#x}")
         try:
-            listener = seccomp.install(program, listener=settings["listener"])
+            listener = seccomp.install(settings.program, listener=settings.listener)
         except OSError as err:
             # EBUSY: a filter above already has a listener (one per chain). Without the
             # watch, memory files are refused and execs go unwatched; Landlock still
-            # holds the program list. learn cannot go on without it.
-            if err.errno != errno.EBUSY or settings.get("listener_required"):
+            # holds the program list. learn cannot go on without it (no fallback).
+            if err.errno != errno.EBUSY or settings.fallback is None:
                 raise
-            memfd = "allow" if settings["memfd"] == "allow" else "enosys"
-            program = seccomp.build_program(syscalls.native_arch(), memfd=memfd,
-                                            exec_notify=False, extra=extra)
-            listener = seccomp.install(program, listener=False)
+            listener = seccomp.install(settings.fallback, listener=False)
             status.send_notice(protocol.NO_LISTENER)
     except (OSError, ValueError) as err:
         raise ConfinementFailure(f"the seccomp filter could not be installed: {err}") from None
@@ -189,7 +179,7 @@ def _seccomp(settings: dict[str, Any], status: protocol.Channel) -> None:
         os.close(listener)
 
 
-def _landlock(settings: dict[str, Any], status: protocol.Channel) -> None:
+def _landlock(settings: _config.Landlock, status: protocol.Channel) -> None:
     """Step 4. The kernel's own answer decides, whatever a cached check said."""
     from . import landlock
 
@@ -198,54 +188,70 @@ def _landlock(settings: dict[str, Any], status: protocol.Channel) -> None:
     except OSError as err:
         raise ConfinementFailure(f"Landlock could not be probed: {err}") from None
     if abi == 0:
-        if settings["required"]:
+        if settings.required:
             raise ConfinementFailure(
                 "this kernel has no Landlock (its calls answer ENOSYS), which the spec "
                 "needs: its program list is enforced by Landlock alone"
             )
         status.send_notice(protocol.NO_LANDLOCK)
         return
-    rules = [(path, rights) for path, rights in settings["rules"]]
     try:
-        rules, listed = landlock.close_hidden(rules, settings.get("closed", {}))
-        # Without namespaces the supervisor listed the folders itself (direct_rules.py):
-        # what it listed may be gone, or a link, by now, and is then in no rule.
-        listed |= set(settings.get("optional", ()))
-        landlock.restrict(rules, abi=abi, optional=listed,
-                          nofollow=bool(settings.get("nofollow")),
-                          net=bool(settings.get("net")))
+        rules, listed = landlock.close_hidden(settings.rules, dict(settings.closed))
+        if settings.optional:
+            # Without namespaces the supervisor listed the folders itself
+            # (direct_rules.py): what it listed may be gone, or a link, by now.
+            listed |= {path for path, _ in rules}
+        landlock.apply(rules, abi=abi, table=settings.abis, file_rights=settings.file_rights,
+                       optional=listed, nofollow=settings.nofollow)
     except OSError as err:
         raise ConfinementFailure(f"Landlock could not be applied: {err}") from None
 
 
-def main(config_fd: int) -> NoReturn:
-    config = _config.read(config_fd)
-    status = protocol.Channel(config["status_fd"])
+def _read(config_fd: int) -> _config.Config:
+    """The configuration, or exit 125 saying why on stderr: without it there is no
+    status socket to say it on."""
     try:
-        if "direct" in config:
-            _direct(config["direct"])
-        if "seccomp" in config:
-            _seccomp(config["seccomp"], status)
+        return _config.read(config_fd)
+    except (OSError, ValueError) as err:
+        os.write(2, f"lnk-sandbox: the inner confiner's configuration is unreadable: "
+                    f"{err}\n".encode("utf-8", "replace"))
+        os._exit(125)
+
+
+def main(config_fd: int) -> NoReturn:
+    config = _read(config_fd)
+    try:
+        status = protocol.Channel(config.status_fd)
+    except OSError as err:
+        os.write(2, f"lnk-sandbox: the inner confiner's status socket: {err}\n".encode())
+        os._exit(125)
+    try:
+        if config.parent is not None:
+            _direct(config.parent)
+        if config.seccomp is not None:
+            _seccomp(config.seccomp, status)
         # Step 3: every import finished before Landlock may close the files they need.
         import _signal  # noqa: F401
 
         from . import landlock  # noqa: F401
 
-        if "file" in config:
+        if config.rlimits:
+            import resource  # noqa: F401
+        if config.file is not None:
             from . import fileop
 
-        if "landlock" in config:
-            _landlock(config["landlock"], status)
-        _rlimits(config.get("rlimits", {}))
+        if config.landlock is not None:
+            _landlock(config.landlock, status)
+        _rlimits(config.rlimits)
         _restore_signals()
         _close_fds(status.fd)
-        if config.get("watch_mounts"):
+        if config.watch_mounts:
             _send_mount_table(status)
         if not status.wait_for_go():
             os._exit(125)  # the supervisor is gone: nothing may run unsupervised
     except ConfinementFailure as err:
         status.send_confinement_failure(str(err))
         os._exit(125)
-    if "file" in config:
-        fileop.perform(config["file"], status)
-    _exec(config["argv"], status)
+    if config.file is not None:
+        fileop.perform(config.file, status)
+    _exec(list(config.argv), status)

@@ -9,13 +9,16 @@ bwrap and the seccomp filter alone), `M` with an fd of its `/proc/self/mountinfo
 (SCM_RIGHTS) when asked to, before `W`: the supervisor watches the sandbox's mount table
 on it (supervisor/linux/mount_watch.py).
 The supervisor answers `G` (go). The inner keeps its end close-on-exec: after a
-successful execve the target never holds it.
+successful execve the target never holds it. Every send is MSG_NOSIGNAL: once the
+signals are back to their defaults, a supervisor gone would otherwise be a SIGPIPE,
+where the inner exits 125 (the compiled inner, confine.c, speaks the same bytes).
 """
 
 from __future__ import annotations
 
 import _socket
 import array
+import os
 
 GO = b"G"
 WAITING = b"W"
@@ -47,12 +50,16 @@ class Channel:
 
     def _send_fd(self, kind: bytes, fd: int) -> None:
         fds = array.array("i", [fd])
-        self._sock.sendmsg([kind], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        try:
+            self._sock.sendmsg([kind], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)],
+                               _socket.MSG_NOSIGNAL)
+        except OSError:
+            os._exit(125)  # the supervisor is gone: nothing may run unsupervised
 
     def wait_for_go(self) -> bool:
         """True once the supervisor says go; False if it is gone (EOF or error)."""
         try:
-            self._sock.send(WAITING)
+            self._sock.send(WAITING, _socket.MSG_NOSIGNAL)
             return self._sock.recv(16) == GO
         except OSError:
             return False
@@ -71,6 +78,6 @@ class Channel:
 
     def _send(self, message: bytes) -> None:
         try:
-            self._sock.send(message[:4096])
+            self._sock.send(message[:4096], _socket.MSG_NOSIGNAL)
         except OSError:
             pass  # the supervisor is gone; the exit status still tells bwrap's pid 1

@@ -9,6 +9,11 @@
         await sandbox.write_file("notes.txt", "hello")
         done = await sandbox.run(["cat", "notes.txt"], cwd=".", timeout=30)
 
+`argv` is a list of words (a shell command is `["sh", "-c", "..."]`; one string is a
+TypeError). An argument's mistake is a TypeError or ValueError; what lnk-sandbox refuses
+is a SandboxError (SpecError, LaunchError, ConfinementError, HelperError,
+NotAllowedError, importable here), whose `str()` says where and what to change.
+
 Optional clients, each an extra of the distribution: an Inspect sandbox provider
 (`lnk-sandbox[inspect]`, lnk_sandbox.inspect_provider), an MCP server (`lnk-sandbox[mcp]`,
 `lnk mcp`), and Claude Code's shell prefix (lnk_sandbox.shell_prefix, no extra).

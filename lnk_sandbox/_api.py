@@ -41,6 +41,8 @@ from supervisor.grants import Snapshot
 from supervisor.spec import Spec
 from supervisor.state import remove_tree
 
+from . import _arguments
+
 CANCEL_GRACE = 1.0
 CHUNK = 1 << 16
 
@@ -99,14 +101,6 @@ def load_spec(spec: SpecSource) -> Spec | None:
     if isinstance(spec, Mapping):
         return spec_from_dict(spec)
     raise TypeError(f"a spec is a Spec, a path or a dict, not {type(spec).__name__}")
-
-
-def _check_env(env: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
-    """A call's variables, refused as a spec's [env] set would refuse them."""
-    if not env:
-        return ()
-    spec = spec_from_dict({"env": {"set": dict(env)}}, name="<env>")
-    return spec.env.assign
 
 
 def _decode_events(data: bytes) -> tuple[Event, ...]:
@@ -256,6 +250,7 @@ class Sandbox:
     def __init__(self, spec: SpecSource = None, *, cwd: str | os.PathLike[str] | None = None,
                  yes: bool = False, fresh_tmp: bool = False, decide_fd: int | None = None,
                  decide_timeout: float | None = None) -> None:
+        _arguments.decider(decide_fd, decide_timeout)
         self._spec = spec
         self._cwd = None if cwd is None else os.path.realpath(os.fspath(cwd))
         self._yes = yes
@@ -347,14 +342,13 @@ class Sandbox:
         given, are the harness's own);
         `output_limit`: keep only each stream's last so many bytes.
         """
-        argv = [os.fspath(a) for a in argv]
-        if not argv:
-            raise ValueError("no command given")
+        argv = _arguments.words(argv)
         call = _Call(argv, check_timeout(timeout, where="timeout"), self._inside(cwd),
-                     _check_env(env))
-        data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-        result, out, err, events = await self._call(call, stdin=data, capture=capture,
-                                                    output_limit=output_limit)
+                     _arguments.variables(env))
+        data = _arguments.data(stdin, "stdin")
+        result, out, err, events = await self._call(
+            call, stdin=data, capture=capture,
+            output_limit=_arguments.size(output_limit, "output_limit"))
         return Completed(argv, result["status"], out, err, refusals=events,
                          timed_out=bool(result["timed_out"]),
                          exec_errno=result["exec_errno"])
@@ -365,8 +359,10 @@ class Sandbox:
         Sandbox's working directory), read by the sandbox itself: OSError as the kernel
         answered it there (FileNotFoundError, PermissionError, IsADirectoryError; EINVAL
         for what is not a regular file; EFBIG past `limit` bytes), TimeoutError."""
+        path = _arguments.path(path)
         call = _Call(["read", path], check_timeout(timeout, where="timeout"),
-                     self._inside(None), file={"op": "read", "path": path, "limit": limit})
+                     self._inside(None), file={"op": "read", "path": path,
+                                               "limit": _arguments.size(limit, "limit")})
         result, out, err, _ = await self._call(call, stdin=None, capture=True,
                                                output_limit=None)
         _file_outcome(result, path, err)
@@ -376,7 +372,8 @@ class Sandbox:
                          timeout: float | None = None) -> None:
         """Write `data` (text as UTF-8) as the whole content of the file at `path`, by
         the sandbox itself, making missing parent folders; OSError as `read_file`."""
-        content = data.encode("utf-8") if isinstance(data, str) else data
+        path = _arguments.path(path)
+        content = _arguments.data(data, "data", none=False)
         call = _Call(["write", path], check_timeout(timeout, where="timeout"),
                      self._inside(None), file={"op": "write", "path": path})
         result, _, err, _ = await self._call(call, stdin=content, capture=True,
@@ -509,6 +506,8 @@ async def run(argv: Sequence[str], *, spec: SpecSource = None,
     """Run `argv` in a sandbox of `spec`, as `cd CWD && lnk sandbox run` would: the
     spec's `.` is `cwd` (the current folder by default), /tmp is fresh. See `Sandbox`
     and `Sandbox.run` for the rest."""
+    _arguments.words(argv)  # before the spec is resolved: a mistake costs nothing
+    check_timeout(timeout, where="timeout")
     async with Sandbox(spec, cwd=cwd, yes=yes, fresh_tmp=True, decide_fd=decide_fd,
                        decide_timeout=decide_timeout) as sandbox:
         return await sandbox.run(argv, env=env, timeout=timeout, stdin=stdin,

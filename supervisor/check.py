@@ -57,7 +57,9 @@ GAP_HIDES_REPLACED = (
     "at launch that the host makes then (`aws configure`), is read: a hide is a mount, "
     "which the kernel takes off a file renamed over; Landlock closes both under a read "
     "grant (the folders holding hidden paths are listed at launch, and what is new there "
-    "is in no rule), and this machine has no Landlock"
+    "is in no rule), and this machine has no Landlock (home's dot entries under a read "
+    "grant of home are not among them: home is a folder of its own inside, holding "
+    "nothing the host makes)"
 )
 GAP_HIDES_IN_WRITE_GRANTS = (
     "a protected or hidden path inside a folder the spec writes (a dot file, a socket, a "
@@ -66,6 +68,13 @@ GAP_HIDES_IN_WRITE_GRANTS = (
     "path named), but a command writing or reading it in the moment between is not "
     "stopped (Landlock cannot close a written folder's new files without closing the "
     "sandbox's own)"
+)
+GAP_HARD_LINKS_LINUX = (
+    "a hard link made before the run, in a folder the sandbox reads, to a file it hides "
+    "(`~/backup/id_ed25519.bak` linking `~/.ssh/id_ed25519`) reads that file: a hide is "
+    "a mount over a path, and a hard link is another path to the same file (the sandbox "
+    "cannot make one to a hidden file: link(2) needs the file's path, and across mounts "
+    "it fails with EXDEV)"
 )
 GAP_DISK = (
     "a write grant's file system can be filled (no quota is set: one for the sandbox's "
@@ -100,6 +109,8 @@ class Report:
     problems: list[str] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
     exposed: list[str] = field(default_factory=list)
+    home: list[str] = field(default_factory=list)  # home's configuration hidden, and how
+                                                   # to show a folder of it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,7 +128,7 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
         path = os.path.normpath(snapshot.home + name[1:])
         if not os.path.lexists(path):
             continue
-        grant = seen_by(path, snapshot.grants)
+        grant = seen_by(path, snapshot.grants, snapshot.patterns)
         if grant is not None:
             how = "names it" if grant.target == path or is_within(grant.target or "", path) \
                 else "holds it"
@@ -135,6 +146,25 @@ def exposed_credentials(snapshot: Snapshot) -> list[str]:
             found.append(f"{shown}: {grant.key} ({grant.name}) names it (hidden by its name "
                          "otherwise)")
     return found
+
+
+def home_lines(snapshot: Snapshot) -> list[str]:
+    """What of home's configuration a read grant of home hides (its dot entries, and
+    the folders of programs' profiles without a dot), what it shows, and the key that
+    shows a folder of it; nothing where no read grant shows home."""
+    from .described import home_configuration
+    from .policy import system_folders
+    from .view import view_for
+
+    home = home_configuration(view_for(snapshot, system_folders()))
+    if home is None:
+        return []
+    return [f"hidden, whatever its name: home's dot entries and its folders of "
+            f"programs' profiles ({len(home.hidden)} now: "
+            + (", ".join(home.hidden) or "none") + ")",
+            "shown of it: " + (", ".join(f"{i.name} ({i.why})" for i in home.shown)
+                               or "nothing"),
+            f"to show a folder of it, {home.how_to_show}"]
 
 
 def network_layers(snapshot: Snapshot) -> list[str]:
@@ -171,6 +201,9 @@ def spec_lines(report: Report) -> list[str]:
                                          "cannot launch here")]
     lines += [f"  layer: {layer}" for layer in report.layers]
     lines += [f"  problem: {problem}" for problem in report.problems]
+    if report.home:
+        lines.append("home's configuration (a read grant of home shows your files, not it):")
+        lines += [f"  - {item}" for item in report.home]
     if report.exposed:
         lines.append("credentials the spec shows to the sandbox (hidden by default):")
         lines += [f"  - {item}" for item in report.exposed]

@@ -93,6 +93,9 @@ def _end_with(parent: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    from .terminal import standard_streams
+
+    standard_streams()  # the harness's own, when not captured, may be closed
     request_fd, result_fd = int(argv[0]), int(argv[1])
     if len(argv) > 2:
         _end_with(int(argv[2]))

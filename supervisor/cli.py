@@ -291,12 +291,31 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     try:
         status = dispatch(prog, argv)
     except SandboxError as err:
-        sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
+        from .events import say  # on a line of its own, after what the sandbox wrote
+
+        say(err.render())
         status = err.exit_status
+    except OSError as err:
+        # The file system refused what no check before foresaw: said as the others are,
+        # status 125, never a traceback (a harness would read its status 1 as the
+        # command's). Each cause a person can give has its own message before this.
+        from .events import say
+
+        say(unforeseen(err))
+        status = USAGE_STATUS
     except KeyboardInterrupt:
         status = 128 + 2
     sys.stdout.flush()
     raise SystemExit(status)
+
+
+def unforeseen(err: OSError) -> str:
+    """An OSError no check named, as a message and a hint."""
+    where = "".join(f" {name}" for name in (err.filename, err.filename2) if name)
+    return (f"cannot go on:{where}: {err.strerror or err}\n  hint: lnk-sandbox met it "
+            "on a file of its own or one the environment names ($HOME, $LNK_HOME, the "
+            "working directory, --spec, --report): check that it is there and yours to "
+            "use, and run it again")
 
 
 def _client(name: str, prog: str, argv: list[str]) -> NoReturn:
@@ -319,6 +338,9 @@ def main_lnk() -> NoReturn:
     """`lnk sandbox ...`: the `sandbox` word first, then the same commands; `lnk mcp`.
     `lnk --help` and `lnk --version` answer for the sandbox, the one family of commands
     lnk has."""
+    from .terminal import standard_streams
+
+    standard_streams()
     argv = sys.argv[1:]
     if argv[:1] in (["--help"], ["-h"], ["help"], ["--version"]):
         _main("lnk sandbox", ["--help" if argv[0] == "help" else argv[0]])
@@ -336,6 +358,9 @@ def main_lnk() -> NoReturn:
 def main_lnk_sandbox() -> NoReturn:
     """`lnk-sandbox ...`: the same commands without the `sandbox` word; `mcp` and
     `shell-prefix` (Claude Code's CLAUDE_CODE_SHELL_PREFIX)."""
+    from .terminal import standard_streams
+
+    standard_streams()
     prog = os.path.basename(sys.argv[0]) or "lnk-sandbox"
     argv = sys.argv[1:]
     if argv and argv[0] in ("mcp", "shell-prefix"):

@@ -23,31 +23,34 @@ from .errors import SpecError
 TIMEOUT_STATUS = 124
 
 
-def check_timeout(timeout: float | None, *, where: str = "--timeout") -> float | None:
+def check_timeout(timeout: float | None, *, where: str = "timeout") -> float | None:
     """`timeout` as a launcher takes it: None, or a finite number of seconds above 0.
 
-    SpecError (naming `where`) otherwise, so a harness's mistake is a message, not a run
-    without the limit it asked for.
+    TypeError or ValueError (naming `where`) otherwise, as for any argument of the
+    wrong kind or value: the spec is not at fault, and a harness's mistake is an error,
+    not a run without the limit it asked for.
     """
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise SpecError(f"{timeout!r} is not a number of seconds", file=where)
+        raise TypeError(f"{where}: {timeout!r} is not a number of seconds (a float, or "
+                        "None for no timeout)")
     if not math.isfinite(timeout) or timeout <= 0:
-        raise SpecError(f"{timeout:g}: a timeout must be more than 0 seconds",
-                        file=where, hint="leave it out for no timeout")
+        raise ValueError(f"{where}: {timeout:g}: a timeout must be more than 0 seconds "
+                         "(None for no timeout)")
     return float(timeout)
 
 
 def parse_timeout(text: str, *, where: str = "--timeout") -> float:
-    """A command line's `SECONDS` (e.g. "30", "2.5")."""
+    """A command line's `SECONDS` (e.g. "30", "2.5"); SpecError naming the option."""
     try:
         value = float(text)
     except ValueError:
         raise SpecError(f"{text!r} is not a number of seconds", file=where) from None
-    checked = check_timeout(value, where=where)
-    assert checked is not None
-    return checked
+    if not math.isfinite(value) or value <= 0:
+        raise SpecError(f"{value:g}: a timeout must be more than 0 seconds", file=where,
+                        hint="leave it out for no timeout")
+    return value
 
 
 def earliest(*timeouts: float | None) -> float | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from .described import Described, HomeConfiguration, home_configuration, present
 from .grants import Snapshot, is_within
 from .limits import describe as describe_limits
 
@@ -18,13 +19,6 @@ if TYPE_CHECKING:
     from .view import View
 
 SCHEMA_VERSION = 5
-
-
-@dataclass(frozen=True)
-class Described:
-    name: str
-    target: str | None
-    why: str
 
 
 @dataclass(frozen=True)
@@ -57,6 +51,7 @@ class Description:
     git_identity: str | None
     caches: list[Described]
     unwalked: list[Described]
+    home_configuration: HomeConfiguration | None
     # None: the sandbox has namespaces of its own; else it runs without them
     # (nonamespace.py), and each line says what holds, narrower or not at all
     namespaces: list[str] | None = None
@@ -84,7 +79,8 @@ def describe(snapshot: Snapshot) -> Description:
 
     def listed(access: str) -> list[Described]:
         return [Described(g.name, g.target, g.key or g.reason)
-                for g in snapshot.grants if g.access == access and g.target]
+                for g in (*snapshot.grants, *snapshot.patterns)
+                if g.access == access and g.target and present(g)]
 
     protected, placeholders, opened = _dot_files(view)
     written = [g.target for g in snapshot.grants if g.access == "write" and g.target]
@@ -123,6 +119,7 @@ def describe(snapshot: Snapshot) -> Description:
         caches=[Described(c.name, c.store, f"{c.key}: seen at {c.path}")
                 for c in snapshot.caches],
         unwalked=_unwalked(view),
+        home_configuration=home_configuration(view),
         namespaces=without_namespaces(snapshot),
     )
 
@@ -234,6 +231,7 @@ def render(description: Description) -> str:
     section("reads", d.read, "nothing but the system folders")
     section("writes", d.write, "nothing")
     section("hidden", d.hidden, "nothing")
+    _home_lines(d.home_configuration, lines)
     section("read-only inside written folders", d.protected, "nothing")
     if d.placeholders:
         section("kept from being made for the run (placeholders)", d.placeholders, "")
@@ -270,6 +268,19 @@ def render(description: Description) -> str:
     if d.session:
         lines.append(f"session: {d.session}")
     return "\n".join(lines) + "\n"
+
+
+def _home_lines(home: HomeConfiguration | None, lines: list[str]) -> None:
+    """Home's configuration: a read grant of home shows the person's files, not it."""
+    if home is None:
+        return
+    lines.append(f"home's configuration ({home.home}): hidden, whatever its name; a read "
+                 "grant of home shows your files, not it:")
+    shown = ", ".join(home.hidden[:12]) + (
+        f" and {len(home.hidden) - 12} more" if len(home.hidden) > 12 else "")
+    lines.append(f"  hidden now: {len(home.hidden)} entries" + (f": {shown}" if shown else ""))
+    lines.append("  shown: " + (", ".join(item.name for item in home.shown) or "nothing"))
+    lines.append(f"  to show one, {home.how_to_show}")
 
 
 def _network_lines(d: Description, lines: list[str]) -> None:

@@ -44,13 +44,14 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .git_config import parse_git_config, person_git_configs
 from .git_index import gitlinks
-from .git_repository import read_gitfile
+from .git_repository import git_dirs, is_git_directory, read_gitfile
 from .host_walk import lstat_kind, read_small
 
 if TYPE_CHECKING:
     from .home_places import Place
 
 Kind = Literal["file", "folder"]
+Held = Literal["file", "folder", "socket"]
 
 # Folder-type dot files: a missing one is held by an empty folder on Linux for the run.
 TOP_FOLDERS: tuple[tuple[str, str], ...] = (
@@ -127,6 +128,16 @@ class Protected(NamedTuple):
     without `.github`), the missing folders above it, outermost first: Linux makes them
     for the run as plain writable folders (a project may still make `.github/workflows`),
     and the placeholder is then the path itself.
+    `held_as`: what Linux's placeholder is. An empty folder wherever a person's `git
+    status` could list it (git lists no empty folder, and lists every file), whatever
+    the tool reads there; a file only inside a git directory (its settings, `commondir`,
+    `alternates`), where git lists nothing and must read a file; a socket for `refs`
+    (or `objects`) at a top git could take for a bare repository, where it must be no
+    folder git may search (access X_OK) and git lists no socket either. `stays`: a placeholder
+    here may stay between runs (Linux keeps it while runs follow each other): an empty
+    folder the tool reads as no settings (a settings folder, or a folder above a
+    setting), under a dot name at the top; never one standing for a file (a tool may
+    fail on a folder where it reads a file) nor one without a dot.
     """
 
     path: str
@@ -138,6 +149,8 @@ class Protected(NamedTuple):
     link: str | None = None
     content: bytes = b""
     parents: tuple[str, ...] = ()
+    held_as: Held = "folder"
+    stays: bool = False
 
 
 class DotFiles(NamedTuple):
@@ -194,35 +207,44 @@ class _Repository(NamedTuple):
 
 class _Analysis:
     def __init__(self, top: str, home: str, *, commit: bool = False,
-                 places: tuple[Place, ...] | None = None):
+                 places: tuple[Place, ...] | None = None, written: tuple[str, ...] = ()):
         self.top = top
         self.home = home
         self.commit = commit
         self.places = places
+        self.written = written
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
         self.repository: _Repository | None = None
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
-            content: bytes = b"", parents: bool = False) -> Protected:
+            content: bytes = b"", parents: bool = False,
+            held_as: Held = "folder", lingers: bool = True) -> Protected:
         """Protect `name` (absolute, as the tool names it) once, the first reason kept.
 
         `parents`: a missing folder above `name` is made writable for the run and
-        `name` itself held, rather than the first missing folder held read-only."""
+        `name` itself held, rather than the first missing folder held read-only.
+        `held_as`: "file" for a file git reads in a git directory (Protected)."""
         start = self.top if _within(name, self.top) else "/"
         link, missing = _walk(name, start)
         path = os.path.realpath(name) if link else name
         exists = missing is None and lstat_kind(path) != "missing"
-        if link is None and exists:
-            kind = "folder" if lstat_kind(path) == "folder" else "file"
         placeholder = missing if hold and not exists and link is None else None
         above: tuple[str, ...] = ()
         if parents and placeholder is not None and placeholder != name:
             rest = name[len(placeholder):].strip("/").split("/")[:-1]
             above = tuple(os.path.join(placeholder, *rest[:i]) for i in range(len(rest) + 1))
             placeholder = name
+        as_file = held_as != "folder" and placeholder == name
+        first = name[len(self.top):].lstrip("/") if _within(name, self.top) else ""
+        stays = lingers and first.startswith(".") and held_as == "folder" and (exists or (
+            placeholder is not None and link is None)) and (
+            kind == "folder" or placeholder not in (None, name))
+        if link is None and exists:
+            kind = "folder" if lstat_kind(path) == "folder" else "file"
         entry = Protected(path, name, kind, exists, reason, placeholder, link,
-                          content if placeholder == name else b"", above)
+                          content if as_file else b"", above,
+                          held_as if as_file else "folder", stays)
         return self.found.setdefault(name, entry)
 
     def run(self) -> DotFiles:
@@ -255,9 +277,12 @@ class _Analysis:
         for vcs in VCS_METADATA:
             if present is not None and vcs.name not in present:
                 continue
+            # Never lingering: an empty .hg, .jj or .sl is a broken repository to its
+            # tool (hg takes any .hg folder for one), found before a parent's; it is
+            # there only while a run holds it.
             self.add(os.path.join(folder, vcs.name), vcs.kind,
                      f"{label}{vcs.name}: {vcs.tool}: {vcs.runs}",
-                     hold=vcs.hold and present is None)
+                     hold=vcs.hold and present is None, lingers=False)
 
     def person_settings(self) -> None:
         """What the person's own settings name, inside this folder, whether or not a
@@ -417,12 +442,12 @@ class _Analysis:
         them)."""
         for name, kind, why in GIT_METADATA:
             path = os.path.join(common_dir, name)
-            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}")
+            self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}", held_as=kind)
         for git in dict.fromkeys((git_dir, common_dir)):
             for name, kind, why, content in GIT_DIR_METADATA:
                 path = os.path.join(git, name)
                 self.add(path, kind, f"{label}{self.shown(path)}: {why}; {tail}",
-                         content=content)
+                         content=content, held_as=kind)
         if git_dir != common_dir:  # this checkout is a linked worktree of the repository
             name, kind, why = WORKTREE_GITDIR
             path = os.path.join(git_dir, name)
@@ -438,7 +463,8 @@ class _Analysis:
                 continue
             for file, kind, why, content in GIT_DIR_METADATA:
                 self.add(os.path.join(folder, file), kind,
-                         f"the linked worktree {name}'s {file}: {why}", content=content)
+                         f"the linked worktree {name}'s {file}: {why}", content=content,
+                         held_as=kind)
             file, kind, why = WORKTREE_GITDIR
             self.add(os.path.join(folder, file), kind,
                      f"the linked worktree {name}'s {file}: {why}", hold=False)
@@ -464,7 +490,8 @@ class _Analysis:
                     self.add(os.path.join(self.top, name), setting.kind, reason, hold=False)
                 continue
             path = os.path.join(self.top, setting.name)
-            self.add(path, setting.kind, reason, hold=setting.hold, parents=True)
+            self.add(path, setting.kind, reason, hold=setting.hold, parents=True,
+                     lingers=setting.lingers)
 
     def home_places(self) -> None:
         """The places that run as the person (home_places.py: the table's, PATH's
@@ -493,14 +520,26 @@ class _Analysis:
     def bare_top(self) -> None:
         """Keep the top from becoming a bare repository, or protect the one it is.
 
-        git's discovery (setup.c, is_git_directory) takes a folder for a git directory
-        when its HEAD is a valid ref, objects/ a folder it may enter and refs/ too: a
-        sandbox that made HEAD, objects/, refs/ and a config here would run that config
-        on the person's next git command in the folder or below it. One of the three
-        held keeps the folder from passing: refs (or else objects) as an empty file,
-        which git cannot enter, rather than HEAD, since a file named HEAD in the work
-        tree makes every `git diff HEAD` there ambiguous. Where the top is a bare
-        repository already, what git reads there to run anything is protected.
+        git's discovery (setup.c), in each folder from where it runs up, takes the
+        folder's `.git` first (a gitfile, or a folder that is a git directory), and only
+        then the folder itself for a bare one: HEAD a valid ref, then objects/ and refs/
+        in the common directory (where a `commondir` there points). A sandbox that made
+        HEAD, objects/, refs/ and a config here would run that config on the person's
+        next git command in the folder or below it. What is held must be one of what
+        git needs, so that what the sandbox made is still no repository once the
+        placeholder goes after the run; a `commondir` alone would not do.
+
+        - Where the top's `.git` stops git whatever the sandbox does (git_stops_here):
+          nothing, git never looks at the top itself.
+        - Where git finds no repository from the top: HEAD, an empty folder (git cannot
+          read it, and checks it first, wherever commondir would point). A folder named
+          HEAD makes `git diff HEAD` ambiguous only where a repository is found.
+        - Where git finds one (the top is below the person's repository, or its own
+          .git is written under files.commit): commondir, an empty folder (git dies
+          reading it once a HEAD here is valid, so it never points elsewhere), and refs
+          (or else objects), a socket: no folder git may search, and in no status, as
+          no file would be.
+        macOS holds nothing: Seatbelt refuses making each of these.
         """
         head = os.path.join(self.top, "HEAD")
         if lstat_kind(os.path.join(self.top, "objects")) == "folder" and \
@@ -514,15 +553,51 @@ class _Analysis:
             if not commit:
                 self.add(head, "file", BARE_REASON)
             return
-        # commondir moves where is_git_directory looks for objects/ and refs/: held
-        # holding ".", the folder itself (git dies on an empty one).
-        self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON, content=b".")
+        if self.git_stops_here():
+            return
+        missing = {name: lstat_kind(os.path.join(self.top, name)) == "missing"
+                   for name in ("HEAD", "commondir", "refs", "objects")}
+        if missing["HEAD"] and not _in_repository(self.top):
+            self.add(head, "file", BARE_REASON)
+            return
+        if missing["commondir"]:
+            self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON)
+        else:  # the person's: read-only as it is
+            self.add(os.path.join(self.top, "commondir"), "file", BARE_REASON)
+            if missing["HEAD"]:
+                self.add(head, "file", BARE_REASON)
+                return
         for name in ("refs", "objects"):
-            path = os.path.join(self.top, name)
-            if lstat_kind(path) == "missing":
-                self.add(path, "file", BARE_REASON)
+            if missing[name]:
+                self.add(os.path.join(self.top, name), "folder", BARE_REASON,
+                         held_as="socket")
                 return
         self.add(head, "file", BARE_REASON)
+
+    def git_stops_here(self) -> bool:
+        """Whether git looking for a repository from the top (or below) stops at the
+        top's `.git` whatever the sandbox does, so never looks at the top itself.
+
+        A `.git` file, held read-only: git reads it as a gitfile and takes the
+        repository it names, or stops with an error on one it cannot take (setup.c's
+        read_gitfile_gently; only a `.git` it cannot stat lets it go on). A `.git`
+        folder that is a git directory now, held whole: not under files.commit (HEAD,
+        objects and refs are written then, and a HEAD written wrong would let git go
+        on to the top). Neither where a write grant lies at or inside it, or inside the
+        common directory it points at: the sandbox writes there.
+        """
+        dot_git = os.path.join(self.top, ".git")
+        kind = lstat_kind(dot_git)
+        if any(_within(path, dot_git) for path in self.written):
+            return False
+        if kind == "file":
+            return True
+        if kind != "folder" or self.commit:
+            return False
+        dirs = git_dirs(self.top)
+        if dirs is None or any(_within(path, dirs.common_dir) for path in self.written):
+            return False
+        return is_git_directory(dot_git)
 
     def git_settings(self, repository: _Repository) -> tuple[list[str], bool]:
         """Follow the repository's settings, and the person's own (system and global):
@@ -677,6 +752,25 @@ class _Analysis:
                 self.add(path, "file", reason)
 
 
+def _in_repository(top: str) -> bool:
+    """Whether git, from `top`, finds a repository: `top`'s own .git or one above (a
+    `.git` file, a `.git` folder that is a git directory, a bare repository), as
+    setup.c walks up; judged no more loosely than git, so a doubt says no."""
+    folder = top
+    for _ in range(256):
+        dot_git = os.path.join(folder, ".git")
+        kind = lstat_kind(dot_git)
+        if kind == "file" or (kind == "folder" and is_git_directory(dot_git)):
+            return True
+        if folder != top and is_git_directory(folder):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+    return False
+
+
 # Settings whose value is a command git runs (git-config(1)); `alias.*` only with `!`.
 _PROGRAM_KEYS = frozenset((
     "core.fsmonitor", "core.pager", "core.editor", "core.askpass", "core.sshcommand",
@@ -734,13 +828,17 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
 
 
 def analyze(top: str, *, home: str, commit: bool = False,
-            places: tuple[Place, ...] | None = None) -> DotFiles:
+            places: tuple[Place, ...] | None = None,
+            written: tuple[str, ...] = ()) -> DotFiles:
     """The dot files at the top of the write grant `top` (resolved, no links in it).
 
     `home` expands `~/` in git's settings. `commit` (files.commit): the repository's
     git directory is protected by what git reads to decide what to run, not whole.
     `places`: home_places.home_places(home), when the caller has it for every grant.
-    Reads files only; never raises for what it finds (a file it cannot read protects
-    what its name alone says).
+    `written`: every path the sandbox writes (Snapshot.written): where one lies in the
+    top's `.git` the sandbox could change, the top is kept from becoming a bare
+    repository all the same. Reads files only; never raises for what it finds (a file
+    it cannot read protects what its name alone says).
     """
-    return _Analysis(os.path.normpath(top), home, commit=commit, places=places).run()
+    return _Analysis(os.path.normpath(top), home, commit=commit, places=places,
+                     written=written).run()

@@ -25,6 +25,16 @@ class SandboxError(Exception):
             return f"{self.message}\n  hint: {self.hint}"
         return self.message
 
+    def __str__(self) -> str:
+        """`render()`: a harness that logs `str(err)` (or a traceback's last line) keeps
+        where the error is and what to change, not the bare message."""
+        return self.render()
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled whole, fields and class (a process pool hands exceptions back so):
+        the keyword-only fields are not in `args`, which the default would replay."""
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
 
 class SpecError(SandboxError):
     """A spec (or a command-line argument standing for one) is invalid.
@@ -75,3 +85,11 @@ class NotAllowedError(SandboxError):
     """The person did not allow the spec: they said no, or there was no terminal to ask
     on and no `yes`, or a saved command's permission is gone. Not a fault: a harness
     tells it from a failure by its class, and asks its person again."""
+
+
+def _rebuild(kind: type[SandboxError], message: str, fields: dict[str, object]
+             ) -> SandboxError:
+    error = Exception.__new__(kind)
+    Exception.__init__(error, message)
+    error.__dict__.update(fields)
+    return error

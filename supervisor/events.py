@@ -33,8 +33,51 @@ MAX_EVENTS = 10_000
 
 
 def say(text: str) -> None:
-    """One line of lnk-sandbox's own on stderr, written whole (several threads say)."""
-    os.write(2, f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
+    """One line of lnk-sandbox's own on stderr, written whole (several threads say), and
+    begun on a line of its own where stderr shows that the sandbox left one unfinished.
+
+    The sandbox writes to the same stderr, so the line is whole only if nothing the
+    sandbox wrote is half a line when it is written: the exec watch says a refusal
+    before the refused exec goes on (watch.py), so the shell's own words on that failure
+    come after it. What was written before (`printf partial >&2; ls`) is known only
+    where stderr keeps it, a regular file, whose last byte is read; a terminal or a pipe
+    does not say, and lnk never stands between the sandbox and its stderr to see. A
+    stderr that is gone (closed, its reader ended) loses the line, never the run."""
+    try:
+        os.write(2, _fresh_line() + f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _fresh_line() -> bytes:
+    """A newline when stderr is a regular file whose last byte written is not one."""
+    import stat
+
+    try:
+        info = os.fstat(2)
+        if not stat.S_ISREG(info.st_mode) or not info.st_size:
+            return b""
+        import fcntl
+
+        appends = fcntl.fcntl(2, fcntl.F_GETFL) & os.O_APPEND
+        end = info.st_size if appends else os.lseek(2, 0, os.SEEK_CUR)
+        if end <= 0:
+            return b""
+        # stderr is mostly opened to write only (`2>file`): the same file, opened again
+        # through its descriptor, read where the last write ended.
+        fd = os.open("/proc/self/fd/2", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
+                     | os.O_CLOEXEC)
+        try:
+            again = os.fstat(fd)
+            if (again.st_dev, again.st_ino) != (info.st_dev, info.st_ino):
+                return b""
+            return b"\n" if os.pread(fd, 1, min(end, again.st_size) - 1) not in (
+                b"\n", b"") else b""
+        finally:
+            os.close(fd)
+    except OSError:
+        return b""
+
 
 
 def report_line(record: dict[str, object]) -> bytes:

@@ -3,6 +3,10 @@
 Facts (git's setup.c): a `.git` file must start with the exact 8 bytes `gitdir: `; a
 relative path is relative to the file's folder; `commondir` is relative to the git
 directory; a folder with `objects/`, `refs/` and a `HEAD` file is a bare repository.
+is_git_directory: a HEAD that validate_headref accepts (a link into `refs/`, or a file
+starting `ref:` and, past blanks, `refs/`, or an object name in hex), then `objects` and
+`refs` that access(X_OK) accepts in the common directory (`commondir`'s, read whole:
+git dies when it is there and cannot be read).
 """
 
 from __future__ import annotations
@@ -24,6 +28,38 @@ def read_gitfile(path: str) -> str | None:
         return None
     text = data[len(_GITFILE_PREFIX):].split(b"\n", 1)[0].rstrip(b"\r")
     return text.decode("utf-8", "surrogateescape") or None
+
+
+def is_git_directory(path: str) -> bool:
+    """Whether git takes the folder `path` for a git directory (setup.c's
+    is_git_directory), judged no more loosely than git: `objects` and `refs` must be
+    folders, where git would accept any file it may search. Reads files only."""
+    head = os.path.join(path, "HEAD")
+    if lstat_kind(head) == "link":
+        try:
+            if not os.readlink(head).startswith("refs/"):
+                return False
+        except OSError:
+            return False
+    else:
+        data = read_small(head, limit=255)
+        if data is None:
+            return False
+        if data.startswith(b"ref:"):
+            if not data[4:].lstrip(b" \t\n\r").startswith(b"refs/"):
+                return False
+        elif len(data) < 40 or any(c not in b"0123456789abcdefABCDEF" for c in data[:40]):
+            return False
+    common_dir = path
+    if lstat_kind(os.path.join(path, "commondir")) != "missing":
+        common = read_small(os.path.join(path, "commondir"))
+        if not common:
+            return False
+        text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
+        common_dir = os.path.join(path, text)
+    return all(os.path.isdir(os.path.join(common_dir, name))
+               and os.access(os.path.join(common_dir, name), os.X_OK)
+               for name in ("objects", "refs"))
 
 
 class GitDirs(NamedTuple):

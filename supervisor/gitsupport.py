@@ -1,6 +1,5 @@
-"""git inside a sandbox: the person's identity, the placeholders kept out of its status,
-and what its own trace says after a run. Policy and text only; linux/gitrun.py puts the
-files in place.
+"""git inside a sandbox: the person's identity, and what its own trace says after a run.
+Policy and text only; linux/gitrun.py puts the files in place.
 
 Identity. A commit needs a name and an email, which live in the person's global git
 settings, and those settings also name programs git runs (hooks, fsmonitor, filters,
@@ -13,10 +12,6 @@ names alone, so git inside picks the same identity git outside would; a reposito
 user.* still wins, as it does outside (repository settings come after global ones).
 `GIT_CONFIG_GLOBAL` exists from git 2.32; an older git reads no global settings inside.
 
-Placeholders. A missing dot file the sandbox must not make is held by an empty file for
-the run (dotfiles.py), which `git status` would list as untracked and `git add -A` would
-commit. The repository's `info/exclude` is shown inside with those names added.
-
 Trace. To say after a run that git failed to write a repository whose `.git` the spec
 keeps read-only, git inside writes its own structured trace (trace2's event format, one
 JSON object a line, one file per git process) where lnk-sandbox reads it after the run:
@@ -28,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from .git_config import parse_git_config, person_git_configs
@@ -169,17 +164,6 @@ def identity_files(identity: Identity, folder: str) -> dict[str, str]:
     return files
 
 
-def exclude_text(original: bytes, held: Iterable[str]) -> bytes:
-    """A repository's info/exclude with the placeholders (paths from its top) added,
-    each anchored at the top and every character that would be a pattern escaped."""
-    lines = [b"", b"# lnk-sandbox: held empty for this run, so that nothing here is made"]
-    for path in held:
-        escaped = "".join("\\" + c if c in "\\*?[!# " else c for c in path)
-        lines.append(("/" + escaped).encode("utf-8", "surrogateescape"))
-    body = original if not original or original.endswith(b"\n") else original + b"\n"
-    return body + b"\n".join(lines) + b"\n"
-
-
 class Failed(NamedTuple):
     """A git command that writes the repository and failed in `worktree`."""
 
@@ -246,7 +230,7 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
     sandbox sees the person's global settings itself (git reads them there), where the
     spec's [env] names GIT_CONFIG_GLOBAL, on macOS (not done there yet), or where the
     person has none."""
-    from .grants import seen
+    from .grants import is_within, seen
     from .platform import is_macos
     from .policy import LINUX_SYSTEM_FOLDERS
 
@@ -254,7 +238,13 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
             name == "GIT_CONFIG_GLOBAL" for name, _ in snapshot.settings.env_assign):
         return None
     configs = person_git_configs(snapshot.home)[1:]  # the system's is read inside anyway
-    if any(seen(path, snapshot.grants, LINUX_SYSTEM_FOLDERS) for path in configs):
+    # Judged at the path git opens, in home resolved (the grants' targets are): under a
+    # read grant of home, ~/.gitconfig is a dot entry hidden by pattern, whatever it is.
+    home, real = os.path.normpath(snapshot.home), os.path.realpath(snapshot.home)
+    configs = [real + path[len(home):] if is_within(path, home) else path
+               for path in configs]
+    if any(seen(path, snapshot.grants, LINUX_SYSTEM_FOLDERS, snapshot.patterns)
+           for path in configs):
         return None
     identity = read_identity(snapshot.home)
     return identity or None

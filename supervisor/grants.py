@@ -67,6 +67,10 @@ class Snapshot(NamedTuple):
     network: NetworkRules = NetworkRules()
     caches: tuple[Cache, ...] = ()
     limits: RunLimits | None = None  # None: a snapshot saved before [limits]; the defaults
+    # Rules standing for every path a pattern names (home_config.py): home's dot entries
+    # hidden, a toolchain's folders reopened; each `target` a pattern over the resolved
+    # home, never a grant's own target (so nothing that walks `grants` meets one).
+    patterns: tuple[Grant, ...] = ()
 
     def plain(self) -> dict[str, Any]:
         """The snapshot as JSON-ready data, its run settings at the top level as saved
@@ -105,14 +109,14 @@ class Snapshot(NamedTuple):
             limits=(RunLimits(**{**data["limits"],
                                  "written": tuple(data["limits"].get("written", ()))})
                     if data.get("limits") else None),
+            patterns=tuple(Grant(**g) for g in data.get("patterns", ())),
         )
 
     def run_limits(self) -> RunLimits:
         """The run's limits: as resolved when the snapshot was made, or the defaults."""
         if self.limits is not None:
             return self.limits
-        from .limits import resolve
-        from .spec import Limits
+        from .limits import Limits, resolve
 
         return resolve(Limits())
 
@@ -362,6 +366,7 @@ class _Resolver:
             grants[i] = Grant(rule.name, target, rule.access, rule.reason, rule.key,
                               rule.line, rule.dot_files_writable, is_dir, rule.commit)
         ordered = self.check_contradictions(tuple(grants[i] for i in range(len(rules))))
+        ordered, patterns = self.home_rule(ordered)
         return Snapshot(
             version=SNAPSHOT_VERSION,
             source=self.policy.source,
@@ -376,7 +381,40 @@ class _Resolver:
                                  lnk_home=self.context.lnk_home, source=self.policy.source),
             caches=self.caches(ordered),
             limits=resolve_limits(self.policy.limits),
+            patterns=patterns,
         )
+
+    def home_rule(self, grants: tuple[Grant, ...]) -> tuple[tuple[Grant, ...],
+                                                           tuple[Grant, ...]]:
+        """A read grant of home, or of a folder holding it, shows the person's files, not
+        their configuration (home_config.py): home's dot entries hidden by pattern, and
+        the places of code that hold no secret reopened, but where the spec has a rule
+        of its own. A reopened place is walked from home without following a link: one
+        that is missing, or reached through a link, is left out (its target None)."""
+        from .home_config import DOT_ENTRIES, HIDDEN_REASON, REOPENED, REOPENED_REASON, is_pattern
+
+        home = self.home_real
+        if home == "/" or not any(g.access == "read" and g.target
+                                  and is_within(home, g.target) for g in grants):
+            return grants, ()
+        named = {g.target for g in grants if g.key is not None and g.target}
+        hidden = [g.target for g in grants if g.key is not None and g.access == "hide"
+                  and g.target]
+        patterns = [Grant(DOT_ENTRIES, home + DOT_ENTRIES[1:], "hide", HIDDEN_REASON,
+                          None, None)]
+        reopened = []
+        for entry in REOPENED:
+            path = home + entry.name[1:]
+            folder = entry.kind == "folder"
+            if any(_meets(hide, path) for hide in hidden):
+                continue  # the spec hides it, or a folder it could be in: not reopened
+            if is_pattern(entry.name):
+                patterns.append(Grant(entry.name, path, "read", REOPENED_REASON, None,
+                                      None, is_dir=folder))
+            elif path not in named:
+                reopened.append(Grant(entry.name, _walked(home, path), "read",
+                                      REOPENED_REASON, None, None, is_dir=folder))
+        return (*grants, *reopened), tuple(patterns)
 
     def caches(self, grants: tuple[Grant, ...]) -> tuple[Cache, ...]:
         """Each private cache where it is mounted, refused where it could run as the
@@ -504,6 +542,30 @@ class _Resolver:
         return first
 
 
+def _meets(hidden: str, path: str) -> bool:
+    """Whether a folder hidden at `hidden` holds `path` (a pattern, perhaps), or holds
+    what a folder of it could be: a reopened place never shows what the spec hides."""
+    if is_within(path, hidden):
+        return True
+    want = path.split("/")
+    depth_hidden = len(hidden.split("/"))
+    return depth_hidden <= len(want) and pattern_folder(
+        hidden, "/".join(want[:depth_hidden])) == hidden
+
+
+def _walked(home: str, path: str) -> str | None:
+    """`path` in `home` when it is there, reached from `home` without a link; else None."""
+    walked = home
+    for part in path[len(home):].strip("/").split("/"):
+        walked = os.path.join(walked, part)
+        try:
+            if stat.S_ISLNK(os.lstat(walked).st_mode):
+                return None
+        except OSError:
+            return None
+    return walked
+
+
 _NARROWER = {"~/.config": "~/.config/NAME", "~/.local": "~/.local/share/NAME",
              "~/.local/share": "~/.local/share/NAME", "~/.cache": "~/.cache/NAME"}
 
@@ -543,12 +605,70 @@ def _place_hint(place: Place) -> str:
     return "grant a folder that holds nothing that runs as you"
 
 
-def seen_by(path: str, grants: tuple[Grant, ...]) -> Grant | None:
+def pattern_folder(path: str, pattern: str) -> str | None:
+    """The folder `pattern` (a path some of whose components are `*`, any one name, or
+    `.*`, any one name starting with a dot) stands for that is or holds `path`: as many
+    of `path`'s first components as the pattern has, when each is one the pattern's
+    stands for; None when no folder of it holds `path`."""
+    from .home_config import matches
+
+    want = pattern.split("/")
+    have = path.split("/")
+    if len(have) < len(want) or not all(
+            matches(h, w) for h, w in zip(have[:len(want)], want, strict=True)):
+        return None
+    return "/".join(have[:len(want)])
+
+
+def pattern_paths(pattern: str, limit: int) -> tuple[str, ...]:
+    """The paths `pattern` names that exist now, reached without a link: each folder on
+    the way a real folder, the last a folder or a regular file; at most `limit`."""
+    from .home_config import ANY, ANY_DOT, matches
+
+    found = ["/"]
+    parts = [p for p in pattern.split("/") if p]
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        reached: list[str] = []
+        for folder in found:
+            if part in (ANY, ANY_DOT):
+                try:
+                    with os.scandir(folder) as listing:
+                        names = sorted(e.name for e in listing if matches(e.name, part))
+                except OSError:
+                    continue
+            else:
+                names = [part]
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(mode) or (last and stat.S_ISREG(mode)):
+                    reached.append(path)
+        found = reached[:limit]
+    return tuple(found)
+
+
+def placed(path: str, grants: Iterable[Grant],
+           patterns: Iterable[Grant] = ()) -> list[tuple[str, Grant]]:
+    """(folder, grant) as `deepest` judges them for `path`: each pattern at the folder
+    of it that holds `path`, laid first (of rules at one folder, the spec's own rule
+    there decides over one lnk-sandbox adds by pattern), then each grant at its target."""
+    found = [(folder, g) for g in patterns
+             if g.target and (folder := pattern_folder(path, g.target)) is not None]
+    found += [(g.target, g) for g in grants if g.target is not None]
+    return found
+
+
+def seen_by(path: str, grants: tuple[Grant, ...],
+            patterns: tuple[Grant, ...] = ()) -> Grant | None:
     """The spec's grant through which the sandbox sees `path`, or None: the deepest
-    rule holding it decides (a hide deeper than the grant closes it), and a grant
-    inside `path` shows part of it."""
-    best = deepest(path, ((g.target, g) for g in grants
-                          if g.target is not None and g.access != "protect"))
+    rule holding it decides (a hide deeper than the grant closes it, and home's dot
+    entries are hidden by pattern), and a grant inside `path` shows part of it."""
+    best = deepest(path, ((t, g) for t, g in placed(path, grants, patterns)
+                          if g.access != "protect"))
     if best is not None and best.access in ("read", "write") and best.key:
         return best
     inside = [g for g in grants if g.access in ("read", "write") and g.key and g.target
@@ -556,17 +676,20 @@ def seen_by(path: str, grants: tuple[Grant, ...]) -> Grant | None:
     return inside[0] if inside else None
 
 
-def seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:
+def seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...],
+         patterns: tuple[Grant, ...] = ()) -> bool:
     """Whether the sandbox sees `path` (read or written): see _seen."""
-    return _seen(path, grants, system)
+    return _seen(path, grants, system, patterns)
 
 
-def _seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...]) -> bool:
+def _seen(path: str, grants: tuple[Grant, ...], system: tuple[str, ...],
+          patterns: tuple[Grant, ...] = ()) -> bool:
     """Whether the sandbox sees `path`: the deepest grant or system folder holding it
     reads or writes it (a hide deeper than it closes it, and a spec's rule at a system
-    folder is laid after it, as its mount is)."""
+    folder is laid after it, as its mount is; a pattern's rule is laid first)."""
     holders = [(folder, "read") for folder in system]
-    holders += [(g.target, g.access) for g in grants if g.target and g.access != "protect"]
+    holders += [(t, g.access) for t, g in placed(path, grants, patterns)
+                if g.access != "protect"]
     return deepest(path, holders) in ("read", "write")
 
 
@@ -580,10 +703,11 @@ def working_directory_problem(snapshot: Snapshot, system: tuple[str, ...]) -> Sp
     `system`: the folders every sandbox reads on this OS.
     """
     cwd = snapshot.cwd
-    if cwd == "/" or _seen(cwd, snapshot.grants, system):
+    if cwd == "/" or _seen(cwd, snapshot.grants, system, snapshot.patterns):
         return None  # "/" is the sandbox's own root: where it was started
-    holder = deepest(cwd, ((g.target, g) for g in snapshot.grants
-                           if g.target and g.access == "hide"))
+    holder = deepest(cwd, ((t, g) for t, g in placed(cwd, snapshot.grants,
+                                                     snapshot.patterns)
+                           if g.access == "hide"))
     if holder is not None:
         why = holder.key or holder.reason
         return SpecError(
@@ -598,6 +722,15 @@ def working_directory_problem(snapshot: Snapshot, system: tuple[str, ...]) -> Sp
         file=snapshot.source, key="files",
         hint='add "." to files.read (or files.write) to let the sandbox see it, or start '
         "lnk-sandbox in a folder the spec grants")
+
+
+def home_rule_due(snapshot: Snapshot) -> bool:
+    """Whether `snapshot` reads home without hiding home's configuration: one saved
+    before the rule (home_config.py), which a launch must not use as it is."""
+    home = os.path.realpath(snapshot.home)
+    return not snapshot.patterns and home != "/" and any(
+        g.access == "read" and g.target and is_within(home, g.target)
+        for g in snapshot.grants)
 
 
 def resolve(policy: Policy, context: Context) -> Snapshot:

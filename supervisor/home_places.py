@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
 from .platform import is_macos
+from .policy import clean_path
 
 Kind = Literal["file", "folder"]
 
@@ -119,13 +120,25 @@ class _Resolver:
 
     def resolve(self, path: str) -> tuple[str, tuple[str, ...]]:
         """`path` (absolute) with every link resolved, and the links met on the way."""
-        real, links, _ = self._resolve(os.path.normpath(path), 0)
+        real, links, _ = self._resolve(clean_path(path), 0)
         return real, links
 
     def _resolve(self, path: str, hops: int) -> tuple[str, tuple[str, ...], bool]:
         if path in self.known:
             return self.known[path]
         parent, name = os.path.split(path)
+        if not name:  # `//`, which normpath keeps (POSIX's two leading slashes): the root
+            return self.known["/"]
+        # The folders above, from the top down, each on a known parent: the recursion
+        # below is then a level per link followed (at most MAX_LINKS), not one per
+        # component, which a long path ($HOME, a PATH folder) has thousands of.
+        above: list[str] = []
+        while parent not in self.known and parent not in above and parent != "//":
+            above.append(parent)
+            parent = os.path.dirname(parent)
+        for folder in reversed(above):
+            self._resolve(folder, hops)
+        parent = os.path.dirname(path)
         real_parent, links, exists = self._resolve(parent, hops)
         candidate = os.path.join(real_parent, name)
         found: tuple[str, tuple[str, ...], bool]
@@ -145,7 +158,7 @@ class _Resolver:
                 elif hops >= MAX_LINKS:  # a loop: ELOOP to the kernel, nothing runs there
                     found = (candidate, (*links, candidate), False)
                 else:
-                    target = os.path.normpath(os.path.join(real_parent, text))
+                    target = clean_path(os.path.join(real_parent, text))
                     real, more, there = self._resolve(target, hops + 1)
                     found = (real, tuple(dict.fromkeys((*links, candidate, *more))), there)
         self.known[path] = found
@@ -494,11 +507,12 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
     from .runs_as_you import HOME_PLACES
 
     resolver = _Resolver()
-    home = os.path.normpath(home)
+    home = clean_path(home)
     places: dict[str, Place] = {}
 
     def add(path: str, name: str, kind: Kind, what: str, *, holder: bool,
             instead: str = "", linked: bool = False) -> None:
+        path = clean_path(path)  # a home of `/` gives `//.bashrc`, which grants never match
         if path in places:
             return
         real, links = resolver.resolve(path)

@@ -235,8 +235,9 @@ class PrivateFolder:
         """`$LNK_HOME` opened from a trusted start (the home folder, or `/`), no link
         followed on the way (but the system's own in `/`), and made (0700, with the
         folders above it) where missing when `make`; None when it is missing and not to
-        be made. LaunchError for a link, a folder not this user's, or writable by others.
-        """
+        be made. LaunchError for a link, a folder not this user's, or writable by
+        others, and for a missing home folder: lnk-sandbox never makes one (a
+        `HOME=/nonexistent` means none, and is kept so)."""
         parent, name = os.path.split(os.path.normpath(path))
         try:
             fd, walked = _walk(parent, _SEARCH)
@@ -245,14 +246,19 @@ class PrivateFolder:
                 raise _unreachable(path, refused) from None
             if not make:
                 return None
+            home = os.path.normpath(os.environ.get("HOME") or _passwd_home())
+            if (parent + "/").startswith(home.rstrip("/") + "/") and not os.path.isdir(home):
+                raise LaunchError(
+                    f"the home folder {home} ($HOME) does not exist, so lnk-sandbox's "
+                    f"settings ($LNK_HOME = {path}) cannot be made", hint=_SETTINGS_HINT,
+                    errno=errno.ENOENT) from None
             try:
-                os.makedirs(parent, mode=0o700, exist_ok=True)
+                _make_folders(parent)
                 fd, walked = _walk(parent, _SEARCH)
             except _Refused as again:
                 raise _unreachable(path, again) from None
             except OSError as err:
-                raise LaunchError(f"cannot make {parent}: {err.strerror}",
-                                  errno=err.errno) from None
+                raise cannot_make(parent, err) from None
         with PrivateFolder(fd, walked) as above:
             if not name:
                 return PrivateFolder(os.dup(above.fd), walked)
@@ -308,6 +314,8 @@ class PrivateFolder:
                         os.mkdir(part, 0o700, dir_fd=fd)
                     except FileExistsError:
                         pass
+                    except OSError as err:  # EACCES, EROFS, ENOSPC; ENOENT in /proc
+                        raise cannot_make(path, err) from None
                     next_fd = _open_below(fd, part, path)
                 except OSError:
                     next_fd = _open_below(fd, part, path)
@@ -482,6 +490,29 @@ class PrivateFolder:
                 continue
 
 
+def _passwd_home() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_dir
+    except KeyError:
+        return ""
+
+
+def _make_folders(path: str) -> None:
+    """`os.makedirs(path, 0o700, exist_ok=True)` without its recursion, a level per
+    component, which a long path (thousands of components) takes past Python's limit."""
+    missing = []
+    while path not in ("/", "//", "") and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+
+
 def _unreachable(path: str, refused: _Refused) -> LaunchError:
     return LaunchError(f"lnk-sandbox's settings ($LNK_HOME = {path}) cannot be reached: "
                        f"{refused.why}; no link is followed on the way to them, since a "
@@ -499,4 +530,23 @@ def _open_below(folder: int, name: str, path: str) -> int:
             raise LaunchError(f"{path} is a link (to {link}); lnk-sandbox follows none "
                               "where it keeps its files", hint="remove the link",
                               errno=errno.ELOOP) from None
-        raise LaunchError(f"cannot open {path}: {err.strerror}", errno=err.errno) from None
+        raise LaunchError(f"cannot open {path}: {err.strerror}", hint=_SETTINGS_HINT,
+                          errno=err.errno) from None
+
+
+_SETTINGS_HINT = ("lnk-sandbox keeps its settings in $LNK_HOME (by default ~/.lnk): set "
+                  "LNK_HOME to the absolute path of a folder of your own, on a file system "
+                  "you may write, as in LNK_HOME=$HOME/.lnk")
+
+
+def cannot_make(path: str, err: OSError) -> LaunchError:
+    """A folder of lnk-sandbox's own that the file system refused to make, said with its
+    cause and where else the settings can go."""
+    why = {errno.EROFS: "the file system there is read-only",
+           errno.EACCES: "this user may not write there",
+           errno.EPERM: "this user may not write there",
+           errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+           errno.ENOENT: "the folder above it is gone, or its file system (as /proc's) "
+                         "makes none"}.get(
+               err.errno or 0, err.strerror or "")
+    return LaunchError(f"cannot make {path}: {why}", hint=_SETTINGS_HINT, errno=err.errno)

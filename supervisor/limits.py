@@ -15,10 +15,26 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from .spec import Limits
-
 GIB = 1 << 30
 MIB = 1 << 20
+
+
+class Limits(NamedTuple):
+    """`[limits]`, as written (spec.py validates it): each None (absent) takes its
+    default (`defaults`), and 0 ("none") lifts it. Sizes in bytes, times in seconds.
+
+    `pids`: processes and threads at once; `memory`: what the sandbox's processes and
+    its tmpfs hold; `tmp` and `shm`: the size of its own /tmp and /dev/shm; `files`:
+    open files per process; `cpu`: CPU seconds per process; `timeout`: wall-clock
+    seconds for the whole run, after which every process of it is killed (124)."""
+
+    pids: int | None = None
+    memory: int | None = None
+    tmp: int | None = None
+    shm: int | None = None
+    files: int | None = None
+    cpu: int | None = None
+    timeout: float | None = None
 
 
 class RunLimits(NamedTuple):
@@ -78,15 +94,19 @@ def resolve(limits: Limits, memory: int | None = None) -> RunLimits:
     return run
 
 
+def size_text(value: int) -> str:
+    """A size as a person reads it: "1.5 GiB", "64 MiB", "no limit" for 0."""
+    if not value:
+        return "no limit"
+    for unit, name in ((GIB, "GiB"), (MIB, "MiB")):
+        if value >= unit:
+            return f"{value / unit:g} {name}"
+    return f"{value} bytes"
+
+
 def describe(limits: RunLimits) -> list[str]:
     """One line per limit, as a person reads it."""
-    def size(value: int) -> str:
-        if not value:
-            return "no limit"
-        for unit, name in ((GIB, "GiB"), (MIB, "MiB")):
-            if value >= unit:
-                return f"{value / unit:g} {name}"
-        return f"{value} bytes"
+    size = size_text
 
     def seconds(value: float) -> str:
         return f"{value:g} s" if value else "no limit"

@@ -1,8 +1,10 @@
 """The effective policy: a spec plus what lnk-sandbox itself always adds.
 
 What it adds, each rule with its reason so `plan` and `describe` can say why:
-- the default hides (credentials and agent sockets under home), unless the spec names
-  the path itself;
+- the default hides (credentials and agent sockets under home, and the folders without
+  a dot where programs keep their profiles: ~/snap...), unless the spec names the path
+  itself; home's dot entries under a read grant of home are hidden by pattern, which
+  grants.py adds once it knows what a grant resolves to;
 - `$LNK_HOME` hidden, always: remembered permissions and saved snapshots live there,
   and a sandbox that could write them could allow itself anything;
 - an agent's own folder and a session's folder reopened read-write, dot files included;
@@ -19,8 +21,10 @@ import sys
 from typing import Literal, NamedTuple
 
 from .environment import DEFAULT_KEEP
+from .home_config import PROFILES_REASON
+from .limits import Limits
 from .netpolicy import NetworkRules
-from .spec import Limits, PathGrant, Spec
+from .spec import PathGrant, Spec
 
 Access = Literal["read", "write", "hide", "protect"]
 
@@ -34,6 +38,17 @@ def credential_names(platform: str | None = None) -> tuple[str, ...]:
 
     system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
     return tuple(dict.fromkeys(c.name for c in CREDENTIALS if c.os in ("any", system)))
+
+
+def profile_names(platform: str | None = None) -> tuple[str, ...]:
+    """The folders of home without a dot where this OS's programs keep their profiles
+    (home_config.PROFILE_PLACES: ~/snap, ~/Library...): hidden as home's dot entries
+    are, unless a spec names the path itself. `platform`: as credential_names'."""
+    from .home_config import profile_places
+    from .platform import SYSTEM
+
+    system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
+    return profile_places(system)
 
 
 LNK_HOME_NAME = "$LNK_HOME"
@@ -77,8 +92,11 @@ class Context(NamedTuple):
 
     @staticmethod
     def current() -> Context:
-        home = os.environ.get("HOME") or _passwd_home()
-        lnk_home = os.environ.get("LNK_HOME") or os.path.join(home, ".lnk")
+        home = clean_path(_absolute_setting("HOME", "your home folder, as in /home/you",
+                                            os.environ.get("HOME") or _passwd_home()))
+        lnk_home = clean_path(_absolute_setting(
+            "LNK_HOME", "a folder of your own, as in $HOME/.lnk",
+            os.environ.get("LNK_HOME") or os.path.join(home, ".lnk")))
         try:
             cwd = os.getcwd()
         except OSError as err:
@@ -91,9 +109,9 @@ class Context(NamedTuple):
                 errno=err.errno) from None
         runtime = os.environ.get("XDG_RUNTIME_DIR") or None
         return Context(
-            home=os.path.normpath(home),
+            home=home,
             cwd=cwd,
-            lnk_home=os.path.normpath(os.path.abspath(lnk_home)),
+            lnk_home=lnk_home,
             uid=os.geteuid(),
             runtime_dir=os.path.normpath(runtime) if runtime and runtime.startswith("/") else None,
             installation=installation_paths(),
@@ -104,7 +122,51 @@ class Context(NamedTuple):
 def _passwd_home() -> str:
     import pwd
 
-    return pwd.getpwuid(os.geteuid()).pw_dir
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_dir
+    except KeyError:
+        from .errors import LaunchError
+
+        raise LaunchError(f"HOME is not set, and this user (uid {os.geteuid()}) has no "
+                          "entry in the password database to find a home folder in",
+                          hint="set HOME to your home folder, as in HOME=/home/you") from None
+
+
+def clean_path(path: str) -> str:
+    """`path` normalized, its leading `//` made `/`: POSIX lets a system give exactly two
+    leading slashes a meaning of its own, so normpath keeps them, and every folder
+    above `//x` would be `//` again, for ever (`os.path.split("//")`)."""
+    path = os.path.normpath(path)
+    return path[1:] if path.startswith("//") else path  # normpath makes `///` one
+
+
+def _absolute_setting(name: str, example: str, value: str) -> str:
+    """The environment's `name` when it is an absolute path: a relative one would mean
+    a different folder from every working directory (lnk-sandbox's settings made in the
+    project the sandbox writes, a home that is wherever the command starts)."""
+    from .errors import LaunchError
+
+    if not value.startswith("/"):
+        raise LaunchError(f"{name}={value!r} is not an absolute path, so it would name "
+                          "another folder from each working directory",
+                          hint=f"set {name} to the absolute path of {example}")
+    longest, name_max = _path_bounds()
+    raw = os.fsencode(value)
+    if len(raw) >= longest or any(len(part) > name_max for part in raw.split(b"/")):
+        # Refused whole: made a folder at a time, it would fail half-way, the first
+        # folders made and left.
+        raise LaunchError(f"{name} is longer than a path of this system may be ("
+                          f"{longest - 1} bytes, {name_max} a name): {value[:60]}...",
+                          hint=f"set {name} to the absolute path of {example}")
+    return value
+
+
+def _path_bounds() -> tuple[int, int]:
+    """PATH_MAX (with its NUL) and NAME_MAX here: 4096 and 255 on Linux."""
+    try:
+        return os.pathconf("/", "PC_PATH_MAX"), os.pathconf("/", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 1024, 255
 
 
 def installation_paths() -> tuple[str, ...]:
@@ -201,6 +263,9 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
     for name in credential_names():
         if name not in named:
             rules.append(PathRule(name, "hide", True, "default hide: credentials"))
+    for name in profile_names():
+        if name not in named:
+            rules.append(PathRule(name, "hide", True, PROFILES_REASON))
     if context.runtime_dir and context.runtime_dir not in named:
         rules.append(
             PathRule(context.runtime_dir, "hide", True, "default hide: agent sockets "

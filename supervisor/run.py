@@ -42,6 +42,56 @@ def require_working_directory(snapshot: Snapshot) -> None:
     problem = working_directory_problem(snapshot, system_folders())
     if problem is not None:
         raise problem
+    require_reachable(snapshot)
+
+
+def _may(path: str, mode: int) -> bool | None:
+    """Whether the sandbox's user may `mode` (os.R_OK, W_OK, X_OK) the folder `path`;
+    None when it is gone. Run by anyone else the sandbox is this user, and the kernel's
+    own answer (access(2), which reads ACLs too) is its answer. Run by root it is uid 0
+    without a capability, which access(2) cannot be asked about: root's answer is always
+    yes. The mode bits answer instead, as the kernel answers uid 0 without
+    CAP_DAC_OVERRIDE (an ACL naming root is the rare case they miss)."""
+    if os.geteuid() != 0:
+        return os.access(path, mode) if os.path.exists(path) else None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    shift = 6 if info.st_uid == 0 else 3 if info.st_gid in (os.getegid(),
+                                                             *os.getgroups()) else 0
+    return info.st_mode >> shift & mode == mode
+
+
+def require_reachable(snapshot: Snapshot) -> None:
+    """The working directory one the sandbox can enter, and each folder the spec writes
+    one this user can write: else the launch would fail half-way, with the kernel's bare
+    errno (bubblewrap's chdir, the placeholders made in a written folder)."""
+    import errno
+    import stat
+
+    from .errors import LaunchError, SpecError
+
+    if _may(snapshot.cwd, os.X_OK) is False:
+        mode = stat.S_IMODE(os.stat(snapshot.cwd).st_mode)
+        who = f"uid {os.geteuid()}" + ("" if os.geteuid() else ", without capabilities")
+        raise LaunchError(
+            f"the working directory {snapshot.cwd} cannot be entered by the sandbox's user "
+            f"({who}; the folder's mode is {mode:03o})",
+            hint=f"chmod u+x {snapshot.cwd} if it is yours, or start lnk-sandbox in a "
+            "folder you may enter", errno=errno.EACCES)
+    if os.geteuid() == 0:
+        return  # root makes the placeholders; inside, the mode bits decide, as for anyone
+    for grant in snapshot.grants:
+        if grant.access == "write" and grant.key and grant.target and grant.is_dir and \
+                _may(grant.target, os.W_OK | os.X_OK) is False:
+            mode = stat.S_IMODE(os.stat(grant.target).st_mode)
+            raise SpecError(
+                f"{grant.name!r} resolves to {grant.target}, which this user (uid "
+                f"{os.geteuid()}) cannot write (mode {mode:03o}), so neither could the "
+                "sandbox, and what runs as you there could not be held for the run",
+                file=snapshot.source, key=grant.key, line=grant.line,
+                hint="grant it in files.read instead, or make it yours to write")
 
 
 def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,

@@ -44,6 +44,8 @@ class AgentSetting(NamedTuple):
 
     `name` may be a glob (`*.code-workspace`); a glob is never held, since nothing names
     the one file to hold. `hold` is whether a missing one gets a placeholder for the run.
+    `lingers`: whether that placeholder, an empty settings folder, may stay between runs
+    (dotfiles.Protected.stays); not where the tool writes into an empty one.
     """
 
     name: str
@@ -52,6 +54,7 @@ class AgentSetting(NamedTuple):
     runs: str
     source: str
     hold: bool
+    lingers: bool = True
 
 
 class HomePlace(NamedTuple):
@@ -135,6 +138,7 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
         "plugins/ modules load at startup, its package.json's dependencies are installed "
         "there, and its opencode.json(c) applies",
         "https://opencode.ai/docs/plugins/", True,
+        False,  # OpenCode writes into an empty one (.gitignore, its plugin's install)
     ),
     AgentSetting(
         "opencode.json", "file", "OpenCode",

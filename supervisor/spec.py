@@ -3,11 +3,14 @@
 A missing key means the least that still does the job; an empty list means none. Every
 error names the file, the key and, where it can be found, the line, and says what to
 change. Nothing here looks at the machine: paths are checked for form only; what they
-point at is the grant resolver's business (`grants.py`).
+point at is the grant resolver's business (`grants.py`). One bound alone asks the
+machine: a /tmp or /dev/shm size where the spec leaves the run's memory to its default,
+which follows the machine's memory (`held_in_memory`).
 """
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from .environment import is_loader_variable
 from .errors import SpecError
+from .limits import Limits
 
 if TYPE_CHECKING:
     from .hostnames import HostPattern
@@ -108,24 +112,6 @@ class Env(NamedTuple):
 
     keep: tuple[str, ...] | None = None
     assign: tuple[tuple[str, str], ...] = ()
-
-
-class Limits(NamedTuple):
-    """`[limits]`, as written: each None (absent) takes its default (limits.py), and 0
-    ("none") lifts it. Sizes in bytes, times in seconds.
-
-    `pids`: processes and threads at once; `memory`: what the sandbox's processes and
-    its tmpfs hold; `tmp` and `shm`: the size of its own /tmp and /dev/shm; `files`:
-    open files per process; `cpu`: CPU seconds per process; `timeout`: wall-clock
-    seconds for the whole run, after which every process of it is killed (124)."""
-
-    pids: int | None = None
-    memory: int | None = None
-    tmp: int | None = None
-    shm: int | None = None
-    files: int | None = None
-    cpu: int | None = None
-    timeout: float | None = None
 
 
 class Spec(NamedTuple):
@@ -519,16 +505,46 @@ class _Validator:
             else:
                 found[name] = self.amount(item, key, None, {}, what="a count",
                                           example="a whole number", least=least, most=most)
+        for name in ("tmp", "shm"):
+            if found.get(name):
+                self.held_in_memory(table[name], f"limits.{name}", found[name],
+                                    found.get("memory"))
         return Limits(**found)
+
+    def held_in_memory(self, value: object, key: str, size: int, memory: int | None
+                       ) -> None:
+        """/tmp and /dev/shm are tmpfs, held in the run's memory: each at most half of
+        it, as the defaults are, so that the run's processes keep the other half (and
+        for a person whose memory limit does not hold, so that a /tmp filled in a loop
+        does not take the machine's). The run's memory where the spec leaves it out is
+        this machine's default (limits.py), so that bound alone looks at the machine."""
+        from . import limits
+
+        if memory is None:
+            whose = "the run's memory by default here"
+            memory = limits.defaults(limits.machine_memory()).memory
+        elif memory == 0:
+            whose = "this machine's memory, the run's being lifted"
+            memory = limits.machine_memory()
+        else:
+            whose = "limits.memory"
+        bound = memory // 2
+        if bound and size > bound:
+            raise self.error(key, f"{value!r} is above the most it may be: half of {whose} "
+                             f"({limits.size_text(memory)}), {limits.size_text(bound)}",
+                             hint=f"{key.rpartition('.')[2]} is held in the run's memory: "
+                             "lower it, or raise limits.memory to twice it")
 
     def amount(self, value: object, key: str, pattern: re.Pattern[str] | None,
                units: dict[str, int], *, what: str, example: str, least: int, most: int,
                fraction: bool = False) -> Any:
         """A limit's value: a number, a string with a unit, or "none" (0: lifted); within
         what a program needs to start and what the kernel can hold (a value past it
-        wraps, or is refused by the kernel after the launch was promised it)."""
-        if value == "none" or (type(value) in (int, float) and not value):
-            return 0
+        wraps, or is refused by the kernel after the launch was promised it). Each bound
+        is the README's (Limits), and a refusal names it."""
+        if value == "none":
+            return 0  # a number 0 is below every least: "none" is the one way to lift
+            # a limit, since 0 reads as "nothing at all" as well as "no limit"
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise self.error(key, f"must be {what}, not {_kind(value)}",
                              hint=f'write {example}, or "none" for no limit')
@@ -611,18 +627,22 @@ def _duplicate_hint(first: str, second: str) -> str:
     return "a written path is also readable; keep it in files.write only"
 
 
+_BOM = b"\xef\xbb\xbf"
 _TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
 _TOML_AT_END = "(at end of document)"
 
 
 def parse_spec(data: bytes, source: str) -> Spec:
     """Validate a spec's bytes. Raises SpecError, and nothing else, for any input."""
+    # A byte order mark, which Windows editors write and TOML does not allow: it says
+    # nothing in UTF-8, so the spec is the text after it.
+    skipped = len(_BOM) if data.startswith(_BOM) else 0
     try:
-        text = data.decode("utf-8")
+        text = data[skipped:].decode("utf-8")
     except UnicodeDecodeError as err:
         raise SpecError(
-            f"not UTF-8 text (byte {err.start})", file=source, hint="save the spec as UTF-8"
-        ) from None
+            f"not UTF-8 text (byte {err.start + skipped})", file=source,
+            hint="save the spec as UTF-8") from None
     import tomllib  # loaded only for a spec file: the default is parsed already
 
     try:
@@ -669,11 +689,51 @@ def load_spec(path: str | None) -> Spec:
     """The spec at `path`, or the embedded default when None."""
     if path is None:
         return DEFAULT_SPEC
+    if not path:
+        raise SpecError("--spec names no file", file="<command line>",
+                        hint="give the spec's path, as in --spec spec.toml")
+    return parse_spec(_read_spec(path), path)
+
+
+def _read_spec(path: str) -> bytes:
+    """The bytes of the spec file at `path`: a regular file, opened without blocking (a
+    FIFO's open waits for a writer for ever, a device's read may never end), at most
+    1 MiB of it."""
+    import stat
+
+    def not_regular(mode: int) -> SpecError:
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "of another kind")
+        return SpecError(f"cannot read the spec: it is not a regular file ({kind})",
+                         file=path, hint="give the path of a spec file (TOML); to pass a "
+                         "spec made on the fly, write it to a file first")
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read((1 << 20) + 1)
+        # Looked at before it is opened: opening a device can act (a tape rewinds).
+        if not stat.S_ISREG(mode := os.stat(path).st_mode):
+            raise not_regular(mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as err:
+        hint = ("give the path of a spec that exists" if err.errno == errno.ENOENT else
+                "make it readable by this user, or copy it where it is" if err.errno in (
+                    errno.EACCES, errno.EPERM) else None)
+        raise SpecError(f"cannot read the spec: {err.strerror}", file=path,
+                        hint=hint) from None
+    try:
+        if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
+            raise not_regular(mode)  # replaced since it was looked at
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        left = (1 << 20) + 1
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
     except OSError as err:
         raise SpecError(f"cannot read the spec: {err.strerror}", file=path) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > 1 << 20:
         raise SpecError("a spec is limited to 1 MiB", file=path)
-    return parse_spec(data, path)
+    return data

@@ -11,6 +11,34 @@ import os
 import signal
 
 
+def standard_streams() -> None:
+    """Descriptors 0, 1 and 2 open, each that was closed (a harness may start lnk with
+    `2>&-`) opened on /dev/null, and Python's stream for it made again.
+
+    A closed one is taken by the next file lnk opens: the report, a file of `$LNK_HOME`
+    being written, a folder; its notices would then be written into that file, and its
+    children (the keeper, bwrap, the sandbox) would be handed it as their stdin, stdout
+    or stderr (Python itself refuses to start on a folder there). /dev/null is what a
+    closed stream means to them: nothing to read, nothing kept. Called first, before
+    anything is opened."""
+    import sys
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: `fd` itself
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        os.set_inheritable(fd, True)
+        name = ("stdin", "stdout", "stderr")[fd]
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+
+
 def foreground_terminal() -> int | None:
     """The terminal on stdin when this process is in its foreground group, else None."""
     try:

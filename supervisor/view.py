@@ -4,8 +4,10 @@ Both backends and `describe` render it, each its own way (Linux: mounts; macOS:
 Seatbelt's levels; describe: text), so what decides for a path is judged here, once:
 
 - the rules, laid in one order: the folders every sandbox of the OS reads, then the
-  spec's grants (read and write), then what narrows them (a "protect" grant and each
-  protected dot file, read-only), then hides. The deepest rule holding a path decides;
+  rules lnk-sandbox adds by pattern (home's dot entries hidden under a read grant of
+  home, the places of code it reopens: home_config.py), then the spec's grants (read
+  and write), then what narrows them (a "protect" grant and each protected dot file,
+  read-only), then hides. The deepest rule holding a path decides;
   of rules at one folder, the one laid last (`grants.deepest`'s tie-break), so a hide
   at a granted folder closes it and a protection at a written one keeps it read-only,
   as the later mount covers the earlier one on Linux and the later rule wins in
@@ -28,7 +30,7 @@ from typing import Literal, NamedTuple
 
 from .dotfiles import DotFiles, Protected, analyze
 from .errors import LaunchError, SpecError
-from .grants import Grant, Snapshot, deepest, working_directory_problem
+from .grants import Grant, Snapshot, deepest, pattern_folder, working_directory_problem
 
 Effect = Literal["read", "write", "hide", "keep"]
 # The order rules are laid in at one folder: what narrows after what it narrows.
@@ -40,7 +42,9 @@ class ViewRule(NamedTuple):
     """One rule of the tree. `label` is the key or reason (what a profile's comments may
     carry: never a path), `why` names the rule fully. `creation`: a protected dot file,
     closed at its first creation too. `grant`: the spec's grant it comes from, if any;
-    `protected`: the dot file it keeps, if any."""
+    `protected`: the dot file it keeps, if any. `pattern`: a rule whose path has `*` or
+    `.*` components, standing for each folder they name (home's dot entries hidden, a
+    toolchain's folders reopened): at each, laid before the rules of that folder."""
 
     path: str
     effect: Effect
@@ -50,6 +54,7 @@ class ViewRule(NamedTuple):
     creation: bool = False
     grant: Grant | None = None
     protected: Protected | None = None
+    pattern: bool = False  # `path` stands for every folder it names (home_config.py)
 
     @property
     def allows(self) -> bool:
@@ -120,8 +125,10 @@ def _deciding(path: str, system: Iterable[str], rules: Iterable[ViewRule], *,
     one folder the one laid last."""
     laid = [ViewRule(folder, "read", True, SYSTEM_FOLDER, SYSTEM_FOLDER)
             for folder in system]
-    laid += sorted(rules, key=lambda r: _LAID[r.effect])
-    return deepest(path, ((r.path, r) for r in laid if not (strict and r.path == path)))
+    laid += sorted(rules, key=lambda r: -1 if r.pattern else _LAID[r.effect])
+    placed = ((pattern_folder(path, r.path) if r.pattern else r.path, r) for r in laid)
+    return deepest(path, ((folder, r) for folder, r in placed
+                          if folder is not None and not (strict and folder == path)))
 
 
 def written_tops(snapshot: Snapshot, *, opened_too: bool = False) -> tuple[Grant, ...]:
@@ -141,12 +148,13 @@ def dot_files_of(snapshot: Snapshot, *, opened_too: bool = False) -> dict[str, D
 
     tops = written_tops(snapshot, opened_too=opened_too)
     places = home_places(snapshot.home) if tops else ()
+    written = snapshot.written()
     found: dict[str, DotFiles] = {}
     for grant in tops:
         assert grant.target is not None
         found[grant.target] = analyze(grant.target, home=snapshot.home,
                                       commit=grant.commit and not grant.dot_files_writable,
-                                      places=places)
+                                      places=places, written=written)
     return found
 
 
@@ -165,6 +173,11 @@ def view_of(snapshot: Snapshot, system: tuple[str, ...],
         effect: Effect = "keep" if grant.access == "protect" else grant.access
         rules.append(ViewRule(grant.target, effect, grant.is_dir, label,
                               f"{label}: {grant.name}", grant=grant))
+    for grant in snapshot.patterns:
+        assert grant.target is not None
+        access: Effect = "keep" if grant.access == "protect" else grant.access
+        rules.append(ViewRule(grant.target, access, grant.is_dir, grant.reason,
+                              f"{grant.reason}: {grant.name}", grant=grant, pattern=True))
     for _, item in protections:
         rules.append(ViewRule(item.path, "keep", True, f"a dot file ({item.kind})",
                               f"{item.name}: {item.reason}", creation=True, protected=item))

@@ -85,6 +85,19 @@ def landlock(request: pytest.FixtureRequest) -> bool:
     return str(request.param) == "landlock"
 
 
+@pytest.fixture(params=["compiled", "python"])
+def inner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each run with the compiled inner confiner, and with its Python fallback
+    (LNK_INNER=python, which support.sandbox passes on to every lnk it starts)."""
+    if request.param == "compiled":
+        if (reason := caps.compiled_inner_problem()) is not None:
+            missing(f"the compiled inner confiner cannot run: {reason}")
+        monkeypatch.delenv("LNK_INNER", raising=False)
+    else:
+        monkeypatch.setenv("LNK_INNER", "python")
+    return str(request.param)
+
+
 @pytest.fixture
 def root_sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     """A sandbox run by root: root mode."""

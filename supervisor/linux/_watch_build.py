@@ -5,10 +5,13 @@ us per exec, the same loop in Python about 80 us): most of the Python watch's co
 the interpreter's own, between a receiver waking and the call going on. So the loop that
 every exec passes through is C, run without the GIL: poll and receive under a lock
 (leader and followers, as watch.py explains), read the path with process_vm_readv, read
-a relative path's working directory, check the id is still valid, let the call go on,
-then judge the file through the sandbox's root with openat2(RESOLVE_IN_ROOT) by device
-and inode. It comes back to Python only for what needs a decision there: a refused (or,
-for learn, any) program, a memory file to make, the end.
+a relative path's working directory, check the id is still valid, judge the file
+through the sandbox's root with openat2(RESOLVE_IN_ROOT) by device and inode, and let
+the call go on. It comes back to Python only for what needs a decision there: a refused
+(or, for learn, any) program, a memory file to make, the end. A refusal comes back with
+its call still waiting (`pending`): Python says it, then lets it go on
+(`lnk_watch_continue`), so the notice is on stderr before the refused program's own
+words on its failure (watch.py). For learn the call goes on first, and is judged after.
 
 Built by setup.py at install; without a C compiler the pure-Python watch is used.
 """
@@ -39,6 +42,7 @@ struct lnk_event {
     unsigned long long interp_dev, interp_ino;
     char interp_asked[4096];
     char interp_resolved[4096];
+    int pending;
 };
 """
 
@@ -48,6 +52,7 @@ struct lnk_watch *lnk_watch_new(int listener, int execve_nr, int execveat_nr, in
                                 int restricted, const unsigned long long *allowed,
                                 size_t nallowed);
 int lnk_watch_next(struct lnk_watch *w, struct lnk_event *ev);
+void lnk_watch_continue(struct lnk_watch *w, unsigned long long id);
 void lnk_watch_free(struct lnk_watch *w);
 """
 
@@ -225,7 +230,10 @@ static int on_exec(struct lnk_watch *w, struct seccomp_notif *n, struct lnk_even
         if (have && w->root < 0) have = 0;
         if (have && ioctl(w->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0) have = 0;
     }
-    send_continue(w->listener, n->id);
+    ev->pending = 0;
+    /* Learn records every exec and says nothing: its calls go on before the judgement.
+       Under a list the judgement comes first, so a refusal is said before it goes on. */
+    if (!have || w->record) send_continue(w->listener, n->id);
     if (!have) return 0;
     char head[256];
     ssize_t headlen = 0;
@@ -244,7 +252,16 @@ static int on_exec(struct lnk_watch *w, struct seccomp_notif *n, struct lnk_even
                                       ev->interp_resolved, NULL, 0, NULL);
         }
     }
-    return ev->wanted || ev->interp_wanted;
+    int wanted = ev->wanted || ev->interp_wanted;
+    if (!w->record) {
+        if (wanted) ev->pending = 1;  /* Python says it, then lnk_watch_continue */
+        else send_continue(w->listener, n->id);
+    }
+    return wanted;
+}
+
+void lnk_watch_continue(struct lnk_watch *w, unsigned long long id) {
+    send_continue(w->listener, id);
 }
 
 int lnk_watch_next(struct lnk_watch *w, struct lnk_event *ev) {
@@ -276,6 +293,7 @@ int lnk_watch_next(struct lnk_watch *w, struct lnk_event *ev) {
         pthread_mutex_unlock(&w->lead);
         ev->id = n.id; ev->pid = (int)n.pid; ev->nr = n.data.nr;
         memcpy(ev->args, n.data.args, sizeof ev->args);
+        ev->pending = 0;
         if (n.data.nr == w->execve_nr || n.data.nr == w->execveat_nr) {
             if (on_exec(w, &n, ev)) { ev->kind = LNK_EXEC; return 0; }
             continue;

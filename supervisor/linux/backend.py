@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from contextlib import ExitStack, closing
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from ..capabilities import CheckCache
 from ..deadline import TIMEOUT_STATUS, timed_out_message
@@ -16,28 +18,35 @@ from ..run_types import Ended, FileOp
 from ..view import view_for
 from .capabilities import bwrap_info, without_namespaces
 from .cgroups import RunCgroups
-from .confine import inner_config
+from .confine import Layers, inner_config
 from .gitrun import GitRun
+from .inner_program import choose
 from .keeper import Keeper
 from .launch import spawn
 from .mount_watch import watched_mounts
 from .placeholders import Placeholders
-from .plan import SYSTEM_FOLDERS
+from .plan import SYSTEM_FOLDERS, LaunchPlan
 from .prepare import (
+    KeptRun,
     RunMounts,
+    WatchFactory,
     decide_layers,
-    exec_watch_factory,
     plan_for,
     program_loaders,
+    refuse_unheld_limits,
     sandbox_environment,
 )
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
+    from inner.config import Config
+
     from ..proxy.runfolder import RunFolder
+    from .bwrap import BwrapInfo
+    from .network import NetworkRun
     from .socket_relay import SocketRelay
-    from .watch import Judge
+    from .watch import ExecWatch, Judge
 
 
 def preflight_linux(snapshot: Snapshot) -> None:
@@ -52,6 +61,68 @@ def preflight_linux(snapshot: Snapshot) -> None:
     layers = decide_layers(snapshot, cache)
     plan = plan_for(snapshot)
     inner_config(plan, snapshot, layers, program_loaders(snapshot))
+
+
+class _Prepared(NamedTuple):
+    """A run made ready to spawn: what bwrap is given, and how the run is watched."""
+
+    plan: LaunchPlan
+    config: Config
+    env: dict[str, str]
+    layers: Layers
+    info: BwrapInfo
+    watch_factory: Callable[[int], ExecWatch] | None
+    network: NetworkRun | None
+
+
+def _prepare(stack: ExitStack, snapshot: Snapshot, *, report: str | None, learn: bool,
+             judge: Judge | None, decide: Decide | None, cwd: str | None, tmp: str | None,
+             file_op: FileOp | None) -> _Prepared:
+    """Everything of a run before bwrap: each resource it makes entered on `stack`, in
+    the order below, so that they go in the reverse order on every way out."""
+    cache = CheckCache(snapshot.lnk_home)
+    info = bwrap_info(cache)
+    if learn:
+        snapshot = snapshot._replace(programs=None)
+    layers = decide_layers(snapshot, cache, learn=learn)
+    events = stack.enter_context(closing(EventLog(open_report(report) if report else None)))
+    if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
+        say(unix_sockets_gap(layers.landlock_abi))
+    # The run's folder (proxy mode: the plan binds its resolv.conf) and exposed ports
+    # exist before the plan is built, the helper's job after bwrap has started.
+    network = None
+    if needs_helper(snapshot.settings.network_mode, snapshot.network):  # loaded only when used
+        from .network import NetworkRun
+
+        network = stack.enter_context(closing(NetworkRun.open(snapshot, events, decide)))
+    # git's files (identity, excludes, trace) and the named sockets' relays are made
+    # before the plan, which binds them (Landlock's rules are made from it).
+    view = view_for(snapshot, SYSTEM_FOLDERS)
+    git = GitRun.prepare(view)
+    if git is not None:
+        stack.callback(git.finish)
+    relay = _relay_named_sockets(snapshot)
+    if relay is not None:
+        stack.enter_context(closing(relay[1]))  # the relay's folder goes after the relay
+        stack.enter_context(closing(relay[0]))
+    plan = plan_for(snapshot, RunMounts(
+        resolv_conf=network.resolv_conf() if network is not None else None,
+        relays=relay[0].relays() if relay is not None else {},
+        git=git.ops if git is not None else (), cwd=cwd, tmp=tmp), view=view,
+        inner=choose(file_op=file_op is not None))  # a file operation: Python's
+    loaders = program_loaders(snapshot)
+    config = inner_config(plan, snapshot, layers, loaders)
+    if file_op is not None:
+        from inner.config import FileOp as InnerFileOp
+
+        config = config.replace(file=InnerFileOp(file_op.op, file_op.path, file_op.limit))
+    for note in plan.notes:  # what the plan could not do, said as macOS says its own
+        say(note)
+    env = sandbox_environment(snapshot)
+    env.update(git.env if git is not None else {})
+    factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn)
+    return _Prepared(plan, config, env, layers, info,
+                     factory if layers.listener else None, network)
 
 
 def launch_and_supervise(
@@ -70,113 +141,67 @@ def launch_and_supervise(
     """Launch and supervise one run. `learn` opens every program and records in `judge`;
     `timeout` kills the tree when up (deadline.py); `cwd` and `tmp` place the command
     inside (placement.py); `file_op` has the inner read or write a file instead of
-    running `argv` (inner/fileop.py)."""
-    # Where no user namespace can be made, no bwrap: the run without namespaces
-    # (direct.py; nonamespace.py says what holds there, and refuses what cannot).
+    running `argv` (inner/fileop.py).
+
+    Each resource of the run is entered on one stack, in this order, and so released in
+    the reverse one on every way out: the keeper's side (last out: told the run ended,
+    or left to end it), the run's listing, its cgroups (whose thread starts the keeper,
+    joined on the way out), then what `_prepare` makes (the report, the network, git's
+    files, the sockets' relay), then the placeholders (first out, once bwrap ended).
+
+    Where no user namespace can be made, there is no bwrap: the run without namespaces
+    (direct.py, on a stack of its own in the same order; nonamespace.py says what holds
+    there, and refuses what cannot)."""
     if without_namespaces(CheckCache(snapshot.lnk_home)):
         from .direct import launch_direct
 
-        return launch_direct(snapshot, argv, report=report, learn=learn, judge_=judge,
+        return launch_direct(snapshot, argv, report=report, learn=learn, judge=judge,
                              decide=decide, timeout=timeout, cwd=cwd, tmp=tmp,
                              file_op=file_op)
-    # Listed, kept, and given cgroups of its own, before anything of the run exists:
-    # whenever this process is killed from here on, its keeper ends what the run left at
-    # once (keeper.py), and the next start what the keeper could not (runs.py). The
-    # keeper starts in the cgroups' thread, before it moves this process: it is never in
-    # them. $LNK_HOME is made by then, before the plan, which hides it (and holds the
-    # folders above it, when it is inside a folder the sandbox writes).
-    token = this_token()
-    listed = RunList(snapshot.lnk_home, token)
-    keeper = Keeper(token)
-    cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=keeper.start)
-    clean = True  # nothing of the run can be left: no bwrap, or bwrap ended by itself
-    git: GitRun | None = None
-    events: EventLog | None = None
-    network = None
-    relay = None
-    try:
-        cache = CheckCache(snapshot.lnk_home)
-        info = bwrap_info(cache)
-        if learn:
-            snapshot = snapshot._replace(programs=None)
-        layers = decide_layers(snapshot, cache, learn=learn)
-        events = EventLog(open_report(report) if report else None)
-        if snapshot.network.unix is not None and layers.landlock_abi < UNIX_SOCKETS_ABI:
-            say(unix_sockets_gap(layers.landlock_abi))
-        # The run's folder (proxy mode: the plan binds its resolv.conf) and exposed ports
-        # exist before the plan is built, the helper's job after bwrap has started.
-        if needs_helper(snapshot.settings.network_mode, snapshot.network):  # loaded only when used
-            from .network import NetworkRun
-
-            network = NetworkRun.open(snapshot, events, decide)
-        resolv_conf = network.resolv_conf() if network is not None else None
-        # git's files (identity, excludes, trace) and the named sockets' relays are made
-        # before the plan, which binds them (Landlock's rules are made from it); git's
-        # folder goes on every way out.
-        view = view_for(snapshot, SYSTEM_FOLDERS)
-        git = GitRun.prepare(view)
-        relay = _relay_named_sockets(snapshot)
-        plan = plan_for(snapshot, RunMounts(
-            resolv_conf=resolv_conf, relays=relay[0].relays() if relay is not None else {},
-            git=git.ops if git is not None else (), cwd=cwd, tmp=tmp), view=view)
-        loaders = program_loaders(snapshot)
-        config = inner_config(plan, snapshot, layers, loaders)
-        if file_op is not None:
-            config["file"] = file_op._asdict()
-        for note in plan.notes:  # what the plan could not do, said as macOS says its own
-            say(note)
-        env = sandbox_environment(snapshot)
-        env.update(git.env if git is not None else {})
-        watch_factory = exec_watch_factory(snapshot, loaders, layers, events, judge,
-                                           learn=learn)
-
+    with ExitStack() as stack:
+        # Listed, kept, and given cgroups of its own, before anything of the run exists:
+        # whenever this process is killed from here on, its keeper ends what the run left
+        # at once (keeper.py), and the next start what the keeper could not (runs.py). The
+        # keeper starts in the cgroups' thread, before it moves this process: it is never
+        # in them. $LNK_HOME is made by then, before the plan, which hides it (and holds
+        # the folders above it, when it is inside a folder the sandbox writes).
+        token = this_token()
+        kept = stack.enter_context(KeptRun(Keeper(token)))
+        stack.enter_context(closing(RunList(snapshot.lnk_home, token)))
+        cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=kept.keeper.start)
+        kept.cgroups = cgroups
+        stack.callback(cgroups.end)
+        run = _prepare(stack, snapshot, report=report, learn=learn, judge=judge,
+                       decide=decide, cwd=cwd, tmp=tmp, file_op=file_op)
         # Missing dot files are made before the sources are pinned, and released on every
         # way out, after bwrap has ended; a supervisor killed meanwhile leaves them to the
         # next start, which prunes runs no longer alive.
-        held = Placeholders(snapshot.lnk_home).hold(list(plan.holds))
-        try:
-            cgroups.entered()
-            _keep(keeper, cgroups)
-            _refuse_unheld_limits(snapshot, cgroups)
-            clean = False
-            launched = spawn(plan, info, argv=argv, env=env, inner_config=config,
-                             mark=tuple(tag(token)), cgroups=cgroups)
-            outcome = supervise(launched,
-                                watch_factory=watch_factory if layers.listener else None,
-                                timeout=timeout, mounts=watched_mounts(plan),
-                                served=(network.served(),) if network is not None else ())
-            # A run this process killed (a timeout, a failure, a second SIGTERM) may have
-            # been killed in bwrap's first milliseconds, as a killed supervisor's is: its
-            # keeper looks too (status 137 is also a command killed by the kernel).
-            clean = outcome.status not in (TIMEOUT_STATUS, 125, 128 + 9)
-            for limit in cgroups.limit_hit():
-                say(f"the run reached its {limit} limit ([limits] in the spec; "
-                    "`lnk sandbox describe` shows them)")
-            return outcome
-        finally:
-            held.release()
-    finally:
-        try:
-            if relay is not None:
-                relay[0].close()
-                relay[1].close()
-            if network is not None:
-                network.close()
-            if events is not None:
-                events.close()
-            if git is not None:
-                git.finish()
-        finally:
-            try:
-                cgroups.end()  # joins the cgroups' thread, and with it the keeper's start
-                listed.close()
-            finally:
-                # A cgroup this process could not leave is never the keeper's to kill:
-                # its cgroup.kill would end the supervisor (a harness's, for the API).
-                if clean or cgroups.kept:
-                    keeper.ended()
-                else:
-                    keeper.close()  # the keeper ends what is left
+        stack.callback(Placeholders(snapshot.lnk_home).hold(list(run.plan.holds)).release)
+        return _spawn_and_supervise(run, kept, cgroups, snapshot, argv, timeout=timeout)
+    raise AssertionError("unreachable")  # ExitStack swallows nothing here
+
+
+def _spawn_and_supervise(run: _Prepared, kept: KeptRun, cgroups: RunCgroups,
+                         snapshot: Snapshot, argv: list[str], *,
+                         timeout: float | None) -> Outcome:
+    """Spawn bwrap in the run's cgroups and supervise it to its end."""
+    cgroups.entered()
+    _keep(kept.keeper, cgroups)
+    refuse_unheld_limits(snapshot, cgroups)
+    kept.clean = False
+    launched = spawn(run.plan, run.info, argv=argv, env=run.env, inner_config=run.config,
+                     mark=tuple(tag(kept.keeper.token)), cgroups=cgroups)
+    outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout,
+                        mounts=watched_mounts(run.plan),
+                        served=(run.network.served(),) if run.network is not None else ())
+    # A run this process killed (a timeout, a failure, a second SIGTERM) may have been
+    # killed in bwrap's first milliseconds, as a killed supervisor's is: its keeper
+    # looks too (status 137 is also a command killed by the kernel).
+    kept.clean = outcome.status not in (TIMEOUT_STATUS, 125, 128 + 9)
+    for limit in cgroups.limit_hit():
+        say(f"the run reached its {limit} limit ([limits] in the spec; "
+            "`lnk sandbox describe` shows them)")
+    return outcome
 
 
 def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:
@@ -281,16 +306,3 @@ def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
 
 __all__ = ["SandboxError", "launch_and_supervise", "launch_linux", "learn_linux", "plan_for",
            "print_plan", "run_linux"]
-
-
-def _refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:
-    """A memory limit the spec sets, and no cgroup here can hold, refuses the launch: the
-    default one only shows as not held in `check` (a person's own cgroups are seldom
-    delegated, and refusing every run there would leave no sandbox at all)."""
-    limits = snapshot.run_limits()
-    if "memory" in limits.written and limits.memory and not cgroups.held.memory:
-        raise SandboxError(
-            f"{snapshot.source}: limits.memory: the spec sets a memory limit, and no "
-            "cgroup with the memory controller may be made here for the run",
-            hint="run it as root, or in a delegated cgroup (systemd-run --user --scope -p "
-                 "Delegate=yes lnk sandbox run ...), or remove limits.memory")

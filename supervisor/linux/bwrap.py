@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..errors import LaunchError
+from .inner_program import BINARY
 from .plan import INNER_PARENT, LaunchPlan, MountOp
 
 
@@ -33,6 +34,14 @@ def inner_boot(parent: str) -> str:
 
 
 INNER_BOOT = inner_boot(INNER_PARENT)
+
+
+def inner_command(plan: LaunchPlan, config_fd: str) -> list[str]:
+    """What bwrap runs inside: the compiled inner from its package's mount, or the
+    Python one; either reads its configuration from `config_fd`."""
+    if plan.compiled_inner:
+        return [f"{plan.inner_parent}/inner/{BINARY}", config_fd]
+    return [plan.interpreter, "-I", "-S", "-c", inner_boot(plan.inner_parent), config_fd]
 
 
 class BwrapInfo(NamedTuple):
@@ -129,8 +138,7 @@ def bwrap_args(
     for op in plan.ops:
         args.extend(_op_args(op, fd_of))
     args += ["--chdir", plan.chdir, "--json-status-fd", json_status_fd]
-    args += ["--", plan.interpreter, "-I", "-S", "-c", inner_boot(plan.inner_parent),
-             config_fd]
+    args += ["--", *inner_command(plan, config_fd)]
     return args
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..check import (
     GAP_DISK,
+    GAP_HARD_LINKS_LINUX,
     GAP_HIDES_IN_WRITE_GRANTS,
     GAP_HIDES_REPLACED,
     GAP_HOST_ABSTRACT,
@@ -22,6 +23,7 @@ from ..check import (
     NESTED_BROWSERS,
     Report,
     exposed_credentials,
+    home_lines,
     network_layers,
     spec_lines,
 )
@@ -53,6 +55,8 @@ class Machine:
     # where LNK_NAMESPACES=off asks: the run without namespaces (direct.py)
     namespaces: str = "namespaces"
     watch_reads: bool = True  # the watch can read a program's path (process_vm_readv)
+    inner: str = "python"  # the inner confiner a run starts: "compiled" or "python"
+    inner_why: str = ""  # the same, said with its reason
 
 
 def probe_machine(lnk_home: str) -> Machine:
@@ -87,6 +91,9 @@ def probe_machine(lnk_home: str) -> Machine:
     machine.listener_taken = machine.seccomp_listener and not probes.listener_free()
     machine.exec_watch = _exec_watch(machine.seccomp_listener and not machine.listener_taken)
     machine.watch_reads = probes.memory_readable()
+    from .inner_program import choose, described
+
+    machine.inner, machine.inner_why = choose(), described()
     if machine.landlock_abi:
         cache.record("landlock_abi", machine.landlock_abi)
     if machine.watch_reads:
@@ -207,6 +214,7 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
             "writes are idmapped, so what it writes stays root's (docs/root-mode.md)")
     report.layers += limit_layers(snapshot, report.problems)
     report.exposed = exposed_credentials(snapshot)
+    report.home = home_lines(snapshot)
     report.layers += network_layers(snapshot)
     report.layers.append(NESTED_BROWSERS)
     report.gaps.append(GAP_LOADER)
@@ -216,6 +224,7 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
     if not machine.landlock_abi:
         report.gaps.append(GAP_HIDES_REPLACED)
     report.gaps.append(GAP_HIDES_IN_WRITE_GRANTS)
+    report.gaps.append(GAP_HARD_LINKS_LINUX)
     if _memory_on_v1():
         report.gaps.append(GAP_SOCKET_MEMORY)
     abi = f"ABI {machine.landlock_abi}" if machine.landlock_abi else "no Landlock"
@@ -317,6 +326,7 @@ def render_linux(report: Report) -> str:
         f"  exec watch          {m.exec_watch}"
         + ("" if m.watch_reads else " (cannot read a program's path: process_vm_readv "
            "refused)"),
+        f"  inner confiner      {m.inner_why or m.inner}",
         *spec_lines(report),
     ]
     return "\n".join(lines) + "\n"

@@ -9,16 +9,29 @@ files) cannot be narrowed by Landlock, whose rights add up beneath a folder.
 The seccomp switches follow the effective policy: memory files are left alone without a
 list (JITs need them); with a list they are sealed by the exec watch where it can, and
 refused with ENOSYS where it cannot.
+
+All of it goes to the inner as one record (inner/config.py): the filter as BPF bytes,
+built here for this machine's architecture, the Landlock rules as paths and right bits,
+the limits by number. The inner, compiled or Python, only applies it: policy is here.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import resource
+from functools import cache
+from typing import TYPE_CHECKING, NamedTuple
+
+from inner import landlock, seccomp, syscalls
+from inner.config import Config, Landlock, Rlimit, Seccomp
 
 from ..errors import SpecError
 from ..grants import Snapshot, deepest, is_within
+from .home import HOME_FOLDER
 from .mount_watch import watched_mounts
 from .plan import FRESH_MOUNTS, LaunchPlan, host_access
+
+if TYPE_CHECKING:
+    from inner.seccomp import Rule
 
 READ = ("read_file", "read_dir")
 WRITE = (
@@ -73,6 +86,11 @@ def landlock_rules(
             rights = READ + extra + socket  # "/" too, when a spec grants it
         elif op.kind == "bind" or (op.kind == "tmpfs" and op.dest in FRESH_MOUNTS):
             rights = WRITE + extra + socket
+        elif op.kind == "tmpfs" and op.reason == HOME_FOLDER:
+            # Home's own folder holds nothing but mount points: listed, so that `ls ~`
+            # and a walk of home see what is shown; each entry bound there has its own
+            # rule, and nothing else is there to read.
+            rights = ("read_dir",)
         elif op.kind == "proc":
             rights = PROC
         elif op.kind == "dev":
@@ -145,26 +163,47 @@ def closed_folders(plan: LaunchPlan, snapshot: Snapshot) -> dict[str, list[str]]
 
 def inner_config(
     plan: LaunchPlan, snapshot: Snapshot, layers: Layers, loaders: dict[str, str | None]
-) -> dict[str, object]:
-    """The JSON the inner reads: its seccomp switches and Landlock rules."""
-    return {
-        "seccomp": {
-            "memfd": layers.memfd,
-            "exec_notify": layers.exec_notify,
-            "listener": layers.listener,
-            "listener_required": layers.listener_required,
-        },
-        "landlock": {
-            "abi": layers.landlock_abi,
-            "required": snapshot.programs is not None,
-            "rules": landlock_rules(plan, snapshot, loaders),
-            "closed": closed_folders(plan, snapshot),
-        },
-        "rlimits": rlimits(snapshot),
-        # The mount table handed over before the go, where a written folder holds a
-        # protection the host could take away (mount_watch.py).
-        "watch_mounts": bool(watched_mounts(plan)),
-    }
+) -> Config:
+    """What the inner applies: the filter, the Landlock rules, the limits. The launch
+    adds the command and the status socket (`Config.replace`)."""
+    rules = Landlock(
+        required=snapshot.programs is not None,
+        abis=landlock.abi_table(),
+        file_rights=landlock.FILE_MASK,
+        rules=[(path, landlock.rights_mask(names))
+               for path, names in landlock_rules(plan, snapshot, loaders)],
+        closed=sorted(closed_folders(plan, snapshot).items()),
+    )
+    return Config(-1, (), seccomp=filters(layers), landlock=rules, rlimits=limit_records(snapshot),
+                  # The mount table handed over before the go, where a written folder
+                  # holds a protection the host could take away (mount_watch.py).
+                  watch_mounts=bool(watched_mounts(plan)))
+
+
+def filters(layers: Layers, extra: tuple[Rule, ...] = ()) -> Seccomp:
+    """The filter for this machine's architecture, and, when it has a listener that
+    another filter's may have taken (EBUSY), the one without it: memory files refused
+    (ENOSYS) unless left alone, execs not handed over. learn has none: it needs the
+    listener. `extra`: a run without namespaces' own rules (direct_rules.filter_rules),
+    in both."""
+    arch = syscalls.native_arch()
+    program = _program(arch, layers.memfd, layers.exec_notify, extra)
+    fallback = None
+    if layers.listener and not layers.listener_required:
+        fallback = _program(arch, "allow" if layers.memfd == "allow" else "enosys", False,
+                            extra)
+    return Seccomp(syscalls.AUDIT_ARCH[arch], program, layers.listener, fallback)
+
+
+@cache
+def _program(arch: str, memfd: str, exec_notify: bool, extra: tuple[Rule, ...]) -> bytes:
+    return seccomp.build_program(arch, memfd=memfd, exec_notify=exec_notify, extra=extra)
+
+
+def limit_records(snapshot: Snapshot) -> list[Rlimit]:
+    """`rlimits`, each set one by its RLIMIT_* number, as the inner reads them."""
+    return [Rlimit(name, getattr(resource, f"RLIMIT_{name}"), value)
+            for name, value in rlimits(snapshot).items() if value is not None]
 
 
 def rlimits(snapshot: Snapshot) -> dict[str, int | None]:

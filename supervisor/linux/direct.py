@@ -27,23 +27,29 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing, contextmanager
+from typing import TYPE_CHECKING, NamedTuple
+
+from inner.config import Config, Landlock
+from inner.config import FileOp as InnerFileOp
 
 from ..capabilities import CheckCache
 from ..errors import LaunchError
 from ..events import EventLog, say
 from ..grants import Snapshot, is_within
 from ..host_files import open_report
-from ..nonamespace import ANNOUNCEMENT, FORCED, Facts, forced_off, judge
+from ..netpolicy import UNIX_SOCKETS_ABI
+from ..nonamespace import ANNOUNCEMENT, FORCED, Facts, forced_off
+from ..nonamespace import judge as judge_spec
 from ..run_types import FileOp
 from ..view import view_for
 from .capabilities import landlock_abi, watch_reads, without_namespaces
 from .cgroups import RunCgroups
-from .confine import Layers, rlimits
+from .confine import Layers, filters, limit_records
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
 from .direct_spawn import end_leftovers, spawn_inner, subreaper
+from .inner_program import COMPILED
 from .keeper import Keeper
 from .plan import SYSTEM_FOLDERS, LaunchPlan
 from .runs import RunList, tag, this_token
@@ -53,7 +59,7 @@ if TYPE_CHECKING:
     from ..netpolicy import Decide
     from ..view import View
     from .gitrun import GitRun
-    from .watch import Judge
+    from .watch import ExecWatch, Judge
 
 # The variables that name a temp folder, each set to the run's private one.
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
@@ -67,100 +73,118 @@ def facts(snapshot: Snapshot, cache: CheckCache, cgroups: RunCgroups | None) -> 
 
 
 def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
-                  learn: bool = False, judge_: Judge | None = None,
+                  learn: bool = False, judge: Judge | None = None,
                   decide: Decide | None = None, timeout: float | None = None,
                   cwd: str | None = None, tmp: str | None = None,
                   file_op: FileOp | None = None) -> Outcome:
     """One run without namespaces, as backend.launch_and_supervise runs one with bwrap
-    (the same arguments; `decide` has no proxy to serve here, which judge refuses)."""
+    (the same arguments; `decide` has no proxy to serve here, which judge refuses).
+
+    Each resource of the run is entered on one stack, as with bwrap, and so released in
+    the reverse order on every way out: the keeper's side (last out), the run's listing,
+    its cgroups, then what `_prepare` makes (the report, git's files, the private temp
+    folder), then this process as a subreaper and what the sandbox left, killed and
+    reaped (first out, once the command ended)."""
+    from .prepare import KeptRun, refuse_unheld_limits
+
+    with ExitStack() as stack:
+        # 1. Listed, kept and given cgroups of its own before anything of the run exists
+        # (backend.launch_and_supervise says why, in this order).
+        token = this_token()
+        kept = stack.enter_context(KeptRun(Keeper(token)))
+        stack.enter_context(closing(RunList(snapshot.lnk_home, token)))
+        cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=kept.keeper.start)
+        kept.cgroups = cgroups
+        stack.callback(cgroups.end)
+        run = _prepare(stack, snapshot, cgroups, report=report, learn=learn, judge=judge,
+                       cwd=cwd, tmp=tmp, file_op=file_op)
+        # 5. and 6.
+        _keep(kept.keeper, cgroups)
+        refuse_unheld_limits(snapshot, cgroups)
+        kept.clean = False
+        stack.enter_context(subreaper())
+        launched = spawn_inner(argv, env=run.env, cwd=run.cwd, config=run.config,
+                               mark=tuple(tag(token)), cgroups=cgroups)
+        stack.callback(end_leftovers, launched.pid, keep=kept.keeper.pid)
+        kept.keeper.kill_group(launched.pid)
+        outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout)
+        # Whatever the command left is killed and reaped on the way out (end_leftovers),
+        # as the end of bwrap's pid namespace would: nothing of the run is left after.
+        kept.clean = True
+        for limit in cgroups.limit_hit():
+            say(f"the run reached its {limit} limit ([limits] in the spec; "
+                "`lnk sandbox describe` shows them)")
+        return outcome
+    raise AssertionError("unreachable")  # ExitStack swallows nothing here
+
+
+class _Prepared(NamedTuple):
+    """A run without namespaces made ready to spawn."""
+
+    config: Config
+    env: dict[str, str]
+    cwd: str
+    watch_factory: Callable[[int], ExecWatch] | None
+
+
+def _prepare(stack: ExitStack, snapshot: Snapshot, cgroups: RunCgroups, *,
+             report: str | None, learn: bool, judge: Judge | None, cwd: str | None,
+             tmp: str | None, file_op: FileOp | None) -> _Prepared:
+    """Everything of a run before the inner starts, each resource it makes entered on
+    `stack`, in the order below."""
     from .prepare import (
         RunMounts,
+        WatchFactory,
         decide_layers,
-        exec_watch_factory,
         plan_for,
         program_loaders,
         sandbox_environment,
     )
 
-    # 1. Listed, kept and given cgroups of its own before anything of the run exists
-    # (backend.launch_and_supervise says why, in this order).
-    token = this_token()
-    listed = RunList(snapshot.lnk_home, token)
-    keeper = Keeper(token)
-    cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=keeper.start)
-    clean = True
-    try:
-        with ExitStack() as stack:
-            cache = CheckCache(snapshot.lnk_home)
-            if learn:
-                snapshot = snapshot._replace(programs=None)
-            layers = decide_layers(snapshot, cache, learn=learn)
-            cgroups.entered()
-            # 2. What holds, judged before anything is made; said once.
-            judgement = judge(snapshot, facts(snapshot, cache, cgroups))
-            refusal = judgement.error(snapshot.source)
-            if refusal is not None:
-                raise refusal
-            say(FORCED if forced_off(os.environ) else ANNOUNCEMENT)
-            if snapshot.programs is not None and layers.listener and not watch_reads(cache):
-                say("the exec watch cannot read a program's path here (process_vm_readv is "
-                    "refused): refused programs go unnamed; the list still holds")
-            for note in judgement.narrower:
-                say(note)
-            events = EventLog(open_report(report) if report else None)
-            stack.callback(events.close)
-            # 3. The run's own files, seen at their own paths.
-            view = view_for(snapshot, SYSTEM_FOLDERS)
-            shown: dict[str, Rights] = {}
-            env = sandbox_environment(snapshot)
-            git = _git(view, shown, env)
-            if git is not None:
-                stack.callback(git.finish)
-            folder = tmp if tmp is not None else stack.enter_context(_private_tmp(snapshot))
-            if folder is not None:
-                env.update(dict.fromkeys(TEMP_VARIABLES, folder))
-            # 4. The plan, and what the inner applies.
-            plan = plan_for(snapshot, RunMounts(cwd=cwd), view=view)
-            for note in plan.notes:
-                say(note)
-            check_sources(plan)
-            if os.geteuid() == 0:
-                shown.update(dict.fromkeys(root_only("/etc"), NONE))
-            loaders = program_loaders(snapshot)
-            config = inner_config(plan_config=landlock_config(
-                plan, snapshot, loaders, abi=layers.landlock_abi, tmp=folder,
-                terminals=terminals(), shown=shown), snapshot=snapshot, layers=layers)
-            if file_op is not None:
-                config["file"] = file_op._asdict()
-            _keep(keeper, cgroups)
-            clean = False
-            # 5. and 6.
-            with subreaper():
-                launched = spawn_inner(argv, env=env, cwd=plan.chdir, config=config,
-                                       mark=tuple(tag(token)), cgroups=cgroups)
-                keeper.kill_group(launched.pid)
-                try:
-                    watch = exec_watch_factory(snapshot, loaders, layers, events, judge_,
-                                               learn=learn)
-                    outcome = supervise(launched,
-                                        watch_factory=watch if layers.listener else None,
-                                        timeout=timeout)
-                finally:
-                    end_leftovers(launched.pid, keep=keeper.pid)
-            clean = True
-            for limit in cgroups.limit_hit():
-                say(f"the run reached its {limit} limit ([limits] in the spec; "
-                    "`lnk sandbox describe` shows them)")
-            return outcome
-    finally:
-        try:
-            cgroups.end()
-            listed.close()
-        finally:
-            if clean or cgroups.kept:
-                keeper.ended()
-            else:
-                keeper.close()
+    cache = CheckCache(snapshot.lnk_home)
+    if learn:
+        snapshot = snapshot._replace(programs=None)
+    layers = decide_layers(snapshot, cache, learn=learn)
+    cgroups.entered()  # what holds depends on whether a cgroup counts the processes
+    # 2. What holds, judged before anything is made; said once.
+    judgement = judge_spec(snapshot, facts(snapshot, cache, cgroups))
+    refusal = judgement.error(snapshot.source)
+    if refusal is not None:
+        raise refusal
+    say(FORCED if forced_off(os.environ) else ANNOUNCEMENT)
+    if snapshot.programs is not None and layers.listener and not watch_reads(cache):
+        say("the exec watch cannot read a program's path here (process_vm_readv is "
+            "refused): refused programs go unnamed; the list still holds")
+    for note in judgement.narrower:
+        say(note)
+    events = stack.enter_context(closing(EventLog(open_report(report) if report else None)))
+    # 3. The run's own files, seen at their own paths.
+    view = view_for(snapshot, SYSTEM_FOLDERS)
+    shown: dict[str, Rights] = {}
+    env = sandbox_environment(snapshot)
+    git = _git(view, shown, env)
+    if git is not None:
+        stack.callback(git.finish)
+    folder = tmp if tmp is not None else stack.enter_context(_private_tmp(snapshot))
+    if folder is not None:
+        env.update(dict.fromkeys(TEMP_VARIABLES, folder))
+    # 4. The plan, and what the inner applies. Nothing is mounted: the inner, either
+    # one, runs from the host's own files before Landlock, so the plan shows nothing of
+    # its own (no interpreter's folder becomes a rule).
+    plan = plan_for(snapshot, RunMounts(cwd=cwd), view=view, inner=COMPILED)
+    for note in plan.notes:
+        say(note)
+    check_sources(plan)
+    if os.geteuid() == 0:
+        shown.update(dict.fromkeys(root_only("/etc"), NONE))
+    loaders = program_loaders(snapshot)
+    config = inner_config(landlock_config(
+        plan, snapshot, loaders, abi=layers.landlock_abi, tmp=folder,
+        terminals=terminals(), shown=shown), snapshot=snapshot, layers=layers)
+    if file_op is not None:
+        config = config.replace(file=InnerFileOp(file_op.op, file_op.path, file_op.limit))
+    factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn)
+    return _Prepared(config, env, plan.chdir, factory if layers.listener else None)
 
 
 def describe_lines(snapshot: Snapshot) -> list[str] | None:
@@ -171,7 +195,7 @@ def describe_lines(snapshot: Snapshot) -> list[str] | None:
         return None
     cgroups = RunCgroups.open(this_token(), snapshot.run_limits())
     try:
-        judgement = judge(snapshot, facts(snapshot, cache, cgroups))
+        judgement = judge_spec(snapshot, facts(snapshot, cache, cgroups))
     finally:
         cgroups.end()
     return ([f"refused: {r.key}: {r.what}" for r in judgement.refused]
@@ -186,12 +210,12 @@ def preflight_direct(snapshot: Snapshot, cache: CheckCache) -> None:
     layers = decide_layers(snapshot, cache)
     cgroups = RunCgroups.open(this_token(), snapshot.run_limits())
     try:
-        refusal = judge(snapshot, facts(snapshot, cache, cgroups)).error(snapshot.source)
+        refusal = judge_spec(snapshot, facts(snapshot, cache, cgroups)).error(snapshot.source)
     finally:
         cgroups.end()
     if refusal is not None:
         raise refusal
-    plan = plan_for(snapshot, RunMounts())
+    plan = plan_for(snapshot, RunMounts(), inner=COMPILED)
     landlock_config(plan, snapshot, program_loaders(snapshot), abi=layers.landlock_abi,
                     tmp=None, terminals=(), listing=lambda _: [])
 
@@ -204,23 +228,16 @@ def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:
     keeper.kill_also(cgroups.killable)
 
 
-def inner_config(*, plan_config: dict[str, object], snapshot: Snapshot, layers: Layers
-                 ) -> dict[str, object]:
-    """The inner's configuration without namespaces (the keys inner/main.py reads)."""
-    unix = layers.landlock_abi >= 9
-    return {
-        "direct": {"parent": os.getpid()},
-        "seccomp": {
-            "memfd": layers.memfd,
-            "exec_notify": layers.exec_notify,
-            "listener": layers.listener,
-            "listener_required": layers.listener_required,
-            "extra": filter_rules(network_mode=snapshot.settings.network_mode, unix=unix),
-        },
-        "landlock": plan_config,
-        "rlimits": rlimits(snapshot),
-        "watch_mounts": False,
-    }
+def inner_config(rules: Landlock, *, snapshot: Snapshot, layers: Layers) -> Config:
+    """The inner's configuration without namespaces: step 0 (this process its parent),
+    the filter with the rules a run without namespaces adds (direct_rules.filter_rules:
+    unix sockets below Landlock ABI 9, other families in network "none", System V and
+    POSIX IPC, other processes' limits), `rules`, the limits. The spawn adds the command
+    and the status socket."""
+    unix = layers.landlock_abi >= UNIX_SOCKETS_ABI
+    extra = filter_rules(network_mode=snapshot.settings.network_mode, unix=unix)
+    return Config(-1, (), parent=os.getpid(), seccomp=filters(layers, extra),
+                  landlock=rules, rlimits=limit_records(snapshot))
 
 
 def _git(view: View, shown: dict[str, Rights], env: dict[str, str]) -> GitRun | None:

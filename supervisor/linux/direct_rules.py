@@ -42,12 +42,18 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+from inner import landlock
+from inner.config import Landlock
 
 from ..errors import LaunchError, SpecError
 from ..grants import Snapshot, depth, is_within
 from .confine import READ, RUN, WRITE
 from .plan import INNER_PARENT, INNER_PARENT_UNDER_ROOT, LaunchPlan, host_access
+
+if TYPE_CHECKING:
+    from inner.seccomp import Rule
 
 DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 DEV_FILE = ("read_file", "write_file", "ioctl_dev")
@@ -209,11 +215,11 @@ def run_paths(*, tmp: str | None, terminals: Iterable[str]) -> dict[str, Rights]
 def landlock_config(plan: LaunchPlan, snapshot: Snapshot, loaders: dict[str, str | None],
                     *, abi: int, tmp: str | None, terminals: Iterable[str],
                     shown: Mapping[str, Rights] = {}, listing: Listing = list_folder
-                    ) -> dict[str, object]:
-    """The inner's `landlock` settings without namespaces: the rules, the listed paths
-    (optional), every path opened without following a link, and the TCP rights handled
-    where the network is none. `shown`: lnk-sandbox's own files the sandbox reads or
-    writes at their own path (git's identity and trace)."""
+                    ) -> Landlock:
+    """The inner's Landlock record without namespaces: the rules (required: Landlock
+    alone holds the files here), every path optional and opened without following a
+    link, and the TCP rights handled where the network is none. `shown`: lnk-sandbox's
+    own files the sandbox reads or writes at their own path (git's identity and trace)."""
     extra = {**shown, **run_paths(tmp=tmp, terminals=terminals)}
     if tmp is not None and snapshot.programs is None:
         extra[tmp] = frozenset((*WRITE, "execute"))
@@ -224,13 +230,14 @@ def landlock_config(plan: LaunchPlan, snapshot: Snapshot, loaders: dict[str, str
                   if s.target]
     # Every path is optional: the grants' own were found there, no link on the way, just
     # before the spawn (direct.py); one gone since, or a link now, is in no rule.
-    return {"abi": abi, "required": True, "rules": rules, "closed": {},
-            "optional": sorted({path for path, _ in rules}), "nofollow": True,
-            "net": snapshot.settings.network_mode == "none"}
+    return Landlock(required=True,
+                    abis=landlock.abi_table(net=snapshot.settings.network_mode == "none"),
+                    file_rights=landlock.FILE_MASK,
+                    rules=[(path, landlock.rights_mask(names)) for path, names in rules],
+                    nofollow=True, optional=True)
 
 
-def filter_rules(*, network_mode: str, unix: bool) -> list[tuple[str, int, tuple[
-        tuple[int, str, int | tuple[int, ...]], ...]]]:
+def filter_rules(*, network_mode: str, unix: bool) -> tuple[Rule, ...]:
     """The seccomp rules added without namespaces (inner/seccomp.rules' `extra`).
 
     `unix`: unix sockets may be made (Landlock ABI 9 holds path sockets); else
@@ -239,7 +246,7 @@ def filter_rules(*, network_mode: str, unix: bool) -> list[tuple[str, int, tuple
     host's. Always: System V IPC and POSIX message queues (ENOSYS), and another
     process's resource limits (prlimit with a pid: the supervisor's and the person's
     other processes share the uid)."""
-    rules: list[tuple[str, int, tuple[tuple[int, str, int | tuple[int, ...]], ...]]] = [
+    rules: list[Rule] = [
         ("prlimit64", errno.EPERM, ((0, "not in", (0,)),)),
         *((name, errno.ENOSYS, ()) for name in IPC_CALLS),
     ]
@@ -249,4 +256,4 @@ def filter_rules(*, network_mode: str, unix: bool) -> list[tuple[str, int, tuple
                                                     (1, "not in", CONNECTED_PAIRS))))
     if network_mode == "none":
         rules.append(("socket", errno.EACCES, ((0, "not in", (AF_UNIX,)),)))
-    return rules
+    return tuple(rules)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import _socket
 import ctypes
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -22,9 +21,12 @@ from ..installation import inner_source, interpreter
 from ..signal_forwarding import FORWARDED
 from ..terminal import foreground_terminal, give_terminal
 from .bwrap import inner_boot
+from .inner_program import COMPILED, choose, compiled_path
 from .launch import Launched
 
 if TYPE_CHECKING:
+    from inner.config import Config
+
     from .cgroups import RunCgroups
 
 # posix_spawn through libc: glibc's posix_spawn_file_actions_addchdir_np (2.29) starts
@@ -35,14 +37,27 @@ _SETSIGDEF = 0x04
 _SETSIGMASK = 0x08
 
 
-def spawn_inner(argv: list[str], *, env: dict[str, str], cwd: str,
-                config: dict[str, object], mark: tuple[str, ...] = (),
-                cgroups: RunCgroups | None = None) -> Launched:
-    """Start the inner, in `cwd`, with only `env`, its configuration on an inherited fd,
-    in a process group of its own made the terminal's foreground group; born in the
-    run's cgroups. SIGINT, SIGTERM, SIGHUP and SIGQUIT reach it ignored (the inner
-    restores them before its exec): Ctrl-C during its set-up must not kill it half done."""
+def inner_args(config_fd: int, *, file_op: bool, mark: tuple[str, ...] = ()) -> list[str]:
+    """The inner's command line from the host's own files: the compiled one, or the
+    Python one where it cannot run or a file operation asks (inner_program.choose).
+    `mark` follows the fd (runs.tag: how the next start finds a killed run's inner
+    before its exec); neither inner reads it."""
+    if choose(file_op=file_op) == COMPILED:
+        binary = compiled_path()
+        if binary is not None:
+            return [binary, str(config_fd), *mark]
     python, _ = interpreter()
+    parent_inner = os.path.dirname(inner_source())
+    return [python, "-I", "-S", "-c", inner_boot(parent_inner), str(config_fd), *mark]
+
+
+def spawn_inner(argv: list[str], *, env: dict[str, str], cwd: str, config: Config,
+                mark: tuple[str, ...] = (), cgroups: RunCgroups | None = None) -> Launched:
+    """Start the inner, in `cwd`, with only `env`, its configuration (inner/config.py,
+    with `argv` and the status socket added) on an inherited fd, in a process group of
+    its own made the terminal's foreground group; born in the run's cgroups. SIGINT,
+    SIGTERM, SIGHUP and SIGQUIT reach it ignored (the inner restores them before its
+    exec): Ctrl-C during its set-up must not kill it half done."""
     inherited: list[int] = []
     try:
         status_parent, status_child = _socket.socketpair(_socket.AF_UNIX,
@@ -50,16 +65,21 @@ def spawn_inner(argv: list[str], *, env: dict[str, str], cwd: str,
         child = status_child.detach()
         inherited.append(child)
         os.set_inheritable(child, True)
-        config = {"argv": argv, "status_fd": child, **config}
+        try:
+            data = config.replace(argv=argv, status_fd=child).encode()
+        except ValueError as err:
+            raise LaunchError(
+                f"the inner confiner's configuration cannot be written: {err}") from None
         config_fd = os.memfd_create("lnk-inner-config", os.MFD_CLOEXEC)
         inherited.append(config_fd)
-        os.write(config_fd, json.dumps(config).encode())
+        view = memoryview(data)
+        while view:
+            view = view[os.write(config_fd, view):]
         os.lseek(config_fd, 0, os.SEEK_SET)
         os.set_inheritable(config_fd, True)
         json_read, json_write = os.pipe()  # nothing writes it: no bwrap
         os.close(json_write)
-        parent_inner = os.path.dirname(inner_source())
-        args = [python, "-I", "-S", "-c", inner_boot(parent_inner), str(config_fd), *mark]
+        args = inner_args(config_fd, file_op=config.file is not None, mark=mark)
         terminal = foreground_terminal()
         saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in FORWARDED}
         try:

@@ -1,10 +1,11 @@
 """git's files for one Linux run (gitsupport.py says what and why): the identity git
-reads inside, each written repository's info/exclude with the run's placeholders, and
-the folder git's trace goes to, then what that trace says after the run.
+reads inside and the folder git's trace goes to, then what that trace says after the
+run. A placeholder needs nothing of git: each one in a work tree is an empty folder,
+which git lists in no status (dotfiles.Protected.held_as).
 
-The identity (a folder) and each exclude file are named by their content in
-`$LNK_HOME/git`, made once and bound read-only into every run that needs them (they
-rarely change; a start should not pay for writing them again). The trace belongs to one
+The identity (a folder) is named by its content in `$LNK_HOME/git`, made once and bound
+read-only into every run that needs it (it rarely changes; a start should not pay for
+writing it again). The trace belongs to one
 run: `$LNK_HOME/run/git-PID-.../trace`, made only where a written repository's .git is
 read-only, and removed after the run (the next start removes one a killed supervisor
 left). All of `$LNK_HOME` is hidden from every sandbox: these are
@@ -20,10 +21,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..digests import sha256
 from ..events import say
-from ..gitsupport import exclude_text, failed_writers, identity_files, identity_for
-from ..grants import Grant, is_within
+from ..git_repository import is_git_directory
+from ..gitsupport import failed_writers, identity_files, identity_for
+from ..grants import Grant
 from ..state import ensure_private_dir, private_folder, remove_tree
-from .placeholders import Placeholders
 from .plan import MountOp, inner_parent_for
 
 if TYPE_CHECKING:
@@ -44,16 +45,17 @@ class GitRun(NamedTuple):
         files named from its own folder, which a run without mounts (direct.py) shows at
         its own path, not under /run/lnk-sandbox."""
         snapshot = view.snapshot
+        # A `.git` folder that is no repository (another run's placeholder) has no
+        # command to follow.
         tops = [g for g in snapshot.grants if g.access == "write" and g.target
                 and g.is_dir and not g.dot_files_writable
-                and _is_folder(os.path.join(g.target, ".git"))]
+                and is_git_directory(os.path.join(g.target, ".git"))]
         identity = identity_for(snapshot)
         settings = snapshot.settings
         traced = not any(name.startswith("GIT_TRACE2") for name in
                          (*settings.env_keep, *(n for n, _ in settings.env_assign)))
         watched = tuple(g for g in tops if not g.commit) if traced else ()
-        excludes = _excludes(view, tops) if tops else []
-        if not (identity or watched or excludes):
+        if not (identity or watched):
             return None
         inside = f"{inner_parent_for(snapshot)}/git"
         ops: list[MountOp] = []
@@ -64,10 +66,6 @@ class GitRun(NamedTuple):
                                "your git identity (user.name and user.email), and nothing "
                                "else of your git settings"))
             env["GIT_CONFIG_GLOBAL"] = f"{inside}/config"
-        for dest, text in excludes:
-            ops.append(MountOp("ro-bind", dest, _stored_file(snapshot.lnk_home, text),
-                               "its info/exclude, with this run's placeholders added, so "
-                               "git status does not list them"))
         if not watched:
             return GitRun(None, tuple(ops), env, (), None)
         from ..proxy.runfolder import remove_stale
@@ -133,28 +131,8 @@ def _identity_folder(lnk_home: str, files: dict[str, str]) -> str:
     return folder
 
 
-def _stored_file(lnk_home: str, data: bytes) -> str:
-    """A file holding `data` in `$LNK_HOME/git`, named by its content and made once (an
-    exclude file is the same from one run to the next until the repository's changes)."""
-    base = ensure_private_dir(lnk_home, "git")
-    path = os.path.join(base, f"exclude-{sha256(data).hexdigest()[:16]}")
-    if _is_regular(path):
-        return _used(path)
-    _prune(base)
-    import tempfile
-
-    fd, made = tempfile.mkstemp(prefix="exclude-new-", dir=base)
-    try:
-        os.write(fd, data)
-        os.fchmod(fd, 0o644)  # run by root, the sandbox reads it as a uid of its own
-    finally:
-        os.close(fd)
-    os.replace(made, path)
-    return path
-
-
 # What $LNK_HOME/git keeps unused for this long is removed when something new is stored:
-# an old identity, the exclude file of a repository not run in since.
+# an old identity.
 UNUSED_DAYS = 30
 
 
@@ -202,33 +180,6 @@ def _made(folder: str, inside: str, ops: list[MountOp], env: dict[str, str], *,
     return GitRun(folder, tuple(ops), env, watched, trace)
 
 
-def _excludes(view: View, tops: list[Grant]) -> list[tuple[str, bytes]]:
-    """(info/exclude path, its text with the placeholders added) of each written
-    repository where the run holds a placeholder file that git would list as untracked:
-    one missing now, or another run's placeholder. The files held are the view's: each
-    protected file it keeps read-only at its own path (the plan holds each of them)."""
-    placeholders = Placeholders(view.snapshot.lnk_home).entries()
-    kept = {r.path for r in view.rules if r.protected is not None}
-    files = [p.path for _, p in view.protections if p.kind == "file" and p.path in kept
-             and (p.exists or p.placeholder == p.path)]
-    found = []
-    for top in tops:
-        assert top.target is not None
-        git = os.path.join(top.target, ".git")
-        held = [path for path in files
-                if is_within(path, top.target) and not is_within(path, git)
-                and (not os.path.lexists(path) or path in placeholders)]
-        exclude = os.path.join(git, "info", "exclude")
-        if not held or not _is_regular(exclude):
-            continue
-        from ..host_walk import read_small
-
-        original = read_small(exclude, 1 << 20) or b""
-        found.append((exclude, exclude_text(
-            original, [os.path.relpath(path, top.target) for path in held])))
-    return found
-
-
 def _write(path: str, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
@@ -240,12 +191,5 @@ def _write(path: str, data: bytes) -> None:
 def _is_folder(path: str) -> bool:
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _is_regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False

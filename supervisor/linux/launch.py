@@ -20,7 +20,6 @@ Facts:
 from __future__ import annotations
 
 import _socket
-import json
 import os
 import signal
 from typing import TYPE_CHECKING
@@ -33,6 +32,8 @@ from .pinning import LinkInPath, PinnedPath, pin
 from .plan import LaunchPlan
 
 if TYPE_CHECKING:
+    from inner.config import Config
+
     from .cgroups import RunCgroups
     from .idmapped import PrivateMounts
 
@@ -139,9 +140,14 @@ def _setpriv() -> str:
                       hint="apt-get install util-linux")
 
 
-def _config_fd(config: dict[str, object], child: _ChildFds) -> int:
+def _config_fd(config: Config, child: _ChildFds) -> int:
+    """The inner's configuration in a memory file it reads from the start (the form may
+    be larger than a pipe holds, and nothing writes it while bwrap starts)."""
+    data = config.encode()
     fd = os.memfd_create("lnk-inner-config", os.MFD_CLOEXEC)
-    os.write(fd, json.dumps(config).encode())
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
     os.lseek(fd, 0, os.SEEK_SET)
     return child.add(fd)
 
@@ -152,11 +158,12 @@ def spawn(
     *,
     argv: list[str],
     env: dict[str, str],
-    inner_config: dict[str, object] | None = None,
+    inner_config: Config,
     mark: tuple[str, ...] = (),
     cgroups: RunCgroups | None = None,
 ) -> Launched:
     """Pin every source, start bwrap with only `env`, and hand the terminal to it.
+    `inner_config`: what the inner applies, less the command and the status socket.
 
     `cgroups`: the run's own, which this process has been entering since the start
     began (RunCgroups.entering), so bwrap and all it forks are born there; this process
@@ -177,8 +184,8 @@ def spawn(
         json_read, json_write = os.pipe()
         parent_fds.append(json_read)
         child.add(json_write)
-        config = {"argv": argv, "status_fd": status_child_fd, **(inner_config or {})}
-        config_fd = _config_fd(config, child)
+        config_fd = _config_fd(inner_config.replace(argv=argv, status_fd=status_child_fd),
+                               child)
         index = {id(op): i for i, op in enumerate(plan.ops)}
         args = bwrap_args(
             plan,

@@ -50,13 +50,18 @@ from ..state import existing_folder, private_folder
 from .pinning import FoundLink, walk
 from .proc_stat import process_start
 
+# How long a placeholder that may linger stays after the last run holding it: the
+# runs of one task (an agent's tool calls) follow each other by seconds or minutes, and
+# each would otherwise make and remove the same empty folders (an rmdir costs 1 to 2 ms
+# of wall on ext4 here). It stays as a holder `~DEADLINE` (seconds since the epoch).
+LINGER_SECONDS = 600
 STATE_NAME = "placeholders"
 LOCK_NAME = "placeholders.lock"
 TEMP_NAME = STATE_NAME + ".tmp"
 _HEADER = b"lnk-placeholders 1"
 _runs = itertools.count(1)
 
-Kind = Literal["file", "folder"]
+Kind = Literal["file", "folder", "socket"]
 
 
 # Plain classes, not dataclasses or NamedTuples: this module is imported on every start,
@@ -72,16 +77,19 @@ class Wanted:
     folder it lies in that must be there (the grant's top; by default its own folder):
     the folders between it and the path, which the plan saw there, may be another run's
     placeholders, removed at that run's end after this start planned, so each missing one
-    is made again (and held) for this run. Immutable, compared by value."""
+    is made again (and held) for this run. `linger`: the placeholder may stay
+    LINGER_SECONDS after the last run holding it ends, for the next run to join rather
+    than make again (dotfiles.Protected.stays says which). Immutable, compared by value."""
 
-    __slots__ = ("base", "content", "kind", "path")
+    __slots__ = ("base", "content", "kind", "linger", "path")
     path: str
     kind: Kind
     content: bytes
     base: str
+    linger: bool
 
     def __init__(self, path: str, kind: Kind, content: bytes = b"", *,
-                 base: str | None = None) -> None:
+                 base: str | None = None, linger: bool = False) -> None:
         folder = os.path.dirname(path)
         if base is None or not (folder == base or folder.startswith(base.rstrip("/") + "/")):
             base = folder
@@ -89,19 +97,22 @@ class Wanted:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "content", content)
         object.__setattr__(self, "base", base)
+        object.__setattr__(self, "linger", linger)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Wanted is immutable: {name}")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Wanted) and (self.path, self.kind, self.content) == (
-            other.path, other.kind, other.content)
+        return isinstance(other, Wanted) and (
+            self.path, self.kind, self.content, self.linger) == (
+            other.path, other.kind, other.content, other.linger)
 
     def __hash__(self) -> int:
-        return hash((self.path, self.kind, self.content))
+        return hash((self.path, self.kind, self.content, self.linger))
 
     def __repr__(self) -> str:
         extra = f", {self.content!r}" if self.content else ""
+        extra += ", linger=True" if self.linger else ""
         return f"Wanted({self.path!r}, {self.kind!r}{extra})"
 
     def between(self) -> list[str]:
@@ -153,10 +164,10 @@ def _parse(data: bytes) -> dict[str, _Entry]:
     if lines[0] != _HEADER:
         return entries
     for line in lines[1:]:
-        # d and f: `KIND DEV INO HOLDERS PATH`; c, a file with content: `c DEV INO
-        # HOLDERS HEX PATH` (a start that knew only d and f forgets c lines).
+        # d, f and s (a socket): `KIND DEV INO HOLDERS PATH`; c, a file with content:
+        # `c DEV INO HOLDERS HEX PATH` (a start that knew only d and f forgets the rest).
         parts = line.split(b" ", 5 if line.startswith(b"c ") else 4)
-        if len(parts) not in (5, 6) or parts[0] not in (b"d", b"f", b"c"):
+        if len(parts) not in (5, 6) or parts[0] not in (b"d", b"f", b"c", b"s"):
             continue
         try:
             device, inode = int(parts[1]), int(parts[2])
@@ -167,9 +178,13 @@ def _parse(data: bytes) -> dict[str, _Entry]:
             continue
         holders = [] if parts[3] == b"-" else parts[3].decode("ascii", "replace").split(",")
         path = _unescape(parts[-1])
-        entries[path] = _Entry(path, "folder" if parts[0] == b"d" else "file", device, inode,
-                               holders, content=content)
+        kind: Kind = "folder" if parts[0] == b"d" else "socket" if parts[0] == b"s" \
+            else "file"
+        entries[path] = _Entry(path, kind, device, inode, holders, content=content)
     return entries
+
+
+_LETTERS: dict[Kind, bytes] = {"folder": b"d", "file": b"f", "socket": b"s"}
 
 
 def _render(entries: dict[str, _Entry]) -> bytes:
@@ -181,7 +196,7 @@ def _render(entries: dict[str, _Entry]) -> bytes:
                                                 entry.content.hex().encode(),
                                                 _escape(entry.path)))
             continue
-        lines.append(b"%s %d %d %s %s" % (b"d" if entry.kind == "folder" else b"f",
+        lines.append(b"%s %d %d %s %s" % (_LETTERS[entry.kind],
                                           entry.device, entry.inode, holders,
                                           _escape(entry.path)))
     return b"\n".join(lines) + b"\n"
@@ -346,7 +361,7 @@ class Placeholders:
                     # prune just now did. Made again, for this run.
                     for folder in _gone_above(item, to_make, parents):
                         entries.pop(folder, None)
-                        to_make.append(Wanted(folder, "folder"))
+                        to_make.append(Wanted(folder, "folder", linger=item.linger))
                     # A folder made for the run just before (.github for .github/hooks)
                     # holds nothing yet: what goes in it is made too.
                     if any(os.path.dirname(item.path) == made.path for made in to_make):
@@ -362,6 +377,8 @@ class Placeholders:
                         entry.holders.append(held.token)
                         entries[item.path] = entry
                         held.paths.append(item.path)
+                        if item.linger:
+                            held.lingering.append(item.path)
                     # else: the person's own (or replaced since): bound, never removed
                 if to_make:
                     # Listed before made, identity unknown: a kill between the mkdir and
@@ -373,6 +390,8 @@ class Placeholders:
                     for item in to_make:
                         if _make(entries[item.path], parents):
                             held.paths.append(item.path)
+                            if item.linger:
+                                held.lingering.append(item.path)
                         else:
                             del entries[item.path]  # made meanwhile, not by a run: theirs
             except BaseException:
@@ -391,8 +410,9 @@ class Placeholders:
             self._unlock(fd)
         return held
 
-    def release(self, token: str) -> None:
-        """Drop `token`'s holds and remove what nobody holds any more."""
+    def release(self, token: str, lingering: tuple[str, ...] = ()) -> None:
+        """Drop `token`'s holds and remove what nobody holds any more; what is in
+        `lingering` (paths `token` held) stays LINGER_SECONDS more, held by `~DEADLINE`."""
         fd = self._locked()
         parents = _Parents()
         try:
@@ -400,8 +420,16 @@ class Placeholders:
             if before is None:
                 return
             entries = _parse(before)
-            for entry in entries.values():
+            stay = f"~{int(time.time()) + LINGER_SECONDS}"
+            for path, entry in list(entries.items()):
+                held = token in entry.holders
                 entry.holders = [h for h in entry.holders if h != token]
+                if held and path in lingering:
+                    entry.holders = [h for h in entry.holders if not h.startswith("~")]
+                    if _only_placeholders(entry, entries, parents):
+                        entry.holders.append(stay)
+                    elif not entry.holders:
+                        del entries[path]  # something else is in it: the person's now
             self._prune(entries, parents, {})
             self._save(entries, before, made=False)
         finally:
@@ -421,6 +449,7 @@ class Held:
         self.placeholders = placeholders
         self.token = token
         self.paths: list[str] = []
+        self.lingering: list[str] = []  # paths that may stay after the run (Wanted.linger)
         self.released = False
 
     def release(self) -> None:
@@ -432,7 +461,7 @@ class Held:
         if not self.paths and not os.path.exists(self.placeholders.state_path):
             return
         try:
-            self.placeholders.release(self.token)
+            self.placeholders.release(self.token, tuple(self.lingering))
         except OSError as err:
             from ..events import say
 
@@ -463,6 +492,11 @@ def _this_process() -> str:
 
 
 def _holder_alive(token: str, alive: dict[str, bool]) -> bool:
+    if token.startswith("~"):  # a placeholder lingering after its last run, until then
+        try:
+            return time.time() < int(token[1:])
+        except ValueError:
+            return False
     pid_text, _, rest = token.partition(":")
     stamp = rest.partition(":")[0]
     key = f"{pid_text}:{stamp}"
@@ -536,6 +570,8 @@ def _make(entry: _Entry, parents: _Parents) -> bool:
     try:
         if entry.kind == "folder":
             os.mkdir(name, 0o755, dir_fd=parent)
+        elif entry.kind == "socket":
+            _make_socket(parent, name)
         else:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o644, dir_fd=parent)
@@ -567,7 +603,7 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
     if (entry.device, entry.inode) == (0, 0):
         # Listed, then its maker was killed before noting what it made: removed when it
         # is what would have been made (an empty folder or file), else left as theirs.
-        if stat.S_ISDIR(info.st_mode) != (entry.kind == "folder"):
+        if _kind_of(info.st_mode) != entry.kind:
             return True
     elif (info.st_dev, info.st_ino) != (entry.device, entry.inode):
         return True
@@ -575,8 +611,9 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
         if entry.kind == "folder":
             os.rmdir(name, dir_fd=parent)
             parents.forget(entry.path)
-        elif stat.S_ISREG(info.st_mode) and _holds_only(parent, name, entry.content,
-                                                         info.st_size):
+        elif (stat.S_ISREG(info.st_mode) and _holds_only(parent, name, entry.content,
+                                                          info.st_size)) or (
+                entry.kind == "socket" and stat.S_ISSOCK(info.st_mode)):
             os.unlink(name, dir_fd=parent)
         else:
             return True  # written to: the person's now
@@ -588,6 +625,51 @@ def _remove(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> boo
         nested = [p for p in entries if p.startswith(prefix)]
         return not nested
     return True
+
+
+def _kind_of(mode: int) -> Kind | None:
+    return "folder" if stat.S_ISDIR(mode) else "socket" if stat.S_ISSOCK(mode) \
+        else "file" if stat.S_ISREG(mode) else None
+
+
+def _make_socket(parent: int, name: str) -> None:
+    """A socket inode at `name` in the folder `parent`, no one listening, mode 0644: no
+    execute bit for access(X_OK) to pass, even for root; opening it fails (ENXIO) rather
+    than waiting as a pipe's would. bind(2) takes no folder descriptor: the name is
+    reached through /proc/self/fd, the folder pinned; the mode is set through an O_PATH
+    descriptor of what was made, never by a path a link could redirect."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as made:
+        try:
+            made.bind(f"/proc/self/fd/{parent}/{name}")
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), name) from None
+            raise
+    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.chmod(f"/proc/self/fd/{fd}", 0o644)
+    finally:
+        os.close(fd)
+
+
+def _only_placeholders(entry: _Entry, entries: dict[str, _Entry], parents: _Parents) -> bool:
+    """Whether the folder placeholder `entry` is still the one made and holds nothing
+    but other listed placeholders: only then may it stay after its runs."""
+    folder, name = os.path.split(entry.path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=parents.open(folder))
+    except (OSError, LaunchError):
+        return False
+    try:
+        info = os.fstat(fd)
+        return (info.st_dev, info.st_ino) == (entry.device, entry.inode) and all(
+            os.path.join(entry.path, inner) in entries for inner in os.listdir(fd))
+    finally:
+        os.close(fd)
 
 
 def _holds_only(parent: int, name: str, content: bytes, size: int) -> bool:

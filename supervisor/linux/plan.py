@@ -15,7 +15,8 @@ a mount hides whatever an earlier mount put beneath it, so the order is the poli
    settings file) has each folder between the two bound onto itself first: a mount
    point cannot be renamed (EBUSY), so the folder holding it cannot be moved away and
    made again, and stays writable otherwise;
-3. the inner confiner's package and, when outside the system folders, its interpreter;
+3. the inner confiner's package and, for the Python inner when it is outside the system
+   folders, its interpreter (the compiled inner is static: it needs nothing else);
 4. hidden folders' tmpfs and the root made read-only, last, since bwrap needs them
    writable to make the mount points of everything inside.
 """
@@ -31,10 +32,13 @@ from typing import Literal, NamedTuple
 from ..dotfiles import Protected
 from ..errors import LaunchError
 from ..grants import Grant, Snapshot, deepest, depth, expand_name, is_within
+from ..home_config import REOPENED_REASON
 from ..policy import LINUX_SYSTEM_FOLDERS, LNK_HOME_NAME
 from ..secret_names import Found
 from ..view import View
-from .placeholders import Wanted
+from .home import HOME_FOLDER, SHOWN, HomeLayout, entries_shown, reopened, shown_home
+from .home import probe as home_probe
+from .placeholders import Kind, Wanted
 from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
 
@@ -84,6 +88,10 @@ class HostLayout(NamedTuple):
     `gone`: the hidden paths the snapshot resolved that are missing now: left out, since
     a tmpfs or an empty file over a missing path would make bwrap create it, in a folder
     the sandbox may only read (a grant that vanished is refused when pinned instead).
+    `home`: home's entries and the reopened places found now, where a read grant shows
+    home (linux/home.py).
+    `compiled_inner`: the inner is the compiled one (inner_program.py), which needs
+    neither the interpreter nor the C library inside.
     """
 
     system: dict[str, str | None]
@@ -98,10 +106,13 @@ class HostLayout(NamedTuple):
     cache_missing: Mapping[str, str] = MappingProxyType({})
     gone: frozenset[str] = frozenset()
     unhidden: tuple[str, ...] = ()
+    home: HomeLayout | None = None
+    compiled_inner: bool = False
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
-              snapshot: Snapshot | None = None, *, root_mode: bool = False) -> HostLayout:
+              snapshot: Snapshot | None = None, *, root_mode: bool = False,
+              compiled_inner: bool = False) -> HostLayout:
         """`root_mode`: also list the path sockets root's daemons listen on, which no
         write grant of a root-run sandbox may hold."""
         system: dict[str, str | None] = {}
@@ -131,7 +142,9 @@ class HostLayout(NamedTuple):
                               g.target for g in (snapshot.grants if snapshot else ())
                               if g.access == "hide" and g.target
                               and not os.path.lexists(g.target)),
-                          unhidden=_unhidden(snapshot))
+                          unhidden=_unhidden(snapshot),
+                          home=home_probe(snapshot) if snapshot is not None else None,
+                          compiled_inner=compiled_inner)
 
 
 def _unhidden(snapshot: Snapshot | None) -> tuple[str, ...]:
@@ -245,6 +258,7 @@ class LaunchPlan(NamedTuple):
     holds: tuple[Wanted, ...] = ()
     inner_parent: str = INNER_PARENT
     unhidden: tuple[str, ...] = ()  # hidden places missing at launch (HostLayout)
+    compiled_inner: bool = False  # bwrap runs the compiled inner, not `interpreter`
 
 
 def _deepest(path: str, mounts: list[tuple[str, str]]) -> str | None:
@@ -258,7 +272,8 @@ def host_access(plan: LaunchPlan, path: str) -> str | None:
 
     The deepest mount holding the path decides, as in the kernel's mount tree; a mount
     of something else at a path (the inner's package, a fresh /tmp, a hide) shows none
-    of the host's files there.
+    of the host's files there; home as a folder of its own (linux/home.py) is read
+    itself, and shows what is bound in it.
     """
     mounts: list[tuple[str, str]] = []
     for op in plan.ops:
@@ -266,9 +281,13 @@ def host_access(plan: LaunchPlan, path: str) -> str | None:
             seen = op.source == op.dest
             mounts.append((op.dest, ("read" if op.kind == "ro-bind" else "write")
                            if seen else "other"))
+        elif op.kind == "tmpfs" and op.reason == HOME_FOLDER:
+            mounts.append((op.dest, "home"))
         elif op.kind in ("tmpfs", "hide-file"):
             mounts.append((op.dest, "other"))
     access = _deepest(path, mounts)
+    if access == "home":  # home's own folder is read (listed); nothing else there is
+        return "read" if any(path == d for d, a in mounts if a == "home") else None
     return access if access in ("read", "write") else None
 
 
@@ -315,12 +334,18 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         layered.append((depth(op.dest), order, op))
         mounts.append((op.dest, access))
 
+    home = shown_home(view, layout.home)
     for grant in sorted(grants, key=lambda g: depth(g.target or "/")):
         assert grant.target is not None
-        if grant.target == "/":
-            continue
+        if grant.target in ("/", home):
+            continue  # the root, mounted first; home, a folder of its own (below)
         kind: OpKind = "bind" if grant.access == "write" else "ro-bind"
         add(0, MountOp(kind, grant.target, grant.target, _why(grant)), grant.access)
+    if home is not None:
+        assert layout.home is not None
+        _show_home(view, layout.home, add=add, layered=layered, late=late)
+    for path in reopened(view, layout.home):
+        add(1, MountOp("ro-bind", path, path, f"{REOPENED_REASON}: {path}"), "read")
     hidden = [g._replace(target=layout.lnk_home) if g.name == LNK_HOME_NAME
               and g.access == "hide" and g.target is None else g for g in snapshot.grants]
     caches = [cache.path for cache in snapshot.caches]
@@ -357,7 +382,12 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
                                     "the inner confiner")]
     prefix = layout.interpreter_prefix
     # Mounted unless readable already: a hidden prefix would leave the inner unable to start.
-    if not {_deepest(prefix, mounts), _deepest(layout.interpreter, mounts)} <= {"read", "write"}:
+    # What it needs is the program and its standard library (lib/pythonX.Y, found from
+    # the program's folder): a prefix's own top (a pyenv version's pip.conf) is not read,
+    # so where those two are shown (a toolchain reopened in home) nothing more is. The
+    # compiled inner needs neither.
+    seen = {_deepest(os.path.join(prefix, "lib"), mounts), _deepest(layout.interpreter, mounts)}
+    if not layout.compiled_inner and not seen <= {"read", "write"}:
         extra.append(MountOp("ro-bind", prefix, prefix, "the inner confiner's interpreter"))
 
     # A name through a link becomes that link, outer names first: a name below one made a
@@ -368,7 +398,7 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
              for g in grants]
     for name, grant in sorted(named, key=lambda pair: depth(pair[0])):
         assert grant.target is not None
-        if name != grant.target and _deepest(name, mounts) is None and not any(
+        if name != grant.target and _deepest(name, mounts) in (None, "home") and not any(
             is_within(name, link) for link in linked
         ):
             extra.append(MountOp("symlink", name, grant.target, f"{grant.name} is a link"))
@@ -379,7 +409,8 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
     ordered = [op for _, _, op in sorted(layered, key=lambda t: (t[0], t[1]))]
     if root_mode:
         root, ordered = _idmapped(root, grants), _idmapped(ordered, grants)
-    cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") else "/"
+    cwd = snapshot.cwd if _deepest(snapshot.cwd, mounts) in ("read", "write") \
+        or snapshot.cwd == home else "/"
     return LaunchPlan(
         ops=(*root, *ordered, *extra, *late),
         chdir=cwd,
@@ -390,7 +421,27 @@ def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan
         holds=tuple(holds),
         inner_parent=inner_parent,
         unhidden=layout.unhidden,
+        compiled_inner=layout.compiled_inner,
     )
+
+
+def _show_home(view: View, layout: HomeLayout, *,
+               add: Callable[[int, MountOp, str], None],
+               layered: list[tuple[int, int, MountOp]], late: list[MountOp]) -> None:
+    """Home as a folder of its own (linux/home.py): a tmpfs, each entry the view shows
+    there bound back (a link made the same link), the tmpfs made read-only last (each
+    place of code a pattern reopens is bound where it is found, by build_plan).
+    Labelled "home" among the mounts: what is under it but not bound is in no mount, so
+    nothing is hidden there again and no placeholder is made for it."""
+    home = layout.home
+    add(0, MountOp("tmpfs", home, reason=HOME_FOLDER), "home")
+    late.append(MountOp("remount-ro", home, reason=HOME_FOLDER))
+    for entry in entries_shown(view, layout):
+        path = os.path.join(home, entry.name)
+        if entry.kind == "link":
+            layered.append((depth(path), 1, MountOp("symlink", path, entry.link, SHOWN)))
+        else:
+            add(1, MountOp("ro-bind", path, path, SHOWN), "read")
 
 
 def inner_parent_for(snapshot: Snapshot) -> str:
@@ -659,15 +710,15 @@ def _dot_files(
         # first, plain and writable, and go after the run when nothing else is in them.
         for parent in protected.parents:
             if not any(held.path == parent for held in holds):
-                holds.append(Wanted(parent, "folder", base=top))
+                holds.append(Wanted(parent, "folder", base=top, linger=protected.stays))
         reason = f"{owner}: {protected.reason}"
-        kind = protected.kind
+        kind: Kind = protected.kind
         if not protected.exists:
-            kind = kind if dest == protected.path else "folder"
+            kind = protected.held_as if dest == protected.path else "folder"
             reason += f"; missing, so an empty {kind} is held there for the run"
         add(2, MountOp("ro-bind", dest, dest, reason), "read")
-        holds.append(Wanted(dest, kind, protected.content if dest == protected.path else b"",
-                            base=top))
+        holds.append(Wanted(dest, kind, protected.content if kind == "file" else b"",
+                            base=top, linger=protected.stays))
     return holds
 
 

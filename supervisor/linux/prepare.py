@@ -1,18 +1,19 @@
 """What a Linux run of a spec gets on this machine, made before it starts: the plan, the
-layers the kernel can enforce, the environment, the program list's files and the exec
-watch. Both launches share them: with bwrap (backend.py) and without namespaces
-(direct.py), which is why they live apart from either."""
+layers the kernel can enforce, the environment, the program list's files, the exec
+watch, and the keeper's side of the run. Both launches share them: with bwrap
+(backend.py) and without namespaces (direct.py), which is why they live apart from
+either."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..capabilities import CheckCache
 from ..environment import build_environment
-from ..errors import ConfinementError
+from ..errors import ConfinementError, SandboxError
 from ..events import EventLog
 from ..grants import Snapshot
 from ..installation import inner_source, interpreter
@@ -20,10 +21,13 @@ from ..view import View, view_for
 from .capabilities import landlock_abi, watch_reads, watch_support
 from .confine import Layers
 from .elf import interpreter_of
+from .inner_program import COMPILED, choose
 from .placement import place
 from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, MountOp, before_remounts, build_plan
 
 if TYPE_CHECKING:
+    from .cgroups import RunCgroups
+    from .keeper import Keeper
     from .watch import ExecWatch, Judge
 
 
@@ -43,14 +47,15 @@ class RunMounts(NamedTuple):
 
 
 def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
-             view: View | None = None) -> LaunchPlan:
+             view: View | None = None, inner: str | None = None) -> LaunchPlan:
     """The plan for this machine: the view rendered as mounts (built once, or `view`,
     built already for the run), then the run's own mounts, each a stage before the plan
-    is handed on."""
+    is handed on. `inner`: which inner confiner it starts (inner_program.choose)."""
     run = run or RunMounts()
     python, prefix = interpreter()
     root_mode = os.geteuid() == 0
-    layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode)
+    layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode,
+                              compiled_inner=(inner or choose()) == COMPILED)
     plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout,
                       root_mode=root_mode)
     if snapshot.settings.network_mode == "proxy":
@@ -153,27 +158,63 @@ def watch_receivers() -> int:
     return int(text) if text.isdigit() and 0 < int(text) <= 64 else RECEIVERS
 
 
-def exec_watch_factory(snapshot: Snapshot, loaders: dict[str, str | None], layers: Layers,
-                       events: EventLog, judge: Judge | None, *, learn: bool
-                       ) -> Callable[[int], ExecWatch]:
-    """What makes the exec watch when the inner hands its listener over: the watch (and
-    ctypes) load only for a run that is watched. `judge`: the caller's (learn's), or one
-    made from the program list."""
+class WatchFactory:
+    """Makes the exec watch when the inner hands its listener over: the watch (and
+    ctypes) load only for a run that is watched. `judge` is learn's (it records), or
+    one made here from the spec's list."""
 
-    def watch_factory(listener: int) -> ExecWatch:
+    def __init__(self, snapshot: Snapshot, loaders: dict[str, str | None], layers: Layers,
+                 events: EventLog, judge: Judge | None, *, learn: bool) -> None:
+        self.snapshot, self.loaders, self.layers = snapshot, loaders, layers
+        self.events, self.judge, self.learn = events, judge, learn
+
+    def __call__(self, listener: int) -> ExecWatch:
         from inner.syscalls import number
 
         from .watch import ExecWatch, Judge
 
-        nonlocal judge
-        if judge is None:
-            judge = Judge(allowed_files(snapshot, loaders),
-                          listed=frozenset(p.target for p in snapshot.programs or ()))
-        judge.record = learn
+        judge = self.judge or Judge(
+            allowed_files(self.snapshot, self.loaders),
+            listed=frozenset(p.target for p in self.snapshot.programs or ()))
+        judge.record = self.learn
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
-        return ExecWatch(listener, numbers=numbers, judge=judge, events=events,
-                         seal_memfd=layers.memfd == "notify", receivers=watch_receivers(),
+        return ExecWatch(listener, numbers=numbers, judge=judge, events=self.events,
+                         seal_memfd=self.layers.memfd == "notify",
+                         receivers=watch_receivers(),
                          compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
 
-    return watch_factory
 
+class KeptRun:
+    """The keeper's side of one run, entered first on the run's stack so that it exits
+    last, after the cgroups' thread (which starts the keeper) is joined: the keeper is
+    told the run ended when nothing of it can be left (no sandbox, or one ended by
+    itself) and the cgroups were left, else its pipe is closed and it ends what is left.
+    A cgroup this process could not leave is never the keeper's to kill: its
+    cgroup.kill would end the supervisor (a harness's, for the API)."""
+
+    def __init__(self, keeper: Keeper) -> None:
+        self.keeper = keeper
+        self.clean = True  # what the run's body says as it goes
+        self.cgroups: RunCgroups | None = None
+
+    def __enter__(self) -> KeptRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.clean or (self.cgroups is not None and self.cgroups.kept):
+            self.keeper.ended()
+        else:
+            self.keeper.close()
+
+
+def refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:
+    """A memory limit the spec sets, and no cgroup here can hold, refuses the launch: the
+    default one only shows as not held in `check` (a person's own cgroups are seldom
+    delegated, and refusing every run there would leave no sandbox at all)."""
+    limits = snapshot.run_limits()
+    if "memory" in limits.written and limits.memory and not cgroups.held.memory:
+        raise SandboxError(
+            f"{snapshot.source}: limits.memory: the spec sets a memory limit, and no "
+            "cgroup with the memory controller may be made here for the run",
+            hint="run it as root, or in a delegated cgroup (systemd-run --user --scope -p "
+                 "Delegate=yes lnk sandbox run ...), or remove limits.memory")

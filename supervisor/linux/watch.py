@@ -7,6 +7,15 @@ same list Landlock enforces, so that a refused program is named (and `learn` can
 what ran) without a privilege a person's lnk does not have. A script's `#!` interpreter
 is judged too, since the kernel opens it for execution as well.
 
+The order, for a list: read the path, judge the file, and only for a refusal say it
+(stderr, the report) before the call goes on; then CONTINUE, always. Said after, the
+notice raced the refused program's own words on the same stderr (dash writes its
+"Permission denied" in three writes), and landed inside its line, where nothing that
+reads lines beginning `lnk-sandbox:` finds it. The judgement (an openat2 and an fstat)
+now comes before every exec goes on; the notice's cost, a refusal's alone. For learn
+(every exec recorded, nothing said), the call goes on first and is judged after, as
+before: its sandbox may have ended by then, which `_hold_root` provides for.
+
 Under a program list, memfd_create without MFD_NOEXEC_SEAL comes here: the watch makes
 the file itself with the flags asked plus MFD_NOEXEC_SEAL (MFD_EXEC dropped) and puts it
 in the program as the call's answer (ADDFD_FLAG_SEND). The program gets a memory file it
@@ -53,6 +62,8 @@ def compiled_available() -> bool:
             _watchc = importlib.import_module("supervisor.linux._watchc")
         except ImportError:
             _watchc = False
+        if _watchc and not hasattr(_watchc.lib, "lnk_watch_continue"):
+            _watchc = False  # built from an older source, which says a refusal late
     return bool(_watchc)
 
 AT_FDCWD = -100
@@ -190,15 +201,21 @@ class ExecWatch:
                 self.on_failure()
 
     def _compiled_exec(self, ffi: Any, event: Any) -> None:
-        asked = os.fsdecode(ffi.string(event.asked))
-        resolved = os.fsdecode(ffi.string(event.resolved)) or None
-        if event.wanted:
-            self._report(event.pid, Executed(asked, resolved, event.dev, event.ino))
-        if event.interp_wanted:
-            name = os.fsdecode(ffi.string(event.interp_asked))
-            self._report(event.pid, Executed(
-                name, os.fsdecode(ffi.string(event.interp_resolved)) or None,
-                event.interp_dev, event.interp_ino, interpreter_of=resolved or asked))
+        """A refusal (or, for learn, any exec) the compiled loop judged; a refusal's
+        call waits (`pending`) until it is said, then goes on, whatever happened."""
+        try:
+            asked = os.fsdecode(ffi.string(event.asked))
+            resolved = os.fsdecode(ffi.string(event.resolved)) or None
+            if event.wanted:
+                self._report(event.pid, Executed(asked, resolved, event.dev, event.ino))
+            if event.interp_wanted:
+                name = os.fsdecode(ffi.string(event.interp_asked))
+                self._report(event.pid, Executed(
+                    name, os.fsdecode(ffi.string(event.interp_resolved)) or None,
+                    event.interp_dev, event.interp_ino, interpreter_of=resolved or asked))
+        finally:
+            if event.pending:
+                _watchc.lib.lnk_watch_continue(self._native, event.id)
 
     def _report(self, pid: int, item: Executed) -> None:
         if self.judge.record:
@@ -248,12 +265,11 @@ class ExecWatch:
     # -- exec --------------------------------------------------------------------------
 
     def _on_exec(self, notification: notify.Notification) -> None:
-        """Read the path and what resolving it needs, let the call go on, then judge.
+        """Read the path and what resolving it needs, judge the file, say a refusal,
+        and let the call go on (the module's docstring says why in this order).
 
-        Only the path and (for a relative one) the caller's working directory are read
-        before the call goes on: the exec waits for nothing else. Every process of the
-        sandbox has the same root (chroot, pivot_root and new mount namespaces are
-        refused by the filter), so it is opened once and kept for the run.
+        Every process of the sandbox has the same root (chroot, pivot_root and new mount
+        namespaces are refused by the filter), so it is opened once and kept for the run.
         """
         pid = notification.pid
         if notification.nr == self._execve:
@@ -276,9 +292,15 @@ class ExecWatch:
                 path = None
             if path is not None and not notify.id_valid(self.listener, notification.id):
                 path = None  # the caller died, and the pid may be another's now
-        notify.send_continue(self.listener, notification.id)
-        if path is not None and self.root is not None:
-            self._judge_file(pid, asked, path, None)
+        if self.judge.record or path is None or self.root is None:
+            notify.send_continue(self.listener, notification.id)
+            if path is not None and self.root is not None:
+                self._judge_file(pid, asked, path, None)
+            return
+        try:
+            self._judge_file(pid, asked, path, None)  # says a refusal, before it goes on
+        finally:
+            notify.send_continue(self.listener, notification.id)
 
     def _hold_root(self, pid: int) -> None:
         """Open the sandbox's root, and hold its mount namespace for the rest of the run.

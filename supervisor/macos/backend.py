@@ -38,7 +38,9 @@ import signal
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, TextIO
 
 from ..deadline import TIMEOUT_STATUS, Deadline, timed_out_message
@@ -428,57 +430,58 @@ class MacLauncher:
                  ) -> tuple[int, bool]:
         """The command under the event loop: with `log stream` read beside it to name
         refused programs (`namer`), and the proxy served (`proxy`)."""
+        with ExitStack() as stack:
+            stream = None
+            if namer is not None:
+                stream = LogStream(log_stream_argv(self.log), namer)
+                try:
+                    stream.start()
+                except OSError as err:
+                    self._without_log(learn, f"cannot start {self.log}: {err.strerror}",
+                                      "`log` ships with macOS at /usr/bin/log")
+                    self._check_profile(snapshot, profile, env)
+                    stream = None
+                    if proxy is None:
+                        return self._plain(command, env, timeout)
+                else:
+                    stack.callback(stream.stop)  # stopped once the loop has ended
+            return _run_loop(partial(self._supervise, command, env, profile, namer, stream,
+                                     learn=learn, proxy=proxy, timeout=timeout))
+        raise AssertionError("unreachable")  # the stack swallows nothing
+
+    async def _supervise(self, command: list[str], env: dict[str, str], profile: Profile,
+                         namer: Namer | None, stream: LogStream | None, *, learn: bool,
+                         proxy: MacProxy | None, timeout: float | None) -> tuple[int, bool]:
+        """The command to its end, with the proxy served and the log read beside it in
+        one task group; the child closed on every way out."""
         import anyio
 
-        stream = None
-        if namer is not None:
-            stream = LogStream(log_stream_argv(self.log), namer)
+        status = 0
+        timed_out = False
+        problem: Exception | None = None
+        async with anyio.create_task_group() as group:
+            if proxy is not None:
+                group.start_soon(proxy.serve)
+            if stream is not None:
+                group.start_soon(stream.read)
             try:
-                stream.start()
-            except OSError as err:
-                self._without_log(learn, f"cannot start {self.log}: {err.strerror}",
-                                  "`log` ships with macOS at /usr/bin/log")
-                self._check_profile(snapshot, profile, env)
-                stream = None
-                if proxy is None:
-                    return self._plain(command, env, timeout)
-
-        async def supervise() -> tuple[int, bool]:
-            status = 0
-            timed_out = False
-            problem: Exception | None = None
-            async with anyio.create_task_group() as group:
-                if proxy is not None:
-                    group.start_soon(proxy.serve)
-                if stream is not None:
-                    group.start_soon(stream.read)
-                try:
-                    if stream is not None and namer is not None and not await self._ready(
-                            stream, namer, profile, env):
-                        self._without_log(learn, *stream.failure())
-                    child = _Child(command, env, timeout)
+                if stream is not None and namer is not None and not await self._ready(
+                        stream, namer, profile, env):
+                    self._without_log(learn, *stream.failure())
+                with closing(_Child(command, env, timeout)) as child:
                     if namer is not None:
                         namer.lineage = Lineage(child.pid)
-                    try:
-                        status = await child.wait_async()
-                        timed_out = child.timed_out
-                        if stream is not None:
-                            await stream.settle(quiet=self.quiet, limit=self.settle_limit)
-                    finally:
-                        child.close()
-                except Exception as err:  # raised after the group, not wrapped in one
-                    problem = err
-                finally:
-                    group.cancel_scope.cancel()
-            if problem is not None:
-                raise problem
-            return status, timed_out
-
-        try:
-            return _run_loop(supervise)
-        finally:
-            if stream is not None:
-                stream.stop()
+                    status = await child.wait_async()
+                    timed_out = child.timed_out
+                    if stream is not None:
+                        await stream.settle(quiet=self.quiet, limit=self.settle_limit)
+            except Exception as err:  # raised after the group, not wrapped in one
+                problem = err
+            finally:
+                group.cancel_scope.cancel()
+        if problem is not None:
+            raise problem
+        return status, timed_out
 
     def _without_log(self, learn: bool, what: str, fix: str) -> None:
         if learn:

@@ -133,7 +133,7 @@ def ask_log(log: str, wait: float) -> tuple[bool, str]:
 
 def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Report:
     """Ask this Mac, and judge the spec's effective policy against it."""
-    from ..check import GAP_SOCKETS, Report
+    from ..check import GAP_SOCKETS, Report, home_lines
     from ..policy import Context
     from ..stages import snapshot_for
     from .backend import NESTED, prepare
@@ -171,6 +171,7 @@ def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Repo
             "a Mac, or its system is damaged\n  hint: run lnk-sandbox on macOS 13 or newer")
     allowed, machine.log_stream = ask_log(tools.log, tools.log_wait)
     report.layers += _layers(snapshot, allowed)
+    report.home = home_lines(snapshot)
     if not allowed:
         _, fix = why_log_failed(77 if "admin group" in machine.log_stream else None,
                                 machine.log_stream, tools.log)

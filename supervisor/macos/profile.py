@@ -54,7 +54,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..grants import Grant, depth, expand_name, is_within
+from ..grants import Grant, depth, expand_name, is_within, pattern_folder
+from ..home_config import ANY, ANY_DOT
 from ..view import View, ViewRule
 from . import system
 from .programs import Companion
@@ -139,6 +140,13 @@ class _Rule:
     why: str
     creation: bool = False  # closed as literal and subpath: its first creation too
     below_write: bool = False  # a read grant's own protection, below a write grant
+    pattern: bool = False  # `path` has `*` or `.*` components: a regex of what it names
+
+    @property
+    def anchor(self) -> str:
+        """The folder the rule lies in: its path, or a pattern's part before its first
+        wildcard (what holds every path it names)."""
+        return pattern_anchor(self.path) if self.pattern else self.path
 
     @property
     def allows(self) -> bool:
@@ -176,10 +184,33 @@ class _Params:
 
 @dataclass(frozen=True)
 class _Filter:
-    kind: str  # "subpath" or "literal"
+    kind: str  # "subpath", "literal" or "regex" (`path` is then the regex)
     path: str
     label: str
     why: str
+
+
+def pattern_anchor(pattern: str) -> str:
+    """A pattern's components before its first wildcard: the folder holding it all (a
+    path without one is its own)."""
+    parts = pattern.split("/")
+    fixed = next((i for i, part in enumerate(parts) if part in (ANY, ANY_DOT)), len(parts))
+    return "/".join(parts[:fixed]) or "/"
+
+
+def pattern_regex(pattern: str, *, folder: bool, any_letter_case: bool = False) -> str:
+    """A pattern as an anchored regex: `*` any one name, `.*` any one name starting
+    with a dot; a folder's regex holds what is below it too. `any_letter_case`: its
+    fixed names matched in any letter case, as a deny's paths are."""
+    spelled = []
+    for part in pattern.split("/"):
+        if part == ANY:
+            spelled.append("[^/]+")
+        elif part == ANY_DOT:
+            spelled.append("\\.[^/]*")
+        else:
+            spelled.append(any_case(part) if any_letter_case else regex_escape(part))
+    return "^" + "/".join(spelled) + ("(/.*)?$" if folder else "$")
 
 
 def _comment(text: str) -> str:
@@ -242,28 +273,46 @@ class _Compiler:
         # is one the view does not know of, and what lies in it is kept all the same.
         spec = [r for r in self.view.laid if r.protected is None]
         dots = [r for r in self.view.laid if r.protected is not None]
-        rules = [_Rule(r.path, r.effect, r.folder, r.label, r.why, creation=r.creation)
+        rules = [_Rule(r.path, r.effect, r.folder, r.label, r.why, creation=r.creation,
+                       pattern=r.pattern)
                  for r in (*spec, *self.own, *dots)]
+        written = [r.path for r in rules if r.effect == "write"]
         for rule in list(rules):
-            if rule.effect == "read" and self.holder(rule.path, strict=True) == "write":
+            if rule.effect != "read":
+                continue
+            # A pattern below (or around) a write grant: its paths kept read-only where
+            # it decides, as a concrete read grant's are.
+            below = any(is_within(rule.anchor, w) or is_within(w, rule.anchor)
+                        for w in written) if rule.pattern else self.holder(
+                            rule.path, strict=True) == "write"
+            if below:
                 rules.append(_Rule(rule.path, "keep", rule.folder, f"{rule.label}, below a "
                                    "write grant", f"{rule.why} (read-only below a write "
-                                   "grant)", below_write=True))
+                                   "grant)", below_write=True, pattern=rule.pattern))
         self.view.check_links(self.own)
         kept = []
         seen: set[tuple[str, str]] = set()
         for rule in rules:
             if (rule.path, rule.effect) in seen:
                 continue
-            if rule.effect == "hide" and self.holder(rule.path, strict=True) not in (
-                    "read", "write"):
-                continue
+            if rule.effect == "hide" and not self.shown_under(rule):
+                continue  # a hide of what the sandbox does not see anyway
             if rule.effect == "keep" and not rule.below_write and self.holder(
                     rule.path, strict=False) != "write":
                 continue
             seen.add((rule.path, rule.effect))
             kept.append(rule)
         return kept
+
+    def shown_under(self, hide: _Rule) -> bool:
+        """Whether the sandbox would see what `hide` closes, but for it: the rule holding
+        its path (for a pattern, its anchor) allows, or a reopened pattern laid before it
+        stands for its very path."""
+        if hide.pattern:
+            return self.holder(hide.anchor, strict=False) in ("read", "write")
+        return self.holder(hide.path, strict=True) in ("read", "write") or any(
+            r.pattern and r.allows and pattern_folder(hide.path, r.path) == hide.path
+            for r in self.view.rules)
 
     def holder(self, path: str, *, strict: bool) -> str | None:
         """What the deepest grant, hide or system folder holding `path` does to it (the
@@ -275,27 +324,38 @@ class _Compiler:
         return self.holder(path, strict=False) in ("read", "write")
 
     def levels(self) -> dict[_Rule, int]:
-        """Level of each rule: an allow comes after every closer holding it, a closer
-        after every allow holding it (see the module docstring)."""
+        """Level of each rule: an allow comes after every closer laid before it that it
+        meets, a closer after every allow laid before it that it meets (see the module
+        docstring). Rules are laid as the view lays them: outer to inner, and at one
+        folder a pattern's first, then allows, then closers. Two rules meet where one's
+        anchor holds the other's: a pattern counts as holding all of its anchor, which
+        only ever orders a rule after one whose paths it does not share."""
         level: dict[_Rule, int] = {}
-        for rule in sorted(self.rules, key=lambda r: (depth(r.path), not r.allows)):
-            if rule.allows:
-                level[rule] = max((level[c] + 1 for c in level if not c.allows
-                                   and c.path != rule.path and is_within(rule.path, c.path)),
-                                  default=0)
-            else:
-                level[rule] = max((level[a] for a in level
-                                   if a.allows and is_within(rule.path, a.path)), default=0)
+        laid = sorted(self.rules, key=lambda r: (depth(r.path), -1 if r.pattern
+                                                 else 0 if r.allows else 1))
+        for rule in laid:
+            before = [c for c in level if c.allows != rule.allows
+                      and (is_within(rule.anchor, c.anchor) or is_within(c.anchor, rule.anchor))]
+            level[rule] = max((level[c] + (1 if rule.allows else 0) for c in before),
+                              default=0)
         return level
 
     def name_level(self, path: str, level: dict[_Rule, int]) -> int:
         """The level at which a path's metadata may be allowed: after the hides holding it."""
         return max((level[c] + 1 for c in level if c.effect == "hide"
-                    and is_within(path, c.path)), default=0)
+                    and is_within(path, c.anchor)), default=0)
 
     # -- rendering ---------------------------------------------------------------------
 
     def filters(self, rule: _Rule) -> list[_Filter]:
+        if rule.pattern:
+            found = [_Filter("regex", pattern_regex(rule.path, folder=rule.folder),
+                             rule.label, rule.why)]
+            if not rule.allows:  # a deny also in any letter case, as a path's is
+                found.append(_Filter("regex", pattern_regex(
+                    rule.path, folder=rule.folder, any_letter_case=True), rule.label,
+                    f"any letter case: {rule.why}"))
+            return found
         kinds = ["literal", "subpath"] if rule.creation else [
             "subpath" if rule.folder else "literal"]
         return [_Filter(kind, rule.path, rule.label, rule.why) for kind in kinds]
@@ -308,6 +368,11 @@ class _Compiler:
         tail = f" {modifier})" if modifier else ")"
         lines: list[str] = []
         items: list[tuple[str, str]] = []  # (filter text, comment)
+        for item in filters:  # a pattern's regex, as it is: never folded with paths
+            if item.kind == "regex":
+                name = self.params.regex(prefix, item.path, item.why)
+                items.append((f'(regex (param "{name}"))', item.label))
+        filters = [f for f in filters if f.kind != "regex"]
         if verb == "allow" and len(filters) > FOLD_AT:
             subpaths: dict[str, bool] = {}
             labels: dict[str, None] = {}
@@ -339,6 +404,8 @@ class _Compiler:
                 items.append((f'({item.kind} (param "{name}"))', item.label))
         if verb == "deny":
             items += self.any_case(filters, prefix)
+        if not items:
+            return []
         lines.append(head)
         for i, (text, why) in enumerate(items):
             end = tail if i == len(items) - 1 else ""
@@ -473,10 +540,25 @@ class _Compiler:
         for path, label, why in wanted:
             if path not in names and not self.visible(path):
                 names[path] = _Filter("literal", path, label, why)
+        for grant in self.snapshot.patterns:
+            # The folders above a reopened pattern: its anchor's as paths, the ones with
+            # a wildcard (each node version's folder) as a regex of exactly them.
+            if grant.access != "read" or not grant.target:
+                continue
+            parts = grant.target.split("/")
+            for i in range(2, len(parts)):
+                folder = "/".join(parts[:i])
+                fixed = pattern_anchor(folder) == folder
+                if folder in names or (fixed and self.visible(folder)):
+                    continue
+                label, why = f"above {grant.reason}", f"above {grant.reason}: {grant.name}"
+                names[folder] = (_Filter("literal", folder, label, why) if fixed else
+                                 _Filter("regex", pattern_regex(folder, folder=False),
+                                         label, why))
         return names
 
     def renames(self, level: dict[_Rule, int], keychains: str) -> list[str]:
-        closed = [(r.path, r.label, r.why) for r in level if not r.allows]
+        closed = [(r.path, r.label, r.why) for r in level if not r.allows and not r.pattern]
         closed.append((keychains, "the Keychain", "the person's keychains"))
         filters: list[_Filter] = []
         seen: set[str] = set()

@@ -170,12 +170,16 @@ def test_sigkill_of_the_supervisor_at_random_points(sandbox: Sandbox) -> None:
     assert _host_mounts(sandbox.base) == mounts
     assert _run_cgroups(sandbox.who.uid, runs) == []
     work = sandbox.project / "work"
-    assert sorted(p.name for p in work.iterdir()) == []  # no placeholder (.git, ...) left
+    # No placeholder (.git, ...) left but the last run's settings folders, lingering for
+    # the next run to join (each checked empty by Sandbox.listing).
+    assert sandbox.listing(work) == []
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
     assert list((sandbox.lnk_home / "runs").iterdir()) == []  # no run still listed
     from supervisor.linux.placeholders import Placeholders
 
-    assert Placeholders(str(sandbox.lnk_home)).entries() == {}  # no run holds anything
+    held = Placeholders(str(sandbox.lnk_home)).entries()
+    assert all(all(h.startswith("~") for h in holders)  # no run holds anything
+               for _, _, _, holders in held.values()), held
 
 
 def _in_private_mounts(sandbox: Sandbox, setup: str, *lnk_args: str
@@ -218,7 +222,8 @@ def test_a_read_only_lnk_home_is_a_clear_error(sandbox: Sandbox) -> None:
         sandbox.lnk_home.chmod(0o500)
         done = sandbox.lnk("wrap", "--", "/bin/true", spec=spec)
     assert done.returncode == 125, done.stdout
-    assert "Read-only file system" in done.stderr or "Permission denied" in done.stderr
+    assert any(text in done.stderr for text in (
+        "Read-only file system", "read-only", "Permission denied", "may not write")), done.stderr
     assert "Traceback" not in done.stderr
     assert list(sandbox.lnk_home.rglob("*.tmp")) == []
 

@@ -158,8 +158,7 @@ def test_filling_tmp_stops_at_its_size(sandbox: Sandbox) -> None:
 
 
 def test_the_default_tmp_has_the_default_size(sandbox: Sandbox) -> None:
-    from supervisor.limits import resolve
-    from supervisor.spec import Limits
+    from supervisor.limits import Limits, resolve
 
     probe = "import os;s=os.statvfs('/tmp');print('STARTED');print('SIZE', s.f_blocks*s.f_frsize)"
     done = sandbox.run(PYTHON_INSIDE, "-c", probe)

@@ -1050,7 +1050,9 @@ def test_the_proxys_unix_sockets_are_out_of_reach(
         first.kill()
         first.wait()
     assert results[:6] == [{"errno": errno.ENOENT}] * 6
-    assert results[6:8] == [{"errno": errno.ENOENT}, {"entries": []}]
+    # $LNK_HOME (~/.lnk) is a dot entry of home: under read = ["~"] it is not there at
+    # all inside, where it was an empty folder before home's configuration was hidden.
+    assert results[6:8] == [{"errno": errno.ENOENT}, {"errno": errno.ENOENT}]
     assert not [t for t in results[8]["targets"] if str(sandbox.lnk_home) in t]
     sockets = results[9]["text"].splitlines()
     assert sockets[0].split()[-1] == "Path"

@@ -42,11 +42,12 @@ def _bare_plant(box: Sandbox, folder: Path, marker: str) -> dict[tuple[str, ...]
 
 
 def test_a_top_without_git_cannot_become_a_bare_repository(sandbox: Sandbox) -> None:
+    """No repository is found from the top: HEAD is held, by an empty folder git cannot
+    read (and checks first); what was planted beside it is no repository once it went."""
     markers(sandbox)
     plant = _bare_plant(sandbox, sandbox.project, "bare-top")
-    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
-    plant[("mkdir", "refs")] = EEXIST  # held for the run: an empty file git cannot enter
-    plant[("mkdir", "refs/heads")] = errno.ENOTDIR
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = errno.EISDIR
+    plant[("rmdir", "HEAD")] = EBUSY
     attack(sandbox, plant)
     done = host_git(sandbox, "status", check=False)
     assert "not a git repository" in done.stderr, done
@@ -54,9 +55,9 @@ def test_a_top_without_git_cannot_become_a_bare_repository(sandbox: Sandbox) -> 
 
 
 def test_a_commondir_cannot_point_the_top_at_a_repository_elsewhere(sandbox: Sandbox) -> None:
-    """git looks for objects/ and refs/ where a folder's commondir points: HEAD at the top
-    and a commondir naming x/, a complete repository the sandbox made, would pass git's
-    discovery though refs is held. commondir is held too, naming the folder itself."""
+    """git looks for objects/ and refs/ where a folder's commondir points: a commondir
+    naming x/, a complete repository the sandbox made, would pass git's discovery were
+    only refs held. HEAD is held, which git checks before reading commondir."""
     markers(sandbox)
     evil = payload(sandbox, "commondir")
     folder = sandbox.project
@@ -69,8 +70,8 @@ def test_a_commondir_cannot_point_the_top_at_a_repository_elsewhere(sandbox: San
         ("write", "x/config",
          f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
          f"\tworktree = {folder}\n\tfsmonitor = {folder}/evil.sh\n"): OK,
-        ("write", "HEAD", "ref: refs/heads/main\n"): OK,
-        ("write", "commondir", "x\n"): errno.EROFS,
+        ("write", "HEAD", "ref: refs/heads/main\n"): errno.EISDIR,
+        ("write", "commondir", "x\n"): OK,
     }
     attack(sandbox, plant)
     done = host_git(sandbox, "status", check=False)
@@ -94,6 +95,37 @@ def test_a_written_folder_inside_a_repository_cannot_shadow_it(sandbox: Sandbox)
     top = host_git(sandbox, "rev-parse", "--show-toplevel", cwd=src).stdout.strip()
     assert top == str(sandbox.project)  # the person's own repository answered
     assert ran(sandbox) == []
+
+
+def test_files_commit_cannot_turn_the_top_into_a_bare_repository(sandbox: Sandbox) -> None:
+    """Under files.commit the sandbox writes HEAD in .git: written wrong, git's discovery
+    goes on to the top itself. There (a folder named HEAD would make `git diff HEAD`
+    ambiguous) commondir is held as an empty folder and refs as a socket: neither can be
+    made, and what is planted beside them is no repository, during the run or after."""
+    make_repository(sandbox)
+    markers(sandbox)
+    plant = _bare_plant(sandbox, sandbox.project, "commit-bare")
+    plant[("write", ".git/HEAD", "garbage\n")] = OK
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
+    plant[("mkdir", "refs")] = EEXIST
+    plant[("mkdir", "refs/heads")] = errno.ENOTDIR
+    plant[("write", "commondir", "x\n")] = errno.EISDIR
+    attack(sandbox, plant, spec=COMMIT)
+    host_git(sandbox, "status", check=False)
+    host_git(sandbox, "status", check=False, cwd=sandbox.project / "objects")
+    assert ran(sandbox) == []
+
+
+def test_with_write_dot_files_a_broken_head_lets_the_top_become_bare(sandbox: Sandbox) -> None:
+    """The control: the same plant with the folder's dot files opened runs on the host."""
+    make_repository(sandbox)
+    markers(sandbox)
+    plant = _bare_plant(sandbox, sandbox.project, "commit-bare")
+    plant[("write", ".git/HEAD", "garbage\n")] = OK
+    plant[("write", "HEAD", "ref: refs/heads/main\n")] = OK
+    attack(sandbox, plant, spec='files.write = ["."]\nfiles.write_dot_files = ["."]\n')
+    host_git(sandbox, "status", check=False)
+    assert ran(sandbox) == ["commit-bare"]
 
 
 def test_with_write_dot_files_the_top_becomes_a_bare_repository(sandbox: Sandbox) -> None:
@@ -256,12 +288,14 @@ def test_agent_settings_cannot_be_planted(sandbox: Sandbox) -> None:
         if setting.kind == "folder":
             expected[("mkdir", setting.name)] = EEXIST  # held: the placeholder is there
             expected[("write", f"{setting.name}/config.toml", "[mcp_servers.x]\n")] = EROFS
-        else:
-            expected[("write", setting.name, '{"mcpServers": {"x": {}}}')] = EROFS
+        else:  # held by an empty folder: in no `git status`
+            expected[("write", setting.name, '{"mcpServers": {"x": {}}}')] = errno.EISDIR
     attack(sandbox, expected)
     assert (claude / "settings.json").read_text() == '{"permissions": {}}\n'
-    left = sorted(p.name for p in sandbox.project.iterdir())
-    assert left == [".claude"], left  # every placeholder went with the run
+    left = sandbox.listing()
+    assert left == [".claude"], left  # every placeholder went with the run, or lingers
+    assert all(not p.name.startswith("opencode") and p.name not in (".env", ".mcp.json")
+               for p in sandbox.lingering())  # what stands for a file never lingers
 
 
 def test_a_workspace_file_at_the_top_cannot_be_rewritten(sandbox: Sandbox) -> None:
@@ -418,11 +452,12 @@ def test_a_planted_index_neither_hangs_nor_is_followed(sandbox: Sandbox, plant: 
 
 
 def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) -> None:
-    """The folder Python imports lnk-sandbox from (this checkout, through the editable
-    install) is on sys.path, where a `sitecustomize.py` or a module an extra needs would
-    run at the person's next `lnk`: kept read-only inside a write grant holding it, as
-    the packages in it are (found by a red team: with PYTHONPATH, a planted
-    sitecustomize.py ran). Its other files are read as they are."""
+    """The folder Python imports lnk-sandbox from (a venv's site-packages, or a checkout
+    through an editable install) is on sys.path, where a `sitecustomize.py` or a module
+    an extra needs would run at the person's next `lnk`: kept read-only inside a write
+    grant holding it, as the packages in it are (found by a red team: with PYTHONPATH, a
+    planted sitecustomize.py ran). Its other files are read as they are. The test user
+    cannot write root's installation at all: the grant is refused, saying so."""
     import errno
 
     import supervisor
@@ -430,12 +465,18 @@ def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) 
     root = Path(supervisor.__file__).resolve().parent.parent
     spec = f'[files]\nwrite = ["{root}"]\n'
     planted = root / "sitecustomize.py"
+    if root.stat().st_uid != sandbox.who.uid and not sandbox.who.is_root:
+        done = sandbox.probe("write", str(planted), spec=spec)
+        assert (done.code, done.started) == (125, False)
+        assert "cannot write" in done.stderr and "Traceback" not in done.stderr
+        assert not planted.exists()
+        return
     try:
         sandbox.probe("write", str(planted), spec=spec).expect(errno.EROFS)
     finally:
         planted.unlink(missing_ok=True)
     assert not planted.exists()
-    sandbox.probe("read", str(root / "pyproject.toml"), spec=spec).expect(0)
+    sandbox.probe("read", str(root / "supervisor" / "__init__.py"), spec=spec).expect(0)
 
 
 def test_a_folder_between_two_written_folders_cannot_be_moved_away(sandbox: Sandbox) -> None:

@@ -19,15 +19,16 @@ from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
-OK, EROFS, EBUSY, EEXIST = 0, errno.EROFS, errno.EBUSY, errno.EEXIST
+OK, EROFS, EBUSY, EEXIST, EISDIR = 0, errno.EROFS, errno.EBUSY, errno.EEXIST, errno.EISDIR
 BASE_URL = "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9\nAIDER_LINT_CMD=touch PWNED\n"
 
 
 def test_a_missing_env_file_cannot_be_made(sandbox: Sandbox) -> None:
     """Gemini CLI loads .env when it starts in the folder (its base URL then gets your
-    API key), aider takes AIDER_LINT_CMD from it: held empty for the run, gone after."""
-    attack(sandbox, {("write", ".env", BASE_URL): EROFS,
-                     ("replace", ".env", BASE_URL): EBUSY,
+    API key), aider takes AIDER_LINT_CMD from it: held by an empty folder for the run
+    (which git lists in no status, and both read as no .env), gone after."""
+    attack(sandbox, {("write", ".env", BASE_URL): EISDIR,
+                     ("replace", ".env", BASE_URL): EISDIR,
                      ("write", "app.env", BASE_URL): OK})  # another name: the project's
     assert not (sandbox.project / ".env").exists()
 
@@ -64,13 +65,13 @@ def test_github_hooks_are_held_where_github_is_missing(sandbox: Sandbox) -> None
         ("write", ".github/workflows/ci.yml", "on: push\n"): OK,
     })
     github = sandbox.project / ".github"
-    assert sorted(p.name for p in github.iterdir()) == ["workflows"]
+    assert sandbox.listing(github) == ["workflows"]  # hooks/ may stay for the next run
     assert (github / "workflows" / "ci.yml").read_text() == "on: push\n"
 
 
 def test_a_github_folder_made_for_the_run_goes_after_it(sandbox: Sandbox) -> None:
     attack(sandbox, {("stat", ".github/hooks"): OK})
-    assert sorted(p.name for p in sandbox.project.iterdir()) == []
+    assert sandbox.listing() == []
 
 
 def test_mise_files_that_are_there_stay_as_they_are(sandbox: Sandbox) -> None:

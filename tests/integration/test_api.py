@@ -38,12 +38,13 @@ def done(r):
 
 def failure(err):
     text = err.render() if isinstance(err, lnk_sandbox.SandboxError) else str(err)
-    return {"type": type(err).__name__, "errno": getattr(err, "errno", None), "text": text}
+    return {"type": type(err).__name__, "errno": getattr(err, "errno", None), "text": text,
+            "str": str(err)}
 
 async def attempt(awaitable):
     try:
         return await awaitable
-    except (OSError, lnk_sandbox.SandboxError, ValueError) as err:
+    except (OSError, lnk_sandbox.SandboxError, ValueError, TypeError) as err:
         return failure(err)
 
 OUT = {}
@@ -79,7 +80,9 @@ def test_a_command_runs_with_its_input_output_and_status(sandbox: Sandbox) -> No
     assert out["big"] == [7, True, "to-err\n"]
     assert out["env"]["out"] == "hÃ©\n"  # latin-1 view of the UTF-8 bytes "hé\n"
     assert out["cwd"]["out"] == f"{os.path.realpath(sandbox.project / 'sub')}\n"
-    assert out["loader"]["type"] == "SpecError" and "LD_PRELOAD" in out["loader"]["text"]
+    # The caller's argument, not the spec, is at fault: ValueError, saying why.
+    assert out["loader"]["type"] == "ValueError" and out["loader"]["text"].startswith(
+        "env['LD_PRELOAD']: LD_PRELOAD makes the dynamic loader or libc load chosen code")
     assert out["tail"]["out"] == "9998\n9999\n10000\n"[-12:]
 
 
@@ -105,7 +108,8 @@ def test_a_timeout_kills_the_tree_and_says_so(sandbox: Sandbox) -> None:
     assert "timed out after 1.5 s" in out["run"]["err"]
     assert out["took"] < 10
     assert out["own"]["status"] == 124 and not out["own"]["timed_out"]
-    assert out["bad"]["type"] == "SpecError"
+    assert (out["bad"]["type"], out["bad"]["text"]) == (
+        "ValueError", "timeout: 0: a timeout must be more than 0 seconds (None for no timeout)")
 
 
 def test_refusals_and_an_unrunnable_command_are_structured(sandbox: Sandbox) -> None:
@@ -155,6 +159,9 @@ def test_a_spec_as_a_file_as_toml_text_and_as_a_dict_is_one_spec(sandbox: Sandbo
     reason = "must be a path or a table { path = ..., optional = ... }, not a number"
     assert out["dict_error"]["text"] == f"<dict>: key files.write[1]: {reason}"
     assert out["toml_error"]["text"] == f"<string>:2: key files.write[1]: {reason}"
+    # str() of the error is the whole of it, where and what, as a harness logs it.
+    assert out["dict_error"]["str"] == out["dict_error"]["text"]
+    assert out["toml_error"]["str"] == out["toml_error"]["text"]
     assert "unknown key 'file'" in out["unknown"]["text"]
 
 
@@ -279,3 +286,55 @@ def test_calls_cancelled_at_any_point_leave_no_descriptor(sandbox: Sandbox) -> N
         OUT["leaked"] = len(os.listdir("/proc/self/fd")) - before
     """)
     assert out == {"status": 0, "leaked": 0}
+
+
+def test_a_string_command_and_bad_arguments_are_the_callers_errors(sandbox: Sandbox) -> None:
+    """`run("echo hi")` once ran a program `e` (a string is a sequence of letters): it
+    is a TypeError saying how to pass a shell command, and that way runs. Every other
+    argument of the wrong kind or value is a TypeError or ValueError before anything
+    starts, never a SpecError (the spec is not at fault) nor a run without it."""
+    out = harness(sandbox, """
+        OUT["string"] = await attempt(lnk_sandbox.run("echo hi"))
+        OUT["bytes_argv"] = await attempt(lnk_sandbox.run(b"echo hi"))
+        OUT["decide"] = await attempt(lnk_sandbox.run(["true"], decide_fd=987654))
+        OUT["decide_timeout"] = await attempt(lnk_sandbox.run(["true"], decide_timeout=0))
+        async with Sandbox(yes=True) as box:
+            OUT["box_string"] = await attempt(box.run("echo hi"))
+            OUT["shell"] = done(await box.run(["sh", "-c", "echo hi | wc -c"]))
+            OUT["word"] = await attempt(box.run(["echo", b"hi"]))
+            OUT["nul"] = await attempt(box.run(["echo", "a\\x00b"]))
+            OUT["empty"] = await attempt(box.run([]))
+            OUT["timeout"] = await attempt(box.run(["true"], timeout=-1))
+            OUT["timeout_kind"] = await attempt(box.run(["true"], timeout="5"))
+            OUT["output_limit"] = await attempt(box.run(["true"], output_limit=-1))
+            OUT["stdin"] = await attempt(box.run(["true"], stdin=5))
+            OUT["env"] = await attempt(box.run(["true"], env=[("A", "b")]))
+            OUT["env_name"] = await attempt(box.run(["true"], env={"A=B": "c"}))
+            OUT["limit"] = await attempt(box.read_file("x", limit=-1))
+            OUT["path"] = await attempt(box.read_file(3))
+            OUT["after"] = done(await box.run(["sh", "-c", "echo still"]))
+    """)
+    assert out["string"] == out["box_string"] == {
+        "type": "TypeError", "errno": None, "str": out["string"]["str"],
+        "text": "argv is a list of words, not one str: to run a shell command, pass "
+                "['sh', '-c', 'echo hi']; to run one program, ['echo hi']"}
+    assert out["bytes_argv"]["type"] == "TypeError"
+    assert (out["shell"]["status"], out["shell"]["out"]) == (0, "3\n")
+    assert (out["after"]["status"], out["after"]["out"]) == (0, "still\n")
+    expected = {
+        "decide": ("ValueError", "decide_fd 987654: Bad file descriptor"),
+        "decide_timeout": ("ValueError", "decide_timeout 0: must be more than 0 seconds"),
+        "word": ("TypeError", "argv[1] is bytes, not a string"),
+        "nul": ("ValueError", "argv[1] holds a NUL character"),
+        "empty": ("ValueError", "argv is empty"),
+        "timeout": ("ValueError", "timeout: -1: a timeout must be more than 0 seconds"),
+        "timeout_kind": ("TypeError", "timeout: '5' is not a number of seconds"),
+        "output_limit": ("ValueError", "output_limit -1: a number of bytes is 0 or more"),
+        "stdin": ("TypeError", "stdin is bytes or str, or None, not int"),
+        "env": ("TypeError", "env is a mapping of names to strings, not list"),
+        "env_name": ("ValueError", "env['A=B']: 'A=B' is not a variable name"),
+        "limit": ("ValueError", "limit -1: a number of bytes is 0 or more"),
+        "path": ("TypeError", "path is a str (or a path), not int"),
+    }
+    for name, (kind, text) in expected.items():
+        assert (out[name]["type"], out[name]["text"][:len(text)]) == (kind, text), name

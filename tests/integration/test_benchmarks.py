@@ -22,6 +22,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 # Each benchmark's smallest round, and what its ratio line looks like.
 SMOKE: dict[str, tuple[list[str], str]] = {
     "api_start.py": (["--runs", "1"], r"x\d+\.\d+ of cli"),
+    "home_mounts.py": (["--runs", "1"], r"entries shown: 10 .* x\d+\.\d+ of home bound whole"),
     "exec_watch.py": (["--execs", "10", "--rounds", "1", "--receivers", "1"],
                       r"throughput ratio \d+\.\d+"),
     "placeholder_lock.py": (["--rounds", "1", "--runs", "3"], r"ratio to uncontended"),

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from support.capabilities import missing
 from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.kernel_matrix, pytest.mark.requires_bwrap,
@@ -137,6 +138,21 @@ def test_check_names_the_exec_watch_that_runs(sandbox: Sandbox) -> None:
     text = sandbox.lnk("check", spec=LISTED).stdout
     assert "  exec watch          compiled\n" in text
     assert "layer: exec watch: compiled" in text
+
+
+def test_check_names_the_inner_confiner_that_runs(sandbox: Sandbox) -> None:
+    from supervisor.linux.inner_program import compiled_problem
+
+    if (problem := compiled_problem()) is not None:
+        missing(f"the compiled inner confiner cannot run: {problem}")
+    compiled = json.loads(sandbox.lnk("check", "--json").stdout)["machine"]
+    assert (compiled["inner"], compiled["inner_why"]) == (
+        "compiled", "compiled (C, built by setup.py; a harness's file operations use the "
+        "Python one)")
+    python = json.loads(sandbox.lnk("check", "--json", env={"LNK_INNER": "python"}).stdout)
+    assert (python["machine"]["inner"], python["machine"]["inner_why"]) == (
+        "python", "python (LNK_INNER=python)")
+    assert "  inner confiner      compiled (C, built by setup.py" in sandbox.lnk("check").stdout
 
 
 def test_check_says_how_each_limit_holds(sandbox: Sandbox) -> None:

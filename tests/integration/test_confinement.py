@@ -21,7 +21,9 @@ import pytest
 from inner.syscalls import native_arch, number
 from support.sandbox import PROBE_SOURCE, PYTHON_INSIDE, SUPPORT, ProbeResult, Sandbox
 
-pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+# Each test runs with both inner confiners: the compiled one and its Python fallback.
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns,
+              pytest.mark.usefixtures("inner")]
 
 EPERM, ENOSYS, EINVAL = errno.EPERM, errno.ENOSYS, errno.EINVAL
 

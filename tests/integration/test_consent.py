@@ -19,9 +19,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from supervisor.limits import Limits
 from supervisor.limits import describe as describe_limits
 from supervisor.limits import resolve as resolve_limits
-from supervisor.spec import Limits
 from support.processes import at_terminal
 from support.sandbox import LNK, PROBE_SOURCE, PYTHON_INSIDE, Sandbox
 

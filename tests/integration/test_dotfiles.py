@@ -57,9 +57,20 @@ def make_repository(folder: Path) -> None:
     git("commit", "-qm", "first", cwd=folder)
 
 
-def host_tree(folder: Path) -> list[str]:
+def host_tree(folder: Path, box: Sandbox | None = None) -> list[str]:
+    """The paths below `folder` (a .git's contents left out), and with `box` but the
+    placeholders lingering for its next run (Sandbox.lingers checks each)."""
+    stay = box.lingering() if box is not None else set()
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
-                  if ".git/" not in f"{p.relative_to(folder)}/" or p.name == ".git")
+                  if (".git/" not in f"{p.relative_to(folder)}/" or p.name == ".git")
+                  and not (box is not None and box.lingers(p, stay)))
+
+
+def only_lingering(box: Sandbox) -> None:
+    """What the placeholder state still lists is only what lingers for a next run."""
+    state = box.lnk_home / "placeholders"
+    lines = state.read_bytes().split(b"\n")[1:-1] if state.exists() else []
+    assert len(lines) == len(box.lingering()), lines
 
 
 # --- a writable project with a repository -------------------------------------------------
@@ -222,7 +233,7 @@ def test_a_folder_written_inside_a_read_only_one_keeps_its_own_dot_files(
         ("mkdir", f"{p}/.git"): EEXIST,
     })
     assert not (inner / ".vscode" / "tasks.json").exists()
-    assert not (inner / ".git").exists()  # the placeholder went with the run
+    assert ".git" not in sandbox.listing(inner)  # the placeholder went, or lingers
 
 
 # --- missing dot files: placeholders ---------------------------------------------------------
@@ -246,8 +257,8 @@ def test_missing_dot_folders_cannot_be_made_and_leave_nothing(sandbox: Sandbox) 
     actions[("stat", f"{p}/.envrc")] = ENOENT
     actions[("write", f"{p}/src/new.c")] = OK
     assert act(sandbox, list(actions)) == expect(actions)
-    assert host_tree(project) == sorted([*before, "src/new.c"])
-    assert not (sandbox.lnk_home / "placeholders").exists()
+    assert host_tree(project, sandbox) == sorted([*before, "src/new.c"])
+    only_lingering(sandbox)
 
 
 def test_a_link_where_a_dot_file_goes_refuses_the_launch(sandbox: Sandbox) -> None:
@@ -310,8 +321,8 @@ def test_sixteen_runs_at_once_share_the_placeholder_and_leave_nothing(
         assert run.returncode == 0, stderr
         seen = json.loads(lines[-1].removeprefix("SEEN "))
         assert seen == {"mkdir": [EEXIST], "write": [EROFS], "moved": 0}, stderr
-    assert host_tree(project) == before
-    assert not (sandbox.lnk_home / "placeholders").exists()
+    assert host_tree(project, sandbox) == before
+    only_lingering(sandbox)
 
 
 def test_a_killed_supervisors_placeholder_goes_at_the_next_start(sandbox: Sandbox) -> None:
@@ -334,22 +345,22 @@ def test_a_killed_supervisors_placeholder_goes_at_the_next_start(sandbox: Sandbo
             run.send_signal(signal.SIGKILL)  # the supervisor itself, with no chance to clean
             run.wait(timeout=30)
     assert not wait_gone(tree), "bwrap and the sandbox die with their parent"
-    # Left by the killed run: the folders, refs and commondir (held so the top is no bare
-    # repository), and the agents' settings held for the run (.github/hooks in a .github
-    # made for it).
+    # Left by the killed run: the folders, HEAD (held so the top is no bare repository),
+    # the agents' settings held for the run (.github/hooks in a .github made for it) and
+    # the other version control systems' folders: all empty folders.
     from supervisor.runs_as_you import AGENT_SETTINGS, VCS_METADATA
 
     agents = {s.name.split("/")[0] for s in AGENT_SETTINGS if s.hold}
     others = {v.name for v in VCS_METADATA if v.hold}  # .hg, .jj, .sl
-    assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "refs", "commondir",
-                                                  *agents, *others))
+    assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "HEAD", *agents, *others))
     assert os.listdir(project / ".github") == ["hooks"]
-    # The next start, in another folder, prunes the dead run's placeholders.
+    # The next start, in another folder, prunes the dead run's placeholders (a killed
+    # run's never linger); its own may stay for the run after it.
     done = sandbox.run("/bin/true", cwd=other)
     assert done.returncode == 0, done.stderr
     assert os.listdir(project) == []
-    assert os.listdir(other) == []
-    assert not (sandbox.lnk_home / "placeholders").exists()
+    assert sandbox.listing(other) == []
+    only_lingering(sandbox)
 
 
 # --- agents and sessions ----------------------------------------------------------------------
@@ -440,14 +451,21 @@ def test_plan_shows_each_protected_path_and_why(sandbox: Sandbox) -> None:
 def test_a_first_start_cannot_reach_the_placeholder_lock(sandbox: Sandbox) -> None:
     """$LNK_HOME does not exist when a first start resolves its spec, and is made before
     bwrap starts (check cache, placeholders): it is hidden all the same, so no sandbox
-    can read the state or hold the lock that every start takes."""
-    assert not sandbox.lnk_home.exists()
+    can read the state or hold the lock that every start takes. Set in a folder of home
+    without a dot (the default ~/.lnk is a dot entry, hidden with the rest of home's
+    configuration under a read grant of home: not there at all inside)."""
+    lnk_home = sandbox.home / "state" / "lnk"
+    lnk_home.parent.mkdir()
+    sandbox.chown()
+    env = {"LNK_HOME": str(lnk_home)}
+    assert not lnk_home.exists()
     spec = 'files.read = ["~"]\nfiles.write = ["."]\n'
-    result = sandbox.probe("list", str(sandbox.lnk_home), spec=spec).expect(0)
+    result = sandbox.probe("list", str(lnk_home), spec=spec, env=env).expect(0)
     assert "LIST \n" in result.stdout
-    assert (sandbox.lnk_home / "placeholders.lock").exists()
-    sandbox.probe("read", str(sandbox.lnk_home / "placeholders.lock"), spec=spec).expect(
+    assert (lnk_home / "placeholders.lock").exists()
+    sandbox.probe("read", str(lnk_home / "placeholders.lock"), spec=spec, env=env).expect(
         ENOENT)
+    sandbox.probe("list", str(sandbox.lnk_home), spec=spec).expect(ENOENT)
 
 
 def test_hook_managers_settings_are_held_even_when_missing(sandbox: Sandbox) -> None:
@@ -466,13 +484,13 @@ def test_hook_managers_settings_are_held_even_when_missing(sandbox: Sandbox) -> 
     before = host_tree(project)
     p = str(project)
     actions: dict[tuple[str, ...], int] = {
-        ("write", f"{p}/.pre-commit-config.yaml"): EROFS,  # missing: an empty file held
+        ("write", f"{p}/.pre-commit-config.yaml"): errno.EISDIR,  # missing: held, a folder
         ("write", f"{p}/lefthook.yml"): EROFS,
-        ("write", f"{p}/lefthook-local.yml"): EROFS,  # missing: the first local name held
+        ("write", f"{p}/lefthook-local.yml"): errno.EISDIR,  # the first local name held
         ("mkdir", f"{p}/.lefthook"): EEXIST,
         ("write", f"{p}/.lefthook/pre-push"): EROFS,
         ("write", f"{p}/lefthook.yaml"): OK,  # after lefthook.yml: never read
     }
     assert act(sandbox, list(actions)) == expect(actions)
-    assert host_tree(project) == sorted([*before, "lefthook.yaml"])
+    assert host_tree(project, sandbox) == sorted([*before, "lefthook.yaml"])
     assert (project / "lefthook.yml").read_text() == "pre-push: {}\n"

@@ -80,8 +80,7 @@ def test_dev_shm_is_the_sandboxs_own_and_sized(sandbox: Sandbox) -> None:
         assert not (Path("/dev/shm") / inside).exists()
     finally:
         host.unlink()
-    from supervisor.limits import resolve
-    from supervisor.spec import Limits
+    from supervisor.limits import Limits, resolve
 
     done = sandbox.run("df", "-B1", "--output=size", "/dev/shm")
     assert done.returncode == 0, done.stderr
@@ -391,10 +390,15 @@ def test_git_inside_commits_as_the_person_and_runs_none_of_their_settings(
     assert ("git identity: Ann Example <ann@example.org>; <ann@work.example> where includeIf "
             f"'gitdir:{sandbox.project}/' (your user.name and user.email, and nothing else "
             "of your git settings)\n") in described
-    # Where the sandbox reads home, git reads the person's settings there itself.
+    # Where the sandbox reads the person's settings (named: under a read grant of home
+    # its dot entries are hidden), git reads them there itself.
     done = sandbox.run("sh", "-c", 'echo "${GIT_CONFIG_GLOBAL-unset}"; git config core.pager',
-                       spec='[files]\nread = ["~"]\nwrite = ["."]\n')
+                       spec='[files]\nread = ["~", "~/.gitconfig"]\nwrite = ["."]\n')
     assert transcript(done) == (0, "unset\n/bin/false-pager\n", "")
+    # Reading home alone, git is given the identity of lnk-sandbox's own, and no program.
+    done = sandbox.run("sh", "-c", "git config --global user.name; git config core.pager",
+                       spec='[files]\nread = ["~"]\nwrite = ["."]\n')
+    assert transcript(done) == (1, "Ann Example\n", "")
 
 
 def test_placeholders_never_show_in_git_status_nor_in_a_commit(sandbox: Sandbox) -> None:

@@ -16,7 +16,9 @@ import pytest
 from support.processes import at_terminal, descendants, wait_gone
 from support.sandbox import LNK, PROBE_SOURCE, PYTHON_INSIDE, Sandbox
 
-pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+# Each test runs with both inner confiners: the compiled one and its Python fallback.
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns,
+              pytest.mark.usefixtures("inner")]
 
 
 def _start(sandbox: Sandbox, *command: str) -> subprocess.Popen[str]:

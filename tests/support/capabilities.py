@@ -56,6 +56,14 @@ def bwrap_problem() -> str | None:
     return None
 
 
+def compiled_inner_problem() -> str | None:
+    """Why the compiled inner confiner (setup.py's build of inner/confine.c) cannot run
+    here, as the supervisor judges it; None when it can."""
+    from supervisor.linux.inner_program import compiled_problem
+
+    return compiled_problem()
+
+
 @functools.cache
 def landlock_abi() -> int:
     libc = ctypes.CDLL(None, use_errno=True)

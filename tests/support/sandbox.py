@@ -107,6 +107,53 @@ class Sandbox:
     def cleanup(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
 
+    def lingering(self) -> set[Path]:
+        """The placeholders left after the runs that held them, for the next run to join
+        (supervisor/linux/placeholders.py: LINGER_SECONDS), as the state lists them:
+        each held by nothing but `~DEADLINE`s."""
+        state = self.lnk_home / "placeholders"
+        found: set[Path] = set()
+        if not state.exists():
+            return found
+        for line in state.read_bytes().split(b"\n")[1:]:
+            parts = line.split(b" ", 4)
+            if len(parts) == 5 and parts[3] != b"-" and all(
+                    h.startswith(b"~") for h in parts[3].split(b",")):
+                found.add(Path(os.fsdecode(parts[4])))  # no test path needs unescaping
+        return found
+
+    def listing(self, folder: Path | None = None) -> list[str]:
+        """The names in `folder` (the project by default) but the lingering
+        placeholders: what the person sees once they went (each checked by `lingers`)."""
+        folder = folder or self.project
+        stay = self.lingering()
+        return [p.name for p in sorted(folder.iterdir()) if not self.lingers(p, stay)]
+
+    def tree(self, folder: Path | None = None) -> list[str]:
+        """Every path below `folder` (the project by default), relative, but those in a
+        .git and the lingering placeholders."""
+        folder = folder or self.project
+        stay = self.lingering()
+        return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                      if ".git" not in p.parts and not self.lingers(p, stay))
+
+    def lingers(self, path: Path, stay: set[Path]) -> bool:
+        """Whether `path` is (or is in) a lingering placeholder: a folder holding
+        nothing but other lingering ones, whose name at its written folder's top has a
+        dot (anything else there fails the test)."""
+        found = next((p for p in (path, *path.parents) if p in stay), None)
+        if found is None:
+            return False
+
+        def only_lingering(folder: Path) -> bool:
+            return folder.is_dir() and not folder.is_symlink() and all(
+                inner in stay and only_lingering(inner) for inner in folder.iterdir())
+
+        assert only_lingering(found), f"{found} lingers but is not empty"
+        top = next((p for p in (found, *found.parents) if p.name.startswith(".")), None)
+        assert top is not None, f"{found} lingers under no name with a dot"
+        return True
+
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -117,6 +164,8 @@ class Sandbox:
             # A worktree's tests run its own code: lnk is the shared venv's, which would
             # import the main checkout's otherwise.
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        if os.environ.get("LNK_INNER"):
+            env["LNK_INNER"] = os.environ["LNK_INNER"]  # the `inner` fixture's choice
         env.update(extra or {})
         return env
 

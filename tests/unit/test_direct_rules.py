@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inner import seccomp
+from inner.landlock import abi_table, rights_mask
 from supervisor.errors import LaunchError
 from supervisor.grants import Grant, Snapshot, depth, is_within
 from supervisor.linux.confine import READ, WRITE
@@ -187,31 +188,31 @@ def test_the_inner_settings() -> None:
         Grant(".", "/h/p", "write", "files.write[0]", "files.write[0]", 1))
     config = landlock_config(plan, snap, {}, abi=7, tmp="/h/.lnk/run/t",
                              terminals=["/dev/pts/3"], listing=lambda _: [])
-    rules = dict(config["rules"])  # type: ignore[call-overload]
-    assert rules["/dev/null"] == ["ioctl_dev", "read_file", "write_file"]
-    assert rules["/dev/pts/3"] == ["ioctl_dev", "read_file", "write_file"]
-    assert rules["/proc/self"] == ["read_dir", "read_file", "write_file"]
+    rules = dict(config.rules)
+    assert rules["/dev/null"] == rights_mask(["ioctl_dev", "read_file", "write_file"])
+    assert rules["/dev/pts/3"] == rights_mask(["ioctl_dev", "read_file", "write_file"])
+    assert rules["/proc/self"] == rights_mask(["read_dir", "read_file", "write_file"])
     assert "/" not in rules  # no READ_DIR on /: it would reach every folder
-    assert config["nofollow"] is True and config["net"] is True
-    assert config["required"] is True
+    assert config.nofollow and config.optional and config.required
+    assert config.abis == abi_table(net=True)  # network "none": no TCP bind or connect
 
 
 def test_the_filter_rules_without_namespaces() -> None:
-    assert filter_rules(network_mode="host", unix=True) == [
+    assert filter_rules(network_mode="host", unix=True) == (
         ("prlimit64", errno.EPERM, ((0, "not in", (0,)),)),
-        *((name, errno.ENOSYS, ()) for name in IPC_CALLS)]
+        *((name, errno.ENOSYS, ()) for name in IPC_CALLS))
     closed = filter_rules(network_mode="none", unix=False)
-    assert closed[-3:] == [
+    assert closed[-3:] == (
         ("socket", errno.EACCES, ((0, "in", (AF_UNIX,)),)),
         ("socketpair", errno.EACCES, ((0, "in", (AF_UNIX,)), (1, "not in", CONNECTED_PAIRS))),
         ("socket", errno.EACCES, ((0, "not in", (AF_UNIX,)),)),
-    ]
+    )
     assert CONNECTED_PAIRS == (1, 0x801, 0x80001, 0x80801, 5, 0x805, 0x80005, 0x80805)
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
 def test_the_filter_builds_with_them_on_each_architecture(arch: str) -> None:
-    extra = tuple(filter_rules(network_mode="none", unix=False))
+    extra = filter_rules(network_mode="none", unix=False)
     plain = seccomp.build_program(arch, memfd="allow", exec_notify=False)
     program = seccomp.build_program(arch, memfd="allow", exec_notify=False, extra=extra)
     assert len(program) > len(plain) and len(program) % 8 == 0

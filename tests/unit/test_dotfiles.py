@@ -113,28 +113,27 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
     assert dots.top == str(top)
     assert list(dots.protected) == [
         Protected(f"{top}/.git", f"{top}/.git", "folder", False, f".git: {GIT_REASON}",
-                  placeholder=f"{top}/.git"),
-        # commondir held naming the folder itself, so git looks for refs/ here, not where
-        # a planted one would point; refs held as an empty file: git's discovery cannot
-        # take the top for a bare repository (and a file named HEAD would make
-        # `git diff HEAD` ambiguous).
-        Protected(f"{top}/commondir", f"{top}/commondir", "file", False, BARE_REASON,
-                  placeholder=f"{top}/commondir", content=b"."),
-        Protected(f"{top}/refs", f"{top}/refs", "file", False, BARE_REASON,
-                  placeholder=f"{top}/refs"),
+                  placeholder=f"{top}/.git", stays=True),
+        # No repository here: HEAD held by an empty folder, which git cannot read and
+        # checks first, so git's discovery cannot take the top for a bare repository.
+        Protected(f"{top}/HEAD", f"{top}/HEAD", "file", False, BARE_REASON,
+                  placeholder=f"{top}/HEAD"),
         # A missing .envrc is never held: direnv runs only what you allowed.
         Protected(f"{top}/.envrc", f"{top}/.envrc", "file", False, ENVRC_REASON),
         Protected(f"{top}/.vscode", f"{top}/.vscode", "folder", False, VSCODE,
-                  placeholder=f"{top}/.vscode"),
+                  placeholder=f"{top}/.vscode", stays=True),
         Protected(f"{top}/.idea", f"{top}/.idea", "folder", False, IDEA,
-                  placeholder=f"{top}/.idea"),
+                  placeholder=f"{top}/.idea", stays=True),
         Protected(f"{top}/.husky", f"{top}/.husky", "folder", False, HUSKY,
-                  placeholder=f"{top}/.husky"),
+                  placeholder=f"{top}/.husky", stays=True),
         # Coding agents' and editors' project settings (runs_as_you.AGENT_SETTINGS), each
-        # held as its table says; below the top with the missing folders above made.
+        # held as its table says (an empty folder, whatever the tool reads there); below
+        # the top with the missing folders above made. Only a settings folder's stays
+        # between runs: a folder where a tool reads a file may make it fail.
         *(Protected(f"{top}/{s.name}", f"{top}/{s.name}", s.kind, False,
                     f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None,
-                    parents=_above(top, s.name) if s.hold else ())
+                    parents=_above(top, s.name) if s.hold else (),
+                    stays=s.hold and s.kind == "folder" and s.lingers)
           for s in AGENT_SETTINGS if "*" not in s.name),
         # Every other version-control system's metadata (runs_as_you.VCS_METADATA): a
         # missing one held only for the tools run in any folder as git is.
@@ -309,6 +308,196 @@ def test_a_gitdir_file_naming_a_missing_folder_holds_it(tmp_path: Path) -> None:
     (top / ".git").write_text("gitdir:no-space\n")
     assert [p.name for p in analyze(str(top), home="/h").protected
             if "gone" in p.name] == []
+
+
+# --- the top as a bare repository: what git's discovery looks at ------------------------
+
+
+def bare_held(top: Path, **options: object) -> dict[str, str | None]:
+    """The top's protections against becoming a bare repository: name -> what Linux
+    holds there ("folder", "file"), None where it is only kept from being made (macOS)
+    or is there already."""
+    found = analyze(str(top), home="/h", **options)  # type: ignore[arg-type]
+    return {os.path.basename(p.name): p.held_as if p.placeholder else None
+            for p in found.protected if p.reason == BARE_REASON}
+
+
+def plant_bare(folder: Path, marker: Path) -> None:
+    """What a sandbox would make to turn `folder` into a bare repository whose settings
+    run a program on the person's next git command there: an alias here."""
+    (folder / "objects").mkdir()
+    (folder / "refs" / "heads").mkdir(parents=True)
+    if not (folder / "HEAD").is_dir():
+        (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "config").write_text(f'[core]\n\tbare = true\n[alias]\n\tst = "!touch {marker}"\n')
+    (folder / "sub").mkdir()
+
+
+def runs_planted(folder: Path, marker: Path) -> bool:
+    """Whether the person's git, from a folder inside, ran the planted settings."""
+    subprocess.run([GIT or "git", "st"], cwd=folder / "sub", env=CLEAN_ENV,
+                   capture_output=True, check=False)
+    return marker.exists()
+
+
+def socket_at(path: Path) -> None:
+    """What Linux holds for refs: a socket inode, nobody listening, no execute bit."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as made:
+        made.bind(str(path))
+    path.chmod(0o644)
+
+
+@needs_git
+def test_a_top_in_no_repository_holds_head_as_an_empty_folder(tmp_path: Path) -> None:
+    """git takes a folder for a bare repository only with a HEAD it can read, checked
+    first (before where a commondir points): an empty folder named HEAD keeps what a
+    sandbox plants beside it from running, and once it goes after the run, what was
+    planted is still no repository. The control, planted without it, runs."""
+    marker = tmp_path / "ran"
+    control = project(tmp_path)
+    (control / ".git").mkdir()  # an empty .git (the placeholder): git goes on to the top
+    plant_bare(control, marker)
+    assert runs_planted(control, marker)
+    marker.unlink()
+
+    top = tmp_path.resolve() / "top"
+    top.mkdir()
+    (top / ".git").mkdir()
+    assert bare_held(top) == {"HEAD": "folder"}
+    (top / "HEAD").mkdir()
+    plant_bare(top, marker)
+    (top / "commondir").write_text("elsewhere\n")  # points nowhere it is read from
+    assert not runs_planted(top, marker)
+    (top / "HEAD").rmdir()  # the run ended: its placeholder went
+    assert not runs_planted(top, marker)
+    failed = subprocess.run([GIT or "git", "status"], cwd=top / "sub", env=CLEAN_ENV,
+                            capture_output=True, text=True, check=False)
+    assert "not a git repository" in failed.stderr
+
+
+@needs_git
+def test_a_top_below_a_repository_holds_commondir_and_refs_nobody_sees(
+        tmp_path: Path) -> None:
+    """Below the person's repository a folder named HEAD would make their `git diff
+    HEAD` there ambiguous: commondir (an empty folder: git dies reading it once a HEAD
+    here is valid, so it never points elsewhere) and refs (a socket: no folder git may
+    search) are held instead. Neither is in the repository's status, git there works as
+    before, a planted bare repository runs nothing, during the run or after it."""
+    parent = tmp_path.resolve() / "parent"
+    parent.mkdir()
+    git("init", "-q", cwd=parent)
+    (parent / "README").write_text("x\n")
+    git("add", "README", cwd=parent)
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "x", cwd=parent)
+    top = parent / "top"
+    top.mkdir()
+    (top / ".git").mkdir()
+    assert bare_held(top) == {"commondir": "folder", "refs": "socket"}
+    (top / "commondir").mkdir()
+    socket_at(top / "refs")
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=parent) == ""
+    assert git("rev-parse", "--absolute-git-dir", cwd=top).strip() == f"{parent}/.git"
+    git("diff", "HEAD", "--stat", cwd=top)  # not ambiguous: no file named HEAD here
+    marker = tmp_path / "ran"
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (top / "x").mkdir()
+    plant_bare(top / "x", marker)  # a whole repository for a commondir to point at...
+    (top / "HEAD").write_text("ref: refs/heads/main\n")
+    (top / "objects").mkdir()
+    (top / "config").write_text(f'[alias]\n\tst = "!touch {marker}"\n')
+    (top / "sub").mkdir()
+    assert not runs_planted(top, marker)
+    failed = subprocess.run([GIT or "git", "status"], cwd=top / "sub", env=CLEAN_ENV,
+                            capture_output=True, text=True, check=False)
+    assert failed.returncode == 128 and "failed to read" in failed.stderr
+    (top / "commondir").rmdir()  # the run ended: its placeholders went
+    (top / "refs").unlink()
+    assert not runs_planted(top, marker)
+    assert git("rev-parse", "--absolute-git-dir", cwd=top / "sub").strip() == \
+        f"{parent}/.git"
+
+
+@needs_git
+def test_a_repository_at_the_top_needs_no_placeholder_against_a_bare_one(
+        tmp_path: Path) -> None:
+    """A .git folder that is a git directory, held whole, is where git stops: it never
+    looks at the top itself. Proven with git: a bare repository planted beside it runs
+    nothing, git finds the repository."""
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    assert bare_held(top) == {}
+    marker = tmp_path / "ran"
+    plant_bare(top, marker)
+    assert not runs_planted(top, marker)
+    assert git("rev-parse", "--absolute-git-dir", cwd=top / "sub").strip() == f"{top}/.git"
+
+
+@needs_git
+@pytest.mark.parametrize("case", ["commit", "written HEAD", "written .git", "empty .git",
+                                  "broken HEAD"])
+def test_a_git_directory_the_sandbox_could_change_keeps_the_top_held(
+        case: str, tmp_path: Path) -> None:
+    """Where the sandbox writes the top's .git (files.commit writes HEAD, objects and
+    refs; a write grant at or in it), or .git is no git directory now, a HEAD written
+    wrong lets git go on to the top: it is held, by what a repository below or at it
+    needs (not HEAD, which `git diff HEAD` there would find ambiguous)."""
+    top = project(tmp_path)
+    git("init", "-q", cwd=top)
+    options: dict[str, object] = {}
+    if case == "commit":
+        options["commit"] = True
+    elif case == "written HEAD":
+        options["written"] = (str(top), f"{top}/.git/HEAD")
+    elif case == "written .git":
+        options["written"] = (f"{top}/.git",)
+    elif case == "empty .git":
+        shutil.rmtree(top / ".git")
+        (top / ".git").mkdir()
+        assert bare_held(top) == {"HEAD": "folder"}  # no repository here any more
+        return
+    else:
+        (top / ".git" / "HEAD").write_text("garbage\n")
+        assert bare_held(top) == {"HEAD": "folder"}
+        return
+    assert bare_held(top, **options) == {"commondir": "folder", "refs": "socket"}
+
+
+@needs_git
+def test_a_gitdir_file_at_the_top_is_where_git_stops_valid_or_not(tmp_path: Path) -> None:
+    """A .git file, held read-only, is read as a gitfile: git takes the repository it
+    names or stops with an error, never the top (setup.c: only a .git it cannot stat
+    lets it go on). Proven with a bare repository planted beside an invalid one."""
+    top = project(tmp_path)
+    (top / ".git").write_text("not a gitfile\n")
+    assert bare_held(top) == {}
+    marker = tmp_path / "ran"
+    plant_bare(top, marker)
+    assert not runs_planted(top, marker)
+    # A write grant of the file itself: it is the sandbox's to change.
+    other = tmp_path.resolve() / "other"
+    other.mkdir()
+    (other / ".git").write_text("gitdir: elsewhere\n")
+    assert bare_held(other, written=(f"{other}/.git",)) == {"commondir": "folder",
+                                                            "refs": "socket"}
+
+
+def test_what_the_person_has_at_the_top_stays_as_it_is(tmp_path: Path) -> None:
+    """A HEAD, commondir, refs or objects of the person's at a top that is no
+    repository stays as it is (read-only where it is held); what git still needs is
+    held around it."""
+    top = project(tmp_path)
+    (top / "HEAD").write_text("not a ref\n")
+    assert bare_held(top) == {"commondir": "folder", "refs": "socket"}
+    (top / "refs").mkdir()
+    assert bare_held(top) == {"commondir": "folder", "objects": "socket"}
+    (top / "objects").mkdir()  # a bare repository's names: protected as one
+    assert bare_held(top) == {"HEAD": None}
+    (top / "HEAD").unlink()
+    (top / "commondir").write_text(".\n")
+    assert bare_held(top) == {"HEAD": "folder"}
 
 
 @needs_git

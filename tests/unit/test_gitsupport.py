@@ -1,4 +1,4 @@
-"""git's identity, excludes and trace, read without running git."""
+"""git's identity and trace, read without running git."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 from supervisor.gitsupport import (
     Identity,
-    exclude_text,
     failed_writers,
     identity_files,
     read_identity,
@@ -50,12 +49,6 @@ def test_no_settings_no_identity(tmp_path: Path) -> None:
     assert not read_identity(str(tmp_path))
 
 
-def test_excludes_anchor_and_escape_each_placeholder() -> None:
-    assert exclude_text(b"*.o", ["refs", ".mcp.json", "a b[1]"]) == (
-        b"*.o\n\n# lnk-sandbox: held empty for this run, so that nothing here is made\n"
-        b"/refs\n/.mcp.json\n/a\\ b\\[1]\n")
-
-
 def test_only_failed_writers_in_a_repository_are_found(tmp_path: Path) -> None:
     def trace(name: str, *events: dict[str, object]) -> None:
         (tmp_path / name).write_text("".join(json.dumps(e) + "\n" for e in events))
@@ -75,16 +68,13 @@ def test_only_failed_writers_in_a_repository_are_found(tmp_path: Path) -> None:
 def test_stored_git_files_are_reused_and_old_ones_pruned(tmp_path: Path) -> None:
     import os
 
-    from supervisor.linux.gitrun import UNUSED_DAYS, _identity_folder, _stored_file
+    from supervisor.linux.gitrun import UNUSED_DAYS, _identity_folder
 
-    first = _stored_file(str(tmp_path), b"/refs\n")
-    assert _stored_file(str(tmp_path), b"/refs\n") == first
-    assert Path(first).read_bytes() == b"/refs\n"
-    folder = _identity_folder(str(tmp_path), {"config": "[user]\n\tname = A\n"})
-    assert (Path(folder) / "config").read_text() == "[user]\n\tname = A\n"
+    first = _identity_folder(str(tmp_path), {"config": "[user]\n\tname = A\n"})
+    assert _identity_folder(str(tmp_path), {"config": "[user]\n\tname = A\n"}) == first
+    assert (Path(first) / "config").read_text() == "[user]\n\tname = A\n"
     old = (UNUSED_DAYS + 1) * 86400
-    for path in (first, folder):
-        stamp = os.stat(path).st_mtime - old
-        os.utime(path, (stamp, stamp))
-    kept = _stored_file(str(tmp_path), b"/other\n")  # something new: the old go
+    stamp = os.stat(first).st_mtime - old
+    os.utime(first, (stamp, stamp))
+    kept = _identity_folder(str(tmp_path), {"config": "[user]\n\tname = B\n"})
     assert sorted(p.name for p in (tmp_path / "git").iterdir()) == [Path(kept).name]

@@ -111,6 +111,19 @@ def test_a_link_loop_ends(home: Path) -> None:
     assert bashrc.links[0] == f"{home}/.bashrc"
 
 
+def test_a_home_at_the_root_two_slashes_and_long_paths_resolve(home: Path) -> None:
+    """`HOME=/` made `//.bashrc` (normpath keeps two leading slashes), and every folder
+    above it was `//` again; a link to `//x`, a PATH folder `//usr/bin` did the same; a
+    path of thousands of components took one recursion each. All resolve now."""
+    root = places(Path("/"), "//usr/bin:/bin")
+    assert root["/.bashrc"].real == "/.bashrc"
+    assert "//.bashrc" not in root
+    (home / ".bashrc").symlink_to("//etc/bash.bashrc")
+    assert places(home)[f"{home}/.bashrc"].real == "/etc/bash.bashrc"
+    deep = str(home) + "/x" * 2000
+    assert places(Path(deep), deep + "/bin")[deep + "/.bashrc"].real == deep + "/.bashrc"
+
+
 def test_path_folders_are_holders_by_name_and_by_target(home: Path) -> None:
     (home / "dotfiles" / "bin").mkdir(parents=True)
     (home / "bin").symlink_to("dotfiles/bin")

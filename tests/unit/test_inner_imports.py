@@ -10,7 +10,7 @@ from .test_landlock_imports import imported_by
 
 EVERYTHING_MAIN_LOADS = (
     "import inner.main, inner.protocol, inner.prctl, inner.seccomp, inner.syscalls, "
-    "inner.landlock, inner.config, inner.fileop, _signal, array, ctypes"
+    "inner.landlock, inner.config, inner.fileop, _signal, array, ctypes, resource"
 )
 # Slow to import, or a sign the inner grew a dependency it must not have.
 FORBIDDEN = {"typing", "dataclasses", "inspect", "ast", "pathlib", "subprocess",
@@ -31,23 +31,3 @@ def test_the_inner_imports_only_the_standard_library_and_ctypes() -> None:
 def test_importing_the_inner_does_nothing_but_define() -> None:
     added = imported_by("import inner.main") - imported_by("pass")
     assert "ctypes" not in added  # loaded by the steps that need it, not at import
-
-
-def test_the_inner_reads_what_the_supervisor_writes() -> None:
-    """inner.config's scanner against json.dumps, on what the configuration holds."""
-    import json
-
-    from inner.config import loads
-
-    document = {"argv": ["sh", "-c", "echo \"é\" \\\\ \n"], "status_fd": 5, "seccomp": {
-        "memfd": "notify", "exec_notify": True, "listener": False}, "landlock": {
-        "abi": 7, "required": False, "rules": [["/usr", ["read_file", "read_dir"]]]},
-        "float": 2.5, "none": None, "neg": -3}
-    assert loads(json.dumps(document)) == document
-    assert loads("  " + json.dumps(document) + "\n") == document
-    for bad in ("", "{", '{"a": 1} x', "[1,]"):
-        try:
-            loads(bad)
-        except ValueError:
-            continue
-        raise AssertionError(f"{bad!r} was read")

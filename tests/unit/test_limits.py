@@ -7,8 +7,8 @@ import pytest
 
 from supervisor import limits
 from supervisor.errors import SpecError
-from supervisor.limits import GIB, MIB, RunLimits, defaults, resolve
-from supervisor.spec import Limits, parse_spec
+from supervisor.limits import GIB, MIB, Limits, RunLimits, defaults, resolve
+from supervisor.spec import parse_spec
 
 
 def parse(text: str) -> Limits:
@@ -24,8 +24,8 @@ def test_every_limit_parses_into_bytes_seconds_and_counts() -> None:
         memory=GIB, timeout=2.5)
 
 
-def test_none_and_zero_lift_a_limit_and_absent_keeps_the_default() -> None:
-    assert parse('[limits]\npids = "none"\nmemory = 0\n') == Limits(pids=0, memory=0)
+def test_none_lifts_a_limit_and_absent_keeps_the_default() -> None:
+    assert parse('[limits]\npids = "none"\nmemory = "none"\n') == Limits(pids=0, memory=0)
     lifted = resolve(Limits(pids=0, memory=0), memory=16 * GIB)
     assert (lifted.pids, lifted.memory, lifted.tmp) == (0, 0, GIB)
     assert lifted.written == ("pids", "memory")
@@ -105,8 +105,67 @@ def test_describe_says_each_limit_as_a_person_reads_it() -> None:
 def test_tmp_and_shm_follow_a_memory_limit_the_spec_sets() -> None:
     run = resolve(Limits(memory=256 * MIB), memory=16 * GIB)
     assert (run.memory, run.tmp, run.shm) == (256 * MIB, 128 * MIB, 128 * MIB)
-    written = resolve(Limits(memory=256 * MIB, tmp=512 * MIB), memory=16 * GIB)
-    assert written.tmp == 512 * MIB  # what the spec writes is what it gets
+    written = resolve(parse('[limits]\nmemory = "256M"\ntmp = "100M"\n'), memory=16 * GIB)
+    assert written.tmp == 100 * MIB  # what the spec writes is what it gets
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "message"),
+    [
+        # The README's bound: /tmp and /dev/shm are held in the run's memory, each at most
+        # half of it (the unit tests' machine has 16 GiB: a run's default memory 8 GiB).
+        ('[limits]\ntmp = "100T"\n', "limits.tmp", "'100T' is above the most it may be: "
+         "half of the run's memory by default here (8 GiB), 4 GiB"),
+        ('[limits]\nmemory = "256M"\ntmp = "512M"\n', "limits.tmp", "'512M' is above the "
+         "most it may be: half of limits.memory (256 MiB), 128 MiB"),
+        ('[limits]\nshm = "129M"\nmemory = "256M"\n', "limits.shm", "'129M' is above the "
+         "most it may be: half of limits.memory (256 MiB), 128 MiB"),
+        ('[limits]\nmemory = "none"\nshm = "9G"\n', "limits.shm", "'9G' is above the most "
+         "it may be: half of this machine's memory, the run's being lifted (16 GiB), 8 GiB"),
+        # 0 is no way to say "none": a count of 0 files, a 0-byte /tmp, read literally,
+        # would stop every program, and read as "none" would lift what the person meant
+        # to hold. Each refused at its least, with "none" said.
+        ('[limits]\nfiles = 0\n', "limits.files",
+         "0 is below the least that still lets a program start (16)"),
+        ('[limits]\nmemory = 0\n', "limits.memory",
+         "0 is below the least that still lets a program start (67108864)"),
+        ('[limits]\ntmp = "0"\n', "limits.tmp",
+         "'0' is below the least that still lets a program start (1048576)"),
+        ('[limits]\ntimeout = 0.0\n', "limits.timeout",
+         "0.0 is below the least that still lets a program start (1)"),
+    ],
+)
+def test_a_limit_past_the_readmes_bounds_is_refused_naming_the_bound(
+        text: str, key: str, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse(text)
+    assert (caught.value.key, caught.value.message) == (key, message)
+    assert caught.value.line == text.splitlines().index(
+        next(line for line in text.splitlines() if line.startswith(key.split(".")[1]))) + 1
+    assert caught.value.hint
+
+
+def test_tmp_and_shm_at_half_the_memory_are_allowed() -> None:
+    assert parse('[limits]\nmemory = "256M"\ntmp = "128M"\nshm = "128M"\n').tmp == 128 * MIB
+    assert parse('[limits]\ntmp = "4G"\n').tmp == 4 * GIB  # half the default 8 GiB
+    assert parse('[limits]\ntmp = "none"\nmemory = "64M"\n').tmp == 0
+
+
+def test_the_readme_states_each_limits_bounds() -> None:
+    """The bounds the validator holds are the ones the README gives a person."""
+    from pathlib import Path
+
+    from supervisor.spec import _LIMIT_RANGE
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert _LIMIT_RANGE == {"pids": (8, 1 << 22), "files": (16, 1 << 30),
+                            "memory": (64 * MIB, 1 << 50), "tmp": (MIB, 1 << 50),
+                            "shm": (MIB, 1 << 50), "cpu": (1, 1 << 31),
+                            "timeout": (1, 1 << 31)}
+    for row in ("| `pids` | 8 | 4194304 ", "| `files` | 16 | 1073741824 ",
+                "| `memory` | 64 MiB | 1 PiB ", "| `tmp`, `shm` | 1 MiB | half the run's memory",
+                "| `cpu`, `timeout` | 1 second | 2147483648 seconds "):
+        assert row in readme, row
 
 
 def test_open_files_are_at_most_the_hard_limit_lnk_was_given(

@@ -10,10 +10,9 @@ import pytest
 from supervisor.caches import Cache
 from supervisor.errors import SandboxError
 from supervisor.grants import Grant
-from supervisor.limits import resolve
+from supervisor.limits import Limits, resolve
 from supervisor.netpolicy import NetworkRules, UnixSocket
 from supervisor.nonamespace import PROMISES, Facts, forced_off, judge
-from supervisor.spec import Limits
 from support.snapshots import a_snapshot
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "design.md"

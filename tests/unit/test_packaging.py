@@ -5,13 +5,17 @@ non-editable install crashed on every command while CI, which installed editable
 The wheel is built here the way pip builds it for a user (from the checkout, without
 the network: `--no-build-isolation` uses this venv's setuptools and cffi) and compared
 with the tree, so a package or data file added later is checked without an edit here.
+What the build makes and the tree does not hold (the compiled inner confiner) is checked
+on its own: in the wheel, runnable, static, built from the tree's source.
 """
 
 from __future__ import annotations
 
 import configparser
+import hashlib
 import importlib
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -23,6 +27,9 @@ REPO = Path(__file__).resolve().parents[2]
 TOP_PACKAGES = ("supervisor", "inner", "netns_helper", "lnk_sandbox")
 # What the tree holds that is not for the wheel: compiled leftovers of a local build.
 NOT_SHIPPED = (".pyc", ".so", ".o")
+# What the build makes from the tree (an editable install leaves it in the tree too):
+# setup.py's compiled inner confiner.
+BUILT = ("inner/confine",)
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +40,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
         ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", *(
             f"*{suffix}" for suffix in NOT_SHIPPED)))
+    for built in BUILT:  # an editable install's build: the wheel's must be its own
+        (source / built).unlink(missing_ok=True)
     out = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
@@ -51,7 +60,7 @@ def _tree_files() -> set[str]:
         for path in (REPO / top).rglob("*"):
             if not path.is_file() or "__pycache__" in path.parts:
                 continue
-            if path.suffix in NOT_SHIPPED:
+            if path.suffix in NOT_SHIPPED or path.relative_to(REPO).as_posix() in BUILT:
                 continue
             files.add(path.relative_to(REPO).as_posix())
     return files
@@ -89,3 +98,27 @@ def test_every_console_script_names_a_function_that_exists(wheel: zipfile.ZipFil
     for target in scripts.values():
         module, _, function = target.partition(":")
         assert callable(getattr(importlib.import_module(module), function)), target
+
+
+def test_the_compiled_inner_is_built_into_the_wheel(wheel: zipfile.ZipFile) -> None:
+    """setup.py builds inner/confine at install: in the wheel, executable by everyone (the
+    sandbox's own uid runs it in root mode), static (no loader: the sandbox may show no
+    C library), built from the tree's confine.c (its digest is in the program)."""
+    if shutil.which("cc") is None:
+        from support.capabilities import missing
+
+        missing("no C compiler here, so the wheel holds no compiled inner (the Python one "
+                "runs)")
+    info = wheel.getinfo("inner/confine")
+    mode = info.external_attr >> 16
+    assert stat.S_ISREG(mode) and mode & 0o777 == 0o755, oct(mode)
+    program = wheel.read(info)
+    assert program[:4] == b"\x7fELF"
+    program_headers = int.from_bytes(program[32:40], "little")
+    size, count = int.from_bytes(program[54:56], "little"), int.from_bytes(program[56:58],
+                                                                               "little")
+    kinds = [int.from_bytes(program[program_headers + i * size:][:4], "little")
+             for i in range(count)]
+    assert 3 not in kinds  # PT_INTERP: a loader to run it
+    digest = hashlib.sha256((REPO / "inner" / "confine.c").read_bytes()).hexdigest()
+    assert f"lnk-confine-source-sha256:{digest}".encode() in program

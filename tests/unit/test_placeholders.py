@@ -71,6 +71,63 @@ def test_a_second_run_joins_and_the_last_one_out_removes(lnk_home: Path, top: Pa
     assert not (top / ".vscode").exists()
 
 
+def test_a_settings_folder_lingers_for_the_next_run_then_goes(
+        lnk_home: Path, top: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A placeholder that may linger stays LINGER_SECONDS after its last run, held by
+    `~DEADLINE`, and the next run joins it (the same folder, nothing made or removed
+    around it); one that may not goes with its run; once the deadline passed, the next
+    start removes it."""
+    from supervisor.linux import placeholders as module
+
+    places = Placeholders(str(lnk_home))
+    wanted = [Wanted(str(top / ".vscode"), "folder", linger=True),
+              Wanted(str(top / ".env"), "folder")]
+    first = places.hold(wanted)
+    made = os.lstat(top / ".vscode")
+    assert first.lingering == [str(top / ".vscode")]
+    first.release()
+    assert not (top / ".env").exists()
+    now = int(time.time())
+    (holder,) = state(lnk_home)[str(top / ".vscode")][3]
+    assert holder.startswith("~") and now < int(holder[1:]) <= now + module.LINGER_SECONDS + 1
+    second = places.hold(wanted)
+    assert os.lstat(top / ".vscode").st_ino == made.st_ino  # joined, not made again
+    assert state(lnk_home)[str(top / ".vscode")][3] == (holder, second.token)
+    second.release()
+    assert len(state(lnk_home)[str(top / ".vscode")][3]) == 1  # one deadline, renewed
+    monkeypatch.setattr(time, "time", lambda: now + module.LINGER_SECONDS + 60)
+    places.hold([]).release()  # any later start prunes it
+    assert not (top / ".vscode").exists() and state(lnk_home) == {}
+
+
+def test_a_lingering_folder_written_to_is_the_persons(lnk_home: Path, top: Path) -> None:
+    places = Placeholders(str(lnk_home))
+    places.hold([Wanted(str(top / ".claude"), "folder", linger=True)]).release()
+    (top / ".claude" / "settings.json").write_text("{}")  # the person's tool, meanwhile
+    held = places.hold([Wanted(str(top / ".claude"), "folder", linger=True)])
+    held.release()  # not empty: the person's now, forgotten, left as it is
+    assert (top / ".claude" / "settings.json").read_text() == "{}"
+    assert state(lnk_home) == {}
+
+
+def test_a_socket_placeholder_is_no_folder_git_may_search(lnk_home: Path, top: Path) -> None:
+    """refs held as a socket: nobody listening, mode 0644, so access(X_OK), git's test
+    of refs/ and objects/, fails even for root; listed as `s`, removed after."""
+    import stat
+
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(top / "refs"), "socket")])
+    info = os.lstat(top / "refs")
+    assert stat.S_ISSOCK(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o644
+    assert not os.access(top / "refs", os.X_OK)
+    assert state(lnk_home)[str(top / "refs")][0] == "socket"
+    assert b"\ns " in (lnk_home / STATE_NAME).read_bytes()
+    with pytest.raises(OSError) as opened:
+        open(top / "refs", "rb")  # noqa: SIM115 - fails at once, never waits
+    assert opened.value.errno == 6  # ENXIO
+    held.release()
+    assert not os.path.lexists(top / "refs")
+
+
 def test_the_persons_own_folder_is_bound_but_never_listed(lnk_home: Path, top: Path) -> None:
     (top / ".idea").mkdir()
     held = Placeholders(str(lnk_home)).hold([Wanted(str(top / ".idea"), "folder")])
@@ -399,3 +456,20 @@ def test_the_grants_top_gone_is_not_made_again(lnk_home: Path, top: Path) -> Non
         Placeholders(str(lnk_home)).hold([Wanted(str(gone / ".vscode"), "folder",
                                                  base=str(gone))])
     assert not gone.exists()
+
+def test_a_dead_runs_folder_made_again_lingers_with_what_it_holds(lnk_home: Path,
+                                                                  top: Path) -> None:
+    """The same, for a lingering .github/hooks: .github, made again above it, lingers
+    with it (a folder left unheld around a lingering one would never go on its own)."""
+    github, hooks = top / ".github", top / ".github" / "hooks"
+    github.mkdir()
+    info = os.lstat(github)
+    lnk_home.mkdir(mode=0o700)
+    (lnk_home / STATE_NAME).write_bytes(b"lnk-placeholders 1\nd %d %d %d:1:1 %s\n" % (
+        info.st_dev, info.st_ino, os.getpid(), str(github).encode()))
+    held = Placeholders(str(lnk_home)).hold([Wanted(str(hooks), "folder", base=str(top),
+                                                    linger=True)])
+    held.release()
+    entries = state(lnk_home)
+    assert sorted(entries) == [str(github), str(hooks)]
+    assert all(holders[0].startswith("~") for _, _, _, holders in entries.values())

@@ -306,6 +306,16 @@ def test_the_interpreter_prefix_is_mounted_when_hidden() -> None:
     ]
 
 
+def test_the_compiled_inner_needs_no_interpreter_inside() -> None:
+    """A static program: neither the interpreter's prefix nor a C library is mounted for
+    it, hidden or not; its package's folder is, as for the Python inner."""
+    compiled = OPT_PYTHON._replace(compiled_inner=True)
+    assert ops(snapshot(), compiled) == [*ROOT, INNER, *LATE]
+    snap = snapshot(spec_grant("/opt", "/opt", "read", "files.read[0]"),
+                    spec_grant("/opt/py", "/opt/py", "hide", "files.hide[0]"))
+    assert PREFIX not in ops(snap, compiled) and INNER in ops(snap, compiled)
+
+
 def test_the_interpreter_outside_a_visible_prefix_still_gets_the_prefix() -> None:
     layout = HostLayout(system=LAYOUT.system, inner_source="/src/lnk/inner",
                         interpreter="/opt/bin/python3", interpreter_prefix="/usr")
@@ -493,6 +503,19 @@ def test_bwrap_arguments_for_a_shared_network_and_an_older_bwrap() -> None:
     # Root mode or not, the sandbox takes its own user namespace and drops every capability.
     assert args[1:9] == ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                          "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL"]
+
+
+def test_bwrap_runs_the_compiled_inner_from_its_packages_mount() -> None:
+    for layout, parent in ((LAYOUT, "/run/lnk-sandbox"), (OPT_PYTHON, "/run/lnk-sandbox")):
+        plan = build_plan(linux_view(snapshot()), layout._replace(compiled_inner=True),
+                          root_mode=False)
+        args = bwrap_args(plan, INFO, fd_of=fd_of, json_status_fd="7", config_fd="9")
+        assert args[args.index("--"):] == ["--", f"{parent}/inner/confine", "9"]
+    # With `/` granted the package is under the sandbox's own /dev, and so is the program.
+    plan = build_plan(linux_view(PLANS["root"]), LAYOUT._replace(compiled_inner=True),
+                      root_mode=False)
+    args = bwrap_args(plan, INFO, fd_of=fd_of, json_status_fd="7", config_fd="9")
+    assert args[-2:] == ["/dev/.lnk-sandbox/inner/confine", "9"]
 
 
 def test_the_inner_boot_line_imports_from_the_fixed_path() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 import supervisor
 from supervisor.environment import DEFAULT_KEEP
-from supervisor.errors import SpecError
+from supervisor.errors import LaunchError, SpecError
 from supervisor.grants import (
     SNAPSHOT_VERSION,
     Grant,
@@ -23,6 +23,8 @@ from supervisor.grants import (
     is_within,
     resolve,
 )
+from supervisor.home_config import PROFILES_REASON
+from supervisor.limits import Limits
 from supervisor.limits import resolve as resolve_limits
 from supervisor.policy import (
     Context,
@@ -32,8 +34,9 @@ from supervisor.policy import (
     credential_names,
     effective_policy,
     installation_paths,
+    profile_names,
 )
-from supervisor.spec import Limits, load_spec, parse_spec
+from supervisor.spec import load_spec, parse_spec
 from support.capabilities import missing
 
 CREDENTIALS = "default hide: credentials"
@@ -91,8 +94,12 @@ def by_name(snapshot: Snapshot, name: str) -> Grant:
 
 
 def default_hides(names_left_out: tuple[str, ...] = ()) -> tuple[PathRule, ...]:
+    """The credentials' hides, then the folders without a dot that hold programs'
+    profiles (~/snap, ~/Games), each left out where the spec names it."""
     return tuple(PathRule(n, "hide", True, CREDENTIALS) for n in credential_names("linux")
-                 if n not in names_left_out)
+                 if n not in names_left_out) + tuple(
+        PathRule(n, "hide", True, PROFILES_REASON) for n in profile_names("linux")
+        if n not in names_left_out)
 
 
 # --- the effective policy ----------------------------------------------------------------
@@ -155,7 +162,8 @@ def test_a_spec_naming_the_runtime_dir_or_a_credential_replaces_the_default_hide
     spec = parse_spec(b'[files]\nread = ["~/.ssh", "/run/user/1000"]\n', "spec.toml")
     rules = effective_policy(spec, tree.context(runtime_dir="/run/user/1000")).rules
     hides = [r.name for r in rules if r.access == "hide"]
-    assert hides == [*(n for n in credential_names("linux") if n != "~/.ssh"), "$LNK_HOME"]
+    assert hides == [*(n for n in credential_names("linux") if n != "~/.ssh"),
+                     *profile_names("linux"), "$LNK_HOME"]
 
 
 def test_context_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -169,11 +177,41 @@ def test_context_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert context.cwd == os.getcwd()
     assert context.uid == os.geteuid()
     assert context.runtime_dir is None
-    monkeypatch.setenv("LNK_HOME", "rel/lnk")
+    monkeypatch.setenv("LNK_HOME", str(tmp_path) + "//l/")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/7/")
     context = Context.current()
-    assert context.lnk_home == f"{os.getcwd()}/rel/lnk"
+    assert context.lnk_home == f"{tmp_path}/l"
     assert context.runtime_dir == "/run/user/7"
+
+
+@pytest.mark.parametrize("name", ["HOME", "LNK_HOME"])
+@pytest.mark.parametrize("value", ["rel/lnk", ".", "~/x", "./x"])
+def test_a_relative_home_or_lnk_home_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path, name: str, value: str) -> None:
+    """A relative one would be another folder from each working directory: settings
+    made in the project the sandbox writes, a home that is wherever a command starts."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LaunchError) as caught:
+        Context.current()
+    assert caught.value.message == (f"{name}={value!r} is not an absolute path, so it "
+                                    "would name another folder from each working directory")
+    assert caught.value.hint and caught.value.hint.startswith(f"set {name} to the absolute")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("home", "expected"), [("/", "/"), ("//", "/"), ("//h//", "/h"),
+                                                ("///h", "/h")])
+def test_a_home_at_the_root_or_below_two_slashes_is_plain(
+        monkeypatch: pytest.MonkeyPatch, home: str, expected: str) -> None:
+    """POSIX lets two leading slashes mean something else, so normpath keeps them, and
+    every folder above `//h` was `//` again (a RecursionError resolving home's places)."""
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.setenv("LNK_HOME", "/nonexistent/lnk")
+    context = Context.current()
+    assert context.home == expected
+    assert context.lnk_home == "/nonexistent/lnk"
 
 
 def test_installation_paths_are_the_packages_and_both_prefixes() -> None:
@@ -247,6 +285,8 @@ def test_default_spec_snapshot(tree: Tree) -> None:
             Grant(".", str(tree.proj), "write", "files.write[0]", "files.write[0]", 6),
             *(Grant(n, hidden.get(n), "hide", CREDENTIALS, None, None, False,
                     is_dir=n != "~/.netrc") for n in credential_names("linux")),
+            *(Grant(n, None, "hide", PROFILES_REASON, None, None)
+              for n in profile_names("linux")),
             Grant("$LNK_HOME", str(tree.lnk), "hide", SETTINGS, None, None),
         ),
         programs=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from supervisor.runs_as_you import AGENT_SETTINGS, CREDENTIALS, HOME_PLACES
@@ -36,3 +37,35 @@ def test_every_home_place_is_in_the_readme_with_its_rule() -> None:
     for place in HOME_PLACES:
         rule = "holder" if place.holder else "place"
         assert f"| `{place.name}` | {rule} |" in README, place.name
+
+
+def test_home_configuration_tables_are_the_codes() -> None:
+    """Every folder of profiles hidden and every place reopened under a read grant of
+    home is in the README's table, and in docs/runs-as-you.md with how it was checked."""
+    from supervisor.home_config import PROFILE_PLACES, REOPENED
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "runs-as-you.md").read_text()
+    for place in PROFILE_PLACES:
+        assert f"| `{place.name}` | hidden: programs' profiles | {place.os} |" in README
+        assert f"| `{place.name}` | {place.os} | {place.what} | {place.checked} |" in docs
+    for entry in REOPENED:
+        assert f"| `{entry.name}` | reopened: code, no secret | any |" in README
+        assert (f"| `{entry.name}` | {entry.kind} | {entry.what} | {entry.left} | "
+                f"{entry.checked} |") in docs
+
+def test_the_readme_lists_every_dot_name_a_run_holds_at_a_top() -> None:
+    """The README's one list of what `ls -A` may show that the person did not make is
+    what the analysis holds at the top of a folder with nothing in it, with a dot."""
+    import re
+    import tempfile
+
+    from supervisor.dotfiles import analyze
+
+    section = README.split("### What a run holds in a folder it writes", 1)[1]
+    listed = set(re.findall(r"`([^`]+)`", section.split("\n\n", 3)[2]))
+    with tempfile.TemporaryDirectory() as top:
+        held = {os.path.relpath(p.placeholder, top).split("/")[0]
+                for p in analyze(top, home="/nonexistent").protected if p.placeholder}
+    assert {n for n in held if n.startswith(".")} == listed
+    assert {n for n in held if not n.startswith(".")} == {"HEAD", "opencode.json",
+                                                        "opencode.jsonc"}

@@ -47,9 +47,8 @@ def test_a_cgroup_still_holding_the_supervisor_is_kept_not_emptied(tmp_path: Pat
     """A move home the kernel refused leaves this process in the run's cgroup: end()
     must not cgroup.kill it (that would end the supervisor), and says it kept it, so the
     keeper is told the run ended rather than to kill that cgroup."""
-    from supervisor.limits import resolve
+    from supervisor.limits import Limits, resolve
     from supervisor.linux.cgroups import RunCgroups
-    from supervisor.spec import Limits
 
     folder = tmp_path / "run-cgroup"
     folder.mkdir()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -359,10 +360,42 @@ def test_load_spec_missing_file(tmp_path: Path) -> None:
         path, None, "cannot read the spec: No such file or directory")
 
 
-def test_load_spec_of_a_folder(tmp_path: Path) -> None:
+def test_a_spec_that_is_not_a_regular_file_is_refused_without_opening_it(
+        tmp_path: Path) -> None:
+    """A FIFO's open would wait for a writer for ever, a device's read may never end (or
+    its open act, as a tape's rewinds): each refused before it is read."""
+    fifo = tmp_path / "spec.toml"
+    os.mkfifo(fifo)
+    for path, kind in ((tmp_path, "a folder"), (fifo, "a FIFO"), (Path("/dev/zero"),
+                       "a device"), (Path("/dev/null"), "a device")):
+        with pytest.raises(SpecError) as caught:
+            load_spec(str(path))
+        assert (caught.value.file, caught.value.message) == (
+            str(path), f"cannot read the spec: it is not a regular file ({kind})")
+        assert caught.value.hint and "spec file" in caught.value.hint
+
+
+def test_a_spec_named_by_nothing_is_refused() -> None:
     with pytest.raises(SpecError) as caught:
-        load_spec(str(tmp_path))
-    assert caught.value.message == "cannot read the spec: Is a directory"
+        load_spec("")
+    assert (caught.value.file, caught.value.message) == ("<command line>",
+                                                         "--spec names no file")
+
+
+def test_a_byte_order_mark_is_read_as_nothing(tmp_path: Path) -> None:
+    """Windows editors save UTF-8 with a BOM, which TOML does not allow: the spec is
+    the text after it, with its lines as they are."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf[files]\nread = [\"/srv\"]\n")
+    assert load_spec(str(path)).files.read == (PathGrant("/srv", False, "files.read[0]", 2),)
+    path.write_bytes(b"\xef\xbb\xbf[files]\nread = 5\n")
+    with pytest.raises(SpecError) as caught:
+        load_spec(str(path))
+    assert (caught.value.key, caught.value.line) == ("files.read", 2)
+    path.write_bytes(b"\xef\xbb\xbf[files]\nread = [\"\xff\"]\n")
+    with pytest.raises(SpecError) as caught:
+        load_spec(str(path))
+    assert caught.value.message == "not UTF-8 text (byte 20)"  # counted from the file's start
 
 
 def test_load_spec_refuses_more_than_one_mebibyte(tmp_path: Path) -> None:

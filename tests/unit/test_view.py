@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from supervisor.dotfiles import DotFiles, Protected
 from supervisor.errors import LaunchError
-from supervisor.grants import Grant, Snapshot, is_within
+from supervisor.grants import Grant, Snapshot, is_within, pattern_folder
+from supervisor.home_config import DOT_ENTRIES, HIDDEN_REASON, REOPENED_REASON
+from supervisor.linux.home import Entry, HomeLayout
 from supervisor.linux.plan import HostLayout, build_plan, host_access
 from supervisor.macos.profile import MacHost, compile_profile
 from supervisor.policy import LINUX_SYSTEM_FOLDERS, MACOS_SYSTEM_FOLDERS, Access, RunSettings
@@ -134,11 +136,14 @@ def test_opened_tops_have_no_protections() -> None:
 
 # -- both backends render the same view --------------------------------------------------
 
-NAMES = ("a", "b", ".git")
+NAMES = ("a", "b", ".git", ".c")
+Case = tuple[tuple[Grant, ...], tuple[Protected, ...], tuple[Grant, ...]]
 
 
 @st.composite
-def cases(draw: st.DrawFn, home: str) -> tuple[tuple[Grant, ...], tuple[Protected, ...]]:
+def cases(draw: st.DrawFn, home: str) -> Case:
+    """Grants, hides and protected dot files at random paths in home; and, half the
+    time, home's dot entries hidden by pattern, with a reopened pattern inside one."""
     paths = draw(st.lists(
         st.lists(st.sampled_from(NAMES), min_size=0, max_size=3).map(
             lambda parts: "/".join([home, *parts])),
@@ -151,21 +156,28 @@ def cases(draw: st.DrawFn, home: str) -> tuple[tuple[Grant, ...], tuple[Protecte
                             dot_files_writable=access == "write" and draw(st.booleans())))
     protected = tuple(Protected(f"{g.target}/.git", ".git", "folder", True, "git")
                       for g in grants if g.access == "write" and not g.dot_files_writable)
-    return tuple(grants), protected
+    patterns: tuple[Grant, ...] = ()
+    if draw(st.booleans()):
+        patterns = (Grant(DOT_ENTRIES, home + "/.*", "hide", HIDDEN_REASON, None, None),)
+        if draw(st.booleans()):
+            patterns += (Grant("~/.c/*/b", home + "/.c/*/b", "read", REOPENED_REASON,
+                               None, None),)
+    return tuple(grants), protected, patterns
 
 
-def view_with(grants: tuple[Grant, ...], protected: tuple[Protected, ...], home: str,
-              system: tuple[str, ...]) -> View:
+def view_with(case: Case, home: str, system: tuple[str, ...]) -> View:
+    grants, protected, patterns = case
     found: dict[str, DotFiles] = {}
     for item in protected:
         top = item.path.rsplit("/", 1)[0]
         found[top] = DotFiles(top, (*found.get(top, DotFiles(top, ())).protected, item))
-    return view_of(snap(*grants, home=home), system, found)
+    return view_of(snap(*grants, home=home)._replace(patterns=patterns), system, found)
 
 
-def queries(grants: tuple[Grant, ...], home: str) -> list[str]:
-    found = {home, f"{home}/x", f"{home}/a/x", "/usr/bin/git", "/srv/x"}
-    for g in grants:
+def queries(case: Case, home: str) -> list[str]:
+    found = {home, f"{home}/x", f"{home}/a/x", "/usr/bin/git", "/srv/x", f"{home}/.x/y",
+             f"{home}/.c/z/b/f", f"{home}/.c/z/b", f"{home}/.c/z/o", f"{home}/.c/a/b/c"}
+    for g in case[0]:
         assert g.target is not None
         found |= {g.target, f"{g.target}/x", f"{g.target}/.git/config", f"{g.target}/a/b"}
     return sorted(found)
@@ -176,13 +188,24 @@ LAYOUT = HostLayout(system=dict.fromkeys(LINUX_SYSTEM_FOLDERS), inner_source="/i
 SHOWN = {"read": "read", "keep": "read", "write": "write", "hide": None, None: None}
 
 
-@settings(max_examples=300, deadline=None)
+def linux_layout(case: Case, home: str) -> HostLayout:
+    """The host the queries ask about: each of their first components in home is a
+    folder there, and each path a reopened pattern names is found."""
+    paths = queries(case, home)
+    entries = sorted({p[len(home) + 1:].split("/")[0] for p in paths
+                      if is_within(p, home) and p != home})
+    expanded = {g.target: tuple(sorted({folder for p in paths if (folder := pattern_folder(
+        p, g.target)) is not None})) for g in case[2] if g.access == "read" and g.target}
+    return LAYOUT._replace(home=HomeLayout(home, tuple(Entry(e, "folder") for e in entries),
+                                           expanded))
+
+
+@settings(max_examples=400, deadline=None)
 @given(cases(HOME))
-def test_the_linux_plan_shows_what_the_view_says(
-        case: tuple[tuple[Grant, ...], tuple[Protected, ...]]) -> None:
-    seen = view_with(*case, HOME, LINUX_SYSTEM_FOLDERS)
-    plan = build_plan(seen, LAYOUT, root_mode=False)
-    for path in queries(case[0], HOME):
+def test_the_linux_plan_shows_what_the_view_says(case: Case) -> None:
+    seen = view_with(case, HOME, LINUX_SYSTEM_FOLDERS)
+    plan = build_plan(seen, linux_layout(case, HOME), root_mode=False)
+    for path in queries(case, HOME):
         if is_within(path, HOME + "/.lnk"):
             continue
         assert host_access(plan, path) == SHOWN[seen.access(path)], path
@@ -191,14 +214,13 @@ def test_the_linux_plan_shows_what_the_view_says(
 MAC_HOME = "/Users/me"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(cases(MAC_HOME))
-def test_the_macos_profile_allows_what_the_view_says(
-        case: tuple[tuple[Grant, ...], tuple[Protected, ...]]) -> None:
-    seen = view_with(*case, MAC_HOME, MACOS_SYSTEM_FOLDERS)
+def test_the_macos_profile_allows_what_the_view_says(case: Case) -> None:
+    seen = view_with(case, MAC_HOME, MACOS_SYSTEM_FOLDERS)
     profile = compile_profile(seen, MacHost(MAC_HOME))
     model = Seatbelt(profile.text, profile.parameters)
-    for path in queries(case[0], MAC_HOME):
+    for path in queries(case, MAC_HOME):
         access = SHOWN[seen.access(path)]
         assert model.allows("file-read-data", path) == (access is not None), path
         assert model.allows("file-write-data", path) == (access == "write"), path
