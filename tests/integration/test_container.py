@@ -119,6 +119,21 @@ def test_every_capability_is_dropped(box: Container, who: str) -> None:
 
 
 @pytest.mark.parametrize("who", WHO)
+def test_the_compiled_inner_runs_there(box: Container, who: str) -> None:
+    """The wheel holds the static inner, and the run without namespaces starts it: check
+    says so, and the target keeps the inner's count of minor page faults across the
+    exec, a few dozen where the Python inner's interpreter and imports make about 1500."""
+    where = fresh(box, who, "proj")
+    status, out, err = lnk(box, who, where, "check")
+    assert status == 0, err
+    assert "  inner confiner      compiled (" in out, out
+    status, out, err = lnk(box, who, where, "run -- cat /proc/self/stat")
+    assert status == 0, err
+    faults = int(out.rsplit(")", 1)[1].split()[7])  # minflt, the 10th field
+    assert faults < 600, faults
+
+
+@pytest.mark.parametrize("who", WHO)
 def test_recipe_path(box: Container, who: str) -> None:
     # `lnk --version`: lnk on the PATH; the link step is the clone's, not the wheel's.
     done = box.sh(f"{LNK} --version", user=who)
