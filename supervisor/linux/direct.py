@@ -2,23 +2,28 @@
 
 Where no user namespace can be made (nonamespace.py says where, and what holds), bwrap
 cannot start. The supervisor then spawns the inner confiner itself and stays its
-parent: the inner asks for its parent-death signal, sets no_new_privs, drops every
-capability, installs the seccomp filter (with the listener, handed over as ever),
-applies Landlock from rules the plan compiles to (direct_rules.py: the host's own paths,
-no mount), its rlimits, and execs the command in its own pid: the supervisor waits for
-the command itself. Everything else is the run bwrap's has, reused: the keeper, the
-run's cgroups, the exec watch, the events, supervise.py's signals, terminal and timeout.
+parent: the inner (its step 0, asked by `Config.parent`) asks for its parent-death
+signal, sets no_new_privs, drops every capability, installs the seccomp filter (with
+the listener, handed over as ever), applies Landlock from rules the plan compiles to
+(direct_rules.py: the host's own paths, no mount), its rlimits, and execs the command
+in its own pid: the supervisor waits for the command itself. Everything else is the
+run bwrap's has, reused: the keeper, the run's cgroups, the exec watch, the events,
+supervise.py's signals, terminal and timeout.
 
-Order of a launch, each step's reason beside it in `launch_direct`:
+Order of a launch, each step's reason beside it in `launch_direct` and `_prepare`, each
+resource entered on one ExitStack as a run with bwrap's are (backend.py), so that they
+go in the reverse order on every way out:
 1. the run listed, its keeper started and its cgroups entered, as with bwrap;
 2. what holds judged (nonamespace.judge): a promise that cannot hold refuses the launch
    before anything is made; the mode said once on stderr, with what is narrower;
 3. the run's own files: a private folder for TMPDIR in `$LNK_HOME/run`, git's identity
    and trace, seen at their own paths;
 4. the plan, compiled to the inner's rules; /etc's root-only files hidden from root;
-5. this process made a subreaper (an orphan of the sandbox comes back to it, not to the
-   machine's init), the inner spawned from the main thread (the parent-death signal
-   follows the thread that forked), its process group given to the keeper;
+5. a memory limit no cgroup holds refused, as with bwrap; this process made a
+   subreaper (an orphan of the sandbox comes back to it, not to the machine's init),
+   the inner (compiled where it can run: inner_program.choose) spawned from the main
+   thread (the parent-death signal follows the thread that forked), its process group
+   given to the keeper;
 6. supervised; then every process the sandbox left is killed and reaped, as the end of
    bwrap's pid namespace would.
 """

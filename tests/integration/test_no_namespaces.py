@@ -8,6 +8,7 @@ tests/integration/test_container.py runs the same in a real unprivileged contain
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import socket
@@ -201,6 +202,24 @@ def test_a_refused_promise_refuses_the_launch(sandbox: Sandbox) -> None:
     done = sandbox.run("true", spec='[files]\nwrite = ["."]\ncommit = ["."]\n', env=OFF)
     assert done.returncode == 125
     assert "files.commit: committing makes files at the top of .git" in done.stderr
+
+
+def test_a_memory_limit_no_cgroup_holds_refuses_the_launch(sandbox: Sandbox) -> None:
+    """As with bwrap: a memory limit the spec writes is held by a cgroup of the run's
+    own (root makes one; a person, where their cgroup is delegated), or the launch is
+    refused naming the key, never run without it. check says beforehand which it is;
+    the control: the same command without the limit runs."""
+    spec = '[limits]\nmemory = "256M"\n'
+    asked = sandbox.lnk("check", "--json", spec=spec, env=OFF)
+    held = "by a cgroup" in next(line for line in json.loads(asked.stdout)["layers"]
+                                 if line.startswith("limit: memory"))
+    done = sandbox.run("echo", "ran", spec=spec, env=OFF)
+    if held:
+        assert (done.returncode, done.stdout) == (0, "ran\n"), done.stderr
+    else:
+        assert (done.returncode, done.stdout) == (125, ""), done.stderr
+        assert "limits.memory: the spec sets a memory limit, and no cgroup" in done.stderr
+    assert sandbox.run("echo", "ran", env=OFF).stdout == "ran\n"
 
 
 def test_a_program_list_holds(sandbox: Sandbox) -> None:
