@@ -1,9 +1,10 @@
 """The inner's configuration: one typed record, its wire form, and the reader of it.
 
-The supervisor computes everything the inner applies (linux/confine.py) and builds a
-`Config`; `encode` turns it into the bytes handed over on an inherited fd; the inner, the
-compiled one (confine.c) or this Python fallback (`decode`), only reads them. One
-record, one form, two readers, each strict: a form either reader refuses exits 125.
+The supervisor computes everything the inner applies (linux/confine.py; without
+namespaces, linux/direct.py and direct_rules.py) and builds a `Config`; `encode` turns
+it into the bytes handed over on an inherited fd; the inner, the compiled one
+(confine.c) or this Python fallback (`decode`), only reads them. One record, one form,
+two readers, each strict: a form either reader refuses exits 125.
 
 The form (every integer little-endian; `str` and `blob` are a u32 length, then that
 many bytes; a `str` holds no NUL, and is empty only as an argument after the program):
