@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import NotAllowedError, SandboxError
 from .grants import Snapshot
 from .netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
 from .spec import DEFAULT_SPEC_NAME
+
+if TYPE_CHECKING:
+    from .describe import Description
 
 
 class Wrapped(NamedTuple):
@@ -38,7 +41,9 @@ def _ask(text: str) -> bool:
 
     look_again()  # the answer may take minutes: the plan looks at home's places anew
     try:
-        shown = "".join(f"  {line}\n" for line in text.splitlines())
+        from .terminal import shown_lines
+
+        shown = shown_lines(f"  {line}" for line in text.splitlines())
         os.write(tty, ("lnk-sandbox: this spec was not allowed before. It would allow:\n"
                        f"{shown}Allow it (remembered for this exact set of grants)? [y/N] "
                        ).encode("utf-8", "replace"))
@@ -61,9 +66,9 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
 
     if remembered(snapshot):
         return  # the description (dataclasses, inspect: 8 ms) only for asking or --yes
-    from .describe import describe, render
+    from .describe import render
 
-    text = render(describe(snapshot))
+    text = render(description_of(snapshot))
     interactive = sys.stdin.isatty() and os.path.exists("/dev/tty")
     if yes or (interactive and _ask(text)):
         remember(snapshot, text)
@@ -123,10 +128,10 @@ def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
     snapshot = snapshot_for(spec)
     preflight(snapshot)
     if snapshot.source == DEFAULT_SPEC_NAME:
-        from .describe import describe, render
+        from .describe import render
         from .permissions import remember
 
-        remember(snapshot, render(describe(snapshot)))  # saved, so it is checked later
+        remember(snapshot, render(description_of(snapshot)))  # saved, checked later
     else:
         ensure_allowed(snapshot, yes=yes)
     key = save_snapshot(snapshot)
@@ -163,16 +168,25 @@ def _decide(fd: int | None, timeout: float) -> Decide | None:
 
 
 def describe(spec: str | None = None) -> dict[str, Any]:
-    from .describe import describe as describe_snapshot
     from .stages import snapshot_for
 
-    return describe_snapshot(snapshot_for(spec)).to_dict()
+    return description_of(snapshot_for(spec)).to_dict()
+
+
+def description_of(snapshot: Snapshot) -> Description:
+    """What a person is asked to allow (describe.py), with what holds where this OS's
+    sandbox runs without namespaces, which its backend says (a door asks the chooser;
+    describe.py, below the doors, does not)."""
+    from .backends import backend
+    from .describe import describe as describe_snapshot
+
+    return describe_snapshot(snapshot, namespaces=backend().without_namespaces(snapshot))
 
 
 def check(spec: str | None = None) -> dict[str, Any]:
-    from .platform.backends import check as check_spec
+    from .backends import backend
 
-    return check_spec(spec).to_dict()
+    return backend().check(spec).to_dict()
 
 
 __all__ = ["SandboxError", "Wrapped", "check", "describe", "exec_saved", "learn", "run",

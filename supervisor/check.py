@@ -4,7 +4,7 @@ It probes afresh (a person asking wants today's answer) and keeps the passes for
 boot, as a start does. The report is plain data; the command line prints it as text or
 JSON and exits 0 when the spec can launch here, 1 when not. This module holds what both
 OSes report alike; each OS probes its own machine (`linux/check.py`, `macos/check.py`),
-and `platform/backends.py` asks the one this process runs on.
+and `backends.py` asks the one this process runs on.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def network_layers(snapshot: Snapshot) -> list[str]:
                   "[network] allow names them"],
     }[mode]
     if rules.deny:
-        layers.append("network: refused even when allowed: " + ", ".join(rules.deny))
+        layers.append("network: refused even when allowed: " + ", ".join(rules.texts("deny")))
     if rules.forward:
         layers.append("network: the host's loopback ports " + ", ".join(
             map(str, rules.forward)) + " reachable inside at the same ports")
@@ -200,7 +200,9 @@ def spec_lines(report: Report) -> list[str]:
     lines = [f"spec {report.spec}: " + ("can launch here" if report.can_launch else
                                          "cannot launch here")]
     lines += [f"  layer: {layer}" for layer in report.layers]
-    lines += [f"  problem: {problem}" for problem in report.problems]
+    for problem in report.problems:  # SandboxError.render's: message, then hint
+        first, *rest = problem.split("\n")
+        lines += [f"  problem: {first}", *rest]
     if report.home:
         lines.append("home's configuration (a read grant of home shows your files, not it):")
         lines += [f"  - {item}" for item in report.home]

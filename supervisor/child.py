@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from .errors import SandboxError, SpecError
-from .platform import is_macos
+from .system import traits
 
 
 def _read_all(fd: int) -> bytes:
@@ -59,7 +59,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
             env_assign=(*snapshot.settings.env_assign, *env)))
     file_op = FileOp(**request["file"]) if request.get("file") else None
     cwd = request.get("cwd")
-    if cwd is None and is_macos() and os.path.isdir(snapshot.cwd):
+    if cwd is None and traits().starts_in_parent_folder and os.path.isdir(snapshot.cwd):
         os.chdir(snapshot.cwd)  # sandbox-exec starts where its parent is
     decide = None
     if request.get("decide"):
@@ -80,7 +80,7 @@ def _end_with(parent: int) -> None:
     SIGKILL included): its command then ends as a supervisor's SIGTERM ends one, its own
     handler first, the tree killed after the grace. Linux's parent-death signal; checked
     once set, since the parent may be gone already."""
-    if is_macos():
+    if not traits().parent_death_signal:
         return  # macOS has none: a harness killed outright leaves its run to finish
     import signal
 

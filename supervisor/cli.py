@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import SandboxError, SpecError
-from .platform import SYSTEM
+from .system import SYSTEM
 
 if TYPE_CHECKING:
     import argparse
@@ -74,8 +74,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
+            from .terminal import shown
+
             self.print_usage(sys.stderr)
-            sys.stderr.write(f"lnk-sandbox: {message}\n")
+            sys.stderr.write(f"lnk-sandbox: {shown(message)}\n")
             raise SystemExit(USAGE_STATUS)
 
     from . import helptext
@@ -235,7 +237,10 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return api.exec_saved(args.snapshot_id, _command(args.command), report=args.report,
                               timeout=_timeout(args), **_decide(args))
     if args.action == "learn":
+        from .terminal import shown_text
+
         status, text = api.learn(_command(args.command), spec=args.spec, yes=args.yes)
+        text = shown_text(text)  # shown as rendered (learn.render): nothing raw, whatever
         if args.output is None:
             sys.stderr.write(text)  # never mixed with the command's output on stdout
             return status
@@ -254,21 +259,21 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         sys.stdout.write(wrapped.command_line + "\n")
         return 0
     if args.action == "describe":
-        from .describe import describe, render
+        from .describe import render
         from .stages import snapshot_for
 
-        description = describe(snapshot_for(args.spec))
+        description = api.description_of(snapshot_for(args.spec))
         if args.json:
             import json
 
             sys.stdout.write(json.dumps(description.to_dict(), indent=2) + "\n")
         else:
-            sys.stdout.write(render(description))
+            sys.stdout.write(render(description))  # shown line by line
         return 0
     if args.action == "check":
-        from .platform.backends import check, render_check
+        from .backends import backend, render_check
 
-        report = check(args.spec)
+        report = backend().check(args.spec)
         if args.json:
             import json
 
@@ -280,10 +285,17 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return _clear_caches(args.spec, every=args.all)
     if args.action == "plan":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        from .platform.backends import print_plan
-        from .stages import snapshot_for
+        import io
 
-        return print_plan(args.target_os, snapshot_for(args.spec), command, sys.stdout)
+        from .backends import backend
+        from .stages import snapshot_for
+        from .terminal import shown_text
+
+        listing = io.StringIO()
+        status = backend(args.target_os).print_plan(snapshot_for(args.spec), command,
+                                                    listing)
+        sys.stdout.write(shown_text(listing.getvalue()))  # paths found in written folders
+        return status
     raise AssertionError(args.action)
 
 
@@ -291,9 +303,9 @@ def _main(prog: str, argv: Sequence[str]) -> NoReturn:
     try:
         status = dispatch(prog, argv)
     except SandboxError as err:
-        from .events import say  # on a line of its own, after what the sandbox wrote
+        from .events import say_shown  # on a line of its own, after the sandbox's
 
-        say(err.render())
+        say_shown(err.render())  # shown already, its hint on a line of its own
         status = err.exit_status
     except OSError as err:
         # The file system refused what no check before foresaw: said as the others are,

@@ -60,17 +60,11 @@ class Description:
         return asdict(self)
 
 
-def without_namespaces(snapshot: Snapshot) -> list[str] | None:
-    """What holds of `snapshot` where the sandbox runs without namespaces (None where it
-    has them): the OS's backend knows (Linux where no user namespace can be made)."""
-    from .platform.backends import without_namespaces as lines
-
-    return lines(snapshot)
-
-
-def describe(snapshot: Snapshot) -> Description:
+def describe(snapshot: Snapshot, *, namespaces: list[str] | None = None) -> Description:
     """The view of `snapshot` on this OS (view.py), with the dot files `write_dot_files`
-    opens read too, as text for a person to allow."""
+    opens read too, as text for a person to allow. `namespaces`: what holds where this
+    OS's sandbox runs without namespaces (its backend says: the doors ask it, api.py's
+    `description_of`); None where it has them."""
     from .permissions import digest
     from .policy import system_folders
     from .view import view_for
@@ -102,12 +96,12 @@ def describe(snapshot: Snapshot) -> Description:
         programs=None if snapshot.programs is None else [
             Described(p.name, p.target, "commands.programs") for p in snapshot.programs],
         network_mode=snapshot.settings.network_mode,
-        network_allow=list(snapshot.settings.network_allow),
+        network_allow=list(snapshot.network.texts("allow")),
         env_keep=list(snapshot.settings.env_keep),
         env_set=dict(snapshot.settings.env_assign),
         agent=snapshot.settings.agent,
         session=snapshot.settings.session,
-        network_deny=list(snapshot.network.deny),
+        network_deny=list(snapshot.network.texts("deny")),
         network_forward=list(snapshot.network.forward),
         network_expose=list(snapshot.network.expose),
         network_unix=None if snapshot.network.unix is None else [
@@ -120,7 +114,7 @@ def describe(snapshot: Snapshot) -> Description:
                 for c in snapshot.caches],
         unwalked=_unwalked(view),
         home_configuration=home_configuration(view),
-        namespaces=without_namespaces(snapshot),
+        namespaces=namespaces,
     )
 
 
@@ -267,7 +261,9 @@ def render(description: Description) -> str:
         lines.extend(f"  {line}" for line in d.namespaces)
     if d.session:
         lines.append(f"session: {d.session}")
-    return "\n".join(lines) + "\n"
+    from .terminal import shown_lines
+
+    return shown_lines(lines)  # a name from a written folder is the sandbox's to choose
 
 
 def _home_lines(home: HomeConfiguration | None, lines: list[str]) -> None:

@@ -417,7 +417,11 @@ class _Analysis:
         else:
             if not (self.commit and kind == "folder"):
                 self.add(dot_git, "folder", f"{label}.git: {GIT_REASON}")
-            if kind != "folder":
+            # An empty one (another run's placeholder, lingering) is held all the same,
+            # and is no repository: nothing in it names anything. (One with something in
+            # it is analysed even where git would not take it for a git directory now:
+            # what its settings name may run once it is repaired.)
+            if kind != "folder" or _empty_folder(dot_git):
                 return None
             git_dir = dot_git
         git_dir = os.path.realpath(git_dir)
@@ -825,6 +829,14 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
             if path is not None:
                 named.append(path)
     return named
+
+
+def _empty_folder(path: str) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def analyze(top: str, *, home: str, commit: bool = False,

@@ -20,10 +20,13 @@ class SandboxError(Exception):
         self.errno = errno
 
     def render(self) -> str:
-        """The text a person sees: the message, then what to change."""
+        """The text a person sees: the message, then what to change, each one line with
+        nothing a terminal would obey (a path in it may be the sandbox's: terminal.shown)."""
+        from .terminal import shown
+
         if self.hint:
-            return f"{self.message}\n  hint: {self.hint}"
-        return self.message
+            return f"{shown(self.message)}\n  hint: {shown(self.hint)}"
+        return shown(self.message)
 
     def __str__(self) -> str:
         """`render()`: a harness that logs `str(err)` (or a traceback's last line) keeps
@@ -58,14 +61,16 @@ class SpecError(SandboxError):
         self.line = line
 
     def render(self) -> str:
+        from .terminal import shown
+
         where = self.file
         if self.line is not None:
             where += f":{self.line}"
         if self.key:
             where += f": key {self.key}"
-        text = f"{where}: {self.message}"
+        text = shown(f"{where}: {self.message}")
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {shown(self.hint)}"
         return text
 
 

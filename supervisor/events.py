@@ -42,7 +42,17 @@ def say(text: str) -> None:
     come after it. What was written before (`printf partial >&2; ls`) is known only
     where stderr keeps it, a regular file, whose last byte is read; a terminal or a pipe
     does not say, and lnk never stands between the sandbox and its stderr to see. A
-    stderr that is gone (closed, its reader ended) loses the line, never the run."""
+    stderr that is gone (closed, its reader ended) loses the line, never the run. What
+    the sandbox chose in it (a path, a name) is shown escaped, on this one line,
+    whatever it holds: every message said is, by being said here (terminal.shown)."""
+    from .terminal import shown
+
+    say_shown(shown(text))
+
+
+def say_shown(text: str) -> None:
+    """`say` for text shown already, line by line (SandboxError.render's message, then
+    its hint on a line of its own): written as it is, on a fresh line."""
     try:
         os.write(2, _fresh_line() + f"lnk-sandbox: {text}\n".encode("utf-8", "replace"))
     except OSError:

@@ -231,10 +231,10 @@ def identity_for(snapshot: Snapshot) -> Identity | None:
     spec's [env] names GIT_CONFIG_GLOBAL, on macOS (not done there yet), or where the
     person has none."""
     from .grants import is_within, seen
-    from .platform import is_macos
     from .policy import LINUX_SYSTEM_FOLDERS
+    from .system import traits
 
-    if is_macos() or "GIT_CONFIG_GLOBAL" in snapshot.settings.env_keep or any(
+    if not traits().git_identity or "GIT_CONFIG_GLOBAL" in snapshot.settings.env_keep or any(
             name == "GIT_CONFIG_GLOBAL" for name, _ in snapshot.settings.env_assign):
         return None
     configs = person_git_configs(snapshot.home)[1:]  # the system's is read inside anyway

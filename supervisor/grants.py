@@ -75,8 +75,10 @@ class Snapshot(NamedTuple):
     def plain(self) -> dict[str, Any]:
         """The snapshot as JSON-ready data, its run settings at the top level as saved
         snapshots and remembered permissions' digests have always had them."""
-        data: dict[str, Any] = to_plain(self)
+        data: dict[str, Any] = to_plain(self._replace(network=NetworkRules()))
         data.update(data.pop("settings"))
+        data["network_allow"] = list(self.network.texts("allow"))
+        data["network"] = self.network.plain()
         return data
 
     def to_json(self) -> str:
@@ -99,12 +101,11 @@ class Snapshot(NamedTuple):
             programs=None if programs is None else tuple(Program(**p) for p in programs),
             settings=RunSettings(
                 network_mode=data["network_mode"],
-                network_allow=tuple(data["network_allow"]),
                 env_keep=tuple(data["env_keep"]),
                 env_assign=tuple((k, v) for k, v in data["env_assign"]),
                 agent=data["agent"],
                 session=data["session"]),
-            network=NetworkRules.from_plain(data.get("network")),
+            network=NetworkRules.from_plain(data.get("network"), data["network_allow"]),
             caches=tuple(Cache(**c) for c in data.get("caches", ())),
             limits=(RunLimits(**{**data["limits"],
                                  "written": tuple(data["limits"].get("written", ()))})

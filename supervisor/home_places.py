@@ -38,8 +38,8 @@ import stat
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
-from .platform import is_macos
 from .policy import clean_path
+from .system import traits
 
 Kind = Literal["file", "folder"]
 
@@ -101,7 +101,7 @@ class _Resolver:
         not say an entry's type, and a case-insensitive one, get an lstat)."""
         if folder not in self.listings:
             listing: dict[str, bool | None] | None = None
-            if not is_macos() and not _system(folder):  # /usr/bin: 2000 names
+            if traits().listings_answer_names and not _system(folder):  # /usr/bin: 2000 names
                 try:
                     with os.scandir(folder) as entries:
                         listing = {e.name: _link_or_none(e) for e in entries}

@@ -127,4 +127,8 @@ def render(learned: list[Learned], left: list[LeftOut], command: list[str]) -> s
         lines.append(text)
     lines.append("]")
     lines += [_comment(f"# left out {out.path}: {out.reason}") for out in left]
-    return "\n".join(lines) + "\n"
+    from .terminal import shown_lines
+
+    # What `shown` escapes in a TOML string (U+009B, U+202E) it writes as \uXXXX, TOML's
+    # own escape for the same character: the table still means what it says.
+    return shown_lines(lines)

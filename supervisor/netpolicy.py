@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import SpecError
+
+if TYPE_CHECKING:
+    from .hostnames import HostPattern
 
 SSH_AUTH_SOCK = "SSH_AUTH_SOCK"
 # Landlock's right over connecting to path sockets (LANDLOCK_ACCESS_FS_RESOLVE_UNIX) came
@@ -90,25 +93,53 @@ class UnixSocket(NamedTuple):
 
 
 class NetworkRules(NamedTuple):
-    """The rest of `[network]`; see the module docstring for what each means."""
+    """`[network]` but its mode, parsed once, when the spec is read (`allow` and `deny`
+    as patterns: every consumer, the proxy of either OS, the decider's greeting and
+    describe, takes these, never the texts again); see the module docstring for what
+    each means."""
 
-    deny: tuple[str, ...] = ()
+    allow: tuple[HostPattern, ...] = ()
+    deny: tuple[HostPattern, ...] = ()
     forward: tuple[int, ...] = ()
     expose: tuple[int, ...] = ()
     unix: tuple[UnixSocket, ...] | None = None
 
+    def plain(self) -> dict[str, Any]:
+        """As a saved snapshot keeps it: patterns as the texts they were read from, and
+        `allow` apart (Snapshot.plain puts it among the run settings, where saved
+        snapshots and remembered permissions' digests have always had it)."""
+        return {"deny": [p.text for p in self.deny], "forward": list(self.forward),
+                "expose": list(self.expose),
+                "unix": None if self.unix is None else [u._asdict() for u in self.unix]}
+
     @staticmethod
-    def from_plain(data: dict[str, Any] | None) -> NetworkRules:
-        """From a saved snapshot's JSON (absent in snapshots saved before these keys)."""
-        if not data:
-            return NetworkRules()
+    def from_plain(data: dict[str, Any] | None, allow: list[str] | tuple[str, ...] = ()
+                   ) -> NetworkRules:
+        """From a saved snapshot's JSON (absent in snapshots saved before these keys),
+        its patterns parsed again from their texts (validated when the spec was read;
+        hostnames is loaded only where there is one, as a default run has none)."""
+        data = data or {}
         unix = data.get("unix")
+        deny = tuple(data.get("deny", ()))
+        parsed_allow: tuple[HostPattern, ...] = ()
+        parsed_deny: tuple[HostPattern, ...] = ()
+        if allow or deny:
+            from .hostnames import parse_host_pattern
+
+            parsed_allow = tuple(parse_host_pattern(text) for text in allow)
+            parsed_deny = tuple(parse_host_pattern(text, deny=True) for text in deny)
         return NetworkRules(
-            deny=tuple(data.get("deny", ())),
+            allow=parsed_allow,
+            deny=parsed_deny,
             forward=tuple(int(p) for p in data.get("forward", ())),
             expose=tuple(int(p) for p in data.get("expose", ())),
             unix=None if unix is None else tuple(UnixSocket(**item) for item in unix),
         )
+
+    def texts(self, which: str) -> tuple[str, ...]:
+        """`allow` or `deny` as written, for what is shown (describe, check, the
+        decider's greeting)."""
+        return tuple(p.text for p in (self.allow if which == "allow" else self.deny))
 
     def sockets(self) -> tuple[UnixSocket, ...]:
         """The named sockets that exist (resolved)."""

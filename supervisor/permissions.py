@@ -50,7 +50,8 @@ def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
         data["caches"] = [{k: c[k] for k in ("name", "path", "store")} for c in caches]
     data.pop("limits", None)  # limits narrow what a run may use, never what it may reach
     network = data.pop("network")
-    if snapshot.network != type(snapshot.network)():  # absent from specs without its keys
+    # absent from specs without its keys (allow is counted among the settings, flat)
+    if snapshot.network._replace(allow=()) != type(snapshot.network)():
         if network["unix"] is not None:
             network["unix"] = [{k: u[k] for k in ("name", "target", "variable")}
                                for u in network["unix"]]

@@ -33,10 +33,10 @@ def credential_names(platform: str | None = None) -> tuple[str, ...]:
     socket in home (runs_as_you.CREDENTIALS): hidden from every sandbox unless a spec
     names the path itself, or a folder inside it. `platform`: another OS's, as
     Python names it ("darwin"), for a test or a description of it."""
-    from .platform import SYSTEM
     from .runs_as_you import CREDENTIALS
+    from .system import system_of
 
-    system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
+    system = system_of(platform)
     return tuple(dict.fromkeys(c.name for c in CREDENTIALS if c.os in ("any", system)))
 
 
@@ -45,10 +45,9 @@ def profile_names(platform: str | None = None) -> tuple[str, ...]:
     (home_config.PROFILE_PLACES: ~/snap, ~/Library...): hidden as home's dot entries
     are, unless a spec names the path itself. `platform`: as credential_names'."""
     from .home_config import profile_places
-    from .platform import SYSTEM
+    from .system import system_of
 
-    system = SYSTEM if platform is None else "macos" if platform == "darwin" else "linux"
-    return profile_places(system)
+    return profile_places(system_of(platform))
 
 
 LNK_HOME_NAME = "$LNK_HOME"
@@ -69,10 +68,10 @@ MACOS_SYSTEM_FOLDERS = (
 
 
 def system_folders() -> tuple[str, ...]:
-    """The folders every sandbox of this OS reads (supervisor/platform.py's choice)."""
-    from .platform import is_macos
+    """The folders every sandbox of this OS reads (supervisor/system.py's choice)."""
+    from .system import SYSTEM
 
-    return MACOS_SYSTEM_FOLDERS if is_macos() else LINUX_SYSTEM_FOLDERS
+    return {"linux": LINUX_SYSTEM_FOLDERS, "macos": MACOS_SYSTEM_FOLDERS}[SYSTEM]
 
 
 class Context(NamedTuple):
@@ -209,13 +208,13 @@ class PathRule(NamedTuple):
 
 
 class RunSettings(NamedTuple):
-    """What a run is given besides its files, as the spec says it: the network's mode and
-    allow list, the environment kept and set, the agent's and the session's names.
+    """What a run is given besides its files, as the spec says it: the network's mode
+    (the rest of `[network]` is its own record, NetworkRules), the environment kept and
+    set, the agent's and the session's names.
     Resolving changes none of it, so the snapshot holds the policy's own (one record,
     spelled once); a saved snapshot keeps them flat, as it always did (Snapshot.plain)."""
 
     network_mode: str
-    network_allow: tuple[str, ...]
     env_keep: tuple[str, ...]
     env_assign: tuple[tuple[str, str], ...]
     agent: str | None
@@ -291,14 +290,14 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
         programs_line=spec.commands.line,
         settings=RunSettings(
             network_mode=spec.network.mode,
-            network_allow=tuple(p.text for p in spec.network.allow),
             env_keep=spec.env.keep if spec.env.keep is not None else DEFAULT_KEEP,
             env_assign=spec.env.assign,
             agent=spec.agent,
             session=spec.session,
         ),
         network=NetworkRules(
-            deny=tuple(p.text for p in spec.network.deny),
+            allow=spec.network.allow,
+            deny=spec.network.deny,
             forward=spec.network.forward,
             expose=spec.network.expose,
             unix=spec.network.unix,

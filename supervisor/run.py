@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from .errors import SandboxError
 from .grants import Snapshot
 from .netpolicy import Decide
-from .platform import is_macos
 from .run_types import Ended, FileOp
+from .system import traits
 
 if TYPE_CHECKING:
     from .commit_check import CommitCheck
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def require_caches_here(snapshot: Snapshot) -> None:
     """macOS has no mounts: Seatbelt can allow or deny a path, never show another
     folder at it, so a private cache cannot be where the tool looks for it."""
-    if snapshot.caches and is_macos():
+    if snapshot.caches and not traits().shows_elsewhere:
         from .errors import LaunchError
 
         raise LaunchError(
@@ -135,19 +135,20 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
 
         for gap in relative_gaps():
             say(gap)
-    from .terminal import restore_flags, standard_flags
+    from .terminal import kept_terminal
 
-    flags = standard_flags()
-    check = check_commits(snapshot)
-    try:
-        from .platform.backends import launch
+    # The terminal's modes and the standard files' flags, put back whatever the sandbox
+    # did to them, before what is said after the run (terminal.py).
+    with kept_terminal():
+        check = check_commits(snapshot)
+        try:
+            from .backends import backend
 
-        return launch(snapshot, argv, report=report, decide=decide, timeout=timeout,
-                      cwd=cwd, tmp=tmp, file_op=file_op)
-    finally:
-        if check is not None:
-            check.finish()
-        restore_flags(flags)
+            return backend().launch(snapshot, argv, report=report, decide=decide,
+                                    timeout=timeout, cwd=cwd, tmp=tmp, file_op=file_op)
+        finally:
+            if check is not None:
+                check.finish()
 
 
 def check_commits(snapshot: Snapshot) -> CommitCheck | None:
@@ -186,14 +187,16 @@ def learn_snapshot(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
     """Run once with every program open; the status and the `[commands]` lines to add."""
     require_working_directory(snapshot)
     require_caches_here(snapshot)
-    from .platform.backends import learn
+    from .backends import backend
+    from .terminal import kept_terminal
 
-    check = check_commits(snapshot)
-    try:
-        return learn(snapshot, argv)
-    finally:
-        if check is not None:
-            check.finish()
+    with kept_terminal():
+        check = check_commits(snapshot)
+        try:
+            return backend().learn(snapshot, argv)
+        finally:
+            if check is not None:
+                check.finish()
 
 
 def preflight(snapshot: Snapshot) -> None:
@@ -201,6 +204,6 @@ def preflight(snapshot: Snapshot) -> None:
     without starting anything: for a command saved to run later."""
     require_working_directory(snapshot)
     require_caches_here(snapshot)
-    from .platform.backends import preflight as preflight_here
+    from .backends import backend
 
-    preflight_here(snapshot)
+    backend().preflight(snapshot)

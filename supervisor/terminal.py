@@ -1,14 +1,92 @@
-"""The terminal, handed to the sandbox's process group as a shell hands it to a job.
+"""The terminal: handed to the sandbox as a shell hands it to a job, given back as it
+was, and never written a character the sandbox chose raw.
 
 The same on both OSes: the command runs in a process group of its own (bwrap's or
 sandbox-exec's), made the terminal's foreground group while it runs, so it reads the
-terminal and gets Ctrl-C itself; the supervisor takes the terminal back at the end.
+terminal and gets Ctrl-C itself; the supervisor takes the terminal back at the end, and
+puts back the terminal's modes (termios: echo, canonical input, signals...) and the
+standard files' status flags as they were before the run, whatever the sandbox did
+(`stty -echo`, raw mode left by a killed editor, O_NONBLOCK).
+
+Facts (the tty layer's):
+- tcsetattr() and tcflow() change the terminal itself, for every process using it: the
+  shell after lnk reads with what the sandbox left. The sandbox shares the terminal (a
+  program at a terminal works interactively), so it can change them; only lnk, which
+  outlives it, can put them back.
+- A process of a background group that calls tcsetattr() is sent SIGTTOU (stopped),
+  unless it ignores the signal. The modes are put back only while lnk's group is the
+  foreground one: in the background, the foreground job's modes are its own to keep.
+- Text lnk writes (`say`, errors, describe, learn's table) holds names the sandbox chose:
+  a program's path, a host's name, a file in a written folder. A terminal runs the
+  escape sequences in them (ESC ] 0 ; title BEL sets the window's title, ESC [ 2 J clears
+  the screen, some report back into the input), and a C1 control (U+0080 to U+009F;
+  U+009B is CSI) does the same where the terminal takes 8-bit controls. So every such
+  text is passed through `shown`, which writes every character that is not printable as
+  an escape, `\\x1b`, `\\u009b`, one line whatever it holds; where the locale is not
+  UTF-8, every non-ASCII character too (its UTF-8 bytes are controls for a terminal
+  reading Latin-1).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+# -- what lnk writes ------------------------------------------------------------------------
+
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_UTF8: list[bool] = []  # the locale's answer, read once
+
+
+def utf8_terminal() -> bool:
+    """Whether the locale (LC_ALL, else LC_CTYPE, else LANG) says UTF-8."""
+    if not _UTF8:
+        name = next((os.environ[key] for key in ("LC_ALL", "LC_CTYPE", "LANG")
+                     if os.environ.get(key)), "")
+        _UTF8.append("utf-8" in name.lower() or "utf8" in name.lower())
+    return _UTF8[0]
+
+
+def shown(text: str, *, utf8: bool | None = None) -> str:
+    """`text` as one line a terminal shows and never obeys: every character that is not
+    printable written as an escape (`\\n`, `\\x1b`, `\\u202e`, `\\U000e0001`), a byte
+    that was not UTF-8 (a lone surrogate of os.fsdecode) as `\\xNN`; non-ASCII kept only
+    where the terminal is UTF-8 (`utf8`, the locale by default). The backslash is kept:
+    what comes out is printable already, so showing it again changes nothing."""
+    if text.isascii() and text.isprintable():
+        return text
+    wide = utf8_terminal() if utf8 is None else utf8
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0x20 <= code < 0x7F or (code >= 0xA0 and wide and char.isprintable()):
+            out.append(char)
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x80:
+            out.append(_ESCAPES.get(char) or f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def shown_lines(lines: Iterable[str]) -> str:
+    """Lines lnk laid out, each `shown`, each ending with a newline: a name holding a
+    newline stays on its own line."""
+    return "".join(shown(line) + "\n" for line in lines)
+
+
+def shown_text(text: str) -> str:
+    """A text of several lines written whole: its newlines kept, nothing else raw."""
+    return "\n".join(shown(line) for line in text.split("\n"))
+
+
+# -- the terminal handed over and taken back ----------------------------------------------
 
 
 def standard_streams() -> None:
@@ -90,3 +168,81 @@ def restore_flags(flags: dict[int, int]) -> None:
                 fcntl.fcntl(fd, fcntl.F_SETFL, value)
         except OSError:
             continue
+
+
+def terminal_modes() -> dict[int, list[Any]]:
+    """The modes (tcgetattr) of each terminal on stdin, stdout or stderr, one fd each."""
+    modes: dict[int, list[Any]] = {}
+    devices: set[int] = set()
+    for fd in (0, 1, 2):
+        try:
+            if not os.isatty(fd):
+                continue
+            device = os.fstat(fd).st_rdev
+        except OSError:
+            continue
+        if device in devices:
+            continue
+        import termios
+
+        try:
+            modes[fd] = termios.tcgetattr(fd)
+        except termios.error:
+            continue
+        devices.add(device)
+    return modes
+
+
+def restore_modes(modes: dict[int, list[Any]]) -> None:
+    """Put back each terminal's modes as `terminal_modes()` found them, and restart its
+    output (a sandbox's tcflow(TCOOFF) would leave it stopped), while lnk's process group
+    is the terminal's foreground one."""
+    if not modes:
+        return
+    import termios
+
+    for fd, saved in modes.items():
+        try:
+            if os.tcgetpgrp(fd) != os.getpgrp():
+                continue
+            previous = _ignore_sigttou()
+            try:
+                if termios.tcgetattr(fd) != saved:
+                    termios.tcsetattr(fd, termios.TCSANOW, saved)
+                termios.tcflow(fd, termios.TCOON)
+            finally:
+                _restore_sigttou(previous)
+        except (OSError, termios.error):
+            continue
+
+
+def _ignore_sigttou() -> Any:
+    try:
+        return signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    except ValueError:  # not the main thread: lnk is in the foreground, checked above
+        return None
+
+
+def _restore_sigttou(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTTOU, previous)
+
+
+class Kept(NamedTuple):
+    """What a run may change of the terminal and the standard files, as it was before."""
+
+    flags: dict[int, int]
+    modes: dict[int, list[Any]]
+
+
+@contextmanager
+def kept_terminal() -> Iterator[Kept]:
+    """The standard files' flags and the terminal's modes saved now and put back when
+    the block ends, however it ends (the command's own end, SIGKILL, a timeout, Ctrl-C,
+    lnk's own error)."""
+    kept = Kept(standard_flags(), terminal_modes())
+    try:
+        yield kept
+    finally:
+        restore_modes(kept.modes)
+        restore_flags(kept.flags)

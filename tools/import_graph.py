@@ -3,9 +3,12 @@ functions included (they are arrows all the same), the arrows that run from the 
 hall down into one OS's floor, and the circles.
 
 The layering rule (docs/design.md): `supervisor/linux/` and `supervisor/macos/` may
-import the shared hall; the shared hall imports neither, but for `supervisor/platform/`,
-where the OS is chosen once (`__init__.py`, which imports nothing of the project) and
-the backend serving each command imported (`backends.py`). tests/unit/test_layers.py holds the rule.
+import the shared hall; the shared hall imports neither, but for the chooser
+(`supervisor/backends.py`, the backend serving each command), which only the doors (the
+command line, the API, the run's stages) import. The OS itself is chosen once in
+`supervisor/system.py`, a leaf any module may ask. An arrow runs up when a module
+imports the chooser without being a door, or the leaf imports anything: the lower
+module would then stand on the whole house. tests/unit/test_layers.py holds the rule.
 
     .venv/bin/python tools/import_graph.py [--edges] [--json]
 """
@@ -20,7 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("supervisor", "inner", "netns_helper")
-CHOOSER = "supervisor.platform"  # the one package of the hall that names a backend
+CHOOSER = "supervisor.backends"  # the one module of the hall that names a backend
+SYSTEM = "supervisor.system"  # the OS chosen once: a leaf
+DOORS = frozenset({"supervisor.cli", "supervisor.api", "supervisor.run"})
 
 
 def module_name(path: Path) -> str:
@@ -94,6 +99,14 @@ def arrows_down(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted(wrong)
 
 
+def arrows_up(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports of the chooser from below the doors, and any import of the OS's leaf."""
+    wrong = [(source, target) for source, targets in edges.items() for target in targets
+             if target == CHOOSER and source not in DOORS]
+    wrong += [(SYSTEM, target) for target in edges.get(SYSTEM, ())]
+    return sorted(wrong)
+
+
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected parts of more than one module (Tarjan's)."""
     index: dict[str, int] = {}
@@ -141,6 +154,7 @@ def main() -> None:
         "modules": len(edges),
         "arrows": sum(len(t) for t in edges.values()),
         "arrows_down": arrows_down(edges),
+        "arrows_up": arrows_up(edges),
         "circles": circles(edges),
         "platform_choices": sorted(
             name for name, path in modules().items() if "sys.platform" in path.read_text()),
@@ -156,6 +170,10 @@ def main() -> None:
     print(f"{report['modules']} modules, {report['arrows']} arrows")
     print(f"arrows from the hall down into one OS (or across): {len(report['arrows_down'])}")
     for source, target in report["arrows_down"]:
+        print(f"  {source} -> {target}")
+    print(f"arrows running up (to the chooser from below the doors, or from the leaf): "
+          f"{len(report['arrows_up'])}")
+    for source, target in report["arrows_up"]:
         print(f"  {source} -> {target}")
     print(f"circles: {len(report['circles'])}")
     for part in report["circles"]:

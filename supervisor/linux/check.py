@@ -329,6 +329,8 @@ def render_linux(report: Report) -> str:
         f"  inner confiner      {m.inner_why or m.inner}",
         *spec_lines(report),
     ]
-    return "\n".join(lines) + "\n"
+    from ..terminal import shown_lines
+
+    return shown_lines(lines)
 
 

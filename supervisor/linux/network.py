@@ -70,7 +70,6 @@ if TYPE_CHECKING:
     from ..events import EventLog
     from ..grants import Snapshot
     from ..netpolicy import Decide, UnixSocket
-    from ..proxy.decider import Decider
     from ..proxy.runfolder import RunFolder
     from ..proxy.upstream import Gate
     from .supervise import Served, Supervision
@@ -227,14 +226,10 @@ class NetworkRun:
         """The proxy's decisions, lookups and decider (proxy mode), made in the loop."""
         if self.snapshot.settings.network_mode != "proxy":
             return
-        from ..proxy.resolver import Resolver
-        from ..proxy.rules import NetworkLists
-        from ..proxy.upstream import Gate
+        from ..proxy.gate import open_gate
+        from .routes import KernelOwn
 
-        decider = open_decider(self.decide, self.snapshot) if self.decide else None
-        lists = NetworkLists.from_texts(self.snapshot.settings.network_allow,
-                                        self.snapshot.network.deny)
-        self.gate = Gate(lists, Resolver.from_environment(), self.events, decider)
+        self.gate = open_gate(self.snapshot, self.events, self.decide, own=KernelOwn)
         if self._net_inode is not None:
             from .peers import describe_peer, pid_of_peer
 
@@ -521,18 +516,6 @@ def _receive(ctl: socket.socket) -> tuple[bytes, list[int]]:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
     return message, list(fds)
-
-
-def open_decider(decide: Decide, snapshot: Snapshot) -> Decider:
-    """The run's decider on `decide.fd` (proxy mode only: checked by the caller)."""
-    from ..events import say
-    from ..proxy.decider import Decider
-
-    def gone(why: str) -> None:
-        say(f"{why}: destinations outside [network] allow are refused from now on")
-
-    return Decider(decide.fd, timeout=decide.timeout, allow=snapshot.settings.network_allow,
-                   deny=snapshot.network.deny, on_gone=gone)
 
 
 def _startup_error(reply: dict[str, Any]) -> HelperError:

@@ -235,4 +235,6 @@ def render_macos(report: Report) -> str:
         f"  log stream          {m.log_stream}",
         *spec_lines(report),
     ]
-    return "\n".join(lines) + "\n"
+    from ..terminal import shown_lines
+
+    return shown_lines(lines)

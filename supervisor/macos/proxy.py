@@ -29,22 +29,10 @@ class MacProxy:
 
     def __init__(self, snapshot: Snapshot, events: EventLog | None,
                  decide: Decide | None = None):
-        from ..events import say
-        from ..proxy.decider import Decider
-        from ..proxy.resolver import Resolver
-        from ..proxy.rules import NetworkLists
+        from ..proxy.gate import open_gate
         from ..proxy.server import HTTP, SOCKS
-        from ..proxy.upstream import Gate
 
-        decider = None
-        if decide is not None:
-            decider = Decider(decide.fd, timeout=decide.timeout,
-                              allow=snapshot.settings.network_allow, deny=snapshot.network.deny,
-                              on_gone=lambda why: say(f"{why}: destinations outside "
-                                                      "[network] allow are refused from "
-                                                      "now on"))
-        lists = NetworkLists.from_texts(snapshot.settings.network_allow, snapshot.network.deny)
-        self.gate = Gate(lists, Resolver.from_environment(), events, decider)
+        self.gate = open_gate(snapshot, events, decide)
         self.listeners: dict[str, list[socket.socket]] = {}
         try:
             for kind in (HTTP, SOCKS):

@@ -65,21 +65,42 @@ _COMPATIBLE = ipaddress.IPv6Network("::/96")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
+# The kinds `own.py` finds by asking the kernel (what it delivers to this host), rather
+# than by range; UNCHECKED where it could not be asked, which refuses all the same.
+OWN, OWN_BROADCAST, OWN_ANYCAST = "this host's own", "this host's broadcast", \
+    "this host's anycast"
+UNCHECKED = "unchecked"
+
+
 class Kind(NamedTuple):
     """Why an address is refused: `kind` ("loopback", "private", ...) and, for another
-    form of an IPv4 address, `form` ("IPv4-mapped", "NAT64", ...) and that address."""
+    form of an IPv4 address, `form` ("IPv4-mapped", "NAT64", ...) and that address
+    (UNCHECKED: `carried` is why the kernel could not be asked)."""
 
     kind: str
     form: str | None = None
     carried: str | None = None
 
+    @property
+    def own(self) -> bool:
+        """This host's (or not known not to be): only an entry naming the very address
+        opens it, never a range."""
+        return self.kind in (OWN, OWN_BROADCAST, OWN_ANYCAST, UNCHECKED)
+
     def describe(self) -> str:
-        """`a loopback address`, `a NAT64 form of the private address 10.0.0.1`."""
-        article = "an" if self.kind.startswith(("un", "a", "e", "i", "o")) and \
-            not self.kind.startswith("uni") else "a"
+        """`a loopback address`, `a NAT64 form of the private address 10.0.0.1`,
+        `this host's own address`."""
+        if self.kind == UNCHECKED:
+            return f"an address this host's kernel could not be asked about ({self.carried})"
+        if self.own:
+            phrase = f"{self.kind} address"
+        else:
+            article = "an" if self.kind.startswith(("un", "a", "e", "i", "o")) and \
+                not self.kind.startswith("uni") else "a"
+            phrase = f"{article} {self.kind} address"
         if self.form is None:
-            return f"{article} {self.kind} address"
-        return f"the {self.form} form of {article} {self.kind} address ({self.carried})"
+            return phrase
+        return f"the {self.form} form of {phrase} ({self.carried})"
 
 
 def parse(text: str) -> Address | None:
@@ -113,7 +134,7 @@ def classify(address: Address) -> Kind | None:
     for network, kind in _V6:
         if plain in network:
             return Kind(kind)
-    for form, carried in _carried(plain):
+    for form, carried in carried_forms(plain):
         inner = _v4_kind(carried)
         if inner is not None:
             return Kind(inner.kind, form, str(carried))
@@ -127,7 +148,8 @@ def _v4_kind(address: ipaddress.IPv4Address) -> Kind | None:
     return None
 
 
-def _carried(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+def carried_forms(address: ipaddress.IPv6Address
+                  ) -> list[tuple[str, ipaddress.IPv4Address]]:
     """The IPv4 addresses an IPv6 address carries, with the name of the form."""
     found: list[tuple[str, ipaddress.IPv4Address]] = []
     if address.ipv4_mapped is not None:

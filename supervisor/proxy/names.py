@@ -8,8 +8,9 @@ once for every address family, and the family asked is kept, so a name with only
 addresses answers AAAA with no records (NOERROR) rather than NXDOMAIN, as a DNS server
 would. Every address found is judged by the resolved-address guard with the port unknown
 (an allow entry on any port names it): a refused one is left out of the answer and
-reported, and a name left with none is answered REFUSED. So a name rebound to 127.0.0.1
-gives the sandbox no address of the host's, whatever the proxy would then be asked.
+reported, and a name left with none is answered REFUSED. So a name rebound to 127.0.0.1,
+or to any address of this host's interfaces (`own.py`), gives the sandbox no address of
+the host's, whatever the proxy would then be asked.
 Other record types of an allowed name get no records: the proxy connects by address.
 """
 
@@ -44,8 +45,9 @@ async def answer(gate: Gate, name: str, rdtype: int,
     except LookupFailed as err:
         return err.rcode, []
     kept = []
+    own = gate.own()
     for address in found:
-        refusal = gate.lists.judge_address(address, None, decision)
+        refusal = gate.lists.judge_address(address, None, decision, own)
         if refusal is None:
             kept.append(address)
         else:

@@ -8,9 +8,10 @@ Plain data and pure functions: nothing here looks a name up. In order:
    127.0.0.1 `localhost`;
 3. anything else is unlisted: refused, unless the run's decider allows it (`decider.py`).
 Then each address found for an allowed name is judged (`judge_address`): an address in a
-deny range is refused, and one that is not public (`addresses.py`) is refused unless an
-allow entry names it or its range (on the port asked), or it is a loopback address of
-`localhost` allowed with a port.
+deny range is refused; one of this host's own (`own.py`: what its kernel delivers to
+itself, whatever the range) unless an allow entry names that very address; and one that
+is not public (`addresses.py`) unless an allow entry names it or its range (on the port
+asked), or it is a loopback address of `localhost` allowed with a port.
 
 A name must be a host name to be allowed at all (labels of letters, digits, `-` and `_`,
 1 to 63 bytes, 253 in all), whatever pattern its text would match: the text is what the
@@ -25,11 +26,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..hostnames import HostPattern, normalize_host, parse_host_pattern
-from .addresses import Kind, canonical, classify
+from .addresses import Address, Kind, canonical, classify
 from .addresses import parse as parse_address
 
 _HOST_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
@@ -148,10 +150,13 @@ class NetworkLists:
                 return Decision(name, None, pattern, allowed=True)
         return Decision(name, None, None)
 
-    def judge_address(self, text: str, port: int | None, decision: Decision
-                      ) -> AddressRefusal | None:
+    def judge_address(self, text: str, port: int | None, decision: Decision,
+                      own: Callable[[Address], Kind | None]) -> AddressRefusal | None:
         """Whether an address found for the allowed `decision` may be reached (None) or
-        answered (`port` None: DNS, where an entry on any port names it)."""
+        answered (`port` None: DNS, where an entry on any port names it). `own` says
+        whether an address is this host's (`own.py` asks the kernel; a test passes its
+        own answer): such an address is opened only by an entry naming it, never by a
+        range (`10.0.0.0/8` names a network, not the host inside it)."""
         parsed = parse_address(text)
         if parsed is None:
             return AddressRefusal(text, ADDRESS, Kind("unreadable"))
@@ -160,6 +165,15 @@ class NetworkLists:
             if pattern.is_address and _on_port(pattern, port) and pattern.holds(address):
                 return AddressRefusal(text, DENY, None, pattern)
         kind = classify(parsed)
+        if kind is None or kind.kind not in ("loopback", "unspecified"):
+            # Loopback and 0.0.0.0 are this host's by their kind, described and opened
+            # as they always were; every other address is asked about.
+            mine = own(parsed)
+            if mine is not None:
+                for pattern in self.patterns:
+                    if pattern.address == address and _on_port(pattern, port):
+                        return None
+                return AddressRefusal(text, ADDRESS, mine)
         if kind is None:
             return None
         for pattern in self.patterns:

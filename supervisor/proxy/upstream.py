@@ -4,8 +4,9 @@
 1. decide on the name as asked (`rules.py`): denied or unlisted is refused, and reported,
    with nothing looked up, unless the run's decider allows an unlisted one (`decider.py`);
 2. resolve it here (an address literal is taken as it is);
-3. judge every address found (the resolved-address guard): a refused one is reported,
-   naming the address, and never connected to;
+3. judge every address found (the resolved-address guard, with this host's own
+   addresses asked of the kernel now, `own.py`): a refused one is reported, naming the
+   address, and never connected to;
 4. connect to the addresses left, in order.
 The address connected to is always one this process found and judged itself: a name the
 sandbox resolved before (and whose answer may have changed since) plays no part.
@@ -21,6 +22,7 @@ import anyio
 
 from ..events import EventLog
 from .decider import Decider
+from .own import OwnChecks, bound_here_checks
 from .resolver import LookupFailed, Resolver
 from .rules import ADDRESS, AddressRefusal, Decision, NetworkLists
 from .streams import RawStream, connect_tcp
@@ -56,6 +58,9 @@ def address_reason(refusal: AddressRefusal) -> str:
     """Why an address found for a name was refused, and what would open it."""
     if refusal.rule != ADDRESS:
         return f"it resolves to {refusal.address}, {refusal.describe()}"
+    if refusal.kind is not None and refusal.kind.own:
+        return (f"it resolves to {refusal.address}, {refusal.describe()}; a port of this "
+                "host is reached through [network] forward")
     return (f"it resolves to {refusal.address}, {refusal.describe()}; name that address "
             "or its range in [network] allow to reach it")
 
@@ -74,6 +79,9 @@ class Gate:
     events: EventLog | None = None
     decider: Decider | None = None
     find_pid: FindPid | None = None
+    # This host's own addresses, asked of the kernel for each connection (own.py); the
+    # Linux backend gives its routing socket's answer.
+    own: OwnChecks = bound_here_checks
 
     async def pid_of(self, peer: tuple[str, int] | None, proto: str = "tcp") -> int:
         """The pid a refusal names: the process asking, while it waits for the answer;
@@ -132,8 +140,9 @@ class Gate:
                 raise Unreachable(decision.subject, "resolve", err.reason) from None
         last: Unreachable | None = None
         refused: AddressRefusal | None = None
+        own = self.own()  # asked after the lookup, right before connecting
         for address in addresses:
-            refusal = self.lists.judge_address(address, port, decision)
+            refusal = self.lists.judge_address(address, port, decision, own)
             if refusal is not None:
                 self.refuse_address(decision, refusal,
                                     await self.pid_of(asking.peer() if asking else None))

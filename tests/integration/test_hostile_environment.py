@@ -185,14 +185,18 @@ def _filled(text: str, sandbox: Sandbox) -> str:
                        lnk_home=sandbox.lnk_home)
 
 
-def _listing(folder: Path) -> set[str]:
+def _listing(sandbox: Sandbox, folder: Path, env: dict[str, str]) -> set[str]:
     """Every name below `folder` (where a placeholder would be), but in `odd`, whose
-    mode the case chose."""
+    mode the case chose, and the placeholders that linger for the next run (empty,
+    dot-named, held by no live run: Sandbox.lingers)."""
+    lnk_home = env.get("LNK_HOME") or os.path.join(env.get("HOME", "/"), ".lnk")
+    stay = sandbox.lingering(Path(lnk_home)) if os.path.isabs(lnk_home) else set()
     found: set[str] = set()
     for top, folders, files in os.walk(folder):
         folders[:] = [name for name in folders if name != "odd"]
         found.update(os.path.relpath(os.path.join(top, name), folder)
-                     for name in folders + files)
+                     for name in folders + files
+                     if not sandbox.lingers(Path(top, name), stay))
     return found
 
 
@@ -210,7 +214,7 @@ def attempt(sandbox: Sandbox, case: Case, *, streams: str = ""
     args = [_filled(a, sandbox) for a in case.args]
     lnk = shlex.join([LNK, "sandbox", "run", *args, "--", "/bin/sh", "-c",
                       f"echo RAN # {marker}"])
-    before = _listing(sandbox.project)
+    before = _listing(sandbox, sandbox.project, env)
     process = subprocess.Popen(
         [*sandbox.who.prefix, "/bin/sh", "-c",
          f"{case.shell + ' && ' if case.shell else ''}exec {lnk} {streams}"],
@@ -226,7 +230,8 @@ def attempt(sandbox: Sandbox, case: Case, *, streams: str = ""
                   or (b"/keeper.py\0" in line and line.split(b"\0")[-2].startswith(
                       f"{process.pid}-".encode()))})
     assert not left, f"processes left by the run: {left}"
-    assert _listing(sandbox.project) == before, "the run left something in its folder"
+    assert _listing(sandbox, sandbox.project, env) == before, \
+        "the run left something in its folder"
     return process.returncode, out, err
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from support.capabilities import userns_problem
 from support.processes import alive, wait_gone
 from support.sandbox import LNK, Sandbox
 
@@ -51,6 +52,23 @@ def test_the_inner_chosen_runs_without_namespaces(sandbox: Sandbox, inner: str) 
     assert done.returncode == 0, done.stderr
     faults = int(done.stdout.rsplit(")", 1)[1].split()[7])  # minflt, the 10th field
     assert (faults < 600) == (inner == "compiled"), faults
+
+
+def test_the_question_asked_says_what_holds(sandbox: Sandbox) -> None:
+    """describe (the question a person is asked, and its JSON, schema 5) lists what
+    holds without namespaces where the run would have none, and nothing where it has
+    them: the doors ask the OS's backend (api.description_of)."""
+    spec = '[files]\nwrite = ["."]\n'
+    off = json.loads(sandbox.lnk("describe", "--json", spec=spec, env=OFF).stdout)
+    assert off["version"] == 5 and "home_configuration" in off and "unwalked" in off
+    assert any(line.startswith("narrower: nothing new can be made at the top of ")
+               for line in off["namespaces"]), off["namespaces"]
+    text = sandbox.lnk("describe", spec=spec, env=OFF).stdout
+    assert "without namespaces (none can be made here, or LNK_NAMESPACES=off):" in text
+    if userns_problem() is None:  # the control: with namespaces, nothing of the mode
+        assert json.loads(sandbox.lnk("describe", "--json", spec=spec).stdout)[
+            "namespaces"] is None
+        assert "without namespaces" not in sandbox.lnk("describe", spec=spec).stdout
 
 
 def test_the_exit_status_is_the_commands(sandbox: Sandbox) -> None:

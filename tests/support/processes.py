@@ -3,13 +3,17 @@ at it as a person would."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
+import signal
 import subprocess
+import termios
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 
 def descendants(pid: int) -> set[int]:
@@ -131,3 +135,62 @@ def at_terminal(argv: list[str], *, cwd: Path, env: dict[str, str],
     _, status = os.waitpid(pid, 0)
     os.close(master)
     return os.waitstatus_to_exitcode(status), output
+
+
+class AtTerminal(NamedTuple):
+    """A run at a pseudo-terminal of its own: how it ended, what the terminal showed
+    (as the person's terminal would receive it: `\\n` written as `\\r\\n`), and the
+    terminal's modes (tcgetattr) before the run and after it ended."""
+
+    status: int
+    output: bytes
+    before: list[Any]
+    after: list[Any]
+
+
+def in_terminal(argv: list[str], *, cwd: Path, env: dict[str, str],
+                typed: tuple[tuple[bytes, bytes], ...] = (), timeout: float = 60
+                ) -> AtTerminal:
+    """Run `argv` as a shell runs a job at a terminal: session leader with the terminal
+    as its own, in the foreground. After each expected text appears, type its answer.
+    The test keeps the terminal's other end too, so its modes are read after the run as
+    the next program (the person's shell) would find them."""
+    master, slave = os.openpty()
+    before = termios.tcgetattr(slave)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(master)
+            os.setsid()
+            fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+            for fd in (0, 1, 2):
+                os.dup2(slave, fd)
+            os.chdir(cwd)
+            os.execvpe(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    output = b""
+    pending = list(typed)
+    deadline = time.monotonic() + timeout
+    status: int | None = None
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                output += os.read(master, 65536)
+            if pending and pending[0][0] in output:
+                os.write(master, pending.pop(0)[1])
+            if status is None:
+                done, wait_status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = os.waitstatus_to_exitcode(wait_status)
+            if status is not None and not select.select([master], [], [], 0.2)[0]:
+                break
+        assert status is not None, f"still running after {timeout} s:\n{output!r}"
+        after = termios.tcgetattr(slave)
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(master)
+        os.close(slave)
+    return AtTerminal(status, output, before, after)

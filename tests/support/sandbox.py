@@ -107,15 +107,18 @@ class Sandbox:
     def cleanup(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
 
-    def lingering(self) -> set[Path]:
+    def lingering(self, lnk_home: Path | None = None) -> set[Path]:
         """The placeholders left after the runs that held them, for the next run to join
         (supervisor/linux/placeholders.py: LINGER_SECONDS), as the state lists them:
-        each held by nothing but `~DEADLINE`s."""
-        state = self.lnk_home / "placeholders"
+        each held by nothing but `~DEADLINE`s. `lnk_home`: another than the sandbox's
+        (a run given LNK_HOME or HOME of its own)."""
+        state = (lnk_home or self.lnk_home) / "placeholders"
         found: set[Path] = set()
-        if not state.exists():
+        try:
+            data = state.read_bytes()
+        except OSError:  # none (or a path no state could have: too long, not a folder)
             return found
-        for line in state.read_bytes().split(b"\n")[1:]:
+        for line in data.split(b"\n")[1:]:
             parts = line.split(b" ", 4)
             if len(parts) == 5 and parts[3] != b"-" and all(
                     h.startswith(b"~") for h in parts[3].split(b",")):

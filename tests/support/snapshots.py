@@ -15,7 +15,14 @@ def a_snapshot(*grants: Grant, home: str = "/h", cwd: str = "/h/p",
                allow: tuple[str, ...] = (), keep: tuple[str, ...] = ("PATH",),
                assign: tuple[tuple[str, str], ...] = (), agent: str | None = None,
                session: str | None = None, **rest: Any) -> Snapshot:
-    """A snapshot of `grants`; `rest`: network, caches, limits."""
+    """A snapshot of `grants`; `rest`: network, caches, limits. `allow`: texts, parsed
+    into the network record's patterns (with `rest`'s network, when given)."""
+    if allow:
+        from supervisor.hostnames import parse_host_pattern
+        from supervisor.netpolicy import NetworkRules
+
+        network = rest.pop("network", NetworkRules())
+        rest["network"] = network._replace(allow=tuple(parse_host_pattern(t) for t in allow))
     return Snapshot(SNAPSHOT_VERSION, source, home, cwd,
                     lnk_home if lnk_home is not None else home + "/.lnk", uid, grants, programs,
-                    RunSettings(network_mode, allow, keep, assign, agent, session), **rest)
+                    RunSettings(network_mode, keep, assign, agent, session), **rest)

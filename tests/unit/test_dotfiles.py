@@ -587,7 +587,7 @@ def snap(*grants: Grant) -> Snapshot:
         uid=1000,
         grants=grants,
         programs=None,
-        settings=RunSettings("none", (), (), (), None, None))
+        settings=RunSettings("none", (), (), None, None))
 
 
 LAYOUT = HostLayout(system={"/usr": None}, inner_source="/i",

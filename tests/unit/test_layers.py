@@ -1,8 +1,9 @@
 """The layering rule (docs/design.md, "Layout"), held by the code that draws the import
 graph (tools/import_graph.py): the shared hall imports neither OS's floor, but for the
-chooser (`supervisor/platform/`); no floor imports the other; no two modules import each
-other, however far round; and the OS is read from `sys.platform` in the chooser alone,
-and inside an OS's floor only where a call there exists on that OS alone."""
+chooser (`supervisor/backends.py`), which only the doors import; no floor imports the
+other; no two modules import each other, however far round; and the OS is read from
+`sys.platform` in its leaf (`supervisor/system.py`) alone, and inside an OS's floor only
+where a call there exists on that OS alone."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ TOOL = Path(__file__).resolve().parent.parent.parent / "tools" / "import_graph.p
 
 # Where the floor itself asks the kernel it runs on, never which backend serves a command:
 # libproc and sysctlbyname exist on a Mac alone, and a test that stands on macOS (by
-# flipping supervisor.platform.SYSTEM) must not call them on Linux.
+# flipping supervisor.system.SYSTEM) must not call them on Linux.
 OS_FACTS = {"supervisor.macos.host", "supervisor.macos.logwatch"}
 
 
@@ -44,7 +45,7 @@ def test_the_graph_sees_the_backends_and_the_chooser(edges: dict[str, set[str]])
     """The rule below would hold of an empty graph: the tool must find what is there."""
     assert "supervisor.linux.backend" in edges and "supervisor.macos.backend" in edges
     assert {"supervisor.linux.backend", "supervisor.macos.backend"} <= edges[
-        "supervisor.platform.backends"]
+        "supervisor.backends"]
 
 
 def test_no_arrow_runs_from_the_hall_down_but_from_the_chooser(
@@ -52,10 +53,16 @@ def test_no_arrow_runs_from_the_hall_down_but_from_the_chooser(
     assert graph_tool.arrows_down(edges) == []
 
 
-def test_the_chooser_itself_imports_nothing_of_the_project(edges: dict[str, set[str]]
-                                                           ) -> None:
+def test_the_os_s_leaf_imports_nothing_of_the_project(edges: dict[str, set[str]]
+                                                       ) -> None:
     """Every stage asks it which OS this is, so it must stand below every stage."""
-    assert edges["supervisor.platform"] == set()
+    assert edges["supervisor.system"] == set()
+
+
+def test_no_arrow_runs_up(graph_tool: ModuleType, edges: dict[str, set[str]]) -> None:
+    """Only the doors ask the chooser: a lower module that did would stand on every
+    backend, and the house would have a floor above its roof."""
+    assert graph_tool.arrows_up(edges) == []
 
 
 def test_no_circle(graph_tool: ModuleType, edges: dict[str, set[str]]) -> None:
@@ -65,5 +72,5 @@ def test_no_circle(graph_tool: ModuleType, edges: dict[str, set[str]]) -> None:
 def test_the_os_is_read_in_the_chooser_alone(graph_tool: ModuleType) -> None:
     readers = {name for name, path in graph_tool.modules().items()
                if "sys.platform" in path.read_text()}
-    assert readers - OS_FACTS == {"supervisor.platform"}
+    assert readers - OS_FACTS == {"supervisor.system"}
     assert all(name.startswith("supervisor.macos.") for name in OS_FACTS)

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 import supervisor.check as shared
-import supervisor.platform
+import supervisor.system
+from supervisor import backends
 from supervisor.linux import check as linux_check
 from supervisor.macos import check as mac
 from supervisor.macos.check import MacMachine, MacTools, check_macos, render_macos
 from supervisor.macos.programs import Toolchain
-from supervisor.platform import backends
 
 STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"
 NO_TOOLS = Toolchain(xcrun="/nonexistent/xcrun", select_sh="/nonexistent/sh",
@@ -133,8 +133,8 @@ def test_check_on_a_mac_never_calls_a_linux_probe(spec: str,
         monkeypatch.setattr(probes, name, linux)
     monkeypatch.setattr(linux_check, "probe_machine", linux)
     monkeypatch.setattr(mac, "DEFAULT_TOOLS", tools())
-    monkeypatch.setattr(supervisor.platform, "SYSTEM", "macos")
-    report = backends.check(spec)
+    monkeypatch.setattr(supervisor.system, "SYSTEM", "macos")
+    report = backends.backend().check(spec)
     assert isinstance(report.machine, MacMachine) and report.can_launch
     assert backends.render_check(report).startswith("machine: macOS ")
     assert json.loads(json.dumps(report.to_dict()))["machine"]["log_stream"] == \

@@ -29,7 +29,7 @@ def snapshot(*grants: Grant, keep: tuple[str, ...] = ("HOME", "PATH", "TMPPREFIX
         501,
         (write, *grants, *hides),
         None,
-        RunSettings("none", (), keep, assign, None, None))
+        RunSettings("none", keep, assign, None, None))
 
 
 def environment(snap: Snapshot, host: MacHost | None = None) -> dict[str, str]:

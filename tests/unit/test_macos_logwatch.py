@@ -248,7 +248,7 @@ def test_learn_never_offers_a_program_from_a_macos_temp_folder() -> None:
         501,
         (),
         None,
-        RunSettings("none", (), (), (), None, None))
+        RunSettings("none", (), (), None, None))
     seen = [Executed(p, p) for p in ("/private/tmp/x", "/private/var/folders/ab/T/y",
                                      "/private/var/tmp/z")]
     learned, left = summarize(seen, snapshot)

@@ -28,7 +28,7 @@ def _snapshot(tmp_path: Path, rules: NetworkRules) -> Snapshot:
         uid=os.geteuid(),
         grants=(Grant("~", str(tmp_path), "read", "files.read[0]", "files.read[0]", 2),),
         programs=None,
-        settings=RunSettings("none", (), ("PATH",), (), None, None),
+        settings=RunSettings("none", ("PATH",), (), None, None),
         network=rules)
 
 

@@ -152,7 +152,7 @@ def snapshot_of(case: Case) -> Snapshot:
         501,
         case.grants,
         case.programs,
-        RunSettings("none", (), (), (), None, None))
+        RunSettings("none", (), (), None, None))
 
 
 def profile_of(case: Case) -> Seatbelt:

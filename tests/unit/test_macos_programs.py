@@ -138,7 +138,7 @@ def test_the_profile_allows_each_program_with_what_it_runs(tmp_path: Path) -> No
         501,
         (Grant("/", str(tmp_path), "read", "files.read[0]", "files.read[0]", 1),),
         programs,
-        RunSettings("none", (), (), (), None, None))
+        RunSettings("none", (), (), None, None))
     profile = compile_profile(mac_view(snapshot, ()), MacHost(home=home, companions=found_here))
     params = dict(profile.parameters)
     (rule,) = [r for r in profile.text.split("\n(") if r.startswith("allow process-exec*")]

@@ -116,7 +116,7 @@ def test_effective_policy_of_the_default_spec(tree: Tree) -> None:
         ),
         programs=None,
         programs_line=None,
-        settings=RunSettings(network_mode="none", network_allow=(), env_keep=DEFAULT_KEEP,
+        settings=RunSettings(network_mode="none", env_keep=DEFAULT_KEEP,
                              env_assign=(), agent=None, session=None),
     )
 
@@ -151,7 +151,8 @@ def test_everything_the_policy_adds(tree: Tree) -> None:
         PathRule("/venv", "protect", True, "the installation running lnk-sandbox"),
     )
     assert (policy.programs, policy.programs_line) == (("git",), 9)
-    assert (policy.settings.network_mode, policy.settings.network_allow) == ("proxy", ("pypi.org",))
+    assert (policy.settings.network_mode, policy.network.texts("allow")) == ("proxy",
+                                                                             ("pypi.org",))
     assert (policy.settings.env_keep, policy.settings.env_assign) == (("PATH",), (("A", "1"),))
     assert (policy.settings.agent, policy.settings.session) == ("rev", "s1")
 
@@ -290,7 +291,7 @@ def test_default_spec_snapshot(tree: Tree) -> None:
             Grant("$LNK_HOME", str(tree.lnk), "hide", SETTINGS, None, None),
         ),
         programs=None,
-        settings=RunSettings(network_mode="none", network_allow=(), env_keep=DEFAULT_KEEP,
+        settings=RunSettings(network_mode="none", env_keep=DEFAULT_KEEP,
                              env_assign=(), agent=None, session=None),
         # The defaults for this machine's memory (limits.py), resolved into the snapshot.
         limits=resolve_limits(Limits()),
@@ -651,12 +652,15 @@ def test_a_saved_snapshot_keeps_its_run_settings_at_the_top_level() -> None:
     but a saved snapshot (a wrapped command's) and a remembered permission's digest keep
     them flat, as before the record: a snapshot saved by an older lnk-sandbox loads, and
     every digest a person allowed stays the same."""
-    settings = RunSettings("proxy", ("pypi.org",), ("PATH",), (("A", "1"),), "rev", "s1")
+    from supervisor.hostnames import parse_host_pattern
+    from supervisor.netpolicy import NetworkRules
+
+    settings = RunSettings("proxy", ("PATH",), (("A", "1"),), "rev", "s1")
     snapshot = Snapshot(SNAPSHOT_VERSION, "s.toml", "/h", "/h/p", "/h/.lnk", 1000, (), None,
-                        settings)
+                        settings, NetworkRules(allow=(parse_host_pattern("pypi.org"),)))
     saved = json.loads(snapshot.to_json())
     assert "settings" not in saved
-    assert {key: saved[key] for key in settings._fields} == {
+    assert {key: saved[key] for key in (*settings._fields, "network_allow")} == {
         "network_mode": "proxy", "network_allow": ["pypi.org"], "env_keep": ["PATH"],
         "env_assign": [["A", "1"]], "agent": "rev", "session": "s1"}
     assert Snapshot.from_json(json.dumps(saved)) == snapshot

@@ -93,7 +93,7 @@ LISTS = NetworkLists.from_texts(
 def _judge(address: str, port: int | None, host: str = "x.example.test") -> str | None:
     decision = LISTS.decide(host, port or 1) if port else LISTS.decide_name(host)
     assert decision.allowed
-    refusal = LISTS.judge_address(address, port, decision)
+    refusal = LISTS.judge_address(address, port, decision, lambda _: None)
     return None if refusal is None else refusal.rule
 
 

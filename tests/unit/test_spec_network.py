@@ -161,8 +161,10 @@ def test_unix_sockets_that_cannot_be_named(tmp_path: Path, entry: str, message: 
 def test_a_snapshot_keeps_the_network_keys_through_json(tmp_path: Path) -> None:
     """A wrapped command's snapshot carries them to `exec` without resolving again."""
     from supervisor.grants import Snapshot
+    from supervisor.hostnames import parse_host_pattern
 
-    rules = NetworkRules(deny=("*.evil.example",), forward=(5432,), expose=(3000,),
+    rules = NetworkRules(deny=(parse_host_pattern("*.evil.example", deny=True),),
+                         forward=(5432,), expose=(3000,),
                          unix=(UnixSocket("$SSH_AUTH_SOCK", False, "network.unix[0]", 3,
                                           "/tmp/agent.sock", "SSH_AUTH_SOCK"),))
     snapshot = a_snapshot(network_mode="proxy", allow=("a.org",), network=rules)

@@ -47,7 +47,7 @@ def snap(*grants: Grant, home: str = HOME) -> Snapshot:
         1000,
         grants,
         None,
-        RunSettings("none", (), (), (), None, None))
+        RunSettings("none", (), (), None, None))
 
 
 def view(*grants: Grant, dots: tuple[Protected, ...] = (), top: str = f"{HOME}/p",
