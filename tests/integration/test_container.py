@@ -253,7 +253,9 @@ def test_network_none(box: Container, who: str) -> None:
                     "sys.stdout.write(\"up\\n\"); sys.stdout.flush()\n"
                     "os.close(1)\n"
                     "s.accept()[0].close()' > /tmp/server.out 2>&1 & "
-                    "sleep 0.5; cat /tmp/server.out")
+                    # Listening once it says so (a loaded machine takes its time).
+                    "for i in $(seq 300); do grep -q up /tmp/server.out && break; "
+                    "sleep 0.1; done; cat /tmp/server.out")
     assert "up" in server.stdout, server.stderr
     # The control: with the host's network (the container's) the probe connects.
     host = '[files]\nwrite = ["."]\n[network]\nmode = "host"\n'
