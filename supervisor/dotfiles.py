@@ -836,13 +836,15 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
 def _tool_found(places: tuple[str, ...], home: str) -> bool:
     """Whether a tool shows it is used here: one of `places` is a program on PATH (a
     bare name) or is there in home (`~/...`)."""
-    import shutil
-
+    folders = [f for f in os.environ.get("PATH", "").split(":") if f.startswith("/")]
     for place in places:
         if place.startswith("~/"):
             if os.path.lexists(home + place[1:]):
                 return True
-        elif shutil.which(place) is not None:
+        # shutil.which's test, without shutil: a default start imports no module it
+        # does not need (test_start_path.py), and shutil brings bz2 and lzma.
+        elif any(os.access(os.path.join(f, place), os.X_OK) and not os.path.isdir(
+                os.path.join(f, place)) for f in folders):
             return True
     return False
 
