@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import http.server
 import ipaddress
 import json
 import os
@@ -46,6 +45,7 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
+from support.host_server import HostServer
 from support.netlab import Lab
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
@@ -323,40 +323,6 @@ def resolver_log(sandbox: Sandbox) -> Path:
     path.write_text("")
     sandbox.chown(path)
     return path
-
-
-class HostServer:
-    """An HTTP server on the host's loopback; `requests` records (path, Host header)."""
-
-    def __init__(self, address: str = "127.0.0.1") -> None:
-        requests: list[tuple[str, str | None]] = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.0"
-
-            def do_GET(self) -> None:
-                requests.append((self.path, self.headers.get("Host")))
-                body = f"served {self.path}\n".encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        class Server(http.server.ThreadingHTTPServer):
-            address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-
-        self.requests = requests
-        self.server = Server((address, 0), Handler)
-        self.port: int = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -10,11 +10,9 @@ which decides as on Linux (lists, address guard, refusals reported).
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,40 +21,17 @@ import pytest
 from supervisor.grants import Grant, Snapshot
 from supervisor.macos.backend import MacLauncher
 from supervisor.netpolicy import NetworkRules
+from support.host_server import HostServer
 from support.snapshots import a_snapshot
 
 STANDINS = Path(__file__).resolve().parent.parent / "support" / "macos_standins"
 REFUSED = "not-allowed.invalid"
 
 
-class Server:
-    def __init__(self) -> None:
-        paths: list[str] = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                paths.append(self.path)
-                body = b"served\n"
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.paths = paths
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def server() -> Iterator[Server]:
-    one = Server()
-    yield one
-    one.server.shutdown()
-    one.server.server_close()
+def server() -> Iterator[HostServer]:
+    with HostServer(body=lambda path: b"served\n") as one:
+        yield one
 
 
 @pytest.fixture
@@ -91,7 +66,7 @@ def recorded(folder: Path) -> dict[str, object]:
 
 
 def test_the_proxy_runs_on_loopback_ports_the_profile_alone_admits(
-        folder: Path, server: Server, tmp_path: Path,
+        folder: Path, server: HostServer, tmp_path: Path,
         capfd: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out.txt"
     report = tmp_path / "report.jsonl"
@@ -126,7 +101,7 @@ def test_the_proxy_runs_on_loopback_ports_the_profile_alone_admits(
     assert f"lnk-sandbox: refused {REFUSED}:80 (not in [network] allow)" in capfd.readouterr().err
 
 
-def test_the_address_guard_holds_on_macos_too(folder: Path, server: Server,
+def test_the_address_guard_holds_on_macos_too(folder: Path, server: HostServer,
                                               tmp_path: Path) -> None:
     """`localhost` without a port resolves to the host's loopback: refused, reported."""
     out = tmp_path / "out.txt"

@@ -10,7 +10,6 @@ up, which the proxy's resolver log (a test seam) shows.
 from __future__ import annotations
 
 import errno
-import http.server
 import json
 import os
 import signal
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from support.host_server import HostServer
 from support.processes import descendants, wait_gone
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
@@ -41,40 +41,10 @@ REFUSED_NAME = "not-allowed.invalid"
 LOG_VARIABLE = "LNK_SANDBOX_TEST_RESOLVER_LOG"
 
 
-class HostServer:
-    """An HTTP server on the host's 127.0.0.1; `paths` records what it was asked."""
-
-    def __init__(self) -> None:
-        paths: list[str] = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                paths.append(self.path)
-                body = BODY.encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.paths = paths
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def host_server() -> Iterator[HostServer]:
-    server = HostServer()
-    yield server
-    server.close()
+    with HostServer(body=lambda path: BODY.encode()) as server:
+        yield server
 
 
 @pytest.fixture
