@@ -30,13 +30,16 @@ want() {
     command -v "$1" >/dev/null 2>&1 || need="$need $2"
 }
 want bwrap bubblewrap
+# The system's own Python, which the venv is made with: a minimal Debian (debootstrap's
+# minbase, a container's image) has none.
+[ -x /usr/bin/python3 ] || need="$need python3"
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
 # Root mode changes its credentials with setpriv.
 want setpriv util-linux
 # A C compiler and Python's headers build the exec watch's compiled hot path (setup.py);
 # without them the pure-Python watch is used.
 want gcc gcc
-[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
+[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] \
     || need="$need python3-dev"
 if [ "$for_tests" = 1 ]; then
     # The programs the tests run, inside a sandbox or outside it as the person would
