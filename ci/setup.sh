@@ -27,7 +27,10 @@ as_root() {
 # Each `program package` pair: the package installed when the program is missing.
 need=""
 want() {
-    command -v "$1" >/dev/null 2>&1 || need="$need $2"
+    command -v "$1" >/dev/null 2>&1 || case " $need " in
+        *" $2 "*) ;;
+        *) need="$need $2" ;;
+    esac
 }
 want bwrap bubblewrap
 # The system's own Python, which the venv is made with: a minimal Debian (debootstrap's
@@ -50,9 +53,18 @@ if [ "$for_tests" = 1 ]; then
     want lesspipe less
     want nvim neovim        # an editor that runs a project's settings
     want ip iproute2        # the lab's network namespaces, a host address
-    want ps procps
+    want ps procps          # ps, pgrep (test_inspect), sysctl (test_root_mode)
     want make make          # learn and run of a project that builds
     want chromium chromium  # a real browser inside, with and without its own sandbox
+    # A real ssh-agent holding a key: test_credentials, test_network's [network] unix.
+    want ssh-agent openssh-client
+    # The test registries' certificates (support/registry.py: test_recipe_packages), and
+    # /etc/ssl/private, root's own folder (test_root_mode).
+    want openssl openssl
+    # The README's packages recipe runs npm and node (test_readme_recipes); node is the
+    # JIT kept working under a list (test_exec_watch).
+    want node nodejs
+    want npm npm
 fi
 if [ -n "$need" ]; then
     echo "ci/setup.sh: installing$need" >&2
