@@ -418,11 +418,12 @@ def test_a_planted_index_neither_hangs_nor_is_followed(sandbox: Sandbox, plant: 
 
 
 def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) -> None:
-    """The folder Python imports lnk-sandbox from (this checkout, through the editable
-    install) is on sys.path, where a `sitecustomize.py` or a module an extra needs would
-    run at the person's next `lnk`: kept read-only inside a write grant holding it, as
-    the packages in it are (found by a red team: with PYTHONPATH, a planted
-    sitecustomize.py ran). Its other files are read as they are."""
+    """The folder Python imports lnk-sandbox from (the venv's site-packages for a wheel,
+    as CI installs it; the checkout for an editable install) is on sys.path, where a
+    `sitecustomize.py` or a module an extra needs would run at the person's next `lnk`:
+    kept read-only inside a write grant holding it, as the packages in it are (found by a
+    red team: with PYTHONPATH, a planted sitecustomize.py ran). Its other files are read
+    as they are (the package's own, there in both layouts)."""
     import errno
 
     import supervisor
@@ -435,7 +436,7 @@ def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) 
     finally:
         planted.unlink(missing_ok=True)
     assert not planted.exists()
-    sandbox.probe("read", str(root / "pyproject.toml"), spec=spec).expect(0)
+    sandbox.probe("read", str(root / "supervisor" / "__init__.py"), spec=spec).expect(0)
 
 
 def test_a_folder_between_two_written_folders_cannot_be_moved_away(sandbox: Sandbox) -> None:
