@@ -158,6 +158,7 @@ finish() {
         umount -l "$point" 2>/dev/null || true
     done
     exec 8>&-
+    say "removing the run's copy of the root"
     remove_run "$run" || status=1
     exit "$status"
 }
@@ -220,42 +221,49 @@ exit "$status"'
 
 # enter_root COMMAND...: replace this shell by unshare running COMMAND in the fresh root,
 # with CI=true and this host's pip settings (each NAME=value one argument) besides a
-# login's own variables.
+# login's own variables, and no open file but the standard three and the run's lock (bash
+# closes the rest: whatever this shell was started with is no business of the machine's).
 enter_root() {
     for name in PIP_CERT PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST PIP_DEFAULT_TIMEOUT \
             SSL_CERT_FILE REQUESTS_CA_BUNDLE; do
         value=$(printenv "$name" || true)
         [ -z "$value" ] || set -- "$name=$value" "$@"
     done
-    exec nice -n 10 unshare --mount --pid --kill-child --propagation private -- \
-        /bin/sh -c "$enter" enter "$R" CI=true "$@" 9>&-
+    # shellcheck disable=SC2016
+    exec /bin/bash -c 'for fd in /proc/self/fd/*; do
+            fd=${fd##*/}
+            case $fd in 0|1|2|8) ;; *) eval "exec $fd>&-" ;; esac
+        done
+        exec "$@"' close-files \
+        nice -n 10 unshare --mount --pid --kill-child --propagation private -- \
+        /bin/sh -c "$enter" enter "$R" CI=true "$@"
 }
 
+log=$CACHE/logs/fresh-$(date +%Y%m%d-%H%M%S)-$$.log
+exec 3<&0
 if [ "$shell" = 1 ]; then
     say "a login shell in the fresh root; run the suite there with: .ci/run [PYTEST ARGS]"
-    trap : INT
-    status=0
-    (enter_root /bin/bash -c "exec 8>&-; cd $CHECKOUT && exec /bin/bash -l") || status=$?
-    exit "$status"
+    enter_root env --default-signal=INT,QUIT /bin/bash -c "exec 8>&-; cd $CHECKOUT && exec /bin/bash -l" <&3 &
+    ns_pid=$!
+    trap : INT  # the shell's own
+else
+    mkfifo "$run/output"
+    tee "$log" <"$run/output" &
+    tee_pid=$!
+    enter_root /bin/sh -c "$stage2" stage2 .ci/run "$@" <&3 >"$run/output" 2>&1 &
+    ns_pid=$!
+    # A first ^C reaches pytest too, which stops and reports: wait for it. A second stops all.
+    interrupted=0
+    trap 'if [ "$interrupted" = 1 ]; then exit 130; fi; interrupted=1' INT
 fi
-
-log=$CACHE/logs/fresh-$(date +%Y%m%d-%H%M%S)-$$.log
-mkfifo "$run/output"
-tee "$log" <"$run/output" &
-tee_pid=$!
-exec 3<&0
-enter_root /bin/sh -c "$stage2" stage2 .ci/run "$@" <&3 >"$run/output" 2>&1 &
-ns_pid=$!
 exec 3<&-
-# A first ^C reaches pytest too, which stops and reports: wait for it. A second stops all.
-interrupted=0
-trap 'if [ "$interrupted" = 1 ]; then exit 130; fi; interrupted=1' INT
 status=0
 while :; do
     wait "$ns_pid" && status=0 || status=$?
     kill -0 "$ns_pid" 2>/dev/null || break
 done
 ns_pid=""
+[ "$shell" = 0 ] || exit "$status"
 wait "$tee_pid" 2>/dev/null || true
 tee_pid=""
 
