@@ -91,14 +91,17 @@ chmod 700 "$CACHE"
 exec 9>"$CACHE/lock"
 
 # A run's folder is its own while a process of the run holds its lock file (the run's
-# pid 1 inherits it); one whose lock is free was left by a run killed outright.
+# pid 1 inherits it, and the run holds it while removing the folder); one whose lock is
+# free was left by a run killed outright. The lock file goes last.
 remove_run() {
     folder=$1
     if grep -q " $folder/" /proc/self/mountinfo; then
         say "not removing $folder: something is mounted below it (see /proc/self/mountinfo)"
         return 1
     fi
-    rm -rf --one-file-system "$folder"
+    find "$folder" -mindepth 1 -maxdepth 1 ! -name lock -exec rm -rf --one-file-system {} +
+    rm -f "$folder/lock"
+    rmdir "$folder"
 }
 flock 9
 for old in "$CACHE"/run.*; do
@@ -165,9 +168,9 @@ finish() {
     grep " $run/" /proc/self/mountinfo | cut -d' ' -f5 | sort -r | while read -r point; do
         umount -l "$point" 2>/dev/null || true
     done
-    exec 8>&-
     say "removing the run's copy of the root"
     remove_run "$run" || status=1
+    exec 8>&-
     exit "$status"
 }
 trap finish EXIT
