@@ -27,9 +27,15 @@ as_root() {
 # Each `program package` pair: the package installed when the program is missing.
 need=""
 want() {
-    command -v "$1" >/dev/null 2>&1 || need="$need $2"
+    command -v "$1" >/dev/null 2>&1 || case " $need " in
+        *" $2 "*) ;;
+        *) need="$need $2" ;;
+    esac
 }
 want bwrap bubblewrap
+# The system's own Python, which the venv is made with: a minimal Debian (debootstrap's
+# minbase, a container's image) has none.
+[ -x /usr/bin/python3 ] || need="$need python3"
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need="$need python3-venv"
 # Root mode changes its credentials with setpriv.
 want setpriv util-linux
@@ -39,7 +45,7 @@ want setpriv util-linux
 want gcc gcc
 dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q "ok installed" \
     || need="$need libc6-dev"
-[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
+[ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] \
     || need="$need python3-dev"
 if [ "$for_tests" = 1 ]; then
     # The programs the tests run, inside a sandbox or outside it as the person would
@@ -51,7 +57,7 @@ if [ "$for_tests" = 1 ]; then
     want hg mercurial       # the person's hg outside, after a plant in .hg
     want nvim neovim        # an editor that runs a project's settings
     want ip iproute2        # the lab's network namespaces, a host address
-    want ps procps
+    want ps procps          # ps, pgrep (test_inspect), sysctl (test_root_mode)
     want make make          # learn and run of a project that builds
     want chromium chromium  # a real browser inside, with and without its own sandbox
     # The run without namespaces in a real unprivileged container
@@ -59,6 +65,15 @@ if [ "$for_tests" = 1 ]; then
     # when none runs, and debootstrap for the image it makes once (ci/container-image.sh).
     want dockerd docker.io
     want debootstrap debootstrap
+    # A real ssh-agent holding a key: test_credentials, test_network's [network] unix.
+    want ssh-agent openssh-client
+    # The test registries' certificates (support/registry.py: test_recipe_packages), and
+    # /etc/ssl/private, root's own folder (test_root_mode).
+    want openssl openssl
+    # The README's packages recipe runs npm and node (test_readme_recipes); node is the
+    # JIT kept working under a list (test_exec_watch).
+    want node nodejs
+    want npm npm
 fi
 if [ -n "$need" ]; then
     echo "ci/setup.sh: installing$need" >&2

@@ -274,6 +274,9 @@ def test_agent_settings_cannot_be_planted(sandbox: Sandbox) -> None:
     claude = sandbox.project / ".claude"
     claude.mkdir()
     (claude / "settings.json").write_text('{"permissions": {}}\n')
+    # OpenCode used by this person (its settings folder in home): its names without a dot
+    # are held too (where it is not found, test_unseen_placeholders shows they are not).
+    (sandbox.home / ".config" / "opencode").mkdir(parents=True, exist_ok=True)
     sandbox.chown()
     expected: dict[tuple[str, ...], int | str] = {
         ("write", ".claude/settings.json",
@@ -452,12 +455,12 @@ def test_a_planted_index_neither_hangs_nor_is_followed(sandbox: Sandbox, plant: 
 
 
 def test_the_folder_lnk_sandbox_is_imported_from_is_read_only(sandbox: Sandbox) -> None:
-    """The folder Python imports lnk-sandbox from (a venv's site-packages, or a checkout
-    through an editable install) is on sys.path, where a `sitecustomize.py` or a module
-    an extra needs would run at the person's next `lnk`: kept read-only inside a write
-    grant holding it, as the packages in it are (found by a red team: with PYTHONPATH, a
-    planted sitecustomize.py ran). Its other files are read as they are. The test user
-    cannot write root's installation at all: the grant is refused, saying so."""
+    """The folder Python imports lnk-sandbox from (the venv's site-packages for a wheel,
+    as CI installs it; the checkout for an editable install) is on sys.path, where a
+    `sitecustomize.py` or a module an extra needs would run at the person's next `lnk`:
+    kept read-only inside a write grant holding it, as the packages in it are (found by a
+    red team: with PYTHONPATH, a planted sitecustomize.py ran). Its other files are read
+    as they are (the package's own, there in both layouts)."""
     import errno
 
     import supervisor

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.linux.openat2 import SYS_OPENAT2
+from support.capabilities import missing
 from support.held import HeldCall
 from support.processes import descendants, wait_gone
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
@@ -283,7 +284,7 @@ def test_node_keeps_working_under_a_list(sandbox: Sandbox) -> None:
     """A real JIT: V8 maps memory executable (and may make memory files for it)."""
     node = "/usr/bin/node"
     if not os.access(node, os.X_OK):
-        pytest.skip("node is not installed in /usr/bin")  # an optional program, not a capability
+        missing("node is not installed in /usr/bin (ci/setup.sh --test: apt-get install nodejs)")
     spec = '[files]\nwrite = ["."]\n[commands]\nprograms = ["/usr/bin/node"]\n'
     done = sandbox.run(node, "-e", "console.log('STARTED', [1, 2, 3].map(x => x * 2).join())",
                        spec=spec)

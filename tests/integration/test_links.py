@@ -126,8 +126,12 @@ def test_a_missing_optional_grant_is_left_out(sandbox: Sandbox) -> None:
 
 def test_the_installation_is_read_only_inside_a_write_grant(root_sandbox: Sandbox) -> None:
     """Run from the clone whose .venv holds lnk-sandbox, with the default spec: the venv,
-    the packages and the clone itself, the folder Python imports lnk-sandbox from (on
-    sys.path: a module planted there would run at the next `lnk`), are read-only."""
+    the packages and the folder Python imports lnk-sandbox from (on sys.path: a module
+    planted there would run at the next `lnk`) are read-only. That folder is the clone
+    itself for an editable install, the venv's site-packages for a wheel (as CI installs
+    it, and a person with `pip install .`)."""
+    import supervisor
+
     repo = Path(__file__).resolve().parents[2]
     venv = Path(sys.executable).parent.parent
     if not venv.is_relative_to(repo):
@@ -137,10 +141,12 @@ def test_the_installation_is_read_only_inside_a_write_grant(root_sandbox: Sandbo
     result = root_sandbox.probe("write", str(probe_target), cwd=repo)
     result.expect(errno.EROFS)
     assert probe_target.read_bytes() == before
-    root_sandbox.probe("write", str(repo / "supervisor" / "lnk-probe"), cwd=repo).expect(
-        errno.EROFS)
-    made = repo / f"lnk-probe-{os.getpid()}"
+    imported = Path(supervisor.__file__).resolve().parent.parent
+    in_package = imported / "supervisor" / "lnk-probe"
+    made = imported / f"lnk-probe-{os.getpid()}"
     try:
+        root_sandbox.probe("write", str(in_package), cwd=repo).expect(errno.EROFS)
         root_sandbox.probe("write", str(made), cwd=repo).expect(errno.EROFS)
     finally:
+        in_package.unlink(missing_ok=True)
         made.unlink(missing_ok=True)
