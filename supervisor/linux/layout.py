@@ -2,7 +2,7 @@
 
 `build_plan` (plan.py) is pure: what it needs of the host (which system folders are
 there and which are links, /proc's global files, the path sockets and secrets found
-under the grants, what of home and of a cache is there)
+under the grants, what of home and of a cache is there, where /etc/resolv.conf leads)
 is read here, by `HostLayout.probe`, once per launch.
 """
 
@@ -23,6 +23,25 @@ from .procfs import ProcEntry, is_global, read_only
 from .sockets import FoundSockets
 
 SYSTEM_FOLDERS = LINUX_SYSTEM_FOLDERS
+RESOLV_CONF = "/etc/resolv.conf"
+
+
+class ResolvConfHost(NamedTuple):
+    """Where this host's /etc/resolv.conf leads: `dest` the file a mount must cover (the
+    link's end when it is a link), None when there is none; `exists` whether it is there."""
+
+    dest: str | None
+    exists: bool
+
+    @staticmethod
+    def probe(path: str = RESOLV_CONF) -> ResolvConfHost:
+        if not os.path.lexists(path):
+            return ResolvConfHost(None, False)
+        real = os.path.realpath(path)
+        return ResolvConfHost(real, os.path.exists(real))
+
+
+NO_RESOLV_CONF = ResolvConfHost(None, False)
 
 
 class HostLayout(NamedTuple):
@@ -43,6 +62,10 @@ class HostLayout(NamedTuple):
     home (linux/home.py).
     `compiled_inner`: the inner is the compiled one (inner_program.py), which needs
     neither the interpreter nor the C library inside.
+    `resolv_conf`: where /etc/resolv.conf leads (proxy mode mounts its own there);
+    `missing_sockets`: the optional sockets `[network] unix` names that are gone now,
+    left out as a missing optional grant is (one not optional refuses the launch when
+    its source is pinned).
     """
 
     system: dict[str, str | None]
@@ -59,6 +82,8 @@ class HostLayout(NamedTuple):
     unhidden: tuple[str, ...] = ()
     home: HomeLayout | None = None
     compiled_inner: bool = False
+    resolv_conf: ResolvConfHost = NO_RESOLV_CONF
+    missing_sockets: frozenset[str] = frozenset()
 
     @staticmethod
     def probe(inner_source: str, interpreter: str, interpreter_prefix: str,
@@ -81,7 +106,12 @@ class HostLayout(NamedTuple):
             gone=frozenset(g.target for g in snapshot.grants if g.access == "hide"
                            and g.target and not os.path.lexists(g.target)),
             unhidden=_unhidden(snapshot),
-            home=home_probe(snapshot))
+            home=home_probe(snapshot),
+            resolv_conf=ResolvConfHost.probe() if snapshot.settings.network_mode == "proxy"
+            else NO_RESOLV_CONF,
+            missing_sockets=frozenset(s.target for s in snapshot.network.sockets()
+                                      if s.optional and s.target
+                                      and not os.path.lexists(s.target)))
 
 
 def _system() -> dict[str, str | None]:

@@ -2,22 +2,25 @@
 
 Built first as data, emitted as bwrap arguments after (`bwrap.py`), so `plan` can print
 it and tests can compare it exactly. bwrap performs operations in command-line order, and
-a mount hides whatever an earlier mount put beneath it, so the order is the policy.
+a mount hides whatever an earlier mount put beneath it, so the order is the policy. The
+plan is built once, from every input (the view, this host's facts, the run's own mounts:
+`RunMounts`), and never edited after: what bwrap records is what was built.
 
 1. the root: `/` when granted, then system folders (read-only, missing ones left out,
    a top-level link such as Debian's `/bin -> usr/bin` made the same link inside),
    a fresh /proc, a minimal /dev with a writable /dev/shm of the sandbox's own, a fresh
-   /tmp unless /tmp itself is granted;
+   /tmp unless /tmp itself is granted (or a session's own, placement.py);
 2. grants and hides, outer to inner (by depth; mounts.py lays the view's rules): the
    folders holding a hidden one are mounted before it is hidden (tmpfs, or an empty
    file), the grants inside it after; read-only protections (the installation, dot
    files) after the write grant holding them. Each folder between a write grant and a
-   mount inside it (a dot file below the top, a hide) is bound onto itself first: a
-   mount point cannot be renamed (EBUSY), so the folder holding it cannot be moved away
-   and made again, and stays writable otherwise;
+   mount inside it (a dot file below the top, a hide, a socket the run binds) is bound
+   onto itself first: a mount point cannot be renamed (EBUSY), so the folder holding it
+   cannot be moved away and made again, and stays writable otherwise;
 3. the inner confiner's package and, for the Python inner when it is outside the system
    folders, its interpreter (the compiled inner is static: it needs nothing else); a
-   grant's name through a link, made that link;
+   grant's name through a link, made that link; then the run's own mounts
+   (run_mounts.py: proxy mode's resolv.conf, the named sockets, git's files);
 4. hidden folders' tmpfs and the root made read-only, last, since bwrap needs them
    writable to make the mount points of everything inside.
 """
@@ -34,11 +37,13 @@ from .home import HOME_FOLDER, shown_home
 from .layout import SYSTEM_FOLDERS, HostLayout
 from .mounts import SOCKET_HIDDEN, Laid, lay_view
 from .ops import INNER_PARENT, LaunchPlan, MountOp, OpKind
+from .placement import session_tmp, working_directory
 from .root_grants import refuse_root_sockets, refuse_write_grants
+from .run_mounts import NO_RUN, RunMounts, refuse_missing_resolv_conf, run_mounts, run_notes
 from .sockets import FoundSockets
 
 __all__ = ["FRESH_MOUNTS", "INNER_MOUNT", "INNER_PARENT", "SOCKET_HIDDEN", "SYSTEM_FOLDERS",
-           "HostLayout", "LaunchPlan", "MountOp", "OpKind", "before_remounts", "build_plan",
+           "HostLayout", "LaunchPlan", "MountOp", "OpKind", "RunMounts", "build_plan",
            "host_access", "inner_parent_for"]
 
 # Where the inner confiner's package is mounted inside, read-only (ops.INNER_PARENT).
@@ -51,28 +56,36 @@ INNER_PARENT_UNDER_ROOT = "/dev/.lnk-sandbox"
 FRESH_MOUNTS = ("/tmp", "/dev/shm")
 
 
-def build_plan(view: View, layout: HostLayout, *, root_mode: bool) -> LaunchPlan:
-    """Render the view as mount operations (pure: the layout holds the host facts). Each
-    phase is judged in the order a launch refuses: what the grants may not be, a link in
-    a dot file's path."""
+def build_plan(view: View, layout: HostLayout, run: RunMounts = NO_RUN, *,
+               root_mode: bool) -> LaunchPlan:
+    """Render the view, and the run's own mounts, as mount operations (pure: the layout
+    holds the host facts, `run` what the run made for itself). Each phase is judged in
+    the order a launch refuses: what the grants may not be, a link in a dot file's path,
+    a resolv.conf leading nowhere, a session's /tmp the spec leaves no room for, the
+    working directory."""
     snapshot = view.snapshot
     folders = _root_folders(view, layout)
-    grants = _grants_and_hides(view, layout, folders, root_mode=root_mode)  # 2
+    own = run_mounts(view, layout, run, root_mode=root_mode)
+    grants = _grants_and_hides(view, layout, folders, own, root_mode=root_mode)  # 2
     inner = _inner(view, layout, grants.laying)  # 3
-    root = [*folders, *_tmp(view)]  # 1
+    refuse_missing_resolv_conf(view, layout, (*folders, *grants.ops, *inner))
+    root = [*folders, *_tmp(view, run, root_mode=root_mode)]  # 1
     ordered = list(grants.ops)
     if root_mode:
         root, ordered = _idmapped(root, snapshot.visible()), _idmapped(ordered,
                                                                         snapshot.visible())
+    ops = (*root, *ordered, *inner, *own, *_closing(grants))  # 4
     home = shown_home(view, layout.home)
+    chdir = snapshot.cwd if sees(grants.laying.access(snapshot.cwd)) \
+        or snapshot.cwd == home else "/"
     return LaunchPlan(
-        ops=(*root, *ordered, *inner, *_closing(grants)),  # 4
-        chdir=snapshot.cwd if sees(grants.laying.access(snapshot.cwd))
-        or snapshot.cwd == home else "/",
+        ops=ops,
+        chdir=working_directory(ops, run.cwd) if run.cwd is not None else chdir,
         root_mode=root_mode,
         share_net=snapshot.settings.network_mode == "host",
         interpreter=layout.interpreter,
-        notes=(*_socket_notes(layout.sockets), *_unlooked_notes(layout.secrets)),
+        notes=(*_socket_notes(layout.sockets), *_unlooked_notes(layout.secrets),
+               *run_notes(view, layout)),
         holds=grants.holds,
         inner_parent=inner_parent_for(snapshot),
         unhidden=layout.unhidden,
@@ -110,19 +123,23 @@ def _root_folders(view: View, layout: HostLayout) -> list[MountOp]:
     return root
 
 
-def _tmp(view: View) -> list[MountOp]:
-    """Phase 1's /tmp: a fresh one, or none where /tmp itself is granted (its grant is
-    bound in phase 2)."""
+def _tmp(view: View, run: RunMounts, *, root_mode: bool) -> list[MountOp]:
+    """Phase 1's /tmp: a fresh one, a session's own (placement.py), or none where /tmp
+    itself is granted (its grant is bound in phase 2)."""
     snapshot = view.snapshot
-    if any(g.target == "/tmp" for g in snapshot.visible()):
+    granted = any(g.target == "/tmp" for g in snapshot.visible())
+    if run.tmp is not None:
+        return [session_tmp(run.tmp, tmp_granted=granted, root_mode=root_mode,
+                            size_asked="tmp" in snapshot.run_limits().written)]
+    if granted:
         return []
     return [MountOp("tmpfs", "/tmp", reason="a fresh /tmp", size=snapshot.run_limits().tmp)]
 
 
-def _grants_and_hides(view: View, layout: HostLayout, folders: list[MountOp], *,
-                      root_mode: bool) -> Laid:
+def _grants_and_hides(view: View, layout: HostLayout, folders: list[MountOp],
+                      own: tuple[MountOp, ...], *, root_mode: bool) -> Laid:
     """Phase 2: the view laid as mounts (mounts.py), each folder between a written folder
-    and a mount inside it anchored."""
+    and a mount inside it anchored, the run's own (`own`) among them."""
     snapshot = view.snapshot
 
     def refuse(laying: Laying) -> None:
@@ -130,7 +147,8 @@ def _grants_and_hides(view: View, layout: HostLayout, folders: list[MountOp], *,
             refuse_write_grants(snapshot.visible())
             refuse_root_sockets(layout, snapshot.visible(), laying, snapshot)
 
-    return lay_view(view, layout, tuple(folders), (), root_mode=root_mode, refuse=refuse)
+    return lay_view(view, layout, tuple(folders), tuple(op.dest for op in own),
+                    root_mode=root_mode, refuse=refuse)
 
 
 def _inner(view: View, layout: HostLayout, laying: Laying) -> list[MountOp]:
@@ -164,20 +182,6 @@ def _inner(view: View, layout: HostLayout, laying: Laying) -> list[MountOp]:
             ops.append(MountOp("symlink", name, grant.target, f"{grant.name} is a link"))
             linked.append(name)
     return ops
-
-
-def before_remounts(plan: LaunchPlan, new: tuple[MountOp, ...] | list[MountOp],
-                    note: str | None = None) -> LaunchPlan:
-    """`plan` with `new` mounted after every grant and hide (what they cover is inside
-    grants, and no hide may cover them) and before the closing remount-ro ops, which
-    need the root writable for bwrap to make the mount points; one of plan_for's stages
-    (linux/backend.py), before the plan is handed on."""
-    ops = list(plan.ops)
-    at = len(ops)
-    while at > 0 and ops[at - 1].kind == "remount-ro":
-        at -= 1
-    ops[at:at] = new
-    return plan._replace(ops=tuple(ops), notes=(*plan.notes, note) if note else plan.notes)
 
 
 def _closing(grants: Laid) -> list[MountOp]:
