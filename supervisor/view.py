@@ -19,6 +19,11 @@ Seatbelt's levels; describe: text), so what decides for a path is judged here, o
 - the links a sandbox could repoint: a link in a protected path where the sandbox
   writes refuses the launch.
 
+A backend that lays its mechanism one rule at a time (Linux's mounts, linux/mounts.py)
+judges each by what it laid before, with the same judgement (`Laying`, `needed`); what
+it finds on the host and closes besides (Linux: path sockets, places hidden by name) is
+judged against the spec here too (`View.names_socket`, `names_inside`, `cached`).
+
 The dot files are read from the host once (`view_for`); everything else is pure.
 """
 
@@ -30,7 +35,14 @@ from typing import Literal, NamedTuple
 
 from .dotfiles import DotFiles, Protected, analyze
 from .errors import LaunchError, SpecError
-from .grants import Grant, Snapshot, deepest, pattern_folder, working_directory_problem
+from .grants import (
+    Grant,
+    Snapshot,
+    deepest,
+    is_within,
+    pattern_folder,
+    working_directory_problem,
+)
 
 Effect = Literal["read", "write", "hide", "keep"]
 # The order rules are laid in at one folder: what narrows after what it narrows.
@@ -116,6 +128,83 @@ class View(NamedTuple):
         """The protections of `protections` missing now that a program could make: each
         is held by a placeholder for the run (its `placeholder`)."""
         return tuple((g, p) for g, p in self.protections if not p.exists and p.placeholder)
+
+    # What a backend finds on the host and closes besides the rules (Linux: path sockets
+    # under the grants, places hidden by their names), and lnk-sandbox's own folders, are
+    # judged against the spec here, whatever the mechanism that closes them.
+
+    def names_socket(self, path: str) -> bool:
+        """Whether the spec names the socket at `path` itself: as a grant of its own, or
+        in [network] unix; any other socket in a granted folder is closed (connect() needs
+        no write right, so a read grant would hand the sandbox every agent listening)."""
+        snapshot = self.snapshot
+        return any(g.target == path and not g.is_dir for g in snapshot.visible()) or any(
+            s.target == path for s in snapshot.network.sockets())
+
+    def names_inside(self, place: str) -> bool:
+        """Whether a grant names `place` or something inside it: a place hidden by its
+        name alone (secret_names.py) stays open where the spec opened it."""
+        return any(is_within(g.target, place) for g in self.snapshot.visible() if g.target)
+
+    def cached(self, path: str) -> bool:
+        """Whether `path` is in one of lnk-sandbox's private caches (caches.py): it holds
+        nothing of the person's, so nothing there is hidden."""
+        return any(is_within(path, cache.path) for cache in self.snapshot.caches)
+
+
+def sees(effect: Effect | None) -> bool:
+    """Whether a path under a rule of `effect` is seen: read, written, or kept read-only."""
+    return effect in ("read", "write", "keep")
+
+
+def needed(rule: ViewRule, under: Effect | None) -> bool:
+    """Whether laying `rule` over what decides for its path now (`under`) changes what
+    the sandbox sees: a hide where the sandbox sees the path, a rule keeping it read-only
+    where the sandbox writes it, a grant always (what is laid after it may need it)."""
+    if rule.effect == "hide":
+        return sees(under)
+    if rule.effect == "keep":
+        return under == "write"
+    return True
+
+
+class Laying:
+    """A backend's rules laid one at a time, outer to inner, each after what it narrows,
+    as its mechanism lays them (Linux's mounts: a later mount covers an earlier one at
+    the same path). What decides for a path is what decides in the view: the deepest
+    rule holding it, of one folder the one laid last; so each rule is judged by what is
+    laid before it (`needed`), with the view's one judgement (`grants.deepest`)."""
+
+    def __init__(self, rules: Iterable[ViewRule] = ()) -> None:
+        self.rules: list[ViewRule] = []
+        self._at: list[tuple[str, ViewRule]] = []  # (folder, rule), as deepest takes them
+        self._paths: set[str] = set()
+        for rule in rules:
+            self.lay(rule)
+
+    def lay(self, rule: ViewRule) -> None:
+        self.rules.append(rule)
+        self._at.append((rule.path, rule))
+        self._paths.add(rule.path)
+
+    def has(self, path: str) -> bool:
+        """Whether a rule is laid at `path` itself."""
+        return path in self._paths
+
+    def decides(self, path: str, *, strict: bool = False) -> ViewRule | None:
+        """The rule laid so far that decides for `path`; `strict`: those at `path` itself
+        left out (what holds it)."""
+        if strict and path in self._paths:
+            return deepest(path, ((folder, r) for folder, r in self._at if folder != path))
+        return deepest(path, self._at)
+
+    def access(self, path: str, *, strict: bool = False) -> Effect | None:
+        rule = self.decides(path, strict=strict)
+        return rule.effect if rule is not None else None
+
+    def needs(self, rule: ViewRule) -> bool:
+        """Whether `rule` changes what is laid so far at its path (`needed`)."""
+        return needed(rule, self.access(rule.path))
 
 
 def _deciding(path: str, system: Iterable[str], rules: Iterable[ViewRule], *,

@@ -35,6 +35,7 @@ from ..errors import LaunchError
 from ..grants import Snapshot, is_within, pattern_paths
 from ..home_config import DOT_ENTRIES
 from ..view import View
+from .ops import MountOp
 
 MAX_SHOWN = 512  # entries of home bound back; more refuses the launch
 MAX_EXPANDED = 256  # folders one reopened pattern may name
@@ -131,6 +132,23 @@ def entries_shown(view: View, layout: HomeLayout) -> list[Entry]:
             hint='grant the folders of home the command needs instead (files.read = '
             '["~/src", "~/notes"])')
     return shown
+
+
+def home_mounts(view: View, layout: HomeLayout) -> list[tuple[int, MountOp]]:
+    """Home as a folder of its own, as mounts with their order at one depth (0 opens, 1
+    what is inside): a tmpfs (made read-only last, by the plan), each entry the view
+    shows there bound back (a link made the same link). Each place of code a pattern
+    reopens is bound where it is found (`reopened`). What is under home but not bound is
+    in no mount: nothing is hidden there again, and no placeholder is made for it."""
+    home = layout.home
+    found: list[tuple[int, MountOp]] = [(0, MountOp("tmpfs", home, reason=HOME_FOLDER))]
+    for entry in entries_shown(view, layout):
+        path = os.path.join(home, entry.name)
+        if entry.kind == "link":
+            found.append((1, MountOp("symlink", path, entry.link, SHOWN)))
+        else:
+            found.append((1, MountOp("ro-bind", path, path, SHOWN)))
+    return found
 
 
 def reopened(view: View, layout: HomeLayout | None) -> list[str]:

@@ -2,10 +2,11 @@
 
 `none` and `host` alone need nothing here: bwrap's --unshare-net (none, the default, and
 proxy) leaves the sandbox its own loopback only, and host shares the host's. Then:
-- proxy mode adds to the plan a read-only /etc/resolv.conf naming 127.0.0.1
-  (`with_resolv_conf`), to the environment the proxy variables (`proxy_environment`);
+- proxy mode adds to the plan a read-only /etc/resolv.conf naming 127.0.0.1, made in the
+  run's folder (`NetworkRun.resolv_conf`; run_mounts.py binds it), to the environment the
+  proxy variables (`proxy_environment`);
 - `[network] unix` adds a read-only bind of each named socket at its own path
-  (`with_unix_sockets`), and its variable (SSH_AUTH_SOCK) to the environment;
+  (run_mounts.py), and its variable (SSH_AUTH_SOCK) to the environment;
 - proxy mode, `forward` and `expose` add to the run `NetworkRun`: the netns_helper process
   that joins the sandbox's namespaces and makes the listeners inside (the proxy's, and
   each forwarded port's), which it hands to the supervisor to serve; the inner's go waits
@@ -48,9 +49,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from netns_helper.protocol import (
     DNS_PORT,
@@ -63,21 +62,19 @@ from netns_helper.protocol import (
 )
 
 from ..errors import HelperError, LaunchError
-from ..grants import deepest
-from .plan import LaunchPlan, MountOp, before_remounts
+from .layout import RESOLV_CONF, ResolvConfHost
+from .run_mounts import PLAN_SOURCE
+
+__all__ = ["PLAN_SOURCE", "RESOLV_CONF", "NetworkRun", "ResolvConfHost", "proxy_environment"]
 
 if TYPE_CHECKING:
     from ..events import EventLog
     from ..grants import Snapshot
-    from ..netpolicy import Decide, UnixSocket
+    from ..netpolicy import Decide
     from ..proxy.runfolder import RunFolder
     from ..proxy.upstream import Gate
     from .supervise import Served, Supervision
 
-RESOLV_CONF = "/etc/resolv.conf"
-# Where a plan printed or checked without a run (`lnk sandbox plan`, preflight) says the
-# proxy's resolv.conf comes from: each run makes a folder of its own for it.
-PLAN_SOURCE = "<the run's private folder>/resolv.conf"
 READY_TIMEOUT = 30.0
 
 
@@ -97,64 +94,6 @@ def proxy_environment() -> dict[str, str]:
     from ..netpolicy import proxy_environment as variables
 
     return variables(HTTP_PORT, SOCKS_PORT)
-
-
-class ResolvConfHost(NamedTuple):
-    """Where this host's /etc/resolv.conf leads: `dest` the file a mount must cover (the
-    link's end when it is a link), None when there is none; `exists` whether it is there."""
-
-    dest: str | None
-    exists: bool
-
-    @staticmethod
-    def probe(path: str = RESOLV_CONF) -> ResolvConfHost:
-        if not os.path.lexists(path):
-            return ResolvConfHost(None, False)
-        real = os.path.realpath(path)
-        return ResolvConfHost(real, os.path.exists(real))
-
-
-def with_resolv_conf(plan: LaunchPlan, source: str, host: ResolvConfHost) -> LaunchPlan:
-    """The plan with the proxy's resolv.conf mounted read-only (pure).
-
-    Mounted after every grant and before the closing remount-ro ops, which need the
-    root writable for bwrap to make the mount point.
-    """
-    if host.dest is None:
-        # glibc asks 127.0.0.1 when there is no resolv.conf at all: the helper answers.
-        return before_remounts(plan, (), note="no /etc/resolv.conf on this host: the "
-                               "resolver's default, 127.0.0.1, is the helper")
-    holder = _holder(plan, host.dest)
-    if holder is not None and not host.exists:
-        raise LaunchError(
-            f"{RESOLV_CONF} leads to {host.dest}, which does not exist, in {holder.dest} "
-            f"({holder.reason}), where the sandbox's resolv.conf cannot be put",
-            hint=f"make {host.dest} exist (an empty file will do), or use network mode "
-            '"none" or "host"')
-    reason = "proxy mode: names are asked of the helper on 127.0.0.1"
-    if host.dest != RESOLV_CONF:
-        reason += f" ({RESOLV_CONF} leads here)"
-    return before_remounts(plan, [MountOp("ro-bind", host.dest, source, reason)])
-
-
-def with_unix_sockets(plan: LaunchPlan, sockets: tuple[UnixSocket, ...],
-                      relays: Mapping[str, str] = MappingProxyType({})) -> LaunchPlan:
-    """The plan with each named socket bound read-only at its own path (pure): after
-    every grant and hide, so that none covers it (a socket in a hidden folder such as
-    $XDG_RUNTIME_DIR or ~/.ssh stays reachable), and before the closing remount-ro ops.
-    A socket needs no write right of its mount to be connected to. `relays`: run by
-    root, the socket bound in place of each named one (socket_relay.py), the sandbox's
-    own (idmapped), so that it connects as root's socket would not let it."""
-    # Run by root a named socket is the sandbox's own (idmapped): the person named it.
-    ops = [MountOp("ro-bind", s.target, relays.get(s.target, s.target), f"{s.key}: {s.name}",
-                   idmapped=plan.root_mode or s.target in relays)
-           for s in sockets if s.target is not None]
-    return before_remounts(plan, ops) if ops else plan
-
-
-def _holder(plan: LaunchPlan, path: str) -> MountOp | None:
-    """The deepest bind (ro or not) holding `path`: what a mount there would go into."""
-    return deepest(path, ((op.dest, op) for op in plan.ops if op.kind in ("ro-bind", "bind")))
 
 
 class NetworkRun:

@@ -7,9 +7,7 @@ either."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..capabilities import CheckCache
 from ..environment import build_environment
@@ -22,8 +20,13 @@ from .capabilities import landlock_abi, watch_reads, watch_support
 from .confine import Layers
 from .elf import interpreter_of
 from .inner_program import COMPILED, choose
-from .placement import place
-from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, MountOp, before_remounts, build_plan
+from .placement import confirm_working_directory
+from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, RunMounts, build_plan
+
+# RunMounts (run_mounts.py) is what a run hands plan_for: importable from here too.
+__all__ = ["KeptRun", "RunMounts", "WatchFactory", "allowed_files", "decide_layers",
+           "plan_for", "program_loaders", "refuse_unheld_limits", "sandbox_environment",
+           "watch_receivers"]
 
 if TYPE_CHECKING:
     from .cgroups import RunCgroups
@@ -31,50 +34,23 @@ if TYPE_CHECKING:
     from .watch import ExecWatch, Judge
 
 
-class RunMounts(NamedTuple):
-    """What one run adds to its spec's plan, all known before the plan is built (so
-    that nothing edits the plan after: pinning turns its paths into descriptors, and
-    that is all). `resolv_conf`: the file the proxy's resolv.conf is bound from (proxy
-    mode), the run's own; a plan without a run names a stand-in. `relays`: run by root,
-    the relay bound in place of each named socket. `git`: git's files of the run
-    (gitrun.py). `cwd` and `tmp`: where a harness places the command (placement.py)."""
-
-    resolv_conf: str | None = None
-    relays: Mapping[str, str] = MappingProxyType({})
-    git: tuple[MountOp, ...] = ()
-    cwd: str | None = None
-    tmp: str | None = None
-
-
 def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
              view: View | None = None, inner: str | None = None) -> LaunchPlan:
-    """The plan for this machine: the view rendered as mounts (built once, or `view`,
-    built already for the run), then the run's own mounts, each a stage before the plan
-    is handed on. `inner`: which inner confiner it starts (inner_program.choose)."""
+    """The plan for this machine, built once from every input: the view (built once, or
+    `view`, built already for the run), this host's facts, and the run's own mounts
+    (`run`; none for a plan printed or checked). `inner`: which inner confiner it starts
+    (inner_program.choose). The working directory a harness asks for is then looked for
+    on the host (placement.py): the plan itself is pure."""
     run = run or RunMounts()
     python, prefix = interpreter()
     root_mode = os.geteuid() == 0
     layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode,
                               compiled_inner=(inner or choose()) == COMPILED)
-    plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout,
+    plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout, run,
                       root_mode=root_mode)
-    if snapshot.settings.network_mode == "proxy":
-        from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
-
-        plan = with_resolv_conf(plan, run.resolv_conf or PLAN_SOURCE,
-                                ResolvConfHost.probe())
-    # A named socket that is gone since the snapshot refuses the launch when pinned, but
-    # an optional one is left out, as an optional grant is.
-    sockets = tuple(s for s in snapshot.network.sockets()
-                    if not s.optional or os.path.lexists(s.target or ""))
-    if sockets:
-        from .network import with_unix_sockets
-
-        plan = with_unix_sockets(plan, sockets, run.relays)
-    if run.git:
-        plan = before_remounts(plan, run.git)
-    return place(plan, cwd=run.cwd, tmp=run.tmp,
-                 tmp_size_asked="tmp" in snapshot.run_limits().written)
+    if run.cwd is not None:
+        confirm_working_directory(plan)
+    return plan
 
 
 def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:

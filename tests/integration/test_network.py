@@ -616,6 +616,62 @@ def test_a_socket_inside_a_granted_folder_is_hidden_unless_named(sandbox: Sandbo
     assert (gap in done.stderr) == (landlock_abi() < 9)
 
 
+MOVE_AWAY = r"""
+import errno, os, socket, sys
+print("STARTED", flush=True)
+with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    sock.connect(sys.argv[1])
+    print("connected", flush=True)
+for folder in sys.argv[2:]:
+    try:
+        os.rename(folder, folder + "-moved")
+        os.mkdir(folder)  # where a socket of the sandbox's own would go
+        print(folder, "OK", flush=True)
+    except OSError as err:
+        print(folder, errno.errorcode[err.errno], flush=True)
+"""
+
+
+def test_a_named_socket_in_a_written_folder_cannot_be_moved_away(sandbox: Sandbox) -> None:
+    """A socket [network] unix names inside a folder the sandbox writes is mounted as
+    every mount there is: the folders above it, below the written folder, are mount
+    points (`lnk sandbox plan` shows them), so the sandbox cannot rename the one holding
+    it away and put a socket of its own at that path for the person's tools to reach.
+    Control: a plain folder beside it renames. Outside, after the run, the path is still
+    the person's listening socket."""
+    project = sandbox.project
+    folder, plain = project / "run" / "agent", project / "plain"
+    folder.mkdir(parents=True)
+    plain.mkdir()
+    sandbox.chown()
+    sock = folder / "s.sock"
+    spec = f'[files]\nwrite = ["."]\n[network]\nunix = ["{sock}"]\n'
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(sock))
+        listener.listen(4)
+        os.chmod(sock, 0o777)
+        inode = os.lstat(sock).st_ino
+        shown = sandbox.lnk("plan", "--", "/bin/true", spec=spec)
+        assert shown.returncode == 0, shown.stderr
+        for above in (project / "run", folder):
+            assert (f"bind       {above}    # a mount point, so it cannot be renamed, since "
+                    f"it holds {sock}\n") in shown.stdout
+        done = sandbox.run(PYTHON_INSIDE, "-c", MOVE_AWAY, str(sock), "run", "run/agent",
+                           "plain", spec=spec, cwd=project)
+        assert done.stdout.splitlines() == [
+            "STARTED", "connected", "run EBUSY", "run/agent EBUSY", "plain OK"], done.stderr
+        assert done.returncode == 0, done.stderr
+        # The person's side: the socket is where it was, the daemon's, and answers.
+        assert os.lstat(sock).st_ino == inode
+        assert not (project / "run-moved").exists()
+        assert (project / "plain-moved").is_dir()  # the control moved
+        listener.settimeout(5)
+        listener.accept()[0].close()  # the sandbox's own connect, queued
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(sock))
+            listener.accept()[0].close()
+
+
 def test_a_unix_entry_that_is_no_socket_is_a_spec_error(sandbox: Sandbox) -> None:
     plain = sandbox.base / "plain-file"
     plain.write_text("")

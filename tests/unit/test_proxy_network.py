@@ -24,54 +24,64 @@ from supervisor.linux.network import (
     _read_status_line,
     _startup_error,
     proxy_environment,
-    with_resolv_conf,
 )
-from supervisor.linux.plan import LaunchPlan, MountOp
+from supervisor.linux.plan import LaunchPlan, MountOp, RunMounts, build_plan
 from supervisor.proxy.rules import NetworkLists
 from supervisor.proxy.runfolder import remove_stale
+from support.views import linux_view
 
-ETC = MountOp("ro-bind", "/etc", "/etc", "system folder")
-TMP = MountOp("tmpfs", "/tmp", reason="a fresh /tmp", size=1 << 30)
-PROJECT = MountOp("bind", "/home/u/proj", "/home/u/proj", "files.write: .")
-INNER = MountOp("ro-bind", "/run/lnk-sandbox/inner", "/src/inner", "the inner confiner")
-HIDDEN_RO = MountOp("remount-ro", "/home/u/.lnk", reason="hidden folder")
-ROOT_RO = MountOp("remount-ro", "/", reason="nothing new at the root")
+from .test_plan import CWD, INNER, LATE, LAYOUT, ROOT, settings, snapshot, spec_grant
+
+PROJECT = MountOp("bind", CWD, CWD, "files.write[0]: .")
+HIDDEN = MountOp("tmpfs", f"{CWD}/hidden", reason="files.hide[0]: ./hidden")
+HIDDEN_RO = MountOp("remount-ro", f"{CWD}/hidden", reason="hidden folder")
 REASON = "proxy mode: names are asked of the helper on 127.0.0.1"
 
 
-def _plan(*ops: MountOp) -> LaunchPlan:
-    return LaunchPlan(ops=ops, chdir="/home/u/proj", root_mode=False, share_net=False,
-                      interpreter="/usr/bin/python3")
+RUN = RunMounts(resolv_conf="/r/resolv")
+
+
+def _plan(host: ResolvConfHost, *, network: str = "proxy", run: RunMounts = RUN) -> LaunchPlan:
+    """A project written, a folder in it hidden, and where this host's resolv.conf leads."""
+    snap = snapshot(spec_grant(".", CWD, "write", "files.write[0]"),
+                    spec_grant("./hidden", f"{CWD}/hidden", "hide", "files.hide[0]"),
+                    settings(), network=network)
+    return build_plan(linux_view(snap), LAYOUT._replace(resolv_conf=host), run,
+                      root_mode=False)
 
 
 def test_resolv_conf_is_mounted_before_the_closing_remounts() -> None:
-    plan = with_resolv_conf(_plan(ETC, TMP, PROJECT, INNER, HIDDEN_RO, ROOT_RO), "/r/resolv",
-                            ResolvConfHost("/etc/resolv.conf", True))
-    assert plan.ops == (ETC, TMP, PROJECT, INNER,
+    plan = _plan(ResolvConfHost("/etc/resolv.conf", True))
+    assert plan.ops == (*ROOT, PROJECT, HIDDEN, INNER,
                         MountOp("ro-bind", "/etc/resolv.conf", "/r/resolv", REASON),
-                        HIDDEN_RO, ROOT_RO)
+                        HIDDEN_RO, *LATE)
 
 
 def test_a_linked_resolv_conf_is_mounted_where_the_link_leads() -> None:
     target = "/run/systemd/resolve/stub-resolv.conf"
-    plan = with_resolv_conf(_plan(ETC, ROOT_RO), "/r/resolv", ResolvConfHost(target, False))
-    assert plan.ops == (ETC, MountOp("ro-bind", target, "/r/resolv",
-                                     f"{REASON} (/etc/resolv.conf leads here)"), ROOT_RO)
+    plan = _plan(ResolvConfHost(target, False))
+    assert plan.ops == (*ROOT, PROJECT, HIDDEN, INNER,
+                        MountOp("ro-bind", target, "/r/resolv",
+                                f"{REASON} (/etc/resolv.conf leads here)"), HIDDEN_RO, *LATE)
 
 
 def test_a_link_to_nothing_inside_a_mount_refuses_the_launch() -> None:
     with pytest.raises(LaunchError) as caught:
-        with_resolv_conf(_plan(ETC, ROOT_RO), "/r/resolv",
-                         ResolvConfHost("/etc/resolvconf/run/resolv.conf", False))
+        _plan(ResolvConfHost("/etc/resolvconf/run/resolv.conf", False))
     assert "does not exist" in caught.value.message
     assert caught.value.hint is not None and "network mode" in caught.value.hint
 
 
 def test_no_resolv_conf_on_the_host_leaves_the_resolvers_default() -> None:
-    plan = _plan(ETC, ROOT_RO)
-    changed = with_resolv_conf(plan, "/r/resolv", ResolvConfHost(None, False))
+    plan = _plan(ResolvConfHost(None, False), network="none")
+    changed = _plan(ResolvConfHost(None, False))
     assert changed.ops == plan.ops
     assert len(changed.notes) == 1 and "127.0.0.1" in changed.notes[0]
+
+
+def test_a_plan_without_a_run_names_the_runs_resolv_conf_by_a_stand_in() -> None:
+    plan = _plan(ResolvConfHost("/etc/resolv.conf", True), run=RunMounts())
+    assert MountOp("ro-bind", "/etc/resolv.conf", PLAN_SOURCE, REASON) in plan.ops
 
 
 def test_resolv_conf_host_probe(tmp_path: Path) -> None:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from supervisor.grants import Grant
-from supervisor.linux.plan import HostLayout, MountOp, build_plan
+from supervisor.linux.plan import HostLayout, MountOp, RunMounts, build_plan
 from supervisor.linux.sockets import FoundSockets, bound_here, find
 from supervisor.netpolicy import NetworkRules, UnixSocket
 from support.views import linux_view
 
-from .test_plan import HOME, LAYOUT, snapshot, spec_grant
+from .test_plan import CWD, HOME, INNER, LATE, LAYOUT, ROOT, snapshot, spec_grant
 
 HIDDEN = "a socket in a granted folder, not named in [network] unix: hidden"
 
@@ -148,3 +148,56 @@ def test_unwalked_folders_are_noted() -> None:
                            "sockets": FoundSockets((), (f"{HOME}/big",))})
     plan = build_plan(linux_view(snapshot(READ_HOME)), layout, root_mode=False)
     assert plan.notes and f"{HOME}/big" in plan.notes[0]
+
+
+# -- [network] unix: the run's own mounts, judged as every other mount ----------------------
+
+NAMED = "network.unix"
+
+
+def _named(path: str, index: int) -> UnixSocket:
+    return UnixSocket(path.replace(HOME, "~", 1), False, f"{NAMED}[{index}]", 4, path)
+
+
+def test_a_named_socket_in_a_written_folder_gets_the_anchors_any_mount_there_gets() -> None:
+    """The folders between the written folder and a socket bound inside it are bound onto
+    themselves first (a mount point cannot be renamed): else the sandbox could rename the
+    folder holding the socket away and put a socket of its own at that path, where the
+    person's tools connect. None above a socket in a read grant, a hidden folder, or in no
+    grant: the sandbox renames nothing there."""
+    deep, read, hidden, outside = (f"{CWD}/run/agent/s.sock", f"{CWD}/ro/x/s.sock",
+                                   f"{CWD}/.secret/x/s.sock", "/run/user/1000/s.sock")
+    snap = snapshot(spec_grant(".", CWD, "write", "files.write[0]"),
+                    spec_grant("./ro", f"{CWD}/ro", "read", "files.read[0]"),
+                    spec_grant("./.secret", f"{CWD}/.secret", "hide", "files.hide[0]"))
+    unix = NetworkRules(unix=tuple(_named(p, i) for i, p in enumerate(
+        (deep, read, hidden, outside))))
+    plan = build_plan(linux_view(snap._replace(network=unix)), LAYOUT, root_mode=False)
+    anchor = "a mount point, so it cannot be renamed, since it holds " + deep
+    assert list(plan.ops) == [
+        *ROOT,
+        MountOp("bind", CWD, CWD, "files.write[0]: ."),
+        MountOp("ro-bind", f"{CWD}/ro", f"{CWD}/ro", "files.read[0]: ./ro"),
+        MountOp("tmpfs", f"{CWD}/.secret", reason="files.hide[0]: ./.secret"),
+        MountOp("bind", f"{CWD}/run", f"{CWD}/run", anchor),
+        MountOp("bind", f"{CWD}/run/agent", f"{CWD}/run/agent", anchor),
+        INNER,
+        *(MountOp("ro-bind", p, p, f"{NAMED}[{i}]: {p.replace(HOME, '~', 1)}")
+          for i, p in enumerate((deep, read, hidden, outside))),
+        MountOp("remount-ro", f"{CWD}/.secret", reason="hidden folder"),
+        *LATE,
+    ]
+
+
+def test_a_relayed_socket_is_anchored_where_it_is_bound() -> None:
+    """Run by root the named socket's relay is bound in its place (socket_relay.py): the
+    anchors are where it is bound, whatever it is bound from."""
+    sock = f"{CWD}/run/s.sock"
+    snap = snapshot(spec_grant(".", CWD, "write", "files.write[0]"))._replace(
+        network=NetworkRules(unix=(_named(sock, 0),)))
+    plan = build_plan(linux_view(snap), LAYOUT, RunMounts(relays={sock: "/r/relay.sock"}),
+                      root_mode=True)
+    assert MountOp("bind", f"{CWD}/run", f"{CWD}/run", "a mount point, so it cannot be "
+                   f"renamed, since it holds {sock}", idmapped=True) in plan.ops
+    assert plan.ops.index(MountOp("ro-bind", sock, "/r/relay.sock", f"{NAMED}[0]: "
+                                  "~/proj/run/s.sock", idmapped=True)) == len(plan.ops) - 3
