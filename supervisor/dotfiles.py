@@ -290,11 +290,15 @@ class _Analysis:
         source, and every path their git settings (system and global, and what those
         include) give, as a file or program. git reads these in every repository, and
         the shell at every start."""
-        from .person_settings import sourced_files
+        from .person_settings import shell_sources
 
-        for path, why in sourced_files(self.home):
+        sources = shell_sources(self.home)
+        for path, why in sources.files:
             if path != self.top and _within(path, self.top):
                 self.add(path, "file", f"{why}: it runs in your shell")
+        for path, why in sources.folders:
+            if path != self.top and _within(path, self.top):
+                self.add(path, "folder", f"{why}: what is there may run in your shell")
         self.person_git()
 
     def person_git(self) -> None:

@@ -10,6 +10,7 @@ function at fault. What held stays as a regression test.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 
 import pytest
@@ -148,30 +149,43 @@ SOURCING = {
     "case": 'case "$TERM" in *) . ~/work/team/{name}.sh ;; esac',
     "backslash": "[ -s ~/work/team/{name}.sh ] && \\. ~/work/team/{name}.sh",  # nvm's
     "quoted part": '. ~/"work"/team/{name}.sh',
+    # the class: forms no test above names, each with a random name
+    "variable": 'export T{name}="$HOME/work/team"\n[ -s "$T{name}/{name}.sh" ] && '
+                '. "$T{name}/{name}.sh"',
+    "loop": 'for f in ~/work/team/*.sh; do [ -r "$f" ] && source "$f"; done',
+    "default": '. "${{XDG_{name}:-$HOME/work}}"/team/{name}.sh',
+    "function": "{name}() {{ time -p builtin . ~/work/team/{name}.sh >/dev/null; }}\n"
+                "{name}",
+    "beside": '. ~/work/team/init.sh',  # init.sh sources what lies beside it
+    "unknown": '. ~/work/team/"$(echo {name})".sh',
 }
-_NOT_FOLLOWED = ("person_settings._SOURCE (and _literal) know `.`/`source` after ; & | ( {{ ! "
-                 "or a keyword, and a word quoted whole: `{form}` sources a file in a write "
-                 "grant that stays writable")
 
 
-@pytest.mark.parametrize("form", [
-    "plain",
-    *(pytest.param(form, marks=escaped(_NOT_FOLLOWED.format(form=SOURCING[form])))
-      for form in ("builtin", "command", "case", "backslash", "quoted part")),
-])
+@pytest.mark.parametrize("form", SOURCING)
 def test_what_bashrc_sources_in_any_form_is_read_only(sandbox: Sandbox, form: str) -> None:
-    name = form.replace(" ", "-")
+    """Whatever form the person's ~/.bashrc sources a file of ~/work in, a run writing
+    ~/work cannot change what their next bash runs; where the name is not all literal
+    (a command substitution), the folder it may lead into is read-only whole."""
+    name = "f" + secrets.token_hex(4)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
     (team / f"{name}.sh").write_text("export TEAM=1\n")
+    (team / "init.sh").write_text(f'. "$(dirname "${{BASH_SOURCE[0]}}")/{name}.sh"\n')
     (sandbox.home / ".bashrc").write_text(SOURCING[form].format(name=name) + "\n")
     markers(sandbox)
     sandbox.chown()
     results = plant(sandbox, [("append", f"team/{name}.sh",
-                               f"echo {name} >> {marker(sandbox, name)}\n")],
+                               f"echo {form} >> {marker(sandbox, name)}\n"),
+                              ("write", "notes.txt", "the rest stays writable\n")],
                     cwd=sandbox.home / "work")
+    need(results["write notes.txt"] == "OK", results)
     _bash(sandbox)
     assert ran(sandbox) == [], results
+    # the control: the same append made on the host runs in the person's bash
+    with open(team / f"{name}.sh", "a") as planted:
+        planted.write(f"echo {form} >> {marker(sandbox, name)}\n")
+    _bash(sandbox)
+    assert ran(sandbox) == [name]
 
 
 # -- a repository below the top that the launch walk is kept from finding --------------------
