@@ -283,34 +283,50 @@ def test_a_venvs_activation_cannot_be_moved_aside(sandbox: Sandbox) -> None:
 
 # -- what python reads from the folder it starts in ------------------------------------------
 
-@pytest.mark.parametrize("tool", [
-    pytest.param("repl", marks=escaped(
-        "python's interactive start imports readline (site.register_readline) with the "
-        "working directory first on sys.path: a readline.py the sandbox writes at the top "
-        "runs when the person types `python3` there; nothing holds it")),
-    pytest.param("pdb", marks=escaped(
-        "pdb reads ./.pdbrc from the working directory and runs its lines: a dot file at "
-        "the top no table (runs_as_you.AGENT_SETTINGS, 'Files loaded from the top') "
-        "holds")),
-])
+PYTHON_PLANTS = {  # what is planted at the top, and whether the person had one there
+    "repl": ("readline.py", False),
+    "repl rlcompleter": ("rlcompleter.py", False),
+    "repl there before": ("readline.py", True),
+    "repl package there before": ("rlcompleter/__init__.py", True),
+    "pdb": (".pdbrc", False),
+    "pdb there before": (".pdbrc", True),
+}
+
+
+@pytest.mark.parametrize("tool", PYTHON_PLANTS)
 def test_python_started_in_a_written_folder_runs_nothing_planted(sandbox: Sandbox,
                                                                  tool: str) -> None:
+    """`python3` typed in the folder imports readline and rlcompleter (site's
+    interactive hook) with the folder first on sys.path; `python3 -m pdb` runs
+    ./.pdbrc. What a run plants under those names runs nothing; the control plants
+    the same outside a sandbox and sees it run."""
     script = sandbox.base / "tool.py"  # the person's own script, outside the project
     script.write_text("print('the person\\'s tool')\n")
+    name, before = PYTHON_PLANTS[tool]
+    if before:
+        (sandbox.project / name).parent.mkdir(exist_ok=True)
+        (sandbox.project / name).write_text("\n" if name == ".pdbrc" else "import os\n")
     markers(sandbox)
     sandbox.chown()
-    code = f"open({marker(sandbox, tool)!r}, 'a').write('ran\\n')\n"
-    name = "readline.py" if tool == "repl" else ".pdbrc"
-    body = code if tool == "repl" else f"import os; {code}"
+    code = f"open({marker(sandbox, tool.replace(' ', '-'))!r}, 'a').write('ran\\n')\n"
+    body = code if name.endswith(".py") else f"import os; {code}"
     results = plant(sandbox, [("write", name, body)])
-    need(results == {f"write {name}": "OK"}, results)
-    if tool == "repl":
-        done = host(sandbox, "python3", "-i", cwd=sandbox.project, stdin=subprocess.DEVNULL)
-    else:
-        done = host(sandbox, "python3", "-m", "pdb", "-c", "continue", "-c", "quit",
-                    str(script), cwd=sandbox.project)
-    need(done.returncode == 0, f"the person's python failed: {done.stderr}")
-    assert ran(sandbox) == []
+
+    def person() -> None:
+        if tool.startswith("repl"):
+            done = host(sandbox, "python3", "-i", cwd=sandbox.project,
+                        stdin=subprocess.DEVNULL)
+        else:
+            done = host(sandbox, "python3", "-m", "pdb", "-c", "continue", "-c", "quit",
+                        str(script), cwd=sandbox.project)
+        need(done.returncode == 0, f"the person's python failed: {done.stderr}")
+
+    person()
+    assert ran(sandbox) == [], results
+    (sandbox.project / name).unlink(missing_ok=True)  # the control: made outside
+    (sandbox.project / name).write_text(body)
+    person()
+    assert ran(sandbox) == [tool.replace(" ", "-")]
 
 
 # -- what the person's other tools' own settings name ----------------------------------------
