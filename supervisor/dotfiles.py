@@ -305,6 +305,11 @@ class _Analysis:
         for path, why in sources.folders:
             if path != self.top and _within(path, self.top):
                 self.add(path, "folder", f"{why}: what is there may run in your shell")
+        from .tool_settings import tool_paths
+
+        for path, why, kind in tool_paths(self.home):
+            if path != self.top and _within(path, self.top):
+                self.add(path, "folder" if kind == "folder" else "file", why)
         self.person_git()
 
     def person_git(self) -> None:

@@ -320,53 +320,75 @@ def test_python_started_in_a_written_folder_runs_nothing_planted(sandbox: Sandbo
 
 # -- what the person's other tools' own settings name ----------------------------------------
 
-_OTHER_TOOLS = ("person_settings follows the shells' and git's settings only: {what} names "
-                "a file in a write grant, which stays writable, and the person's {tool} runs "
-                "what the sandbox wrote there")
+# (settings file, its text naming the team's file, the team's file, what is appended)
+OTHER_TOOLS = {
+    "git": (".gitconfig", "[include]\n\tpath = {shared}\n", "team.gitconfig",
+            "[core]\n\tfsmonitor = {monitor}\n"),
+    "nvim source": (".config/nvim/init.vim", "source {shared}\n", "{name}.vim",
+                    "call writefile(['ran'], '{marker}')\n"),
+    "nvim so home": (".config/nvim/init.vim", "so $HOME/work/team/{name}.vim\n",
+                     "{name}.vim", "call writefile(['ran'], '{marker}')\n"),
+    "nvim dofile": (".config/nvim/init.lua",
+                    'dofile(vim.fn.expand("~/work/team/{name}.lua"))\n', "{name}.lua",
+                    "vim.fn.writefile({{'ran'}}, '{marker}')\n"),
+    "ssh": (".ssh/config", "Include {shared}\n", "ssh.conf",
+            "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n"),
+    "ssh glob": (".ssh/config", "Include ~/work/team/*.conf\n", "{name}.conf",
+                 "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n"),
+    "ssh match exec": (".ssh/config", 'Match exec "~/work/team/{name}.sh"\n  Port 22\n',
+                       "{name}.sh", "echo ssh >> {marker}\n"),
+}
 
 
-@pytest.mark.parametrize("tool", [
-    "git",
-    pytest.param("nvim", marks=escaped(_OTHER_TOOLS.format(
-        what="~/.config/nvim/init.vim's `source` of a team's file", tool="nvim"))),
-    pytest.param("ssh", marks=escaped(_OTHER_TOOLS.format(
-        what="~/.ssh/config's `Include` (its ProxyCommand)", tool="ssh"))),
-])
+@pytest.mark.parametrize("tool", OTHER_TOOLS)
 def test_what_the_persons_tools_settings_include_is_read_only(sandbox: Sandbox,
                                                               tool: str) -> None:
     """The person's own settings naming a team's shared file in ~/work: git's
-    include.path (held: the control that the rule exists), nvim's `source`, ssh's
-    `Include`. The sandbox writes ~/work; the person starts the tool."""
+    include.path, nvim's `source`/`so`/lua `dofile`, ssh's `Include` (a file, a glob)
+    and `Match exec`. The sandbox writes ~/work; the person starts the tool, which runs
+    nothing planted; the control appends the same on the host and sees it run."""
+    name = "t" + secrets.token_hex(3)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
-    shared = team / {"git": "team.gitconfig", "nvim": "team.vim", "ssh": "ssh.conf"}[tool]
-    shared.write_text('" the settings of the team\n' if tool == "nvim" else
+    settings, naming, shared_name, text = OTHER_TOOLS[tool]
+    shared = team / shared_name.format(name=name)
+    shared.write_text('" the settings of the team\n' if ".vim" in shared.name else
+                      "-- the team\n" if ".lua" in shared.name else
+                      "#!/bin/sh\n" if shared.suffix == ".sh" else
                       "# the settings of the team\n")
+    shared.chmod(0o755)
     monitor = sandbox.base / "monitor.sh"  # a program of the attacker's, outside the grant
     monitor.write_text(payload(sandbox, "git"))
     monitor.chmod(0o755)
-    if tool == "git":
-        (sandbox.home / ".gitconfig").write_text(f"[include]\n\tpath = {shared}\n")
-        text = f"[core]\n\tfsmonitor = {monitor}\n"
-    elif tool == "nvim":
-        (sandbox.home / ".config" / "nvim").mkdir(parents=True)
-        (sandbox.home / ".config" / "nvim" / "init.vim").write_text(f"source {shared}\n")
-        text = f"call writefile(['ran'], '{marker(sandbox, 'nvim')}')\n"
-    else:
-        (sandbox.home / ".ssh").mkdir(mode=0o700)
-        (sandbox.home / ".ssh" / "config").write_text(f"Include {shared}\n")
-        (sandbox.home / ".ssh" / "config").chmod(0o600)
-        text = f"Host *\n  ProxyCommand sh -c 'echo ssh >> {marker(sandbox, 'ssh')}'\n"
+    where = sandbox.home / settings
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(naming.format(shared=shared, name=name))
+    if tool.startswith("ssh"):
+        where.parent.chmod(0o700)
+        where.chmod(0o600)
     markers(sandbox)
     sandbox.chown()
-    results = plant(sandbox, [("append", f"team/{shared.name}", text)],
+    label = "git" if tool == "git" else tool.split(maxsplit=1)[0]
+    appended = text.format(monitor=monitor, marker=marker(sandbox, label))
+    results = plant(sandbox, [("append", f"team/{shared.name}", appended)],
                     cwd=sandbox.home / "work")
-    if tool == "git":
-        git_elsewhere(sandbox)
-    elif tool == "nvim":
-        done = host(sandbox, "nvim", "--headless", "+qa")
-        need(done.returncode == 0, done.stderr)
-    else:  # ssh reads the passwd entry's home: the config is named as the person's is
-        host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
-             "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
+
+    def person(again: bool = False) -> None:
+        if tool == "git":
+            if again:  # its status runs the fsmonitor
+                person_git(sandbox, sandbox.base / "elsewhere", "status")
+            else:
+                git_elsewhere(sandbox)
+        elif tool.startswith("nvim"):
+            done = host(sandbox, "nvim", "--headless", "+qa")
+            need(done.returncode == 0, done.stderr)
+        else:  # ssh reads the passwd entry's home: the config is named as the person's is
+            host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
+                 "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
+
+    person()
     assert ran(sandbox) == [], results
+    with open(shared, "a") as planted:  # the control: the same, written outside
+        planted.write(appended)
+    person(again=True)
+    assert ran(sandbox) == [label]
