@@ -15,14 +15,23 @@ analysis (dotfiles.py) holds like the top's:
 - a folder holding `HEAD` (a file), `objects/` and `refs/`: a bare git repository (git's
   own test, setup.c is_git_directory); pushing to it runs its hooks as the person;
 - a folder holding `pyvenv.cfg`: a virtual environment (PEP 405, the file Python itself
-  looks for). Not walked: its packages are thousands of folders, and what matters is
-  its activation scripts.
+  looks for). Its packages (`lib`, `lib64`, `Lib`: thousands of folders) are not walked;
+  the rest of it is, so a `pyvenv.cfg` a run leaves above the person's repository
+  hides nothing below it.
 
 The walk lists at most MAX_FOLDERS folders (breadth first, so the nearest first: depth
-is bounded by the same count), then stops and says where
-(`unwalked`): what it did not list is not held, and `describe`, and so the question
-asked before a spec runs, names it. Listing a folder costs one getdents; an entry's
-kind comes from the listing itself (d_type), so most entries cost nothing more.
+is bounded by the same count), then stops and says where (`unwalked`), as it says each
+folder it could not list (a folder a run made searchable but not listable, chmod 311,
+which git still passes through). What it did not list is not held by this walk, and
+`describe`, and so the question asked before a spec runs, names it. Listing a folder
+costs one getdents; an entry's kind comes from the listing itself (d_type), so most
+entries cost nothing more.
+
+What a walk finds is remembered per written folder (`Memory`, in `$LNK_HOME`, which no
+sandbox sees): what was the person's at one launch stays theirs, so each later run
+holds every remembered checkout, bare repository and environment that is still there,
+whatever the walk finds now. A run cannot hide what an earlier launch found, with more
+folders, a mark or a mode.
 """
 
 from __future__ import annotations
@@ -31,14 +40,19 @@ import os
 from collections import deque
 from typing import NamedTuple
 
+from .host_walk import lstat_kind
+
 MAX_FOLDERS = 256
 VENV_MARK = "pyvenv.cfg"
+VENV_PACKAGES = frozenset(("lib", "lib64", "Lib"))  # a venv's packages: not walked
+MAX_REMEMBERED = 4096  # what one written folder's memory keeps, at most
 
 
 class Below(NamedTuple):
     """`checkouts`: (folder, metadata name) of each checkout below the top; `bare`: each
     bare git repository; `venvs`: each virtual environment (the top's own included);
-    `unwalked`: the folders the walk did not list, its bound reached, sorted."""
+    `unwalked`: the folders the walk did not list (its bound reached, or one it could
+    not list), sorted."""
 
     checkouts: tuple[tuple[str, str], ...] = ()
     bare: tuple[str, ...] = ()
@@ -77,32 +91,34 @@ def walk(top: str, names: frozenset[str], *, max_folders: int = MAX_FOLDERS) -> 
     bare: list[str] = []
     venvs: list[str] = []
     queue: deque[str] = deque([top])
+    unlisted: list[str] = []
     listed = 0
     while queue and listed < max_folders:
         folder = queue.popleft()
         entries = _listing(folder)
         listed += 1
         if entries is None:
+            unlisted.append(folder)
             continue
+        skip = set()
         if entries.get(VENV_MARK) == "file":
             venvs.append(folder)
-            continue
+            skip = set(VENV_PACKAGES)
         if folder != top and entries.get("HEAD") == "file" and \
                 entries.get("objects") == "folder" and entries.get("refs") == "folder":
             bare.append(folder)
             continue
-        skip = set()
         if folder != top:
             for name in sorted(names):
                 if entries.get(name) in ("folder", "file", "link"):  # a link: refused
                     checkouts.append((folder, name))
                     skip.add(name)
         else:
-            skip = set(names)
+            skip |= set(names)
         for name in sorted(entries):
             if entries[name] == "folder" and name not in skip:
                 queue.append(os.path.join(folder, name))
-    unwalked = tuple(sorted(queue))
+    unwalked = tuple(sorted((*queue, *unlisted)))
     return Below(tuple(checkouts), tuple(bare), tuple(venvs), unwalked)
 
 
@@ -116,3 +132,67 @@ def activation_scripts(venv: str) -> list[str]:
         found += [os.path.join(venv, folder, name) for name in sorted(entries)
                   if name.startswith("activate") and entries[name] in ("file", "link")]
     return found
+
+
+# -- what earlier launches found ---------------------------------------------------------------
+
+def found_items(below: Below) -> tuple[tuple[str, str], ...]:
+    """What a walk found, as the memory keeps it: (folder, what), `what` a checkout's
+    metadata name, "bare" or "venv"."""
+    return (*((folder, name) for folder, name in below.checkouts),
+            *((folder, "bare") for folder in below.bare),
+            *((folder, "venv") for folder in below.venvs))
+
+
+def with_remembered(below: Below, top: str, remembered: tuple[tuple[str, str], ...]
+                    ) -> Below:
+    """`below` with each remembered item below `top` that is still there, as the walk
+    would have found it (its metadata, HEAD, or pyvenv.cfg present, no link looked
+    through here: a link on the way is refused where it is held)."""
+    checkouts, bare, venvs = list(below.checkouts), list(below.bare), list(below.venvs)
+    for folder, what in remembered:
+        if not folder.startswith(top + "/"):
+            continue
+        if what == "venv":
+            if folder not in venvs and lstat_kind(os.path.join(folder, VENV_MARK)) == "file":
+                venvs.append(folder)
+        elif what == "bare":
+            if folder not in bare and lstat_kind(os.path.join(folder, "HEAD")) == "file":
+                bare.append(folder)
+        elif (folder, what) not in checkouts and lstat_kind(
+                os.path.join(folder, what)) != "missing":
+            checkouts.append((folder, what))
+    return Below(tuple(checkouts), tuple(bare), tuple(venvs), below.unwalked)
+
+
+def memory_name(top: str) -> str:
+    """Where `$LNK_HOME` keeps what the walks of the written folder `top` found: named by
+    FNV-1a of the path, 64 bits twice (hashlib is not imported at a default start, by
+    test_start_path.py); the file names its folder, and is read only for it."""
+    digest = ""
+    for basis in (0xCBF29CE484222325, 0x84222325CBF29CE4):
+        value = basis
+        for byte in top.encode("utf-8", "surrogateescape"):
+            value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+        digest += f"{value:016x}"
+    return "below/" + digest
+
+
+def parse_memory(data: bytes | None, top: str) -> tuple[tuple[str, str], ...]:
+    """The remembered items of `top` (none for what cannot be read as written)."""
+    import json
+
+    try:
+        kept = json.loads(data or b"{}")
+        if kept.get("top") != top:
+            return ()
+        return tuple((str(f), str(w)) for f, w in kept.get("found", []))[:MAX_REMEMBERED]
+    except (ValueError, TypeError, AttributeError):
+        return ()
+
+
+def memory_data(top: str, items: tuple[tuple[str, str], ...]) -> bytes:
+    import json
+
+    return json.dumps({"top": top, "found": [list(i) for i in items[:MAX_REMEMBERED]]},
+                      indent=0).encode()

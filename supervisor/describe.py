@@ -141,8 +141,9 @@ def _unwalked(view: View) -> list[Described]:
     for grant in written_tops(view.snapshot):
         dots = view.dot_files.get(grant.target or "")
         if dots is not None and dots.unwalked:
-            add(dots.unwalked, f"not walked below {grant.name} (its bound reached): a "
-                "repository or virtual environment there is not held")
+            add(dots.unwalked, f"not walked below {grant.name} (its bound reached, or "
+                "a folder it could not list): a repository or virtual environment there "
+                "is not held, unless an earlier launch found it")
     if written_tops(view.snapshot):
         add(home_links(view.snapshot.home).unwalked, "not walked in home (its bound "
             "reached): a link there into a written folder does not keep its target "
@@ -232,8 +233,9 @@ def render(description: Description) -> str:
     if d.opened:
         section("opened by the spec inside written folders", d.opened, "")
     if d.unwalked:
-        section("not looked at (the walks at launch stopped at their bound; name a deeper "
-                "folder in files.write to look there)", d.unwalked, "")
+        section("not looked at (the walks at launch stopped at their bound or could not "
+                "list a folder; name a deeper folder in files.write to look there)",
+                d.unwalked, "")
     if d.caches:
         section("private caches (lnk-sandbox's own, kept across runs; yours are not opened)",
                 d.caches, "")

@@ -160,6 +160,9 @@ class DotFiles(NamedTuple):
     top: str
     protected: tuple[Protected, ...]
     unwalked: tuple[str, ...] = ()  # folders below the top the launch walk did not list
+    # what below the top was the person's at this launch or a remembered one, for
+    # $LNK_HOME to remember (below_top.found_items)
+    below: tuple[tuple[str, str], ...] = ()
 
 
 # --- paths --------------------------------------------------------------------------------
@@ -207,8 +210,11 @@ class _Repository(NamedTuple):
 
 class _Analysis:
     def __init__(self, top: str, home: str, *, commit: bool = False,
-                 places: tuple[Place, ...] | None = None, written: tuple[str, ...] = ()):
+                 places: tuple[Place, ...] | None = None, written: tuple[str, ...] = (),
+                 remembered: tuple[tuple[str, str], ...] = ()):
         self.top = top
+        self.remembered = remembered
+        self.below_found: tuple[tuple[str, str], ...] = ()
         self.home = home
         self.commit = commit
         self.places = places
@@ -262,7 +268,7 @@ class _Analysis:
             self.submodules(repository, sha256, depth=0)
         self.person_settings()
         unwalked = self.below()
-        return DotFiles(self.top, tuple(self.found.values()), unwalked)
+        return DotFiles(self.top, tuple(self.found.values()), unwalked, self.below_found)
 
     # -- what the person's own settings name, and what is theirs below the top -------------
 
@@ -290,11 +296,20 @@ class _Analysis:
         source, and every path their git settings (system and global, and what those
         include) give, as a file or program. git reads these in every repository, and
         the shell at every start."""
-        from .person_settings import sourced_files
+        from .person_settings import shell_sources
 
-        for path, why in sourced_files(self.home):
+        sources = shell_sources(self.home)
+        for path, why in sources.files:
             if path != self.top and _within(path, self.top):
                 self.add(path, "file", f"{why}: it runs in your shell")
+        for path, why in sources.folders:
+            if path != self.top and _within(path, self.top):
+                self.add(path, "folder", f"{why}: what is there may run in your shell")
+        from .tool_settings import tool_paths
+
+        for path, why, kind in tool_paths(self.home):
+            if path != self.top and _within(path, self.top):
+                self.add(path, "folder" if kind == "folder" else "file", why)
         self.person_git()
 
     def person_git(self) -> None:
@@ -353,11 +368,12 @@ class _Analysis:
         folder the sandbox makes holds below), each bare repository's settings and
         hooks, each virtual environment's activation scripts. The folders the walk did
         not list, for `describe`."""
-        from .below_top import activation_scripts, walk
+        from .below_top import activation_scripts, found_items, walk, with_remembered
         from .runs_as_you import AGENT_SETTINGS, VCS_METADATA
 
         names = frozenset((".git", *(vcs.name for vcs in VCS_METADATA)))
-        found = walk(self.top, names)
+        found = with_remembered(walk(self.top, names), self.top, self.remembered)
+        self.below_found = found_items(found)
         commit, self.commit = self.commit, False  # files.commit is for the top's only
         for worktree, name in found.checkouts:
             label = f"the repository {self.shown(worktree)} (there at launch): "
@@ -859,7 +875,8 @@ def _empty_folder(path: str) -> bool:
 
 def analyze(top: str, *, home: str, commit: bool = False,
             places: tuple[Place, ...] | None = None,
-            written: tuple[str, ...] = ()) -> DotFiles:
+            written: tuple[str, ...] = (),
+            remembered: tuple[tuple[str, str], ...] = ()) -> DotFiles:
     """The dot files at the top of the write grant `top` (resolved, no links in it).
 
     `home` expands `~/` in git's settings. `commit` (files.commit): the repository's
@@ -867,8 +884,9 @@ def analyze(top: str, *, home: str, commit: bool = False,
     `places`: home_places.home_places(home), when the caller has it for every grant.
     `written`: every path the sandbox writes (Snapshot.written): where one lies in the
     top's `.git` the sandbox could change, the top is kept from becoming a bare
-    repository all the same. Reads files only; never raises for what it finds (a file
-    it cannot read protects what its name alone says).
+    repository all the same. `remembered`: what earlier launches found below the top
+    (below_top.with_remembered), held where it is still there. Reads files only; never
+    raises for what it finds (a file it cannot read protects what its name alone says).
     """
     return _Analysis(os.path.normpath(top), home, commit=commit, places=places,
-                     written=written).run()
+                     written=written, remembered=remembered).run()

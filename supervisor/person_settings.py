@@ -11,11 +11,15 @@ written folder read-only.
 
 Facts this follows:
 - bash, zsh, ksh and dash read the startup files listed in SHELL_STARTUP (their manuals'
-  FILES sections); `.` and `source` run a file in the shell itself; only a literal path
-  is followed (`~`, `$HOME` and `${HOME}` expanded; a name with another variable, a
-  glob or a command substitution is a stated gap), relative names from home, where a
-  login shell starts; each sourced file is read for what it sources, at most
+  FILES sections); `.` and `source` run a file in the shell itself, found in any form
+  the shell takes by reading the text as it does (shell_words.py); a variable takes
+  what the files assign it, else the environment's value; relative names from home,
+  where a login shell starts; each sourced file is read for what it sources, at most
   MAX_SOURCED files in all;
+- fail closed: a name that stays not all literal (a command substitution, a variable
+  with no value found, a glob) names the folder it cannot leave, the folder its literal
+  part ends in, or the sourcing file's own where it starts unknown (`"$(dirname
+  "$0")/lib.sh"`): held whole inside a write grant (docs/runs-as-you.md, section 7);
 - readline reads `$INPUTRC`, else `~/.inputrc`, else `/etc/inputrc`, and `$include`
   names more files (readline's manual, "Conditional Init Constructs");
 - a git value names a path where it is one: absolute, or `~/` (git's own expansion of
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import NamedTuple
 
 from .host_walk import read_small
 
@@ -44,34 +49,30 @@ READLINE_STARTUP = ("~/.inputrc", "/etc/inputrc")
 MAX_SOURCED = 200
 _READ_LIMIT = 1 << 20
 
-# `.` or `source` at a command's start: a line's start, after ; & | ( { ! or a keyword.
-_SOURCE = re.compile(
-    r"""(?:^|[;&|({!]|\bthen\b|\bdo\b|\belse\b)[ \t]*(?:\.|source)[ \t]+"""
-    r"""("[^"\n]*"|'[^'\n]*'|[^\s;&|)]+)""", re.MULTILINE)
 _INCLUDE = re.compile(r"^[ \t]*\$include[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
+MAX_FOLDER_FILES = 64  # files read in one folder a pattern sources from (`~/.bashrc.d/*`)
 
 
-def _literal(word: str, home: str, relative_to: str) -> str | None:
-    """A sourced name as the shell opens it, or None where it is not a literal path."""
-    if word[:1] in "\"'" and word[-1:] == word[:1]:
-        quote, word = word[0], word[1:-1]
-        if quote == '"' and "`" in word:
-            return None
-    for variable in ("${HOME}", "$HOME"):
-        if word == variable or word.startswith(variable + "/"):
-            word = home + word[len(variable):]
-    if word == "~" or word.startswith("~/"):
-        word = home + word[1:]
-    if not word or any(c in word for c in "$`*?[") or word.startswith("~"):
-        return None
-    return os.path.normpath(os.path.join(relative_to, word))
+class Sources(NamedTuple):
+    """What the person's shells and readline read at their start: `files`, each file
+    (path, what names it), the startup files themselves first; `folders`, each folder a
+    name that is not all literal may source from (path, what names it)."""
+
+    files: list[tuple[str, str]]
+    folders: list[tuple[str, str]]
 
 
 def sourced_files(home: str, environ: dict[str, str] | None = None
                   ) -> list[tuple[str, str]]:
+    """The files of shell_sources()."""
+    return shell_sources(home, environ).files
+
+
+def shell_sources(home: str, environ: dict[str, str] | None = None) -> Sources:
     """Each file the person's shells and readline read at their start, followed through
-    what they source (`.`, `source`, `$include`): (path, what names it), the startup
-    files themselves first. Read, never run; a file that cannot be read names nothing."""
+    what they source (`.`, `source`, `$include`), and each folder a sourced name that is
+    not all literal leaves open. Read, never run; a file that cannot be read names
+    nothing."""
     env = os.environ if environ is None else environ
     starts: list[tuple[str, str]] = []
     zdotdir = env.get("ZDOTDIR", "")
@@ -88,6 +89,8 @@ def sourced_files(home: str, environ: dict[str, str] | None = None
         path = home + name[1:] if name.startswith("~") else name
         starts.append((path, "readline's startup file"))
     found: dict[str, str] = {}
+    folders: dict[str, str] = {}
+    variables: dict[str, list[str]] = {}
     pending = list(starts)
     while pending and len(found) < MAX_SOURCED:
         path, why = pending.pop(0)
@@ -99,26 +102,74 @@ def sourced_files(home: str, environ: dict[str, str] | None = None
         if data is None:
             continue
         shown = "~" + path[len(home):] if path.startswith(home + "/") else path
-        readline = why.startswith("readline") or "inputrc" in os.path.basename(path)
-        for named in _named(data.decode("utf-8", "surrogateescape"), home, readline):
-            pending.append((named, f"sourced by {shown}"))
-    return list(found.items())
+        text = data.decode("utf-8", "surrogateescape")
+        if why.startswith("readline") or "inputrc" in os.path.basename(path):
+            for match in _INCLUDE.finditer(text):
+                named = _included(match.group(1), home)
+                if named is not None:
+                    pending.append((named, f"included by {shown}"))
+            continue
+        for named, kind in _sourced(text, path, home, env, variables):
+            if kind == "file":
+                pending.append((named, f"sourced by {shown}"))
+                continue
+            folders.setdefault(named, f"a name {shown} sources that is not all literal "
+                               "may lead into this folder")
+            if kind == "folder" and named not in (home, "/"):
+                pending += [(f, f"sourced from a folder by {shown}") for f in
+                            _folder_files(named)]
+    return Sources(list(found.items()), list(folders.items()))
 
 
-def _named(text: str, home: str, readline: bool) -> list[str]:
-    """The literal paths `text` sources (one pass of the pattern over the whole text,
-    in C: a line-by-line loop cost milliseconds on Debian's bash_completion); a match in
-    a comment is left out."""
-    named = []
-    for match in (_INCLUDE if readline else _SOURCE).finditer(text):
-        start = text.rfind("\n", 0, match.start()) + 1
-        before = text[start:match.start(1)]
-        if "#" in before and not readline:
-            continue  # in a comment (or after a `#` in a word: finding less is a gap)
-        path = _literal(match.group(1), home, home)
-        if path is not None:
-            named.append(path)
+def _included(word: str, home: str) -> str | None:
+    """A readline `$include`'s file (`~/` expanded), or None."""
+    if word == "~" or word.startswith("~/"):
+        word = home + word[1:]
+    return os.path.normpath(os.path.join(home, word)) if word else None
+
+
+def _sourced(text: str, path: str, home: str, environ: dict[str, str] | os._Environ[str],
+             variables: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """What the script `text` (the file `path`) sources: (PATH, "file"); where a name
+    is not all literal, (the folder its literal part ends in, "folder"), or where it
+    starts with what is not known (`"$(dirname "$0")/lib.sh"`, a variable with no
+    value found), (the folder of `path` itself, "beside")."""
+    from .shell_words import MAX_CANDIDATES, UNKNOWN, commands, values
+
+    script = commands(text)
+    for name, word in script.assigned:
+        made = values(word.parts, variables, environ, home)
+        variables[name] = list(dict.fromkeys(variables.get(name, []) + made))[
+            :MAX_CANDIDATES]
+    for name, words in script.loops:
+        made = [v for w in words for v in values(w.parts, variables, environ, home)]
+        variables[name] = list(dict.fromkeys(variables.get(name, []) + made))[
+            :MAX_CANDIDATES]
+    named: list[tuple[str, str]] = []
+    for word in script.sourced:
+        for value in values(word.parts, variables, environ, home):
+            if UNKNOWN not in value:
+                if value:
+                    named.append((os.path.normpath(os.path.join(home, value)), "file"))
+                continue
+            prefix = value[:value.index(UNKNOWN)]
+            if not prefix:
+                named.append((os.path.dirname(path), "beside"))
+            else:
+                folder = os.path.join(home, prefix)
+                named.append((os.path.normpath(folder[:folder.rfind("/") + 1]), "folder"))
     return named
+
+
+def _folder_files(folder: str) -> list[str]:
+    """The regular files in `folder` a pattern may source, read for what they source
+    in turn (at most MAX_FOLDER_FILES)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(e.path for e in entries if e.is_file(follow_symlinks=False)
+                          )[:MAX_FOLDER_FILES]
+    except OSError:
+        return []
 
 
 # git keys whose value names work, not settings: a repository trusted or kept, a remote's

@@ -105,6 +105,15 @@ _MISE_FILES = ("mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml",
 _OPENCODE = ("opencode", "~/.config/opencode", "~/.local/share/opencode",
              "~/.local/state/opencode", "~/.cache/opencode", "~/.opencode")
 
+_PDB = "https://docs.python.org/3/library/pdb.html#debugger-commands"
+_PYTHON_SITE = "https://docs.python.org/3/library/site.html#rlcompleter-config"
+# The two modules site's interactive hook (site.register_readline) imports by name,
+# every Python 3, and the forms the import system finds one in from the working
+# directory: source, bytecode, an extension module (glob: any ABI tag), a package.
+_PYTHON_HOOK = ("readline", "rlcompleter")
+_PYTHON_FORMS: tuple[tuple[str, Kind], ...] = (
+    (".py", "file"), (".pyc", "file"), (".*so", "file"), ("", "folder"))
+
 AGENT_SETTINGS: tuple[AgentSetting, ...] = (
     AgentSetting(
         ".claude", "folder", "Claude Code",
@@ -236,6 +245,18 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
         "https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference",
         True,
     ),
+    AgentSetting(
+        ".pdbrc", "file", "pdb (python3 -m pdb, breakpoint())",
+        "read from the working directory at the debugger's start and run line by line "
+        "as debugger commands, `!` Python statements and `alias` included",
+        _PDB, True,
+    ),
+    *(AgentSetting(
+        f"{module}{form}", kind, "python3",
+        f"its interactive start (site's readline hook) imports {module} with the "
+        "working directory first on sys.path: this file runs when you type `python3` "
+        "in the folder", _PYTHON_SITE, form == ".py", found_by=("python3", "python"),
+    ) for module in _PYTHON_HOOK for form, kind in _PYTHON_FORMS),
     AgentSetting(
         "*.code-workspace", "file", "VS Code and its forks",
         "its settings, tasks and launch configurations apply when the workspace file is "

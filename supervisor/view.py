@@ -241,10 +241,37 @@ def dot_files_of(snapshot: Snapshot, *, opened_too: bool = False) -> dict[str, D
     found: dict[str, DotFiles] = {}
     for grant in tops:
         assert grant.target is not None
-        found[grant.target] = analyze(grant.target, home=snapshot.home,
-                                      commit=grant.commit and not grant.dot_files_writable,
-                                      places=places, written=written)
+        remembered = _remembered(snapshot.lnk_home, grant.target)
+        found[grant.target] = dots = analyze(
+            grant.target, home=snapshot.home,
+            commit=grant.commit and not grant.dot_files_writable, places=places,
+            written=written, remembered=remembered)
+        if dots.below and set(dots.below) != set(remembered):
+            _remember(snapshot.lnk_home, grant.target, dots.below)
     return found
+
+
+def _remembered(lnk_home: str, top: str) -> tuple[tuple[str, str], ...]:
+    """What earlier launches found below the written folder `top` ($LNK_HOME/below)."""
+    from . import state
+    from .below_top import memory_name, parse_memory
+
+    try:
+        return parse_memory(state.read(lnk_home, memory_name(top), limit=1 << 20), top)
+    except OSError:
+        return ()
+
+
+def _remember(lnk_home: str, top: str, items: tuple[tuple[str, str], ...]) -> None:
+    """Keep what this launch holds below `top` for the next ones: a write that fails
+    (a full disk) leaves the memory as it was, and this launch holds what it found."""
+    from . import state
+    from .below_top import memory_data, memory_name
+
+    try:
+        state.write_atomically(lnk_home, memory_name(top), memory_data(top, items))
+    except OSError:
+        pass
 
 
 def view_of(snapshot: Snapshot, system: tuple[str, ...],

@@ -10,6 +10,7 @@ function at fault. What held stays as a regression test.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 
 import pytest
@@ -148,30 +149,43 @@ SOURCING = {
     "case": 'case "$TERM" in *) . ~/work/team/{name}.sh ;; esac',
     "backslash": "[ -s ~/work/team/{name}.sh ] && \\. ~/work/team/{name}.sh",  # nvm's
     "quoted part": '. ~/"work"/team/{name}.sh',
+    # the class: forms no test above names, each with a random name
+    "variable": 'export T{name}="$HOME/work/team"\n[ -s "$T{name}/{name}.sh" ] && '
+                '. "$T{name}/{name}.sh"',
+    "loop": 'for f in ~/work/team/*.sh; do [ -r "$f" ] && source "$f"; done',
+    "default": '. "${{XDG_{name}:-$HOME/work}}"/team/{name}.sh',
+    "function": "{name}() {{ time -p builtin . ~/work/team/{name}.sh >/dev/null; }}\n"
+                "{name}",
+    "beside": '. ~/work/team/init.sh',  # init.sh sources what lies beside it
+    "unknown": '. ~/work/team/"$(echo {name})".sh',
 }
-_NOT_FOLLOWED = ("person_settings._SOURCE (and _literal) know `.`/`source` after ; & | ( {{ ! "
-                 "or a keyword, and a word quoted whole: `{form}` sources a file in a write "
-                 "grant that stays writable")
 
 
-@pytest.mark.parametrize("form", [
-    "plain",
-    *(pytest.param(form, marks=escaped(_NOT_FOLLOWED.format(form=SOURCING[form])))
-      for form in ("builtin", "command", "case", "backslash", "quoted part")),
-])
+@pytest.mark.parametrize("form", SOURCING)
 def test_what_bashrc_sources_in_any_form_is_read_only(sandbox: Sandbox, form: str) -> None:
-    name = form.replace(" ", "-")
+    """Whatever form the person's ~/.bashrc sources a file of ~/work in, a run writing
+    ~/work cannot change what their next bash runs; where the name is not all literal
+    (a command substitution), the folder it may lead into is read-only whole."""
+    name = "f" + secrets.token_hex(4)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
     (team / f"{name}.sh").write_text("export TEAM=1\n")
+    (team / "init.sh").write_text(f'. "$(dirname "${{BASH_SOURCE[0]}}")/{name}.sh"\n')
     (sandbox.home / ".bashrc").write_text(SOURCING[form].format(name=name) + "\n")
     markers(sandbox)
     sandbox.chown()
     results = plant(sandbox, [("append", f"team/{name}.sh",
-                               f"echo {name} >> {marker(sandbox, name)}\n")],
+                               f"echo {form} >> {marker(sandbox, name)}\n"),
+                              ("write", "notes.txt", "the rest stays writable\n")],
                     cwd=sandbox.home / "work")
+    need(results["write notes.txt"] == "OK", results)
     _bash(sandbox)
     assert ran(sandbox) == [], results
+    # the control: the same append made on the host runs in the person's bash
+    with open(team / f"{name}.sh", "a") as planted:
+        planted.write(f"echo {form} >> {marker(sandbox, name)}\n")
+    _bash(sandbox)
+    assert ran(sandbox) == [name]
 
 
 # -- a repository below the top that the launch walk is kept from finding --------------------
@@ -184,30 +198,19 @@ def _decoys(how: str) -> str:
         return "for i in $(seq 100 400); do mkdir a$i; done"
     if how == "unlistable":  # a folder the person owns, made searchable but not listable
         return "chmod 311 zz"
+    if how == "all at once":  # the three, with random names
+        name = secrets.token_hex(3)
+        return (f"echo 'home = /usr/bin' > zz/pyvenv.cfg; mkdir zz/lib; "
+                f"for i in $(seq 100 420); do mkdir a{name}$i; done; chmod 311 zz")
     return "true"
 
 
-@pytest.mark.parametrize("how", [
-    "nothing",
-    pytest.param("venv mark", marks=escaped(
-        "below_top.walk takes any folder holding pyvenv.cfg for a virtual environment and "
-        "does not walk into it: a pyvenv.cfg left above the person's repository by one run "
-        "hides it from the next, and describe says nothing")),
-    pytest.param("walk bound", marks=escaped(
-        "below_top.walk stops at MAX_FOLDERS=256: 300 folders left by one run hide the "
-        "person's repository from the next; only describe names the unwalked folders, "
-        "and a run of a spec allowed before never shows them")),
-    "unlistable",
-])
+@pytest.mark.parametrize("how", ["nothing", "venv mark", "walk bound", "unlistable",
+                                 "all at once"])
 def test_a_repository_below_the_top_stays_held_whatever_a_run_left(
-        sandbox: Sandbox, how: str, request: pytest.FixtureRequest) -> None:
+        sandbox: Sandbox, how: str) -> None:
     """`cd ~/src && lnk sandbox run ...` twice: the first run prepares, the second plants
     a hook in the person's ~/src/zz/app/.git; the person's next checkout there runs it."""
-    if how == "unlistable" and not sandbox.who.is_root:
-        request.applymarker(escaped(
-            "below_top._listing: a folder the walk cannot list (chmod 311 by an earlier "
-            "run, which the sandbox's user owns) is skipped silently, neither walked nor "
-            "named unwalked, while git still reaches the repository inside it"))
     src = sandbox.home / "src"
     app = repository(sandbox, src / "zz" / "app")
     markers(sandbox)
@@ -269,85 +272,123 @@ def test_a_venvs_activation_cannot_be_moved_aside(sandbox: Sandbox) -> None:
 
 # -- what python reads from the folder it starts in ------------------------------------------
 
-@pytest.mark.parametrize("tool", [
-    pytest.param("repl", marks=escaped(
-        "python's interactive start imports readline (site.register_readline) with the "
-        "working directory first on sys.path: a readline.py the sandbox writes at the top "
-        "runs when the person types `python3` there; nothing holds it")),
-    pytest.param("pdb", marks=escaped(
-        "pdb reads ./.pdbrc from the working directory and runs its lines: a dot file at "
-        "the top no table (runs_as_you.AGENT_SETTINGS, 'Files loaded from the top') "
-        "holds")),
-])
+PYTHON_PLANTS = {  # what is planted at the top, and whether the person had one there
+    "repl": ("readline.py", False),
+    "repl rlcompleter": ("rlcompleter.py", False),
+    "repl there before": ("readline.py", True),
+    "repl package there before": ("rlcompleter/__init__.py", True),
+    "pdb": (".pdbrc", False),
+    "pdb there before": (".pdbrc", True),
+}
+
+
+@pytest.mark.parametrize("tool", PYTHON_PLANTS)
 def test_python_started_in_a_written_folder_runs_nothing_planted(sandbox: Sandbox,
                                                                  tool: str) -> None:
+    """`python3` typed in the folder imports readline and rlcompleter (site's
+    interactive hook) with the folder first on sys.path; `python3 -m pdb` runs
+    ./.pdbrc. What a run plants under those names runs nothing; the control plants
+    the same outside a sandbox and sees it run."""
     script = sandbox.base / "tool.py"  # the person's own script, outside the project
     script.write_text("print('the person\\'s tool')\n")
+    name, before = PYTHON_PLANTS[tool]
+    if before:
+        (sandbox.project / name).parent.mkdir(exist_ok=True)
+        (sandbox.project / name).write_text("\n" if name == ".pdbrc" else "import os\n")
     markers(sandbox)
     sandbox.chown()
-    code = f"open({marker(sandbox, tool)!r}, 'a').write('ran\\n')\n"
-    name = "readline.py" if tool == "repl" else ".pdbrc"
-    body = code if tool == "repl" else f"import os; {code}"
+    code = f"open({marker(sandbox, tool.replace(' ', '-'))!r}, 'a').write('ran\\n')\n"
+    body = code if name.endswith(".py") else f"import os; {code}"
     results = plant(sandbox, [("write", name, body)])
-    need(results == {f"write {name}": "OK"}, results)
-    if tool == "repl":
-        done = host(sandbox, "python3", "-i", cwd=sandbox.project, stdin=subprocess.DEVNULL)
-    else:
-        done = host(sandbox, "python3", "-m", "pdb", "-c", "continue", "-c", "quit",
-                    str(script), cwd=sandbox.project)
-    need(done.returncode == 0, f"the person's python failed: {done.stderr}")
-    assert ran(sandbox) == []
+
+    def person() -> None:
+        if tool.startswith("repl"):
+            done = host(sandbox, "python3", "-i", cwd=sandbox.project,
+                        stdin=subprocess.DEVNULL)
+        else:
+            done = host(sandbox, "python3", "-m", "pdb", "-c", "continue", "-c", "quit",
+                        str(script), cwd=sandbox.project)
+        need(done.returncode == 0, f"the person's python failed: {done.stderr}")
+
+    person()
+    assert ran(sandbox) == [], results
+    (sandbox.project / name).unlink(missing_ok=True)  # the control: made outside
+    (sandbox.project / name).write_text(body)
+    person()
+    assert ran(sandbox) == [tool.replace(" ", "-")]
 
 
 # -- what the person's other tools' own settings name ----------------------------------------
 
-_OTHER_TOOLS = ("person_settings follows the shells' and git's settings only: {what} names "
-                "a file in a write grant, which stays writable, and the person's {tool} runs "
-                "what the sandbox wrote there")
+# (settings file, its text naming the team's file, the team's file, what is appended)
+OTHER_TOOLS = {
+    "git": (".gitconfig", "[include]\n\tpath = {shared}\n", "team.gitconfig",
+            "[core]\n\tfsmonitor = {monitor}\n"),
+    "nvim source": (".config/nvim/init.vim", "source {shared}\n", "{name}.vim",
+                    "call writefile(['ran'], '{marker}')\n"),
+    "nvim so home": (".config/nvim/init.vim", "so $HOME/work/team/{name}.vim\n",
+                     "{name}.vim", "call writefile(['ran'], '{marker}')\n"),
+    "nvim dofile": (".config/nvim/init.lua",
+                    'dofile(vim.fn.expand("~/work/team/{name}.lua"))\n', "{name}.lua",
+                    "vim.fn.writefile({{'ran'}}, '{marker}')\n"),
+    "ssh": (".ssh/config", "Include {shared}\n", "ssh.conf",
+            "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n"),
+    "ssh glob": (".ssh/config", "Include ~/work/team/*.conf\n", "{name}.conf",
+                 "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n"),
+    "ssh match exec": (".ssh/config", 'Match exec "~/work/team/{name}.sh"\n  Port 22\n',
+                       "{name}.sh", "echo ssh >> {marker}\n"),
+}
 
 
-@pytest.mark.parametrize("tool", [
-    "git",
-    pytest.param("nvim", marks=escaped(_OTHER_TOOLS.format(
-        what="~/.config/nvim/init.vim's `source` of a team's file", tool="nvim"))),
-    pytest.param("ssh", marks=escaped(_OTHER_TOOLS.format(
-        what="~/.ssh/config's `Include` (its ProxyCommand)", tool="ssh"))),
-])
+@pytest.mark.parametrize("tool", OTHER_TOOLS)
 def test_what_the_persons_tools_settings_include_is_read_only(sandbox: Sandbox,
                                                               tool: str) -> None:
     """The person's own settings naming a team's shared file in ~/work: git's
-    include.path (held: the control that the rule exists), nvim's `source`, ssh's
-    `Include`. The sandbox writes ~/work; the person starts the tool."""
+    include.path, nvim's `source`/`so`/lua `dofile`, ssh's `Include` (a file, a glob)
+    and `Match exec`. The sandbox writes ~/work; the person starts the tool, which runs
+    nothing planted; the control appends the same on the host and sees it run."""
+    name = "t" + secrets.token_hex(3)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
-    shared = team / {"git": "team.gitconfig", "nvim": "team.vim", "ssh": "ssh.conf"}[tool]
-    shared.write_text('" the settings of the team\n' if tool == "nvim" else
+    settings, naming, shared_name, text = OTHER_TOOLS[tool]
+    shared = team / shared_name.format(name=name)
+    shared.write_text('" the settings of the team\n' if ".vim" in shared.name else
+                      "-- the team\n" if ".lua" in shared.name else
+                      "#!/bin/sh\n" if shared.suffix == ".sh" else
                       "# the settings of the team\n")
+    shared.chmod(0o755)
     monitor = sandbox.base / "monitor.sh"  # a program of the attacker's, outside the grant
     monitor.write_text(payload(sandbox, "git"))
     monitor.chmod(0o755)
-    if tool == "git":
-        (sandbox.home / ".gitconfig").write_text(f"[include]\n\tpath = {shared}\n")
-        text = f"[core]\n\tfsmonitor = {monitor}\n"
-    elif tool == "nvim":
-        (sandbox.home / ".config" / "nvim").mkdir(parents=True)
-        (sandbox.home / ".config" / "nvim" / "init.vim").write_text(f"source {shared}\n")
-        text = f"call writefile(['ran'], '{marker(sandbox, 'nvim')}')\n"
-    else:
-        (sandbox.home / ".ssh").mkdir(mode=0o700)
-        (sandbox.home / ".ssh" / "config").write_text(f"Include {shared}\n")
-        (sandbox.home / ".ssh" / "config").chmod(0o600)
-        text = f"Host *\n  ProxyCommand sh -c 'echo ssh >> {marker(sandbox, 'ssh')}'\n"
+    where = sandbox.home / settings
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(naming.format(shared=shared, name=name))
+    if tool.startswith("ssh"):
+        where.parent.chmod(0o700)
+        where.chmod(0o600)
     markers(sandbox)
     sandbox.chown()
-    results = plant(sandbox, [("append", f"team/{shared.name}", text)],
+    label = "git" if tool == "git" else tool.split(maxsplit=1)[0]
+    appended = text.format(monitor=monitor, marker=marker(sandbox, label))
+    results = plant(sandbox, [("append", f"team/{shared.name}", appended)],
                     cwd=sandbox.home / "work")
-    if tool == "git":
-        git_elsewhere(sandbox)
-    elif tool == "nvim":
-        done = host(sandbox, "nvim", "--headless", "+qa")
-        need(done.returncode == 0, done.stderr)
-    else:  # ssh reads the passwd entry's home: the config is named as the person's is
-        host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
-             "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
+
+    def person(again: bool = False) -> None:
+        if tool == "git":
+            if again:  # its status runs the fsmonitor
+                person_git(sandbox, sandbox.base / "elsewhere", "status")
+            else:
+                git_elsewhere(sandbox)
+        elif tool.startswith("nvim"):
+            done = host(sandbox, "nvim", "--headless", "+qa")
+            need(done.returncode == 0, done.stderr)
+        else:  # ssh reads the passwd entry's home: the config is named as the person's is
+            host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
+                 "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
+
+    person()
     assert ran(sandbox) == [], results
+    with open(shared, "a") as planted:  # the control: the same, written outside
+        planted.write(appended)
+    person(again=True)
+    assert ran(sandbox) == [label]

@@ -104,7 +104,8 @@ def test_the_config_parser_reads_on_past_a_line_git_refuses() -> None:
 
 
 def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no opencode, no python3
     top = project(tmp_path)
     (top / "Makefile").write_text("all:\n")
     (top / "package.json").write_text("{}")
