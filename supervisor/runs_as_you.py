@@ -255,7 +255,7 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
         f"{module}{form}", kind, "python3",
         f"its interactive start (site's readline hook) imports {module} with the "
         "working directory first on sys.path: this file runs when you type `python3` "
-        "in the folder", _PYTHON_SITE, form == ".py", found_by=("python3", "python"),
+        "in the folder", _PYTHON_SITE, False,
     ) for module in _PYTHON_HOOK for form, kind in _PYTHON_FORMS),
     AgentSetting(
         "*.code-workspace", "file", "VS Code and its forks",

@@ -282,7 +282,15 @@ PYTHON_PLANTS = {  # what is planted at the top, and whether the person had one 
 }
 
 
-@pytest.mark.parametrize("tool", PYTHON_PLANTS)
+_NOT_HELD = ("a stated gap (docs/runs-as-you.md): a missing readline.py or rlcompleter.py "
+             "is not held, a name without a dot in the person's listing (issue 27), as "
+             "the dozens of other modules Python's interactive start imports from the "
+             "folder are not; PYTHONSAFEPATH closes the class")
+
+
+@pytest.mark.parametrize("tool", [
+    pytest.param(tool, marks=escaped(_NOT_HELD)) if tool in ("repl", "repl rlcompleter")
+    else tool for tool in PYTHON_PLANTS])
 def test_python_started_in_a_written_folder_runs_nothing_planted(sandbox: Sandbox,
                                                                  tool: str) -> None:
     """`python3` typed in the folder imports readline and rlcompleter (site's

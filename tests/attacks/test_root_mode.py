@@ -344,6 +344,7 @@ def test_a_daemon_sees_another_uid_than_root(sandbox: Sandbox) -> None:
         thread = threading.Thread(target=accept)
         thread.start()
         result = sandbox.probe("abstract", name, spec=spec, landlock=False)
+        thread.join(60)  # the connection waits in the backlog until accepted (under load)
         server.close()
         thread.join()
         result.expect(0)

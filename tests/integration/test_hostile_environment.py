@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from support.processes import alive, command_lines
+from support.processes import command_lines, wait_gone
 from support.sandbox import LNK, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -226,9 +226,11 @@ def attempt(sandbox: Sandbox, case: Case, *, streams: str = ""
         if process.poll() is None:
             process.kill()
             process.wait()
-    left = alive({pid for pid, line in command_lines().items() if marker.encode() in line
-                  or (b"/keeper.py\0" in line and line.split(b"\0")[-2].startswith(
-                      f"{process.pid}-".encode()))})
+    # The keeper is never waited for (keeper.close: the status is not held up by it), so
+    # it may still be exiting as lnk's status arrives: given a few seconds to go.
+    left = wait_gone({pid for pid, line in command_lines().items() if marker.encode() in line
+                      or (b"/keeper.py\0" in line and line.split(b"\0")[-2].startswith(
+                          f"{process.pid}-".encode()))})
     assert not left, f"processes left by the run: {left}"
     assert _listing(sandbox, sandbox.project, env) == before, \
         "the run left something in its folder"
