@@ -90,8 +90,30 @@ def shown_lines(lines: Iterable[str]) -> str:
 
 
 def shown_text(text: str) -> str:
-    """A text of several lines written whole: its newlines kept, nothing else raw."""
+    """A text of several lines written whole: its newlines kept, nothing else raw. Only
+    for a text whose every line lnk laid out: a name holding a newline would start a
+    line of its own here (`shown` each name instead)."""
     return "\n".join(shown(line) for line in text.split("\n"))
+
+
+def shell_word(text: str, *, utf8: bool | None = None) -> str:
+    """`text` as one word a shell (bash, zsh, ksh) reads back as exactly `text`, and one
+    line a terminal shows and never obeys: shlex's quoting where `shown` keeps every
+    character, else the $'...' form with each character `shown` escapes written as the
+    same escape, which there stands for that character (`\\x1b`, `\\n`, `\\u202e`) or,
+    for a byte that was not UTF-8, that byte (`\\xff`). A command lnk prints (`plan`'s
+    bwrap line) can then be copied as it is, whatever its paths hold."""
+    import shlex
+
+    if shown(text, utf8=utf8) == text:
+        return shlex.quote(text)
+    return "$'" + "".join("\\" + char if char in "\\'" else shown(char, utf8=utf8)
+                          for char in text) + "'"
+
+
+def shell_line(words: Iterable[str], *, utf8: bool | None = None) -> str:
+    """Words joined as a shell reads them back (`shell_word` each), on one line."""
+    return " ".join(shell_word(word, utf8=utf8) for word in words)
 
 
 # -- the terminal handed over and taken back ----------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import select
 import signal
 import struct
@@ -25,7 +26,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from support.red_team import escaped, need
+from support.red_team import need
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -284,9 +285,6 @@ def test_a_refused_hosts_name_reaches_the_terminal_escaped(sandbox: Sandbox) -> 
 FORGED = "app\nlnk-sandbox: nothing is held here, all clear\x1b[2J"
 
 
-@escaped("cli.dispatch writes `lnk sandbox plan` through terminal.shown_text, which keeps "
-         "a newline in a path: a repository a run made (a checkout there at the next "
-         "launch) named with a line of lnk's own shows that line as lnk's")
 def test_a_plans_lines_hold_what_a_run_named_on_one_line(sandbox: Sandbox) -> None:
     """A first run makes a repository whose folder's name holds a newline and a line
     that would pass for lnk's own; `lnk sandbox plan` in that folder's parent lists it
@@ -305,6 +303,56 @@ def test_a_plans_lines_hold_what_a_run_named_on_one_line(sandbox: Sandbox) -> No
     forged = [line for line in plan.stdout.splitlines()
               if line.startswith("lnk-sandbox: nothing is held")]
     assert forged == [], forged
+
+
+# Every character a terminal obeys or that breaks a line: C0 (but "/"'s and NUL, which no
+# name holds), DEL, C1 (NEL and CSI among them), Unicode's line and paragraph
+# separators, a bidi override, a byte order mark; and a byte that is not UTF-8.
+CONTROLS = [*range(1, 0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, 0x202E, 0xFEFF]
+MAKE_FORGED = r"""
+import os, subprocess, sys
+names = [os.fsencode(f"r{code:04x}{chr(code)}") + b"\nlnk-sandbox: forged"
+         for code in map(int, sys.argv[1:])] + [b"rbyte\xff\nlnk-sandbox: forged"]
+for name in names:
+    os.mkdir(name)
+    subprocess.run([b"git", b"init", b"-q", name], check=True)
+print("MADE", len(names), flush=True)
+"""
+
+
+def test_no_name_in_a_plan_starts_a_line_or_reaches_the_terminal_raw(
+        sandbox: Sandbox) -> None:
+    """The class: repositories a first run makes (a checkout at the next launch, which
+    the plan lists), named with each control character and a line of lnk's own, and
+    one with a byte that is not UTF-8. `lnk sandbox plan` lists every one, escaped:
+    no byte a terminal obeys, no line but lnk's; and bash reads back, from the bwrap
+    line, each repository's exact path."""
+    src = sandbox.home / "src"
+    src.mkdir()
+    sandbox.chown()
+    done = sandbox.run("/usr/bin/python3", "-c", MAKE_FORGED, *map(str, CONTROLS), cwd=src)
+    need(done.stdout == f"MADE {len(CONTROLS) + 1}\n", done.stderr)
+    plan = subprocess.run([*sandbox.who.prefix, LNK, "sandbox", "plan"], cwd=src,
+                          env=sandbox.env(), capture_output=True, timeout=120)
+    need(plan.returncode == 0, plan.stderr)
+    out = plan.stdout
+    need(b"rbyte" in out, out)  # the plan lists what the run made
+    assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9\xae]"
+                         rb"|\xef\xbb\xbf|[\x80-\xff]", out), out
+    lines = out.decode("ascii").split("\n")
+    assert [line for line in lines if "forged" in line and line.startswith("lnk-sandbox")] \
+        == []
+    for code in CONTROLS:
+        assert any(line.startswith(f"ro-bind    {src}/r{code:04x}") for line in lines), code
+    # the bwrap line, read back by a shell: each repository's path, exactly
+    line = lines[lines.index(next(x for x in lines if x.startswith("# bwrap's"))) + 1]
+    words = subprocess.run(["/bin/bash", "-c", 'printf "%s\\0" ' + line],
+                           env={"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"},
+                           capture_output=True, timeout=30, check=True).stdout.split(b"\0")
+    made = [os.fsencode(f"r{code:04x}{chr(code)}") + b"\nlnk-sandbox: forged"
+            for code in CONTROLS] + [b"rbyte\xff\nlnk-sandbox: forged"]
+    for name in made:
+        assert os.fsencode(src) + b"/" + name + b"/.git" in words, name
 
 
 STI = """
