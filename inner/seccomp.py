@@ -102,6 +102,13 @@ def arg_low(index: int) -> int:
 # The values the rules name.
 TIOCSTI = 0x5412  # pushes bytes into a terminal's input, read outside as if typed
 TIOCLINUX = 0x541C  # the Linux console's own, which can paste its selection the same way
+# What a sandbox would change of the person's terminal for after the run, beyond termios:
+# its line discipline (N_NULL throws away all the shell reads and writes) and exclusive
+# mode (every later open but root's gets EBUSY: ssh's, sudo's, pinentry's prompts). Only
+# line-attach tools (slattach, pppd, hciattach) set a discipline, and only serial-port
+# tools (minicom, screen on a device) exclusive mode, on devices no sandbox has.
+TIOCSETD = 0x5423
+TIOCEXCL = 0x540C
 AF_ALG = 38  # the kernel's crypto API: a large attack surface nothing here needs
 AF_VSOCK = 40  # sockets to the hypervisor or its other guests, around the network rules
 AF_NETLINK = 16
@@ -156,7 +163,7 @@ POLICY: tuple[Rule, ...] = (
     # folder gets set-group-ID only from a parent that has it, which is harmless); a
     # chmod cannot be told from a folder's, so `chmod g+s` on a folder is refused too.
     ("openat", EPERM, ((2, "any", O_CREAT | O_TMPFILE), (3, "any", S_ISUID | S_ISGID))),
-    ("ioctl", EPERM, ((1, "in", (TIOCSTI, TIOCLINUX)),)),
+    ("ioctl", EPERM, ((1, "in", (TIOCSTI, TIOCLINUX, TIOCSETD, TIOCEXCL)),)),
     ("open", EPERM, ((1, "any", O_CREAT | O_TMPFILE), (2, "any", S_ISUID | S_ISGID))),
     ("creat", EPERM, ((1, "any", S_ISUID | S_ISGID),)),
     ("chmod", EPERM, ((1, "any", S_ISUID | S_ISGID),)),

@@ -159,8 +159,9 @@ def home_lines(snapshot: Snapshot) -> list[str]:
     home = home_configuration(view_for(snapshot, system_folders()))
     if home is None:
         return []
-    return [f"hidden, whatever its name: home's dot entries and its folders of "
-            f"programs' profiles ({len(home.hidden)} now: "
+    return [f"hidden, whatever its name: home's dot entries, its folders of programs' "
+            "profiles, and its configuration elsewhere (where a dot entry's link leads, "
+            f"an XDG folder, a Python prefix's settings) ({len(home.hidden)} now: "
             + (", ".join(home.hidden) or "none") + ")",
             "shown of it: " + (", ".join(f"{i.name} ({i.why})" for i in home.shown)
                                or "nothing"),

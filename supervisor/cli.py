@@ -294,7 +294,8 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         listing = io.StringIO()
         status = backend(args.target_os).print_plan(snapshot_for(args.spec), command,
                                                     listing)
-        sys.stdout.write(shown_text(listing.getvalue()))  # paths found in written folders
+        # each path is shown by the backend; shown_text here leaves no other raw character
+        sys.stdout.write(shown_text(listing.getvalue()))
         return status
     raise AssertionError(args.action)
 

@@ -415,7 +415,28 @@ class _Resolver:
             elif path not in named:
                 reopened.append(Grant(entry.name, _walked(home, path), "read",
                                       REOPENED_REASON, None, None, is_dir=folder))
-        return (*grants, *reopened), tuple(patterns)
+        return (*grants, *reopened, *self.undotted(grants)), tuple(patterns)
+
+    def undotted(self, grants: tuple[Grant, ...]) -> list[Grant]:
+        """home's configuration outside its dot entries (home_hidden.py), hidden where a
+        read grant holding home decides for it: a spec's own rule at it or between it
+        and home (the person named it) decides instead, and one inside it decides
+        there, as `read = ["~", "~/.config/pip"]` does."""
+        from .home_config import REOPENED
+        from .home_hidden import found
+        from .home_places import home_links
+
+        home = self.home_real
+        rules = [(g.target, g) for g in grants if g.target and g.access != "protect"]
+        code = [home + entry.name[1:] for entry in REOPENED]
+        hides = []
+        for item in found(home, self.context.xdg, home_links(home).links, code):
+            rule = deepest(item.path, rules)
+            if rule is None or rule.access != "read" or not is_within(home, rule.target or ""):
+                continue
+            hides.append(Grant("~" + item.path[len(home):], item.path, "hide", item.reason,
+                               None, None, is_dir=item.is_dir))
+        return list({g.target: g for g in hides}.values())
 
     def caches(self, grants: tuple[Grant, ...]) -> tuple[Cache, ...]:
         """Each private cache where it is mounted, refused where it could run as the

@@ -88,6 +88,8 @@ class Context(NamedTuple):
     runtime_dir: str | None
     installation: tuple[str, ...]
     system_folders: tuple[str, ...] = LINUX_SYSTEM_FOLDERS
+    # The XDG base folders the environment sets, (variable, path): home_hidden.py.
+    xdg: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def current() -> Context:
@@ -106,6 +108,8 @@ class Context(NamedTuple):
                 if err.errno == 2 else f"the working directory cannot be read: {err.strerror}",
                 hint="cd into a folder that exists, and run it again",
                 errno=err.errno) from None
+        from .home_hidden import xdg_homes
+
         runtime = os.environ.get("XDG_RUNTIME_DIR") or None
         return Context(
             home=home,
@@ -115,6 +119,7 @@ class Context(NamedTuple):
             runtime_dir=os.path.normpath(runtime) if runtime and runtime.startswith("/") else None,
             installation=installation_paths(),
             system_folders=system_folders(),
+            xdg=xdg_homes(os.environ),
         )
 
 

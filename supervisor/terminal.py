@@ -4,15 +4,21 @@ was, and never written a character the sandbox chose raw.
 The same on both OSes: the command runs in a process group of its own (bwrap's or
 sandbox-exec's), made the terminal's foreground group while it runs, so it reads the
 terminal and gets Ctrl-C itself; the supervisor takes the terminal back at the end, and
-puts back the terminal's modes (termios: echo, canonical input, signals...) and the
-standard files' status flags as they were before the run, whatever the sandbox did
-(`stty -echo`, raw mode left by a killed editor, O_NONBLOCK).
+puts back the terminal's modes (termios: echo, canonical input, signals...), its line
+discipline and exclusive mode, and the standard files' status flags as they were before
+the run, whatever the sandbox did (`stty -echo`, raw mode left by a killed editor,
+O_NONBLOCK, TIOCSETD, TIOCEXCL).
 
 Facts (the tty layer's):
 - tcsetattr() and tcflow() change the terminal itself, for every process using it: the
   shell after lnk reads with what the sandbox left. The sandbox shares the terminal (a
   program at a terminal works interactively), so it can change them; only lnk, which
   outlives it, can put them back.
+- The same holds of what termios does not carry: the line discipline (TIOCSETD to N_NULL
+  throws away all the shell reads and writes) and exclusive mode (TIOCEXCL: every later
+  open but root's gets EBUSY, so ssh's, sudo's and pinentry's prompts fail). On Linux
+  the seccomp filter refuses both inside (inner/seccomp.py); putting them back here
+  holds where no filter does (macOS) and whatever else changed them.
 - A process of a background group that calls tcsetattr() is sent SIGTTOU (stopped),
   unless it ignores the signal. The modes are put back only while lnk's group is the
   foreground one: in the background, the foreground job's modes are its own to keep.
@@ -31,9 +37,11 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
+
+from supervisor.system import is_macos
 
 # -- what lnk writes ------------------------------------------------------------------------
 
@@ -82,8 +90,30 @@ def shown_lines(lines: Iterable[str]) -> str:
 
 
 def shown_text(text: str) -> str:
-    """A text of several lines written whole: its newlines kept, nothing else raw."""
+    """A text of several lines written whole: its newlines kept, nothing else raw. Only
+    for a text whose every line lnk laid out: a name holding a newline would start a
+    line of its own here (`shown` each name instead)."""
     return "\n".join(shown(line) for line in text.split("\n"))
+
+
+def shell_word(text: str, *, utf8: bool | None = None) -> str:
+    """`text` as one word a shell (bash, zsh, ksh) reads back as exactly `text`, and one
+    line a terminal shows and never obeys: shlex's quoting where `shown` keeps every
+    character, else the $'...' form with each character `shown` escapes written as the
+    same escape, which there stands for that character (`\\x1b`, `\\n`, `\\u202e`) or,
+    for a byte that was not UTF-8, that byte (`\\xff`). A command lnk prints (`plan`'s
+    bwrap line) can then be copied as it is, whatever its paths hold."""
+    import shlex
+
+    if shown(text, utf8=utf8) == text:
+        return shlex.quote(text)
+    return "$'" + "".join("\\" + char if char in "\\'" else shown(char, utf8=utf8)
+                          for char in text) + "'"
+
+
+def shell_line(words: Iterable[str], *, utf8: bool | None = None) -> str:
+    """Words joined as a shell reads them back (`shell_word` each), on one line."""
+    return " ".join(shell_word(word, utf8=utf8) for word in words)
 
 
 # -- the terminal handed over and taken back ----------------------------------------------
@@ -170,9 +200,39 @@ def restore_flags(flags: dict[int, int]) -> None:
             continue
 
 
-def terminal_modes() -> dict[int, list[Any]]:
-    """The modes (tcgetattr) of each terminal on stdin, stdout or stderr, one fd each."""
-    modes: dict[int, list[Any]] = {}
+# Linux's tty ioctls (include/uapi/asm-generic/ioctls.h) that read back what TCSETS does
+# not hold: the line discipline (TIOCGETD; termios has the number) and exclusive mode
+# (TIOCGEXCL, Linux 3.8; termios lacks it). A BSD number differs, so TIOCGEXCL is read
+# on Linux only; a Mac has no call that reads it back.
+_TIOCGEXCL = 0x80045440
+
+
+class Saved(NamedTuple):
+    """One terminal as it was before the run: its termios modes, and what termios does
+    not hold but a sandbox can change for good (None: this OS cannot read it back)."""
+
+    attrs: list[Any]
+    discipline: int | None  # TIOCGETD: 0 is N_TTY; N_NULL throws away all typed and shown
+    exclusive: int | None  # TIOCGEXCL: 1 refuses every open but root's (EBUSY)
+
+
+def _read_int(fd: int, request: int) -> int | None:
+    import fcntl
+    import struct
+
+    try:
+        (value,) = struct.unpack("i", fcntl.ioctl(fd, request, bytes(4)))
+    except OSError:
+        return None
+    return int(value)
+
+
+def terminal_modes() -> dict[int, Saved]:
+    """The state (termios, line discipline, exclusive mode) of each terminal on stdin,
+    stdout or stderr, one fd each."""
+    import termios
+
+    modes: dict[int, Saved] = {}
     devices: set[int] = set()
     for fd in (0, 1, 2):
         try:
@@ -183,37 +243,69 @@ def terminal_modes() -> dict[int, list[Any]]:
             continue
         if device in devices:
             continue
-        import termios
-
         try:
-            modes[fd] = termios.tcgetattr(fd)
+            attrs = termios.tcgetattr(fd)
         except termios.error:
             continue
+        getd = getattr(termios, "TIOCGETD", None)
+        modes[fd] = Saved(attrs, None if getd is None else _read_int(fd, getd),
+                          None if is_macos() else _read_int(fd, _TIOCGEXCL))
         devices.add(device)
     return modes
 
 
-def restore_modes(modes: dict[int, list[Any]]) -> None:
-    """Put back each terminal's modes as `terminal_modes()` found them, and restart its
-    output (a sandbox's tcflow(TCOOFF) would leave it stopped), while lnk's process group
-    is the terminal's foreground one."""
+def restore_modes(modes: dict[int, Saved]) -> None:
+    """Put back each terminal as `terminal_modes()` found it: its line discipline first
+    (a new one starts from empty buffers), exclusive mode, then its modes, and restart
+    its output (a sandbox's tcflow(TCOOFF) would leave it stopped), while lnk's process
+    group is the terminal's foreground one. TIOCSETD, like tcsetattr, is sent SIGTTOU
+    from the background (tty_check_change), so it too is ignored meanwhile. Where
+    exclusive mode cannot be read back (a Mac has no TIOCGEXCL), it is cleared: the
+    terminal lnk was started at is one a person's programs open (ssh's, sudo's prompts),
+    never a serial line held exclusive, and a sandbox's TIOCEXCL would lock them out.
+
+    The window size (TIOCSWINSZ) is left as it is: the person's terminal sets it again
+    on every resize, and putting back the size from before the run would undo a resize
+    made while it ran."""
     if not modes:
         return
+    import fcntl
+    import struct
     import termios
 
     for fd, saved in modes.items():
         try:
             if os.tcgetpgrp(fd) != os.getpgrp():
                 continue
-            previous = _ignore_sigttou()
-            try:
-                if termios.tcgetattr(fd) != saved:
-                    termios.tcsetattr(fd, termios.TCSANOW, saved)
-                termios.tcflow(fd, termios.TCOON)
-            finally:
-                _restore_sigttou(previous)
-        except (OSError, termios.error):
+        except OSError:
             continue
+        previous = _ignore_sigttou()
+        try:
+            if saved.discipline is not None \
+                    and _read_int(fd, termios.TIOCGETD) != saved.discipline:
+                _quietly(fcntl.ioctl, fd, termios.TIOCSETD, struct.pack("i", saved.discipline))
+            if saved.exclusive is None:  # unreadable (a Mac): a person's terminal is not
+                _quietly(fcntl.ioctl, fd, termios.TIOCNXCL)  # exclusive, so it is cleared
+            elif _read_int(fd, _TIOCGEXCL) != saved.exclusive:
+                _quietly(fcntl.ioctl, fd,
+                         termios.TIOCEXCL if saved.exclusive else termios.TIOCNXCL)
+            try:
+                if termios.tcgetattr(fd) != saved.attrs:
+                    termios.tcsetattr(fd, termios.TCSANOW, saved.attrs)
+                termios.tcflow(fd, termios.TCOON)
+            except termios.error:
+                pass
+        finally:
+            _restore_sigttou(previous)
+
+
+def _quietly(call: Callable[..., object], *args: Any) -> None:
+    """One step of putting a terminal back: a step that fails (the terminal hung up)
+    leaves the others to be tried."""
+    try:
+        call(*args)
+    except OSError:
+        pass
 
 
 def _ignore_sigttou() -> Any:
@@ -232,7 +324,7 @@ class Kept(NamedTuple):
     """What a run may change of the terminal and the standard files, as it was before."""
 
     flags: dict[int, int]
-    modes: dict[int, list[Any]]
+    modes: dict[int, Saved]
 
 
 @contextmanager

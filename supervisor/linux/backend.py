@@ -284,23 +284,24 @@ def learn_linux(snapshot: Snapshot, argv: list[str]) -> tuple[int, str]:
 
 def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
     """`lnk sandbox plan`: the mount plan and bwrap's arguments, every source as the
-    path it is pinned from at launch."""
-    import shlex
-
+    path it is pinned from at launch. A path may be a name a run chose (a repository
+    made in a written folder, a socket): each field is written `shown` (or as a shell
+    word), so no name starts a line of its own or reaches the terminal raw."""
+    from ..terminal import shell_line, shown
     from .bwrap import BwrapInfo, bwrap_args
 
     plan = plan_for(snapshot)
-    out.write(f"# spec: {snapshot.source}\n# mounts, in order:\n")
+    out.write(f"# spec: {shown(snapshot.source)}\n# mounts, in order:\n")
     for op in plan.ops:
-        source = f" <- {op.source}" if op.source and op.source != op.dest else ""
-        out.write(f"{op.kind:<10} {op.dest}{source}    # {op.reason}\n")
+        source = f" <- {shown(op.source)}" if op.source and op.source != op.dest else ""
+        out.write(f"{op.kind:<10} {shown(op.dest)}{source}    # {shown(op.reason)}\n")
     info = BwrapInfo("bwrap", "?", True, True)
     args = bwrap_args(plan, info, fd_of=lambda op: f"FD<{op.source}>", json_status_fd="FD",
                       config_fd="FD")
     out.write("# bwrap's arguments (FD<path>: that path, opened without following links):\n")
-    out.write(shlex.join(args) + "\n")
-    out.write(f"# command: {shlex.join(command)}\n")
-    out.writelines(f"# note: {note}\n" for note in plan.notes)
+    out.write(shell_line(args) + "\n")
+    out.write(f"# command: {shell_line(command)}\n")
+    out.writelines(f"# note: {shown(note)}\n" for note in plan.notes)
     return 0
 
 

@@ -167,8 +167,10 @@ class NetworkRun:
             return
         from ..proxy.gate import open_gate
         from .routes import KernelOwn
+        from .socket_filter import KernelHere
 
-        self.gate = open_gate(self.snapshot, self.events, self.decide, own=KernelOwn)
+        self.gate = open_gate(self.snapshot, self.events, self.decide, own=KernelOwn,
+                              here=KernelHere())
         if self._net_inode is not None:
             from .peers import describe_peer, pid_of_peer
 

@@ -123,22 +123,24 @@ def _found(command: str, env: dict[str, str]) -> bool:
 
 def print_plan(snapshot: Snapshot, command: list[str], out: TextIO, *,
                toolchain: Toolchain | None = None) -> int:
-    """`lnk sandbox plan --os macos`: the profile and its parameters, on any OS."""
-    import shlex
+    """`lnk sandbox plan --os macos`: the profile and its parameters, on any OS. Each
+    path lnk writes here is `shown` (the profile's listing writes each parameter's value
+    on its line as Python's repr), so no name starts a line of its own."""
+    from ..terminal import shell_line, shown
 
     # A stand-in for the folder each run makes (mkdtemp names it when the run starts).
     temp = os.path.join(os.path.realpath(tempfile.gettempdir()), "lnk-sandbox-RUN")
     ports = PLAN_PROXY_PORTS if snapshot.settings.network_mode == "proxy" else ()
     profile = prepare(snapshot, temp=temp, toolchain=toolchain or Toolchain(),
                       with_terminals=False, proxy_ports=ports).profile
-    out.write(f"# spec: {snapshot.source}\n# the Seatbelt profile for sandbox-exec (-p) "
-              "and its parameters (-D); not run on this machine unless it is a Mac\n")
+    out.write(f"# spec: {shown(snapshot.source)}\n# the Seatbelt profile for sandbox-exec "
+              "(-p) and its parameters (-D); not run on this machine unless it is a Mac\n")
     out.write(profile.listing())
-    out.write(f"# {TEMP_NAME}: made for each run, in place of {temp}\n")
+    out.write(f"# {TEMP_NAME}: made for each run, in place of {shown(temp)}\n")
     if ports:
         out.write(f"# the proxy's ports on localhost: picked for each run, in place of "
                   f"{ports[0]} (HTTP) and {ports[1]} (SOCKS5)\n")
-    out.write("# command: " + shlex.join([SANDBOX_EXEC, "-p", "PROFILE",
+    out.write("# command: " + shell_line([SANDBOX_EXEC, "-p", "PROFILE",
                                           *(f"-D{k}=..." for k, _ in profile.parameters),
                                           "--", *command]) + "\n")
     return 0

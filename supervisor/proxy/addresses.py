@@ -70,6 +70,9 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 OWN, OWN_BROADCAST, OWN_ANYCAST = "this host's own", "this host's broadcast", \
     "this host's anycast"
 UNCHECKED = "unchecked"
+# What `Gate.here` finds once connected: the kernel delivered the connection to a socket
+# of this host (a NAT rule led the address here; linux/sock_diag.py).
+DELIVERED = "delivered here"
 
 
 class Kind(NamedTuple):
@@ -85,13 +88,16 @@ class Kind(NamedTuple):
     def own(self) -> bool:
         """This host's (or not known not to be): only an entry naming the very address
         opens it, never a range."""
-        return self.kind in (OWN, OWN_BROADCAST, OWN_ANYCAST, UNCHECKED)
+        return self.kind in (OWN, OWN_BROADCAST, OWN_ANYCAST, UNCHECKED, DELIVERED)
 
     def describe(self) -> str:
         """`a loopback address`, `a NAT64 form of the private address 10.0.0.1`,
         `this host's own address`."""
         if self.kind == UNCHECKED:
             return f"an address this host's kernel could not be asked about ({self.carried})"
+        if self.kind == DELIVERED:
+            return ("an address this host's kernel delivers to a socket of this host (a "
+                    "NAT rule, or the like, leads it here)")
         if self.own:
             phrase = f"{self.kind} address"
         else:

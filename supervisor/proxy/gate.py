@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..netpolicy import Decide
     from .decider import Decider
     from .own import OwnChecks
-    from .upstream import Gate
+    from .upstream import Gate, Here
 
 
 def open_decider(decide: Decide, snapshot: Snapshot) -> Decider:
@@ -31,10 +31,12 @@ def open_decider(decide: Decide, snapshot: Snapshot) -> Decider:
 
 
 def open_gate(snapshot: Snapshot, events: EventLog | None, decide: Decide | None, *,
-              own: OwnChecks | None = None) -> Gate:
+              own: OwnChecks | None = None, here: Here | None = None) -> Gate:
     """The gate every proxied connection and lookup of the run goes through. `own`: how
     this OS asks whether an address is this host's own (Linux asks the kernel's routes;
-    by default, whether a socket can be bound to it)."""
+    by default, whether a socket can be bound to it); `here`: how it asks, once
+    connected, whether the connection ends at a socket of this host (Linux's sock_diag;
+    none elsewhere)."""
     from .own import bound_here_checks
     from .resolver import Resolver
     from .rules import NetworkLists
@@ -43,4 +45,4 @@ def open_gate(snapshot: Snapshot, events: EventLog | None, decide: Decide | None
     decider = open_decider(decide, snapshot) if decide is not None else None
     lists = NetworkLists(snapshot.network.allow, snapshot.network.deny)
     return Gate(lists, Resolver.from_environment(), events, decider,
-                own=own or bound_here_checks)
+                own=own or bound_here_checks, here=here)

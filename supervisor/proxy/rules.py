@@ -150,6 +150,20 @@ class NetworkLists:
                 return Decision(name, None, pattern, allowed=True)
         return Decision(name, None, None)
 
+    def opens_as_local(self, text: str, port: int) -> bool:
+        """Whether an allowed address is one the proxy reaches as this host's (its kind
+        loopback or unspecified, opened by the name or an entry), or one an allow entry
+        names on that port: whatever leads it here, the spec asked for this very address."""
+        parsed = parse_address(text)
+        if parsed is None:
+            return False
+        kind = classify(parsed)
+        if kind is not None and kind.kind in ("loopback", "unspecified"):
+            return True
+        address = str(canonical(parsed))
+        return any(pattern.address == address and _on_port(pattern, port)
+                   for pattern in self.patterns)
+
     def judge_address(self, text: str, port: int | None, decision: Decision,
                       own: Callable[[Address], Kind | None]) -> AddressRefusal | None:
         """Whether an address found for the allowed `decision` may be reached (None) or

@@ -21,7 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -92,16 +92,33 @@ class RawStream(anyio.abc.ByteStream):
         return (address[0], address[1]) if isinstance(address, tuple) else None
 
 
-async def connect_tcp(address: str, port: int) -> RawStream:
-    """A connection to `address` (a literal) on `port`; OSError when it fails."""
+# How long a connect() may take before `stalled` is asked about it: a handshake with a
+# socket of this host ends within microseconds, unless `prepare` made it never end.
+STALLED_AFTER = 0.05
+
+
+class Abandoned(Exception):
+    """`stalled` said the connection is not to be waited for (its reason is the
+    caller's)."""
+
+
+async def connect_tcp(address: str, port: int, *,
+                      prepare: Callable[[socket.socket], None] | None = None,
+                      stalled: Callable[[socket.socket], Awaitable[bool]] | None = None
+                      ) -> RawStream:
+    """A connection to `address` (a literal) on `port`; OSError when it fails.
+    `prepare` is given the socket before it connects; `stalled`, once the connect()
+    has taken STALLED_AFTER, while it goes on: True abandons it (Abandoned)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)  # close-on-exec: Python's default
     try:
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if prepare is not None:
+            prepare(sock)
         code = sock.connect_ex((address, port))
         if code == errno.EINPROGRESS and not _connected(sock):
-            await anyio.wait_writable(sock)
+            await _connected_or_abandoned(sock, stalled)
             code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         elif code == errno.EINPROGRESS:
             code = 0
@@ -112,6 +129,30 @@ async def connect_tcp(address: str, port: int) -> RawStream:
         sock.close()
         raise
     return RawStream(sock)
+
+
+async def _connected_or_abandoned(
+        sock: socket.socket, stalled: Callable[[socket.socket], Awaitable[bool]] | None
+        ) -> None:
+    """Wait for the connect() to end; past STALLED_AFTER, ask `stalled` meanwhile."""
+    if stalled is None:
+        await anyio.wait_writable(sock)
+        return
+    with anyio.move_on_after(STALLED_AFTER):
+        await anyio.wait_writable(sock)
+        return
+    abandoned: list[bool] = []
+    async with anyio.create_task_group() as group:
+        async def ask() -> None:
+            if await stalled(sock):
+                abandoned.append(True)
+                group.cancel_scope.cancel()
+
+        group.start_soon(ask)
+        await anyio.wait_writable(sock)
+        group.cancel_scope.cancel()
+    if abandoned:
+        raise Abandoned
 
 
 def _connected(sock: socket.socket) -> bool:

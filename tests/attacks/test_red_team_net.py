@@ -21,7 +21,7 @@ import pytest
 from attacks.test_network_attacks import ATTACKER, LOG_VARIABLE, _results
 from support.lab import FAR_V4, HOST_V4
 from support.netlab import Lab
-from support.red_team import escaped, need
+from support.red_team import need
 from support.sandbox import PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -61,10 +61,6 @@ def _natted_lab(sandbox: Sandbox) -> tuple[Lab, Sandbox, Path]:
     return lab, dataclasses.replace(supervised, who=who), proof
 
 
-@escaped("proxy/own.py and linux/routes.py judge an address by its route type and the "
-         "interfaces' addresses; a DNAT in the host's OUTPUT chain (kube-proxy's "
-         "externalIPs and node LoadBalancer addresses, any port forward) delivers a public "
-         "address to the host's own service, and the proxy connects to it")
 def test_a_public_address_the_host_delivers_to_itself(sandbox: Sandbox,
                                                       resolver_log: Path) -> None:
     lab, supervised, proof = _natted_lab(sandbox)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import select
 import signal
 import struct
@@ -25,7 +26,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from support.red_team import escaped, need
+from support.red_team import need
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -41,9 +42,11 @@ class Terminal(NamedTuple):
 
 
 def at_terminal(argv: list[str], *, cwd: Path, env: dict[str, str],
-                look: Callable[[int, int, str], object], timeout: float = 60) -> Terminal:
+                look: Callable[[int, int, str], object], timeout: float = 60,
+                during: tuple[bytes, Callable[[int], None]] | None = None) -> Terminal:
     """Run `argv` as a job at a terminal of its own; once it ended, `look(master, slave,
-    its name)` at the terminal it leaves to the person's shell."""
+    its name)` at the terminal it leaves to the person's shell. `during`: once its text
+    is shown, the call made with the terminal (slave) while the program runs."""
     master, slave = os.openpty()
     name = os.ttyname(slave)
     pid = os.fork()
@@ -67,6 +70,9 @@ def at_terminal(argv: list[str], *, cwd: Path, env: dict[str, str],
                     output += os.read(master, 65536)
                 except OSError:
                     pass
+            if during is not None and during[0] in output:
+                during[1](slave)
+                during = None
             done, wait_status = os.waitpid(pid, os.WNOHANG)
             if done:
                 status = os.waitstatus_to_exitcode(wait_status)
@@ -116,11 +122,7 @@ SET_LDISC = (f"import fcntl, struct, sys, termios\nprint('CHANGING', flush=True)
 
 
 @pytest.mark.parametrize("through_lnk", [
-    pytest.param(True, id="lnk", marks=escaped(
-        "terminal.kept_terminal saves and puts back termios and the status flags only: a "
-        "sandbox's ioctl(TIOCSETD, N_NULL) on the terminal it was handed (allowed by the "
-        "seccomp filter) stays after lnk returns; the person's shell then reads nothing "
-        "typed and every character it writes is thrown away")),
+    pytest.param(True, id="lnk"),
     pytest.param(False, id="control"),
 ])
 def test_the_terminals_line_discipline_after_the_run(sandbox: Sandbox,
@@ -154,13 +156,8 @@ def _opens(box: Sandbox) -> Callable[[int, int, str], object]:
 
 
 @pytest.mark.parametrize("through_lnk", [True, False], ids=["lnk", "control"])
-def test_the_terminal_opens_for_the_person_after_the_run(
-        sandbox: Sandbox, through_lnk: bool, request: pytest.FixtureRequest) -> None:
-    if through_lnk and not sandbox.who.is_root:
-        request.applymarker(escaped(
-            "terminal.kept_terminal does not undo TIOCEXCL: the terminal stays exclusive "
-            "after the run, and the person's next program opening it (ssh's or sudo's "
-            "prompt, pinentry, less) gets EBUSY; root opens it all the same"))
+def test_the_terminal_opens_for_the_person_after_the_run(sandbox: Sandbox,
+                                                        through_lnk: bool) -> None:
     look = _opens(sandbox)
 
     def owned(master: int, slave: int, name: str) -> object:
@@ -177,6 +174,48 @@ def test_the_terminal_opens_for_the_person_after_the_run(
              run.found)
         return
     assert opened == "OPENED", f"exclusive {exclusive}: the person's open gave {opened}"
+
+
+# Waits, reading them back (which the filter leaves open), until the terminal's line
+# discipline is N_NULL and it is exclusive: changed by what the filter does not cover.
+AWAIT_CHANGE = f"""
+import fcntl, struct, termios, time
+print("WAITING", flush=True)
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    (ldisc,) = struct.unpack("i", fcntl.ioctl(0, termios.TIOCGETD, bytes(4)))
+    (exclusive,) = struct.unpack("i", fcntl.ioctl(0, {TIOCGEXCL:#x}, bytes(4)))
+    if (ldisc, exclusive) == ({N_NULL}, 1):
+        raise SystemExit(0)
+    time.sleep(0.02)
+raise SystemExit(9)
+"""
+
+
+@pytest.mark.parametrize("through_lnk", [True, False], ids=["lnk", "control"])
+def test_what_the_filter_does_not_cover_is_put_back_too(sandbox: Sandbox,
+                                                        through_lnk: bool) -> None:
+    """The filter refuses TIOCSETD and TIOCEXCL inside (the two tests above); lnk also
+    puts both back itself after the run, the wall where no filter is (a Mac) or where
+    something it does not cover changed them: here the test's own hold of the terminal,
+    while the program runs and waits to see both changed."""
+    def change(slave: int) -> None:
+        fcntl.ioctl(slave, termios.TIOCSETD, struct.pack("i", N_NULL))
+        fcntl.ioctl(slave, termios.TIOCEXCL)
+
+    def state(_master: int, slave: int, _name: str) -> object:
+        (exclusive,) = struct.unpack("i", fcntl.ioctl(slave, TIOCGEXCL, b"\0" * 4))
+        return (*_works(_master, slave, _name), exclusive)
+
+    run = at_terminal(_command(sandbox, through_lnk, AWAIT_CHANGE), cwd=sandbox.project,
+                      env=sandbox.env({"TERM": "dumb"}), look=state,
+                      during=(b"WAITING", change))
+    need(b"WAITING" in run.output and run.status == 0, (run.status, run.output))
+    if not through_lnk:
+        need(run.found[0] == N_NULL and run.found[1] != "shown" and run.found[2] == 1,
+             run.found)
+        return
+    assert run.found == (N_TTY, "shown", 0), run.found
 
 
 NEW_GROUP = """
@@ -246,9 +285,6 @@ def test_a_refused_hosts_name_reaches_the_terminal_escaped(sandbox: Sandbox) -> 
 FORGED = "app\nlnk-sandbox: nothing is held here, all clear\x1b[2J"
 
 
-@escaped("cli.dispatch writes `lnk sandbox plan` through terminal.shown_text, which keeps "
-         "a newline in a path: a repository a run made (a checkout there at the next "
-         "launch) named with a line of lnk's own shows that line as lnk's")
 def test_a_plans_lines_hold_what_a_run_named_on_one_line(sandbox: Sandbox) -> None:
     """A first run makes a repository whose folder's name holds a newline and a line
     that would pass for lnk's own; `lnk sandbox plan` in that folder's parent lists it
@@ -267,6 +303,56 @@ def test_a_plans_lines_hold_what_a_run_named_on_one_line(sandbox: Sandbox) -> No
     forged = [line for line in plan.stdout.splitlines()
               if line.startswith("lnk-sandbox: nothing is held")]
     assert forged == [], forged
+
+
+# Every character a terminal obeys or that breaks a line: C0 (but "/"'s and NUL, which no
+# name holds), DEL, C1 (NEL and CSI among them), Unicode's line and paragraph
+# separators, a bidi override, a byte order mark; and a byte that is not UTF-8.
+CONTROLS = [*range(1, 0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, 0x202E, 0xFEFF]
+MAKE_FORGED = r"""
+import os, subprocess, sys
+names = [os.fsencode(f"r{code:04x}{chr(code)}") + b"\nlnk-sandbox: forged"
+         for code in map(int, sys.argv[1:])] + [b"rbyte\xff\nlnk-sandbox: forged"]
+for name in names:
+    os.mkdir(name)
+    subprocess.run([b"git", b"init", b"-q", name], check=True)
+print("MADE", len(names), flush=True)
+"""
+
+
+def test_no_name_in_a_plan_starts_a_line_or_reaches_the_terminal_raw(
+        sandbox: Sandbox) -> None:
+    """The class: repositories a first run makes (a checkout at the next launch, which
+    the plan lists), named with each control character and a line of lnk's own, and
+    one with a byte that is not UTF-8. `lnk sandbox plan` lists every one, escaped:
+    no byte a terminal obeys, no line but lnk's; and bash reads back, from the bwrap
+    line, each repository's exact path."""
+    src = sandbox.home / "src"
+    src.mkdir()
+    sandbox.chown()
+    done = sandbox.run("/usr/bin/python3", "-c", MAKE_FORGED, *map(str, CONTROLS), cwd=src)
+    need(done.stdout == f"MADE {len(CONTROLS) + 1}\n", done.stderr)
+    plan = subprocess.run([*sandbox.who.prefix, LNK, "sandbox", "plan"], cwd=src,
+                          env=sandbox.env(), capture_output=True, timeout=120)
+    need(plan.returncode == 0, plan.stderr)
+    out = plan.stdout
+    need(b"rbyte" in out, out)  # the plan lists what the run made
+    assert not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9\xae]"
+                         rb"|\xef\xbb\xbf|[\x80-\xff]", out), out
+    lines = out.decode("ascii").split("\n")
+    assert [line for line in lines if "forged" in line and line.startswith("lnk-sandbox")] \
+        == []
+    for code in CONTROLS:
+        assert any(line.startswith(f"ro-bind    {src}/r{code:04x}") for line in lines), code
+    # the bwrap line, read back by a shell: each repository's path, exactly
+    line = lines[lines.index(next(x for x in lines if x.startswith("# bwrap's"))) + 1]
+    words = subprocess.run(["/bin/bash", "-c", 'printf "%s\\0" ' + line],
+                           env={"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"},
+                           capture_output=True, timeout=30, check=True).stdout.split(b"\0")
+    made = [os.fsencode(f"r{code:04x}{chr(code)}") + b"\nlnk-sandbox: forged"
+            for code in CONTROLS] + [b"rbyte\xff\nlnk-sandbox: forged"]
+    for name in made:
+        assert os.fsencode(src) + b"/" + name + b"/.git" in words, name
 
 
 STI = """

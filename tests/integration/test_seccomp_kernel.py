@@ -40,6 +40,7 @@ TIMEOUT = 20.0
 CLONE_SIGHAND = 0x800  # without CLONE_VM the kernel answers EINVAL: no process is made
 CLONE_NEWUSER = 0x10000000
 TIOCSTI, TIOCLINUX, TIOCGWINSZ = 0x5412, 0x541C, 0x5413
+TIOCSETD, TIOCGETD, TIOCEXCL, TIOCNXCL = 0x5423, 0x5424, 0x540C, 0x540D
 MFD_CLOEXEC, MFD_HUGETLB, MFD_NOEXEC_SEAL, MFD_EXEC = 1, 4, 8, 0x10
 AT_FDCWD = -100
 
@@ -266,11 +267,21 @@ def test_terminal_injection_is_refused_on_the_low_word() -> None:
             "TIOCLINUX": attempt("ioctl", tty, TIOCLINUX, ctypes.byref(char)),
             "TIOCGWINSZ": attempt("ioctl", tty, TIOCGWINSZ, size),
             "TIOCGWINSZ, high bits": attempt("ioctl", tty, 0x1_0000_0000 | TIOCGWINSZ, size),
+            # What would outlast the run on the person's terminal: N_NULL (27) as its line
+            # discipline, exclusive mode; and reading them back, which stays open.
+            "TIOCSETD": attempt("ioctl", tty, TIOCSETD, ctypes.byref(ctypes.c_int(27))),
+            "TIOCSETD, high bits": attempt("ioctl", tty, 0x1_0000_0000 | TIOCSETD,
+                                           ctypes.byref(ctypes.c_int(27))),
+            "TIOCEXCL": attempt("ioctl", tty, TIOCEXCL, None),
+            "TIOCGETD": attempt("ioctl", tty, TIOCGETD, size),
+            "TIOCNXCL": attempt("ioctl", tty, TIOCNXCL, None),
         }
 
     assert confined(probe) == {"TIOCSTI": "EPERM", "TIOCSTI, high bits": "EPERM",
                                "TIOCLINUX": "EPERM", "TIOCGWINSZ": "ok",
-                               "TIOCGWINSZ, high bits": "ok"}
+                               "TIOCGWINSZ, high bits": "ok", "TIOCSETD": "EPERM",
+                               "TIOCSETD, high bits": "EPERM", "TIOCEXCL": "EPERM",
+                               "TIOCGETD": "ok", "TIOCNXCL": "ok"}
 
 
 # ---- the arch check -----------------------------------------------------------------------

@@ -158,3 +158,20 @@ def test_a_deny_list_may_close_wide() -> None:
     assert parse_host_pattern("0.0.0.0/0", deny=True).network == "0.0.0.0/0"
     with pytest.raises(HostPatternError, match="'\\*' alone is no name"):
         parse_host_pattern("*", deny=True)
+
+
+@pytest.mark.parametrize(("allow", "address", "port", "local"), [
+    (["localhost:5432"], "127.0.0.1", 5432, True),  # loopback, opened by its name
+    (["127.0.0.1"], "::ffff:127.0.0.1", 80, True),
+    (["198.51.100.9"], "198.51.100.9", 7070, True),  # the very address, named
+    (["198.51.100.9:443"], "198.51.100.9", 7070, False),  # on another port only
+    (["198.51.100.0/24"], "198.51.100.9", 7070, False),  # a range names a network
+    (["*.example.org"], "203.0.113.7", 443, False),  # by a name: guarded
+    (["2001:db8::9"], "2001:db8::9", 80, True),
+])
+def test_what_the_proxy_reaches_as_this_hosts_unguarded(allow: list[str], address: str,
+                                                        port: int, local: bool) -> None:
+    """Only what the spec opened as this host's (loopback, or an entry naming the very
+    address on that port) is connected to without the guard against this host
+    (upstream.Gate.here): a NAT rule leading anything else here is refused."""
+    assert NetworkLists.from_texts(allow).opens_as_local(address, port) is local

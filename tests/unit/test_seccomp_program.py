@@ -243,6 +243,12 @@ def test_aarch64_has_no_x32_check() -> None:
     (0x541C, err(errno.EPERM)),  # TIOCLINUX
     (0x1_0000_5412, err(errno.EPERM)),  # the kernel drops the high word: still TIOCSTI
     (0xFFFFFFFF_0000541C, err(errno.EPERM)),
+    (0x5423, err(errno.EPERM)),  # TIOCSETD
+    (0x1_0000_5423, err(errno.EPERM)),
+    (0x540C, err(errno.EPERM)),  # TIOCEXCL
+    (0xFFFFFFFF_0000540C, err(errno.EPERM)),
+    (0x5424, ALLOW),  # TIOCGETD
+    (0x540D, ALLOW),  # TIOCNXCL
     (0x5413, ALLOW),  # TIOCGWINSZ
     (0x541B, ALLOW),  # FIONREAD
     (0x5411, ALLOW),

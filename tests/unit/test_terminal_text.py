@@ -18,7 +18,7 @@ from supervisor import terminal
 from supervisor.errors import SandboxError, SpecError
 from supervisor.events import EventLog, say
 from supervisor.learn import Learned, render
-from supervisor.terminal import shown, shown_lines, shown_text
+from supervisor.terminal import shell_line, shell_word, shown, shown_lines, shown_text
 
 LNK = Path(sys.executable).parent / "lnk"
 HOSTILE = "a\x1b]0;pwned\x07\x1b[2J\u009b31m\r\nlnk-sandbox: fine\u202e\udcff\x00\x7f\ufeff"
@@ -81,6 +81,39 @@ def test_the_forms_a_person_reads() -> None:
     assert shown("/home/zoé", utf8=False) == "/home/zo\\u00e9"
     assert shown("\U000e0041", utf8=True) == "\\U000e0041"  # a tag character: invisible
     assert shown("plain ascii, untouched") == "plain ascii, untouched"
+
+
+def _a_word(text: str) -> bool:
+    """A string a program can be handed as an argument (a path): no NUL, and each lone
+    surrogate one of os.fsdecode's (a byte that was not UTF-8)."""
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXTS.filter(_a_word), min_size=1, max_size=6))
+def test_a_shell_reads_back_each_word_lnk_prints(words: list[str]) -> None:
+    """`plan`'s bwrap line: one line, nothing a terminal obeys, and bash (in a UTF-8
+    locale) reads back every word's exact bytes, whatever a name holds."""
+    line = shell_line(words, utf8=True)
+    assert "\n" not in line and _terminal_safe(line, utf8=True), repr(line)
+    done = subprocess.run(["/bin/bash", "-c", 'printf "%s\\0" ' + line],
+                          env={"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"},
+                          capture_output=True, timeout=30, check=True)
+    assert done.stdout == b"".join(os.fsencode(word) + b"\0" for word in words)
+    ascii_line = shell_line(words, utf8=False)
+    assert _terminal_safe(ascii_line, utf8=False), repr(ascii_line)
+
+
+def test_the_shell_words_a_person_reads() -> None:
+    assert shell_word("/home/ann/src/app", utf8=True) == "/home/ann/src/app"
+    assert shell_word("it's here", utf8=True) == "'it'\"'\"'s here'"
+    assert shell_word("app\nlnk-sandbox: ok\x1b[2J", utf8=True) == \
+        "$'app\\nlnk-sandbox: ok\\x1b[2J'"
+    assert shell_word("a'\\\x07\udcff", utf8=True) == "$'a\\'\\\\\\x07\\xff'"
 
 
 @pytest.mark.parametrize(("variables", "utf8"), [
