@@ -3,8 +3,8 @@
     python3 ci/kernels/table.py RESULTS_FOLDER
 
 RESULTS_FOLDER holds one folder per boot (kernel.txt, junit.xml, pytest.txt, check.txt,
-seconds). Standard library only: it runs with the host's own python3. Exits 1 when a
-boot failed a test or brought nothing back.
+seconds, timed-out when it was killed). Standard library only: it runs with the host's own python3. Exits 1 when a
+boot failed a test, ran out of time or brought nothing back.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ def table(folder: Path) -> bool:
     boot = read(folder / "seconds")
     tests = read(folder / "pytest.seconds")
     junit = folder / "junit.xml"
+    limit = read(folder / "timed-out")
+    if limit:
+        print(f"   TIMED OUT: killed after {limit} s (LNK_KERNELS_TIMEOUT); see console.log")
     if not junit.exists():
         print(f"   no results came back (the boot took {boot or '?'} s); see console.log")
         return False
@@ -67,7 +70,7 @@ def table(folder: Path) -> bool:
         for line in lines:
             if line.startswith(("spec ", "  layer: memory", "  layer: exec", "  problem")):
                 print(f"   check {title}: {line.strip()}"[:220])
-    return not failed
+    return not failed and not limit
 
 
 def main() -> int:
