@@ -47,6 +47,10 @@ class Machine:
     memfd_noexec_seal: bool = False
     landlock_abi: int = 0
     listener_taken: bool = False  # another seccomp listener holds this process
+    # bwrap's own words where a trial of it, run as a launch runs it, had its user
+    # namespace refused (userns.py): Ubuntu's AppArmor restriction, or another refusal.
+    userns_refused: str | None = None
+    apparmor_userns: str = ""  # kernel.apparmor_restrict_unprivileged_userns, described
     exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
 
 
@@ -69,6 +73,9 @@ def probe_machine(lnk_home: str) -> Machine:
             if info.bind_fd:
                 cache.record("bwrap", info._asdict())
     machine.user_namespaces = probes.user_namespaces()
+    from .userns import read_restriction
+
+    machine.apparmor_userns = read_restriction().describe()
     machine.seccomp_listener = probes.listener()
     machine.addfd_send = probes.addfd_send()
     machine.memfd_noexec_seal = probes.memfd_noexec_seal()
@@ -144,6 +151,9 @@ def check_linux(spec_path: str | None) -> Report:
         report.problems.append(err.render())
         report.can_launch = False
         return report
+    namespace_problem = _try_bwrap(machine, share_net=snapshot.settings.network_mode == "host")
+    if namespace_problem is not None:
+        report.problems.append(namespace_problem)
     from ..grants import working_directory_problem
 
     cwd_problem = working_directory_problem(snapshot, context.system_folders)
@@ -210,6 +220,23 @@ def check_linux(spec_path: str | None) -> Report:
     return report
 
 
+def _try_bwrap(machine: Machine, *, share_net: bool) -> str | None:
+    """Run bwrap as this spec's launch would (its namespaces, and root mode's uid): under
+    Ubuntu's AppArmor restriction unshare succeeds, so only bwrap's own failure shows
+    that the namespace it makes is useless to it. The problem's text, if it failed so."""
+    from . import userns
+
+    if not (machine.bwrap_path and machine.bind_fd and machine.user_namespaces):
+        return None
+    root_mode = os.geteuid() == 0
+    machine.userns_refused = userns.trial(machine.bwrap_path, root_mode=root_mode,
+                                          share_net=share_net)
+    if machine.userns_refused is None:
+        return None
+    return userns.explain(machine.userns_refused, userns.read_restriction(),
+                          bwrap=machine.bwrap_path, root_mode=root_mode).render()
+
+
 def _memory_on_v1() -> bool:
     """Whether the memory controller here is cgroup v1's (a hybrid or legacy system)."""
     from .cgroups import hierarchies
@@ -266,7 +293,10 @@ def render_linux(report: Report) -> str:
         f"machine: {m.os} {m.kernel}",
         f"  bubblewrap          {m.bwrap_version or 'missing'}"
         + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
-        f"  user namespaces     {yes[m.user_namespaces]}",
+        f"  user namespaces     {yes[m.user_namespaces]}"
+        + (f", but bwrap may not use them (bwrap: {m.userns_refused})"
+           if m.userns_refused else ""),
+        f"  AppArmor userns     {m.apparmor_userns}",
         f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)"
         + (", but another listener holds this process" if m.listener_taken else ""),
         f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",
