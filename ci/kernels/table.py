@@ -3,8 +3,8 @@
     python3 ci/kernels/table.py RESULTS_FOLDER
 
 RESULTS_FOLDER holds one folder per boot (kernel.txt, junit.xml, pytest.txt, check.txt,
-seconds, timed-out when it was killed). Standard library only: it runs with the host's own python3. Exits 1 when a
-boot failed a test, ran out of time or brought nothing back.
+seconds, timed-out when it was killed). Standard library only: it runs with the host's
+own python3. Exits 1 when a boot failed a test, ran out of time or brought nothing back.
 """
 
 from __future__ import annotations
