@@ -131,3 +131,11 @@ def test_a_boot_killed_for_its_time_fails_the_table_even_with_results(tmp_path: 
     assert done.returncode == 1
     assert ("   TIMED OUT: killed after 900 s (LNK_KERNELS_TIMEOUT); see console.log"
             in done.stdout.splitlines())
+    # A guest killed for a silent console fails it the same way.
+    (slow / "timed-out").unlink()
+    (slow / "stalled").write_text("300\n")
+    done = subprocess.run([sys.executable, str(TABLE), str(tmp_path)], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 1
+    assert ("   HUNG: its console was silent for 300 s (LNK_KERNELS_STALL), so it was killed; "
+            "see console.log") in done.stdout.splitlines()
