@@ -66,7 +66,7 @@ while IFS= read -r arg; do set -- "$@" "$arg"; done </srv/lnk-sandbox-pytest-arg
 tail -f "$out/pytest.txt" >/dev/console &
 follow=$!
 .venv/bin/python -P -m pytest -p no:cacheprovider -q -rA --junitxml="$out/junit.xml" "$@" \
-    >"$out/pytest.txt" 2>&1
+    >>"$out/pytest.txt" 2>&1
 echo $? >"$out/pytest.rc"
 sleep 1
 kill "$follow" 2>/dev/null
