@@ -50,6 +50,10 @@ class Machine:
     memfd_noexec_seal: bool = False
     landlock_abi: int = 0
     listener_taken: bool = False  # another seccomp listener holds this process
+    # bwrap's own words where a trial of it, run as a launch runs it, had its user
+    # namespace refused (userns.py): Ubuntu's AppArmor restriction, or another refusal.
+    userns_refused: str | None = None
+    apparmor_userns: str = ""  # kernel.apparmor_restrict_unprivileged_userns, described
     exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
     # "namespaces" (bwrap), or "none" where no user namespace can be made, or "off"
     # where LNK_NAMESPACES=off asks: the run without namespaces (direct.py)
@@ -81,9 +85,11 @@ def probe_machine(lnk_home: str) -> Machine:
     if machine.user_namespaces:
         cache.record("user_namespaces", True)
     from ..nonamespace import forced_off
+    from .userns import read_restriction
 
     machine.namespaces = "off" if forced_off(os.environ) else (
         "namespaces" if machine.user_namespaces else "none")
+    machine.apparmor_userns = read_restriction().describe()
     machine.seccomp_listener = probes.listener()
     machine.addfd_send = probes.addfd_send()
     machine.memfd_noexec_seal = probes.memfd_noexec_seal()
@@ -178,6 +184,9 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
         report.problems.append(err.render())
         report.can_launch = False
         return report
+    namespace_problem = _try_bwrap(machine, share_net=snapshot.settings.network_mode == "host")
+    if namespace_problem is not None:
+        report.problems.append(namespace_problem)
     from ..grants import working_directory_problem
 
     cwd_problem = working_directory_problem(snapshot, context.system_folders)
@@ -244,6 +253,23 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
         report.gaps += relative_gaps()
     report.can_launch = not report.problems
     return report
+
+
+def _try_bwrap(machine: Machine, *, share_net: bool) -> str | None:
+    """Run bwrap as this spec's launch would (its namespaces, and root mode's uid): under
+    Ubuntu's AppArmor restriction unshare succeeds, so only bwrap's own failure shows
+    that the namespace it makes is useless to it. The problem's text, if it failed so."""
+    from . import userns
+
+    if not (machine.bwrap_path and machine.bind_fd and machine.user_namespaces):
+        return None
+    root_mode = os.geteuid() == 0
+    machine.userns_refused = userns.trial(machine.bwrap_path, root_mode=root_mode,
+                                          share_net=share_net)
+    if machine.userns_refused is None:
+        return None
+    return userns.explain(machine.userns_refused, userns.read_restriction(),
+                          bwrap=machine.bwrap_path, root_mode=root_mode).render()
 
 
 def _memory_on_v1() -> bool:
@@ -317,7 +343,10 @@ def render_linux(report: Report) -> str:
         + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
         f"  user namespaces     {yes[m.user_namespaces]}" + {
             "namespaces": "", "none": ": the sandbox runs without namespaces",
-            "off": " (LNK_NAMESPACES=off: the sandbox runs without them)"}[m.namespaces],
+            "off": " (LNK_NAMESPACES=off: the sandbox runs without them)"}[m.namespaces]
+        + (f", but bwrap may not use them (bwrap: {m.userns_refused})"
+           if m.userns_refused else ""),
+        f"  AppArmor userns     {m.apparmor_userns}",
         f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)"
         + (", but another listener holds this process" if m.listener_taken else ""),
         f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",
