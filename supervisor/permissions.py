@@ -37,6 +37,7 @@ def _allowed_content(snapshot: Snapshot) -> dict[str, Any]:
         {k: g[k] for k in (_GRANT_FIELDS if g["access"] in ("read", "write")
                            and g["reason"] != REOPENED_REASON else _CLOSING_FIELDS)}
         | ({"commit": True} if g.get("commit") else {})  # absent before files.commit
+        | ({"opened": list(g["opened"])} if g.get("opened") else {})  # one by one
         for g in data["grants"]
     ]
     # Home's configuration hidden under a read grant of home, and the places of code it
