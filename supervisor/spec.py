@@ -710,6 +710,18 @@ def load_spec(path: str | None) -> Spec:
     return parse_spec(_read_spec(path), path)
 
 
+def key_line(source: str, key: str) -> int | None:
+    """The line of `key` in the spec file `source`, found as an error's is (best effort:
+    None for the default spec, a dict, or a file gone or changed since)."""
+    if source.startswith("<"):
+        return None
+    try:
+        text = _read_spec(source).decode("utf-8", "replace")
+    except (SpecError, OSError):
+        return None
+    return _Locator(text).line(key)
+
+
 def _read_spec(path: str) -> bytes:
     """The bytes of the spec file at `path`: a regular file, opened without blocking (a
     FIFO's open waits for a writer for ever, a device's read may never end), at most
