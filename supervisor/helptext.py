@@ -92,6 +92,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exec": ("run a command wrapped before (what wrap prints)",
              "lnk-sandbox exec 3f2a... -- ./nightly.sh\n"
              "  runs it under the grants resolved when it was wrapped, never resolved again"),
+    "allow": ("allow a spec ahead of time, for a folder and every folder inside it",
+              "lnk sandbox allow --spec agent.toml --for ~/src\n"
+              "  shows what agent.toml allows and asks once; then a client with no terminal\n"
+              "  (an MCP server, Claude Code's prefix) runs it in ~/src or any folder inside"),
     "cache": ("empty the private caches of a spec ([files] caches)",
               "lnk sandbox cache clear --spec agent.toml\n"
               "  empties agent.toml's caches (its agent's, when it names one); --all\n"
