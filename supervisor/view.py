@@ -30,7 +30,14 @@ from typing import Literal, NamedTuple
 
 from .dotfiles import DotFiles, Protected, analyze
 from .errors import LaunchError, SpecError
-from .grants import Grant, Snapshot, deepest, pattern_folder, working_directory_problem
+from .grants import (
+    Grant,
+    Snapshot,
+    deepest,
+    is_within,
+    pattern_folder,
+    working_directory_problem,
+)
 
 Effect = Literal["read", "write", "hide", "keep"]
 # The order rules are laid in at one folder: what narrows after what it narrows.
@@ -131,6 +138,17 @@ def _deciding(path: str, system: Iterable[str], rules: Iterable[ViewRule], *,
                           if folder is not None and not (strict and folder == path)))
 
 
+def opened_by(grant: Grant, item: Protected) -> str | None:
+    """The path `files.write_dot_files` names one by one (`./.env`) that opens the
+    protected `item` of `grant`'s top: it is that path or inside it; None if none."""
+    for name in grant.opened:
+        path = f"{grant.target}/{name}"
+        if is_within(item.path, path) or (item.placeholder is not None
+                                          and is_within(item.placeholder, path)):
+            return path
+    return None
+
+
 def written_tops(snapshot: Snapshot, *, opened_too: bool = False) -> tuple[Grant, ...]:
     """The write grants of a folder whose top is looked at for dot files: those whose
     dot files are protected, and with `opened_too` those `write_dot_files` opens (which
@@ -164,7 +182,8 @@ def view_of(snapshot: Snapshot, system: tuple[str, ...],
     protections: list[tuple[Grant, Protected]] = []
     for grant in written_tops(snapshot):
         dots = dot_files.get(grant.target or "")
-        protections.extend((grant, item) for item in (dots.protected if dots else ()))
+        protections.extend((grant, item) for item in (dots.protected if dots else ())
+                           if opened_by(grant, item) is None)
     rules: list[ViewRule] = []
     for grant in snapshot.grants:
         if grant.target is None:

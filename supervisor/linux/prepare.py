@@ -171,11 +171,13 @@ class WatchFactory:
     def __call__(self, listener: int) -> ExecWatch:
         from inner.syscalls import number
 
+        from ..learn import written_folders
         from .watch import ExecWatch, Judge
 
         judge = self.judge or Judge(
             allowed_files(self.snapshot, self.loaders),
-            listed=frozenset(p.target for p in self.snapshot.programs or ()))
+            listed=frozenset(p.target for p in self.snapshot.programs or ()),
+            written=written_folders(self.snapshot))
         judge.record = self.learn
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
         return ExecWatch(listener, numbers=numbers, judge=judge, events=self.events,

@@ -220,6 +220,16 @@ def test_a_refused_promise_refuses_the_launch(sandbox: Sandbox) -> None:
     done = sandbox.run("true", spec='[files]\nwrite = ["."]\ncommit = ["."]\n', env=OFF)
     assert done.returncode == 125
     assert "files.commit: committing makes files at the top of .git" in done.stderr
+    # check says it beforehand, as data: the key, its line, the fix (check --json).
+    asked = sandbox.lnk("check", "--json", spec='[files]\nwrite = ["."]\ncommit = ["."]\n',
+                        env=OFF)
+    assert asked.returncode == 1, asked.stderr
+    (problem,) = json.loads(asked.stdout)["problems"]
+    assert (problem["key"], problem["line"]) == ("files.commit", 3)
+    assert problem["file"].endswith(".toml")
+    assert problem["message"].startswith("committing makes files at the top of .git")
+    assert problem["message"].endswith("(this sandbox runs without namespaces)")
+    assert problem["hint"].endswith("or remove files.commit")
 
 
 def test_a_memory_limit_no_cgroup_holds_refuses_the_launch(sandbox: Sandbox) -> None:

@@ -106,7 +106,7 @@ def test_check_says_bwrap_may_not_use_its_namespace(sandbox: Sandbox) -> None:
     assert report["machine"]["user_namespaces"] is True  # unshare works: it is not that
     assert report["machine"]["userns_refused"] == REFUSED
     assert report["can_launch"] is False
-    assert any(problem.startswith(SAID) for problem in report["problems"])
+    assert any(problem["message"].startswith(SAID) for problem in report["problems"])
     text = sandbox.lnk("check", env=env).stdout
     assert (f"  user namespaces     yes, but bwrap may not use them (bwrap: {REFUSED})"
             in text.splitlines())
