@@ -35,6 +35,7 @@ from .prepare import (
     program_loaders,
     refuse_unheld_limits,
     sandbox_environment,
+    say_limits_hit,
 )
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
@@ -200,9 +201,7 @@ def _spawn_and_supervise(run: _Prepared, kept: KeptRun, cgroups: RunCgroups,
     kept.clean = outcome.status not in (TIMEOUT_STATUS, 125, 128 + 9)
     if outcome.setup_failed:
         outcome = _explain_setup_failure(outcome, run.info, run.plan)
-    for limit in cgroups.limit_hit():
-        say(f"the run reached its {limit} limit ([limits] in the spec; "
-            "`lnk sandbox describe` shows them)")
+    say_limits_hit(snapshot, cgroups, outcome.status)
     return outcome
 
 

@@ -55,3 +55,33 @@ def test_a_forged_line_cannot_reach_a_report_outside(sandbox: Sandbox) -> None:
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
     assert report.read_text() == ""  # home is not seen: the forgery went nowhere
     assert json.loads((sandbox.project / "refusals.jsonl").read_text())["subject"] == "/forged"
+
+
+# -- run-time notes ------------------------------------------------------------------------
+
+CPU_SPEC = '[files]\nwrite = ["."]\n[limits]\ncpu = "1s"\n'
+CPU_COUNTED = ("lnk-sandbox: the run reached its CPU time limit ([limits] cpu = 1 s of CPU "
+               "time per process; `lnk sandbox describe` shows the limits)\n")
+CPU_UNCOUNTED = ("lnk-sandbox: the command was killed (signal 9) with [limits] cpu = 1 s of "
+                 "CPU time per process set, which is how that limit ends a process (this "
+                 "machine gives lnk-sandbox no count of the run's CPU time to be sure)\n")
+
+
+def test_a_cpu_limits_kill_is_said_as_the_memory_limits_is(sandbox: Sandbox) -> None:
+    """`[limits] cpu = "1s"` killed a busy loop with 137 and no word. Root's run has a
+    cgroup of its own that counts its CPU time: the line is sure; a person's run where no
+    cgroup may be made says what the kill may be."""
+    done = sandbox.run("python3", "-c", "print('busy', flush=True)\nwhile True: pass",
+                       spec=CPU_SPEC)
+    assert (done.returncode, done.stdout) == (137, "busy\n")
+    if sandbox.who.is_root:
+        assert done.stderr == CPU_COUNTED
+    else:
+        assert done.stderr in (CPU_COUNTED, CPU_UNCOUNTED)
+    # A command killed otherwise, with little CPU used: no CPU line where it is counted.
+    killed = sandbox.run("sh", "-c", "kill -9 $$", spec=CPU_SPEC)
+    assert killed.returncode == 137
+    if sandbox.who.is_root:
+        assert killed.stderr == ""
+    # Without a CPU limit, a kill says nothing of one.
+    assert sandbox.run("sh", "-c", "kill -9 $$").stderr == ""
