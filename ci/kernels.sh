@@ -10,7 +10,10 @@
 #                     naming those it has)
 #   --ci              what .ci/run boots: the stock kernel as shipped (6.1) every time, and
 #                     one of the others in turn (the turn kept in the cache, moved on only
-#                     after a run that passed; on a fresh cache the commit chooses)
+#                     after a run that passed; on a fresh cache the commit chooses).
+#                     With LNK_KERNELS_DEADLINE (seconds since the epoch; .ci/run sets it
+#                     from its budget) a boot after the first is made only if its last
+#                     time here ends before it; one left out keeps its turn
 #   --prepare         make the root filesystem and this checkout's image, boot nothing
 #   --boot            boot the image the last --prepare made, without making it again
 #   --rebuild         make the root filesystem again, even when the cached one is current
@@ -242,7 +245,15 @@ fi
 results=$CACHE/results
 rm -rf "$results"
 mkdir -p "$results"
+first=$(echo "$boots" | head -n 1 | cut -d' ' -f1)
 echo "$boots" | while read -r label release mode; do
+    # CI's budget (.ci/run's deadline): the stock kernel always; a boot after it only if
+    # its last time here still ends in time, else its turn is kept (no rotation.next).
+    if [ -n "${LNK_KERNELS_DEADLINE:-}" ] && [ "$label" != "$first" ] \
+        && ! $CHOOSE --fits "$label" "$(date +%s)" "$LNK_KERNELS_DEADLINE" "$CACHE/seconds-$label"; then
+        rm -f "$CACHE/rotation.next"
+        continue
+    fi
     lsm=$(sed -n 's/^CONFIG_LSM="\(.*\)"$/\1/p' "$ROOTFS/boot/config-$release")
     if [ "$mode" = no-landlock ]; then
         lsm=$(echo "$lsm" | tr , '\n' | grep -vx landlock | paste -sd, -)
@@ -297,6 +308,8 @@ echo "$boots" | while read -r label release mode; do
     status=$(cat "$out/exit" 2>/dev/null || echo 1)
     rm -f "$out/exit" "$out/vm.pid"
     echo $(($(date +%s) - start)) >"$out/seconds"
+    # What CI's budget reckons with next time (the results folder is made anew each run).
+    cp "$out/seconds" "$CACHE/seconds-$label"
     # timeout's 124: the guest ran past LNK_KERNELS_TIMEOUT and was killed.
     [ "$status" != 124 ] || echo "$VM_TIMEOUT" >"$out/timed-out"
     tar -xf "$out/disk.tar" -C "$out" 2>/dev/null || say "$label: no results came back (qemu status $status)"

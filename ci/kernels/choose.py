@@ -2,6 +2,7 @@
 
     python3 ci/kernels/choose.py BOOT_FOLDER [--only LABEL,...] [--ci STATE_FILE COMMIT]
     python3 ci/kernels/choose.py --labels BOOT_FOLDER
+    python3 ci/kernels/choose.py --fits LABEL NOW DEADLINE LAST_SECONDS_FILE
 
 Prints one boot a line, `LABEL RELEASE MODE` (MODE `landlock` or `no-landlock`), in the
 order to boot them; `--labels` prints the labels alone. Exits 2 with the labels listed
@@ -16,6 +17,11 @@ STATE_FILE (ci/kernels.sh keeps it in the cache beside the root filesystem and m
 on only after a run that passed, so a failing configuration is booted again until it is
 fixed); with no state yet (a fresh machine, whose cache is new each time) the commit
 chooses, so that fresh machines too cover every configuration over a few commits.
+
+`--fits` is CI's budget (.ci/run gives a deadline, LNK_KERNELS_DEADLINE): a boot after
+the first is made only if its last time on this machine (kept in the cache; ESTIMATE
+seconds where it has none) still ends before the deadline; else it prints why it is left
+for a later run, and exits 1. The first boot, the stock kernel, is always made.
 
 Standard library only: it runs with the host's own python3 before any venv exists.
 """
@@ -96,7 +102,32 @@ def rotation(available: list[Boot], state: str, commit: str) -> tuple[list[Boot]
     return [stock, others[turn]], names[(turn + 1) % len(others)]
 
 
+# A boot's time where this machine has none yet: 6.1-no-landlock and 6.12-no-landlock
+# took 5 to 10 minutes here, 6.12 about 12, with every CPU busy (README, the kernel part).
+ESTIMATE = 720
+
+
+def fits(label: str, now: int, deadline: int, last: str) -> str | None:
+    """None when a boot of `label` may start at `now`, its last time being `last` (a
+    number of seconds, or "" when unknown); else what is said when it is left out."""
+    seconds = int(last) if last.isdigit() else ESTIMATE
+    if now + seconds <= deadline:
+        return None
+    how = f"its last boot here took {seconds} s" if last.isdigit() else \
+        f"a boot takes about {seconds} s"
+    return (f"ci/kernels.sh: {label} not booted: {how}, and CI's budget ends in "
+            f"{max(deadline - now, 0)} s (LNK_KERNELS_DEADLINE); its turn is kept for the "
+            "next run")
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--fits"] and len(argv) == 5:
+        last = Path(argv[4])
+        said = fits(argv[1], int(argv[2]), int(argv[3]),
+                    last.read_text().strip() if last.exists() else "")
+        if said is not None:
+            print(said, file=sys.stderr)
+        return 0 if said is None else 1
     try:
         if argv[:1] == ["--labels"] and len(argv) == 2:
             print(" ".join(boot.label for boot in boots(releases_in(Path(argv[1])))))

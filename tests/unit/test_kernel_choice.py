@@ -139,3 +139,32 @@ def test_a_boot_killed_for_its_time_fails_the_table_even_with_results(tmp_path: 
     assert done.returncode == 1
     assert ("   HUNG: its console was silent for 300 s (LNK_KERNELS_STALL), so it was killed; "
             "see console.log") in done.stdout.splitlines()
+
+
+# -- CI's budget (--fits): the stock kernel always, a later boot only if it ends in time --
+
+def test_a_boot_fits_by_its_last_time_here_or_the_estimate() -> None:
+    assert choose.fits("6.12", now=1000, deadline=2000, last="1000") is None
+    assert choose.fits("6.12", now=1000, deadline=2000, last="1001") == (
+        "ci/kernels.sh: 6.12 not booted: its last boot here took 1001 s, and CI's budget "
+        "ends in 1000 s (LNK_KERNELS_DEADLINE); its turn is kept for the next run")
+    # Never booted here: the estimate decides, and is named as one.
+    assert choose.fits("6.1-no-landlock", now=0, deadline=choose.ESTIMATE, last="") is None
+    assert choose.fits("6.1-no-landlock", now=10, deadline=choose.ESTIMATE, last="x") == (
+        f"ci/kernels.sh: 6.1-no-landlock not booted: a boot takes about {choose.ESTIMATE} "
+        f"s, and CI's budget ends in {choose.ESTIMATE - 10} s (LNK_KERNELS_DEADLINE); its "
+        "turn is kept for the next run")
+    # Past the deadline already: the time left is said as none, never negative.
+    assert "budget ends in 0 s" in (choose.fits("6.12", now=5000, deadline=2000, last="1")
+                                    or "")
+
+
+def test_the_script_says_fits_by_its_exit_status(tmp_path: Path) -> None:
+    last = tmp_path / "seconds-6.12"
+    last.write_text("600\n")
+    fits = run("--fits", "6.12", "1000", "1600", str(last))
+    assert (fits.returncode, fits.stdout, fits.stderr) == (0, "", "")
+    late = run("--fits", "6.12", "1001", "1600", str(last))
+    assert (late.returncode, late.stdout) == (1, "")
+    assert late.stderr.startswith("ci/kernels.sh: 6.12 not booted: its last boot here took "
+                                  "600 s, and CI's budget ends in 599 s")
