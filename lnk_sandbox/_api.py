@@ -292,7 +292,7 @@ class Sandbox:
                 raise errors.SandboxError(f"the working directory {self._cwd} does not exist")
             context = context._replace(cwd=self._cwd)
         snapshot = snapshot_for(load_spec(self._spec), context)
-        ensure_allowed(snapshot, yes=self._yes)
+        ensure_allowed(snapshot, yes=self._yes, yes_word="yes=True")
         if self._decide_fd is not None:
             from supervisor.netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
             from supervisor.run import check_decide

@@ -5,13 +5,16 @@ adapter of its own (`pip install 'lnk-sandbox[mcp]'`, on the official `mcp` SDK)
 
     lnk mcp [--spec FILE] [--yes] [--cwd DIR]
 
-The spec is fixed when the server starts: validated, resolved and allowed once (its
-description is shown on stderr, which MCP clients show or log, and sent as the server's
-instructions); no tool has a parameter that reaches it, so a tool call never widens it.
-Like `lnk sandbox run`, a spec not allowed before needs `--yes` (an MCP client starts
-the server with pipes, not a terminal, so there is no one to ask) or an earlier run at a
-terminal. The server is one `lnk_sandbox.Sandbox` session: /tmp is kept from one call to
-the next and removed when the server ends.
+The spec is fixed when the server starts: validated, resolved and allowed once (one
+line on stderr, which MCP clients show or log, names it; its description is the
+server's instructions); no tool has a parameter that reaches it, so a tool call never
+widens it. A spec not allowed before needs `--yes` or the person's answer given ahead at a terminal
+(`lnk sandbox allow --spec FILE --for DIR`): an MCP client starts the server with pipes,
+so there is no one to ask. Until then the server still starts, and each tool call is a
+tool error saying that command, which the model and the person both see (a server that
+ended at the start would reach them only as a closed connection). The server is one
+`lnk_sandbox.Sandbox` session: /tmp is kept from one call to the next and removed when
+the server ends.
 
 Tools, each described by a JSON schema the SDK derives from its signature:
 - `run`: a command (argv, no shell) with an optional working directory, timeout and
@@ -36,7 +39,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from supervisor.errors import SandboxError
+from supervisor.errors import NotAllowedError, SandboxError
+from supervisor.terminal import shown
 
 from ._api import Completed, Sandbox
 
@@ -79,10 +83,54 @@ def _summary(done: Completed) -> str:
     return "\n".join(lines)
 
 
-def build_server(sandbox: Sandbox, description: str) -> MCPServer:
-    """The server over one open Sandbox; its tools take no part of the spec."""
+class _Opened:
+    """The server's one Sandbox, opened when the server starts, or, for a spec not
+    allowed yet, at the first tool call after the person allowed it at a terminal: an
+    MCP client starts the server with pipes, so a refusal at the start would reach the
+    model and the person only as a closed connection. Until then each tool call answers
+    with the refusal and the command that allows the spec, as a tool error they see."""
+
+    def __init__(self, spec: str | None, *, yes: bool, cwd: str | None) -> None:
+        self.spec, self.yes, self.cwd = spec, yes, cwd
+        self.sandbox: Sandbox | None = None
+        self._lock = anyio.Lock()
+
+    async def get(self) -> Sandbox:
+        """The open Sandbox; NotAllowedError (its hint the command that allows the
+        spec, for this server's folder and the folders inside it) until it is allowed."""
+        async with self._lock:
+            if self.sandbox is None:
+                sandbox = Sandbox(self.spec, cwd=self.cwd, yes=self.yes)
+                try:
+                    await sandbox.__aenter__()
+                except NotAllowedError as err:
+                    if err.command is None:
+                        raise
+                    raise NotAllowedError(
+                        err.message, command=err.command,
+                        hint=f"the person runs at a terminal: {err.command} (it shows "
+                        "what the spec allows and asks once); then call the tool again"
+                    ) from None
+                self.sandbox = sandbox
+            return self.sandbox
+
+    async def aclose(self) -> None:
+        sandbox, self.sandbox = self.sandbox, None
+        if sandbox is not None:
+            await sandbox.aclose()
+
+
+def _refused(err: SandboxError) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=f"lnk-sandbox: "
+                                               f"{err.render()}")], is_error=True)
+
+
+def build_server(opened: _Opened, description: str) -> MCPServer:
+    """The server over one Sandbox (opened, or to be opened once allowed); its tools
+    take no part of the spec."""
     server: MCPServer = MCPServer(
         name="lnk-sandbox",
+        version=package_version(),
         instructions="Commands and files go through a sandbox whose spec was fixed when "
         "this server started:\n" + description,
     )
@@ -104,11 +152,11 @@ def build_server(sandbox: Sandbox, description: str) -> MCPServer:
         """Run a command confined by the server's spec: it sees only the files the spec
         grants, runs only the programs it lists, reaches the network only as it says."""
         try:
+            sandbox = await opened.get()
             done = await sandbox.run(command, cwd=cwd, timeout=timeout, stdin=stdin,
                                      output_limit=MAX_OUTPUT)
         except SandboxError as err:
-            return CallToolResult(content=[TextContent(type="text", text=err.render())],
-                                  is_error=True)
+            return _refused(err)
         output = RunOutput(status=done.returncode, stdout=_text(done.stdout),
                            stderr=_text(done.stderr), timed_out=done.timed_out,
                            refusals=[Refusal(kind=r.kind, subject=r.subject,
@@ -125,6 +173,7 @@ def build_server(sandbox: Sandbox, description: str) -> MCPServer:
             "the file as the sandbox sees it (relative: to the server's folder)"))],
     ) -> str:
         """A UTF-8 text file's content, read by the sandbox itself."""
+        sandbox = await _file(opened.get(), path)
         data: bytes = await _file(sandbox.read_file(path, limit=MAX_READ, timeout=60), path)
         try:
             return data.decode("utf-8")
@@ -140,10 +189,21 @@ def build_server(sandbox: Sandbox, description: str) -> MCPServer:
         content: Annotated[str, Field(description="the whole new content, as UTF-8")],
     ) -> str:
         """Write a text file, by the sandbox itself: only where the spec lets it write."""
+        sandbox = await _file(opened.get(), path)
         await _file(sandbox.write_file(path, content, timeout=60), path)
         return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
 
     return server
+
+
+def package_version() -> str:
+    """lnk-sandbox's own version, as its distribution says it (the server's info)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lnk-sandbox")
+    except PackageNotFoundError:
+        return "0+source"
 
 
 async def _file(operation: Any, path: str) -> Any:
@@ -155,23 +215,47 @@ async def _file(operation: Any, path: str) -> Any:
     except OSError as err:
         raise ToolError(f"{path}: {err.strerror or err}") from None
     except SandboxError as err:
-        raise ToolError(err.render()) from None
+        raise ToolError(f"lnk-sandbox: {err.render()}") from None
 
 
 @asynccontextmanager
 async def serving(spec: str | None, *, yes: bool, cwd: str | None
                   ) -> AsyncIterator[MCPServer]:
-    """The Sandbox opened and shown, and the server over it; closed after."""
+    """The Sandbox opened (or its refusal kept for the tool calls), the server over it,
+    and one line on stderr saying so; closed after. The description is the server's
+    instructions, and `lnk sandbox describe` shows it to a person."""
     from supervisor.api import description_of
     from supervisor.describe import render
+    from supervisor.stages import snapshot_for
 
-    async with Sandbox(spec, cwd=cwd, yes=yes) as sandbox:
-        description = render(description_of(sandbox.snapshot))  # shown line by line
-        shown = "".join(f"  {line}\n" for line in description.splitlines())
-        sys.stderr.write(f"lnk-sandbox: MCP server; every tool call runs in this sandbox, "
-                         f"fixed for the server's life:\n{shown}")
+    opened = _Opened(spec, yes=yes, cwd=cwd)
+    try:
+        try:
+            sandbox = await opened.get()
+            snapshot = sandbox.snapshot
+            state = "every tool call runs in this sandbox, fixed for the server's life"
+        except NotAllowedError as err:
+            snapshot = await anyio.to_thread.run_sync(
+                lambda: snapshot_for(spec, _context(cwd)))
+            state = (f"not allowed yet: each tool call says so until the person runs "
+                     f"{err.command}")
+        # With what holds where the sandbox runs without namespaces (description_of).
+        description = render(description_of(snapshot))  # shown line by line
+        line = (f"MCP server {package_version()}, spec {snapshot.source} in "
+                f"{snapshot.cwd}: {state} (`lnk sandbox describe` shows what it allows)")
+        sys.stderr.write(f"lnk-sandbox: {shown(line)}\n")
         sys.stderr.flush()
-        yield build_server(sandbox, description)
+        yield build_server(opened, description)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await opened.aclose()
+
+
+def _context(cwd: str | None) -> Any:
+    from supervisor.policy import Context
+
+    context = Context.current()
+    return context if cwd is None else context._replace(cwd=os.path.realpath(cwd))
 
 
 def main(argv: list[str], prog: str = "lnk mcp") -> int:

@@ -20,8 +20,9 @@ file Claude Code reads: the command itself, and everything else it writes, stay 
 Use: `CLAUDE_CODE_SHELL_PREFIX=/path/to/lnk-sandbox-shell-prefix`, the spec named by
 `LNK_SANDBOX_SPEC` (Claude Code joins the prefix and its flags by a rule that changed
 between versions, so the prefix is a program with no arguments, configured by the
-environment). The spec must have been allowed before (at a terminal: `lnk sandbox run
---spec FILE -- true`): Claude Code runs commands with no terminal to ask on.
+environment). The spec must have been allowed before, at a terminal: `lnk sandbox allow
+--spec FILE --for DIR` (DIR and every folder inside it): Claude Code runs commands with no
+terminal to ask on, and a refusal says that command.
 `lnk-sandbox shell-prefix [--spec FILE] COMMAND` is the same for a person to try.
 """
 
@@ -37,7 +38,7 @@ import sys
 
 import anyio
 
-from supervisor.errors import SandboxError
+from supervisor.errors import NotAllowedError, SandboxError
 
 from ._api import Sandbox
 
@@ -132,6 +133,15 @@ def main(argv: list[str], prog: str = "lnk-sandbox shell-prefix") -> int:
     spec = args.spec or os.environ.get(SPEC_VARIABLE) or None
     try:
         return anyio.run(lambda: run_prefixed(" ".join(args.command), spec=spec))
+    except NotAllowedError as err:
+        # Claude Code runs the prefix with no terminal and takes no flag for it: the
+        # one way on is the person allowing the spec at a terminal, for the folder
+        # Claude Code works in (and the folders inside it).
+        if err.command is not None:
+            err = NotAllowedError(err.message, hint="allow it once at a terminal (it shows "
+                                  f"what it allows and asks): {err.command}")
+        sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
+        return err.exit_status
     except SandboxError as err:
         sys.stderr.write(f"lnk-sandbox: {err.render()}\n")
         return err.exit_status

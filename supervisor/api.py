@@ -31,12 +31,13 @@ class Wrapped(NamedTuple):
     command_line: str
 
 
-def _ask(text: str) -> bool:
-    """Show `text` and ask on the terminal; False when there is no terminal to ask on."""
+def _ask(text: str, folder: str) -> str:
+    """Show `text` and ask on the terminal: "y" (this snapshot), "b" (in `folder` and
+    every folder inside it), "" (no, or no terminal to ask on)."""
     try:
         tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
-        return False
+        return ""
     from .home_places import look_again
 
     look_again()  # the answer may take minutes: the plan looks at home's places anew
@@ -44,9 +45,11 @@ def _ask(text: str) -> bool:
         from .terminal import shown_lines
 
         shown = shown_lines(f"  {line}" for line in text.splitlines())
+        here = shown_lines([folder]).rstrip("\n")
         os.write(tty, ("lnk-sandbox: this spec was not allowed before. It would allow:\n"
-                       f"{shown}Allow it (remembered for this exact set of grants)? [y/N] "
-                       ).encode("utf-8", "replace"))
+                       f"{shown}Allow it? y: yes, for this exact set of grants; b: yes, "
+                       f"for this folder ({here}) and every folder inside it; N: no "
+                       "[y/b/N] ").encode("utf-8", "replace"))
         answer = b""
         while not answer.endswith(b"\n") and len(answer) < 64:
             chunk = os.read(tty, 64)
@@ -55,14 +58,37 @@ def _ask(text: str) -> bool:
             answer += chunk
     finally:
         os.close(tty)
-    return answer.strip().lower() in (b"y", b"yes")
+    said = answer.strip().lower()
+    return {b"y": "y", b"yes": "y", b"b": "b"}.get(said, "")
 
 
-def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
-    """Remembered, or asked now, or `yes`: else NotAllowedError saying how to allow it."""
+def allow_command(snapshot: Snapshot) -> str:
+    """The command a person runs at a terminal to allow `snapshot` ahead of time, for
+    its working directory and every folder inside it."""
+    import shlex
+
+    return shlex.join(["lnk", "sandbox", "allow", "--spec", snapshot.source, "--for",
+                       snapshot.cwd])
+
+
+def not_allowed(snapshot: Snapshot, *, yes: str | None = "--yes") -> NotAllowedError:
+    """The refusal of a spec not allowed before where no one can be asked, with the
+    command that allows it (`yes`: how this caller says yes itself, if it can)."""
+    command = allow_command(snapshot)
+    return NotAllowedError(
+        f"the spec {snapshot.source} was not allowed before, and there is no terminal "
+        "to ask on",
+        hint=f"allow it at a terminal (it shows what it allows and asks): {command}"
+        + (f"; or pass {yes}" if yes else ""), command=command,
+    )
+
+
+def ensure_allowed(snapshot: Snapshot, *, yes: bool, yes_word: str | None = "--yes") -> None:
+    """Remembered, or asked now, or `yes`: else NotAllowedError saying how to allow it
+    (`yes_word`: how the caller says yes, in the hint; None where it cannot)."""
     if snapshot.source == DEFAULT_SPEC_NAME:
         return
-    from .permissions import remember, remembered
+    from .permissions import remember, remember_below, remembered
 
     if remembered(snapshot):
         return  # the description (dataclasses, inspect: 8 ms) only for asking or --yes
@@ -70,17 +96,67 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
 
     text = render(description_of(snapshot))
     interactive = sys.stdin.isatty() and os.path.exists("/dev/tty")
-    if yes or (interactive and _ask(text)):
+    answer = "y" if yes else _ask(text, snapshot.cwd) if interactive else ""
+    if answer == "y":
         remember(snapshot, text)
+        return
+    if answer == "b":
+        remember_below(snapshot, text)
         return
     if interactive:
         raise NotAllowedError("not allowed: the sandbox was not started")
-    raise NotAllowedError(
-        f"the spec {snapshot.source} was not allowed before, and there is no terminal "
-        "to ask on",
-        hint="run it once at a terminal to be asked, read `lnk sandbox describe --spec "
-        "FILE`, or pass --yes to allow it",
-    )
+    raise not_allowed(snapshot, yes=yes_word)
+
+
+def allow(spec: str, *, folder: str | None = None, yes: bool = False) -> str:
+    """`lnk sandbox allow`: allow `spec` ahead of time, for a client with no terminal,
+    remembered as an answer is: its snapshot resolved in `folder`, for that folder and
+    every folder inside it (the working directory and no other, without `folder`).
+    Shown and asked at a terminal unless `yes`; what was allowed, as a line to say."""
+    from .describe import describe, render
+    from .errors import SpecError
+    from .permissions import remember, remember_below
+    from .policy import Context
+    from .stages import snapshot_for
+
+    context = Context.current()
+    if folder is not None:
+        where = os.path.realpath(folder)
+        if not os.path.isdir(where):
+            raise SpecError(f"--for {folder}: no such folder", file="<command line>",
+                            hint="name the folder the client works in, or one holding it")
+        context = context._replace(cwd=where)
+    snapshot = snapshot_for(spec, context)
+    if snapshot.source == DEFAULT_SPEC_NAME:
+        raise SpecError("the embedded default spec is never asked about, so there is "
+                        "nothing to allow", file="<command line>",
+                        hint="name the spec to allow: lnk sandbox allow --spec FILE")
+    text = render(describe(snapshot))
+    below = f"{snapshot.cwd} and every folder inside it"
+    if not yes:
+        from .terminal import shown_lines
+
+        try:
+            tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+        except OSError:
+            raise NotAllowedError(
+                "there is no terminal to ask on", hint="run it at a terminal, or pass "
+                "--yes having read `lnk sandbox describe --spec FILE`") from None
+        try:
+            shown = shown_lines(f"  {line}" for line in text.splitlines())
+            where_text = below if folder is not None else snapshot.cwd
+            os.write(tty, (f"lnk-sandbox: allow this spec in {where_text}? It would "
+                           f"allow:\n{shown}Allow it? [y/N] ").encode("utf-8", "replace"))
+            answer = os.read(tty, 64)
+        finally:
+            os.close(tty)
+        if answer.strip().lower() not in (b"y", b"yes"):
+            raise NotAllowedError("not allowed: nothing was remembered")
+    if folder is not None:
+        remember_below(snapshot, text)
+        return f"allowed {snapshot.source} in {below}"
+    remember(snapshot, text)
+    return f"allowed {snapshot.source} in {snapshot.cwd}"
 
 
 def run(command: list[str], *, spec: str | None = None, yes: bool = False,
@@ -189,5 +265,5 @@ def check(spec: str | None = None) -> dict[str, Any]:
     return backend().check(spec).to_dict()
 
 
-__all__ = ["SandboxError", "Wrapped", "check", "describe", "exec_saved", "learn", "run",
-           "wrap"]
+__all__ = ["SandboxError", "Wrapped", "allow", "check", "describe", "exec_saved", "learn",
+           "run", "wrap"]

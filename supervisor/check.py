@@ -13,6 +13,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .errors import SandboxError
+
 if TYPE_CHECKING:
     from .grants import Snapshot
 
@@ -93,6 +95,39 @@ GAP_SOCKET_MEMORY = (
 )
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One reason the spec cannot launch here, as data (`check --json`): the message,
+    and where a spec's error is (`file`, `line`, `key`) and what to change (`hint`),
+    each None where it does not apply; said as a SandboxError renders."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    key: str | None = None
+    hint: str | None = None
+
+    @staticmethod
+    def of(err: SandboxError) -> Problem:
+        from .errors import SpecError
+
+        if isinstance(err, SpecError):
+            return Problem(err.message, err.file, err.line, err.key, err.hint)
+        return Problem(err.message, hint=err.hint)
+
+    def render(self) -> str:
+        """The lines a person reads: the error's own (`SandboxError.render`)."""
+        from .errors import SpecError
+
+        if self.file is not None:
+            return SpecError(self.message, file=self.file, key=self.key, line=self.line,
+                             hint=self.hint).render()
+        return SandboxError(self.message, hint=self.hint).render()
+
+    def __str__(self) -> str:
+        return self.render()
+
+
 class MachineFacts(Protocol):
     """What an OS's probe found of its machine (`linux.check.Machine`,
     `macos.check.MacMachine`): a dataclass, so that the report turns to JSON whole."""
@@ -106,7 +141,7 @@ class Report:
     spec: str
     can_launch: bool
     layers: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
     exposed: list[str] = field(default_factory=list)
     home: list[str] = field(default_factory=list)  # home's configuration hidden, and how
@@ -202,7 +237,7 @@ def spec_lines(report: Report) -> list[str]:
                                          "cannot launch here")]
     lines += [f"  layer: {layer}" for layer in report.layers]
     for problem in report.problems:  # SandboxError.render's: message, then hint
-        first, *rest = problem.split("\n")
+        first, *rest = problem.render().split("\n")
         lines += [f"  problem: {first}", *rest]
     if report.home:
         lines.append("home's configuration (a read grant of home shows your files, not it):")

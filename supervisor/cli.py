@@ -132,6 +132,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     _timeout_option(saved)
     _decide_options(saved)
     _rest(saved)
+    allowing = command("allow", rest=False, yes=True)
+    allowing.add_argument("--for", metavar="DIR", dest="folder",
+                          help="allow it in DIR and every folder inside it (without it: "
+                          "in the working directory alone)")
     cache = command("cache", rest=False)
     cache.add_argument("what", choices=("clear",), help="clear: empty them")
     cache.add_argument("--all", action="store_true", help="every spec's and agent's caches")
@@ -283,6 +287,14 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         return 0 if report.can_launch else 1
     if args.action == "cache":
         return _clear_caches(args.spec, every=args.all)
+    if args.action == "allow":
+        if args.spec is None:
+            raise SpecError("name the spec to allow (--spec FILE): the embedded default "
+                            "is never asked about", file="<command line>")
+        from .events import say
+
+        say(api.allow(args.spec, folder=args.folder, yes=args.yes))
+        return 0
     if args.action == "plan":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
         import io

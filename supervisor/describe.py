@@ -171,7 +171,7 @@ def _dot_files(view: View) -> tuple[list[Described], list[Described], list[Descr
     """What runs as the person inside each written folder: protected (there now),
     held (missing, kept from being made for the run), and opened by the spec's
     files.write_dot_files or files.commit, each with the reason."""
-    from .view import written_tops
+    from .view import opened_by, written_tops
 
     snapshot = view.snapshot
     written = snapshot.written()
@@ -184,6 +184,12 @@ def _dot_files(view: View) -> tuple[list[Described], list[Described], list[Descr
         for item in view.dot_files[grant.target].protected:
             if not any(is_within(item.path, w) for w in written):
                 continue  # read-only or hidden already: nothing the sandbox writes
+            if opened_by(grant, item) is not None:
+                if item.exists or item.placeholder:
+                    opened.append(Described(item.name, item.path,
+                                            f"files.write_dot_files (this one): "
+                                            f"{item.reason}"))
+                continue
             if not grant.dot_files_writable and item.path not in kept:
                 continue  # the spec writes it by its own path: the view keeps it open
             if grant.dot_files_writable:

@@ -89,7 +89,14 @@ class HelperError(SandboxError):
 class NotAllowedError(SandboxError):
     """The person did not allow the spec: they said no, or there was no terminal to ask
     on and no `yes`, or a saved command's permission is gone. Not a fault: a harness
-    tells it from a failure by its class, and asks its person again."""
+    tells it from a failure by its class, and asks its person again. `command`: the
+    command a person runs at a terminal to allow it (`lnk sandbox allow ...`), where
+    there is one."""
+
+    def __init__(self, message: str, *, hint: str | None = None, errno: int | None = None,
+                 command: str | None = None):
+        super().__init__(message, hint=hint, errno=errno)
+        self.command = command
 
 
 def _rebuild(kind: type[SandboxError], message: str, fields: dict[str, object]

@@ -31,6 +31,12 @@ class Executed(NamedTuple):
 
 MAX_EVENTS = 10_000
 
+# Why a program the list refused is not on it, where it was made in a folder the sandbox
+# writes (a build's own output): learn never offers one there (learn.py), and the person
+# reading the refusal is told why, and the two ways on.
+BUILT_INSIDE = ("built inside a folder the sandbox writes, so never listed by learn; run "
+                "it outside or list it by path")
+
 
 def say(text: str) -> None:
     """One line of lnk-sandbox's own on stderr, written whole (several threads say), and
@@ -122,6 +128,8 @@ class Event(NamedTuple):
 
     def message(self) -> str:
         if self.kind == "program":
+            if self.reason == BUILT_INSIDE:
+                return f"refused {self.resolved} (not in [commands]): {self.reason}"
             return f"refused {self.resolved} ({self.reason or 'not in [commands]'})"
         if self.kind == "forward":
             return f"the sandbox reached the host's {self.subject} ([network] forward)"

@@ -43,6 +43,7 @@ class Grant(NamedTuple):
     dot_files_writable: bool = False
     is_dir: bool = True
     commit: bool = False
+    opened: tuple[str, ...] = ()  # paths below it files.write_dot_files opens one by one
 
 
 class Program(NamedTuple):
@@ -97,7 +98,7 @@ class Snapshot(NamedTuple):
             cwd=data["cwd"],
             lnk_home=data["lnk_home"],
             uid=data["uid"],
-            grants=tuple(Grant(**g) for g in data["grants"]),
+            grants=tuple(_grant(g) for g in data["grants"]),
             programs=None if programs is None else tuple(Program(**p) for p in programs),
             settings=RunSettings(
                 network_mode=data["network_mode"],
@@ -110,7 +111,7 @@ class Snapshot(NamedTuple):
             limits=(RunLimits(**{**data["limits"],
                                  "written": tuple(data["limits"].get("written", ()))})
                     if data.get("limits") else None),
-            patterns=tuple(Grant(**g) for g in data.get("patterns", ())),
+            patterns=tuple(_grant(g) for g in data.get("patterns", ())),
         )
 
     def run_limits(self) -> RunLimits:
@@ -128,6 +129,11 @@ class Snapshot(NamedTuple):
     def visible(self) -> tuple[Grant, ...]:
         """Read and write grants that exist."""
         return tuple(g for g in self.grants if g.access in ("read", "write") and g.target)
+
+
+def _grant(data: dict[str, Any]) -> Grant:
+    """A grant read back from JSON (its lists as tuples, as made)."""
+    return Grant(**{**data, "opened": tuple(data.get("opened", ()))})
 
 
 def is_within(path: str, folder: str) -> bool:
@@ -365,7 +371,8 @@ class _Resolver:
                 if rule.access in ("read", "write") and outer is None:
                     roots.append((path, target))
             grants[i] = Grant(rule.name, target, rule.access, rule.reason, rule.key,
-                              rule.line, rule.dot_files_writable, is_dir, rule.commit)
+                              rule.line, rule.dot_files_writable, is_dir, rule.commit,
+                              rule.opened)
         ordered = self.check_contradictions(tuple(grants[i] for i in range(len(rules))))
         ordered, patterns = self.home_rule(ordered)
         return Snapshot(

@@ -14,11 +14,15 @@ the embedded default applies: the working directory writable (its dot files read
 the system folders readable, no network, any program."""
 
 SPEC_FORMAT = """\
+agent = "coder"             # its own folder in $LNK_HOME; every other agent's is hidden
+session = "2026-11-30-a"    # reopens $LNK_HOME/sessions/ID read-write
+
 [files]
 read  = ["~/data"]          # read-only (the system folders are always readable)
 write = ["."]               # read-write; "." is the working directory
 hide  = ["~/data/secret"]   # closed whatever else is open
-commit = ["."]              # git may commit there; what git runs stays read-only
+write_dot_files = ["./.env"]  # a written folder whose dot files stay writable, or one of them
+commit = ["."]              # git may commit (and git init) there; what git runs stays read-only
 caches = ["~/.npm"]         # a private cache of lnk-sandbox's own, kept across runs
 
 [commands]
@@ -27,10 +31,23 @@ programs = ["git", "python3"]  # absent: any program; []: none (lnk sandbox lear
 [network]
 mode  = "proxy"             # "none" (the default), "proxy" or "host"
 allow = ["pypi.org", "*.pythonhosted.org"]  # proxy mode: the host names reachable
+deny  = ["upload.pypi.org"]  # proxy mode: refused even where allow matches
+forward = [5432]            # the host's 127.0.0.1:5432 at the sandbox's own (none, proxy)
+expose  = [3000]            # the sandbox's port 3000 at the host's 127.0.0.1 (none, proxy)
+unix  = ["$SSH_AUTH_SOCK"]  # the path sockets it may reach (absent: those under its grants)
 
 [env]
 keep = ["PATH", "HOME", "LANG", "TERM"]
-set  = { PIP_NO_INPUT = "1" }"""
+set  = { PIP_NO_INPUT = "1" }
+
+[limits]                    # absent: the defaults; "none" lifts one
+pids = 4096                 # processes and threads at once
+memory = "4G"               # what its processes, /tmp and /dev/shm hold
+tmp = "1G"                  # the size of its own /tmp
+shm = "512M"                # the size of its own /dev/shm
+files = 65536               # open files per process
+cpu = "10m"                 # CPU time per process (default: none)
+timeout = "2h"              # wall-clock time of the whole run (exit 124)"""
 
 EPILOG = f"""\
 examples:
@@ -75,6 +92,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exec": ("run a command wrapped before (what wrap prints)",
              "lnk-sandbox exec 3f2a... -- ./nightly.sh\n"
              "  runs it under the grants resolved when it was wrapped, never resolved again"),
+    "allow": ("allow a spec ahead of time, for a folder and every folder inside it",
+              "lnk sandbox allow --spec agent.toml --for ~/src\n"
+              "  shows what agent.toml allows and asks once; then a client with no terminal\n"
+              "  (an MCP server, Claude Code's prefix) runs it in ~/src or any folder inside"),
     "cache": ("empty the private caches of a spec ([files] caches)",
               "lnk sandbox cache clear --spec agent.toml\n"
               "  empties agent.toml's caches (its agent's, when it names one); --all\n"

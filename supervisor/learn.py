@@ -46,6 +46,12 @@ class LeftOut:
     reason: str
 
 
+def written_folders(snapshot: Snapshot) -> tuple[str, ...]:
+    """The folders whose programs learn never offers: the write grants, the private
+    caches, the temp folders (what a refusal of a program there says: BUILT_INSIDE)."""
+    return (*snapshot.written(), *(c.path for c in snapshot.caches), *TEMP_FOLDERS)
+
+
 def _writable(path: str, snapshot: Snapshot) -> str | None:
     for grant in snapshot.grants:
         if grant.access == "write" and grant.target and is_within(path, grant.target):

@@ -24,7 +24,7 @@ from .environment import DEFAULT_KEEP
 from .home_config import PROFILES_REASON
 from .limits import Limits
 from .netpolicy import NetworkRules
-from .spec import PathGrant, Spec
+from .spec import PathGrant, Spec, written_below
 
 Access = Literal["read", "write", "hide", "protect"]
 
@@ -199,7 +199,9 @@ class PathRule(NamedTuple):
     `name` is as written (`~/proj`, `.`, `$LNK_HOME/agents/a`); `key`/`line` point at
     the spec when the rule came from it, else None with `reason` saying who added it.
     `dot_files_writable` marks write grants listed in `write_dot_files` (and agents'
-    and sessions' own folders); `commit`, those listed in `files.commit`.
+    and sessions' own folders); `commit`, those listed in `files.commit`; `opened`, the
+    paths below a write grant `write_dot_files` names one by one (`./.env`: ".env"),
+    each kept writable alone.
     """
 
     name: str
@@ -210,6 +212,7 @@ class PathRule(NamedTuple):
     line: int | None = None
     dot_files_writable: bool = False
     commit: bool = False
+    opened: tuple[str, ...] = ()  # paths below it (relative) write_dot_files opens
 
 
 class RunSettings(NamedTuple):
@@ -245,6 +248,12 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
     named: set[str] = set()
     dot_files = set(spec.files.write_dot_files)
     commit = set(spec.files.commit)
+    written = frozenset(g.path for g in spec.files.write)
+    opened: dict[str, list[str]] = {}
+    for name in spec.files.write_dot_files:
+        folder = written_below(name, written) if name not in written else None
+        if folder is not None:
+            opened.setdefault(folder, []).append(name[len(folder.rstrip("/")) + 1:])
     for access, grants in (
         ("read", spec.files.read),
         ("write", spec.files.write),
@@ -262,6 +271,8 @@ def effective_policy(spec: Spec, context: Context) -> Policy:
                     line=grant.line,
                     dot_files_writable=grant.path in dot_files,
                     commit=grant.path in commit,
+                    opened=tuple(sorted(opened.get(grant.path, ())))
+                    if access == "write" else (),
                 )
             )
     for name in credential_names():

@@ -94,6 +94,30 @@ def require_reachable(snapshot: Snapshot) -> None:
                 hint="grant it in files.read instead, or make it yours to write")
 
 
+def require_report_out_of_reach(snapshot: Snapshot, report: str) -> None:
+    """LaunchError (125) for a report the sandbox could write: one inside a folder (or a
+    file) it writes, or a private cache's store. The report is what a harness reads to
+    learn what was refused; a sandbox that reaches it could add a refusal that never
+    happened, or take one out (a link there is refused when it is opened: host_files).
+    The harness API's reports are in `$LNK_HOME`, which no sandbox sees, and pass here
+    too (child.py)."""
+    from .errors import LaunchError
+    from .grants import is_within
+
+    folder, name = os.path.split(os.path.abspath(report))
+    path = os.path.join(os.path.realpath(folder), name)
+    reached = [(g.target, f"{g.key or g.reason}: {g.name}") for g in snapshot.grants
+               if g.access == "write" and g.target]
+    reached += [(c.store, f"{c.key}: {c.name}") for c in snapshot.caches]
+    for target, why in reached:
+        if is_within(path, target):
+            raise LaunchError(
+                f"--report {report} is inside {target}, which the sandbox writes ({why}): "
+                "it could add refusals that never happened to the report, or take some out",
+                hint="name a file outside every folder the sandbox writes, as in --report "
+                "~/refusals.jsonl")
+
+
 def run_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
                  decide: Decide | None = None, timeout: float | None = None) -> int:
     """Launch `argv` confined by `snapshot` and supervise it; the exit status.
@@ -125,6 +149,8 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
     if report is not None and not report:
         raise SandboxError("--report names no file",
                            hint="give it a path, as in --report /tmp/refusals.jsonl")
+    if report is not None:
+        require_report_out_of_reach(snapshot, report)
     # The caller's timeout and the spec's [limits] timeout: whichever comes first.
     timeout = earliest(check_timeout(timeout), snapshot.run_limits().timeout or None)
     if decide is not None:

@@ -71,7 +71,8 @@ class Files(NamedTuple):
     """`[files]`. Empty tuples mean no such grant.
 
     `write_dot_files` lists write grants (as written) whose top-level dot files stay
-    writable; absent, every written folder's dot files are read-only. `commit` lists
+    writable, or paths inside one (`./.env`), each the one protected path it opens;
+    absent, every written folder's dot files are read-only. `commit` lists
     write grants whose git repository may be committed to: its objects, refs, index and
     logs writable, what git reads to decide what to run (settings, hooks, commondir...)
     still read-only; absent, .git is read-only whole. `caches` names folders in home
@@ -125,6 +126,13 @@ class Spec(NamedTuple):
     network: Network = Network()
     env: Env = Env()
     limits: Limits = Limits()
+
+
+def written_below(path: str, written: set[str] | frozenset[str]) -> str | None:
+    """The deepest write grant (as written) that `path` lies strictly inside, by its
+    text: `./.env` inside `.`, `~/proj/.vscode` inside `~/proj`; None for none."""
+    holding = [w for w in written if path.startswith(w.rstrip("/") + "/")]
+    return max(holding, key=len) if holding else None
 
 
 class _Locator:
@@ -302,12 +310,19 @@ class _Validator:
             texts = tuple(self.string_list(table.get(list_key, []), f"files.{list_key}"))
             for i, text in enumerate(texts):
                 key = f"files.{list_key}[{i}]"
-                if self.path_text(text, key) not in written:
-                    raise self.error(
-                        key,
-                        f"{text!r} is not one of files.write",
-                        hint=f"{list_key} names folders the sandbox writes, as written there",
-                    )
+                path = self.path_text(text, key)
+                if path in written:
+                    continue
+                if list_key == "write_dot_files" and written_below(path, written):
+                    continue  # one dot file (or setting) of a written folder, by its path
+                raise self.error(
+                    key,
+                    f"{text!r} is not one of files.write" + (
+                        ", nor inside one" if list_key == "write_dot_files" else ""),
+                    hint=f"{list_key} names folders the sandbox writes, as written there"
+                    + (", or one dot file in one, as in \"./.env\""
+                       if list_key == "write_dot_files" else ""),
+                )
             named[list_key] = tuple(self.path_text(t, "") for t in texts)
         caches = self.caches(table.get("caches", []), seen)
         return Files(read, write, hide, named["write_dot_files"], named["commit"], caches)
@@ -693,6 +708,18 @@ def load_spec(path: str | None) -> Spec:
         raise SpecError("--spec names no file", file="<command line>",
                         hint="give the spec's path, as in --spec spec.toml")
     return parse_spec(_read_spec(path), path)
+
+
+def key_line(source: str, key: str) -> int | None:
+    """The line of `key` in the spec file `source`, found as an error's is (best effort:
+    None for the default spec, a dict, or a file gone or changed since)."""
+    if source.startswith("<"):
+        return None
+    try:
+        text = _read_spec(source).decode("utf-8", "replace")
+    except (SpecError, OSError):
+        return None
+    return _Locator(text).line(key)
 
 
 def _read_spec(path: str) -> bytes:

@@ -220,6 +220,17 @@ def _deciding(path: str, system: Iterable[str], rules: Iterable[ViewRule], *,
                           if folder is not None and not (strict and folder == path)))
 
 
+def opened_by(grant: Grant, item: Protected) -> str | None:
+    """The path `files.write_dot_files` names one by one (`./.env`) that opens the
+    protected `item` of `grant`'s top: it is that path or inside it; None if none."""
+    for name in grant.opened:
+        path = f"{grant.target}/{name}"
+        if is_within(item.path, path) or (item.placeholder is not None
+                                          and is_within(item.placeholder, path)):
+            return path
+    return None
+
+
 def written_tops(snapshot: Snapshot, *, opened_too: bool = False) -> tuple[Grant, ...]:
     """The write grants of a folder whose top is looked at for dot files: those whose
     dot files are protected, and with `opened_too` those `write_dot_files` opens (which
@@ -280,7 +291,8 @@ def view_of(snapshot: Snapshot, system: tuple[str, ...],
     protections: list[tuple[Grant, Protected]] = []
     for grant in written_tops(snapshot):
         dots = dot_files.get(grant.target or "")
-        protections.extend((grant, item) for item in (dots.protected if dots else ()))
+        protections.extend((grant, item) for item in (dots.protected if dots else ())
+                           if opened_by(grant, item) is None)
     rules: list[ViewRule] = []
     for grant in snapshot.grants:
         if grant.target is None:

@@ -45,6 +45,7 @@ for who in root lnk-test; do
     prefix=""
     [ "$who" = root ] || prefix="setpriv --reuid=lnk-test --regid=lnk-test --init-groups"
     for spec in "" "$listed"; do
+        echo "lnk-kernel-init: lnk sandbox check as $who" >/dev/console
         echo "== lnk sandbox check ${spec:+--spec listed.toml }as $who"
         # shellcheck disable=SC2086
         (cd "$base/project" && HOME=$base/home $prefix /srv/lnk-sandbox/.venv/bin/lnk \
@@ -58,9 +59,17 @@ start=$(date +%s)
 # The arguments the host chose (one a line), then where the results go.
 set --
 while IFS= read -r arg; do set -- "$@" "$arg"; done </srv/lnk-sandbox-pytest-args
-.venv/bin/python -m pytest -p no:cacheprovider -q -rA --junitxml="$out/junit.xml" "$@" \
-    >"$out/pytest.txt" 2>&1
+# -P: the installed copy, as ci/test.sh tests it, never the checkout's folders beside it.
+# pytest's marks go to the console as they come: the host takes a console silent for
+# minutes for a hung guest.
+: >"$out/pytest.txt"
+tail -f "$out/pytest.txt" >/dev/console &
+follow=$!
+.venv/bin/python -P -m pytest -p no:cacheprovider -q -rA --junitxml="$out/junit.xml" "$@" \
+    >>"$out/pytest.txt" 2>&1
 echo $? >"$out/pytest.rc"
+sleep 1
+kill "$follow" 2>/dev/null
 echo $(($(date +%s) - start)) >"$out/pytest.seconds"
 echo "lnk-kernel-init: tests done in $(cat "$out/pytest.seconds") s: $(tail -n 1 "$out/pytest.txt")" \
     >/dev/console

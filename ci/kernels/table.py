@@ -3,8 +3,9 @@
     python3 ci/kernels/table.py RESULTS_FOLDER
 
 RESULTS_FOLDER holds one folder per boot (kernel.txt, junit.xml, pytest.txt, check.txt,
-seconds). Standard library only: it runs with the host's own python3. Exits 1 when a
-boot failed a test or brought nothing back.
+seconds, cpu; timed-out or stalled when it was killed). Standard library only: it runs
+with the host's own python3. Exits 1 when a boot failed a test, was killed or brought
+nothing back.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ def table(folder: Path) -> bool:
     boot = read(folder / "seconds")
     tests = read(folder / "pytest.seconds")
     junit = folder / "junit.xml"
+    limit = read(folder / "timed-out")
+    if limit:
+        print(f"   TIMED OUT: killed after {limit} s (LNK_KERNELS_TIMEOUT); see console.log")
+    stalled = read(folder / "stalled")
+    if stalled:
+        print(f"   HUNG: its console was silent for {stalled} s (LNK_KERNELS_STALL), so it "
+              "was killed; see console.log")
+    limit = limit or stalled
     if not junit.exists():
         print(f"   no results came back (the boot took {boot or '?'} s); see console.log")
         return False
@@ -48,8 +57,13 @@ def table(folder: Path) -> bool:
             skipped[reason] += 1
         else:
             failed.append((name, (outcome.get("message") or "").splitlines()[:1]))
+    cpu = read(folder / "cpu")
+    try:
+        cpu = f", QEMU's CPU {sum(float(part) for part in cpu.split('+')):.0f} s" if cpu else ""
+    except ValueError:
+        cpu = ""
     print(f"   passed {len(passed)}, failed {len(failed)}, skipped {sum(skipped.values())}"
-          f"   tests {tests or '?'} s, boot to power-off {boot or '?'} s")
+          f"   tests {tests or '?'} s, boot to power-off {boot or '?'} s{cpu}")
     print("   seconds by module: " + ", ".join(f"{module} {spent:.0f}"
                                              for module, spent in seconds.most_common()))
     for reason, count in skipped.most_common():
@@ -67,7 +81,7 @@ def table(folder: Path) -> bool:
         for line in lines:
             if line.startswith(("spec ", "  layer: memory", "  layer: exec", "  problem")):
                 print(f"   check {title}: {line.strip()}"[:220])
-    return not failed
+    return not failed and not limit
 
 
 def main() -> int:

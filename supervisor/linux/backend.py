@@ -35,6 +35,7 @@ from .prepare import (
     program_loaders,
     refuse_unheld_limits,
     sandbox_environment,
+    say_limits_hit,
 )
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
@@ -198,10 +199,21 @@ def _spawn_and_supervise(run: _Prepared, kept: KeptRun, cgroups: RunCgroups,
     # killed in bwrap's first milliseconds, as a killed supervisor's is: its keeper
     # looks too (status 137 is also a command killed by the kernel).
     kept.clean = outcome.status not in (TIMEOUT_STATUS, 125, 128 + 9)
-    for limit in cgroups.limit_hit():
-        say(f"the run reached its {limit} limit ([limits] in the spec; "
-            "`lnk sandbox describe` shows them)")
+    if outcome.setup_failed:
+        outcome = _explain_setup_failure(outcome, run.info, run.plan)
+    say_limits_hit(snapshot, cgroups, outcome.status)
     return outcome
+
+
+def _explain_setup_failure(outcome: Outcome, info: BwrapInfo, plan: LaunchPlan) -> Outcome:
+    """bwrap failed before the sandbox existed, its words on the person's terminal: if a
+    trial of it with the same namespaces and uid fails on its user namespace (Ubuntu's
+    AppArmor restriction above all, where unshare succeeds and every check passed), say
+    that and the remedies instead of "its own message is above" alone."""
+    from .userns import diagnose
+
+    problem = diagnose(info.path, root_mode=plan.root_mode, share_net=plan.share_net)
+    return outcome if problem is None else outcome._replace(problem=problem)
 
 
 def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:

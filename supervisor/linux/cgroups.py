@@ -299,6 +299,20 @@ class RunCgroups:
             os.close(fd)
         self.locks = []
 
+    def cpu_seconds(self) -> float | None:
+        """The CPU time the run's processes used between them, from a v2 cgroup of its
+        own (cpu.stat's usage_usec, there whatever controllers are on); None without."""
+        for folder in self.made:
+            try:
+                text = _read(os.path.join(folder, "cpu.stat"))
+            except OSError:
+                continue
+            for line in text.splitlines():
+                field, _, value = line.partition(" ")
+                if field == "usage_usec" and value.strip().isdigit():
+                    return int(value) / 1e6
+        return None
+
     def limit_hit(self) -> list[str]:
         """Which of the run's limits the kernel applied (its events), for the message."""
         hit = []

@@ -21,6 +21,7 @@ from ..check import (
     GAP_SOCKET_MEMORY,
     GAP_SOCKETS,
     NESTED_BROWSERS,
+    Problem,
     Report,
     exposed_credentials,
     home_lines,
@@ -29,6 +30,7 @@ from ..check import (
 )
 from ..errors import SandboxError
 from ..netpolicy import UNIX_SOCKETS_ABI
+from ..spec import key_line
 
 if TYPE_CHECKING:
     from ..grants import Snapshot
@@ -50,6 +52,10 @@ class Machine:
     memfd_noexec_seal: bool = False
     landlock_abi: int = 0
     listener_taken: bool = False  # another seccomp listener holds this process
+    # bwrap's own words where a trial of it, run as a launch runs it, had its user
+    # namespace refused (userns.py): Ubuntu's AppArmor restriction, or another refusal.
+    userns_refused: str | None = None
+    apparmor_userns: str = ""  # kernel.apparmor_restrict_unprivileged_userns, described
     exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
     # "namespaces" (bwrap), or "none" where no user namespace can be made, or "off"
     # where LNK_NAMESPACES=off asks: the run without namespaces (direct.py)
@@ -81,9 +87,11 @@ def probe_machine(lnk_home: str) -> Machine:
     if machine.user_namespaces:
         cache.record("user_namespaces", True)
     from ..nonamespace import forced_off
+    from .userns import read_restriction
 
     machine.namespaces = "off" if forced_off(os.environ) else (
         "namespaces" if machine.user_namespaces else "none")
+    machine.apparmor_userns = read_restriction().describe()
     machine.seccomp_listener = probes.listener()
     machine.addfd_send = probes.addfd_send()
     machine.memfd_noexec_seal = probes.memfd_noexec_seal()
@@ -165,24 +173,31 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
 
     report = Report(machine, spec_path or "<default spec>", can_launch=True)
     if not machine.bwrap_path:
-        report.problems.append("bubblewrap is not installed (apt-get install bubblewrap)")
+        report.problems.append(Problem("bubblewrap is not installed",
+                                       hint="apt-get install bubblewrap"))
     elif not machine.bind_fd:
-        report.problems.append(
-            f"bubblewrap {machine.bwrap_version} has no --bind-fd (install 0.10+, or "
-            "Debian's 0.8.0-2+deb12u1)")
+        report.problems.append(Problem(
+            f"bubblewrap {machine.bwrap_version} has no --bind-fd",
+            hint="install bubblewrap 0.10+, or Debian's 0.8.0-2+deb12u1"))
     if not machine.user_namespaces:
-        report.problems.append("this user cannot make a user namespace, which bwrap needs")
+        report.problems.append(Problem(
+            "this user cannot make a user namespace, which bwrap needs",
+            hint="allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone"
+            "=1, or an AppArmor profile for bwrap)"))
     try:
         snapshot = snapshot_for(spec_path, context)
     except SandboxError as err:
-        report.problems.append(err.render())
+        report.problems.append(Problem.of(err))
         report.can_launch = False
         return report
+    namespace_problem = _try_bwrap(machine, share_net=snapshot.settings.network_mode == "host")
+    if namespace_problem is not None:
+        report.problems.append(namespace_problem)
     from ..grants import working_directory_problem
 
     cwd_problem = working_directory_problem(snapshot, context.system_folders)
     if cwd_problem is not None:
-        report.problems.append(cwd_problem.render())
+        report.problems.append(Problem.of(cwd_problem))
     report.layers.append("bubblewrap: only the granted folders are mounted; own pid, ipc, uts, "
                          "user and network namespaces; every capability dropped")
     report.layers.append("seccomp filter: the calls a sandboxed program does not need are "
@@ -202,9 +217,12 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
         report.layers.append(watch_layer(machine))
         report.layers.append(memory_files(machine))
     else:
-        report.problems.append(
+        report.problems.append(Problem(
             "the spec lists programs, which only Landlock enforces, and this kernel has "
-            "no Landlock")
+            "no Landlock", file=snapshot.source, key="commands.programs",
+            line=key_line(snapshot.source, "commands.programs"),
+            hint="run on a kernel with Landlock (Linux 5.13+, landlock in lsm=), or remove "
+            "[commands] programs"))
     if os.geteuid() == 0:
         from .idmapped import SANDBOX_UID
 
@@ -246,6 +264,23 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
     return report
 
 
+def _try_bwrap(machine: Machine, *, share_net: bool) -> Problem | None:
+    """Run bwrap as this spec's launch would (its namespaces, and root mode's uid): under
+    Ubuntu's AppArmor restriction unshare succeeds, so only bwrap's own failure shows
+    that the namespace it makes is useless to it. The problem, if it failed so."""
+    from . import userns
+
+    if not (machine.bwrap_path and machine.bind_fd and machine.user_namespaces):
+        return None
+    root_mode = os.geteuid() == 0
+    machine.userns_refused = userns.trial(machine.bwrap_path, root_mode=root_mode,
+                                          share_net=share_net)
+    if machine.userns_refused is None:
+        return None
+    return Problem.of(userns.explain(machine.userns_refused, userns.read_restriction(),
+                                     bwrap=machine.bwrap_path, root_mode=root_mode))
+
+
 def _memory_on_v1() -> bool:
     """Whether the memory controller here is cgroup v1's (a hybrid or legacy system)."""
     from .cgroups import hierarchies
@@ -253,7 +288,7 @@ def _memory_on_v1() -> bool:
     return any(h.version == 1 and "memory" in h.controllers for h in hierarchies())
 
 
-def limit_layers(snapshot: Snapshot, problems: list[str], *, direct: bool = False
+def limit_layers(snapshot: Snapshot, problems: list[Problem], *, direct: bool = False
                  ) -> list[str]:
     """How each of the run's limits holds here: by a cgroup of the run's own (probed by
     making one, as a start does), by setrlimit, by a tmpfs size, or not at all. A limit
@@ -297,7 +332,11 @@ def limit_layers(snapshot: Snapshot, problems: list[str], *, direct: bool = Fals
         elif way.startswith(("not held", "none at all")):
             lines.append(f"limit: {what} {value}: {way}")
             if what in limits.written and not direct:
-                problems.append(f"limits.{what} is set, and {way.removeprefix('not held: ')}")
+                problems.append(Problem(
+                    f"limits.{what} is set, and {way.removeprefix('not held: ')}",
+                    file=snapshot.source, key=f"limits.{what}",
+                    line=key_line(snapshot.source, f"limits.{what}"),
+                    hint=f"remove limits.{what}, or run where it can be held"))
         else:
             lines.append(f"limit: {what} {value}, by {way}")
     lines.append("limit: a run whose lnk-sandbox is killed with SIGKILL is ended at once by "
@@ -317,7 +356,10 @@ def render_linux(report: Report) -> str:
         + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
         f"  user namespaces     {yes[m.user_namespaces]}" + {
             "namespaces": "", "none": ": the sandbox runs without namespaces",
-            "off": " (LNK_NAMESPACES=off: the sandbox runs without them)"}[m.namespaces],
+            "off": " (LNK_NAMESPACES=off: the sandbox runs without them)"}[m.namespaces]
+        + (f", but bwrap may not use them (bwrap: {m.userns_refused})"
+           if m.userns_refused else ""),
+        f"  AppArmor userns     {m.apparmor_userns}",
         f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)"
         + (", but another listener holds this process" if m.listener_taken else ""),
         f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",

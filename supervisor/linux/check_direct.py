@@ -10,11 +10,13 @@ from ..check import (
     GAP_LOADER,
     GAP_PRELOAD,
     GAP_SHARED_COUNTS,
+    Problem,
     Report,
     exposed_credentials,
 )
 from ..errors import SandboxError
 from ..nonamespace import SCOPES_ABI, UNIX_SOCKETS_ABI, Facts, judge
+from ..spec import key_line
 
 if TYPE_CHECKING:
     from ..policy import Context
@@ -57,18 +59,21 @@ def check_direct(machine: Machine, report: Report, spec_path: str | None,
     try:
         snapshot = snapshot_for(spec_path, context)
     except SandboxError as err:
-        report.problems.append(err.render())
+        report.problems.append(Problem.of(err))
         report.can_launch = False
         return report
     cwd_problem = working_directory_problem(snapshot, context.system_folders)
     if cwd_problem is not None:
-        report.problems.append(cwd_problem.render())
+        report.problems.append(Problem.of(cwd_problem))
     probe = RunCgroups.open(this_token(), snapshot.run_limits())
     pids = probe.held.pids
     probe.end()
     abi = machine.landlock_abi
     judgement = judge(snapshot, Facts(abi, os.geteuid() == 0, pids))
-    report.problems += [f"{r.key}: {r.what} ({r.hint})" for r in judgement.refused]
+    report.problems += [Problem(f"{r.what} (this sandbox runs without namespaces)",
+                                file=snapshot.source, key=r.key, hint=r.hint,
+                                line=key_line(snapshot.source, r.key))
+                        for r in judgement.refused]
     report.layers.append(
         "seccomp filter: the calls a sandboxed program does not need are refused with "
         "an errno; TIOCSTI and fexecve closed; and without namespaces: no System V IPC "

@@ -90,7 +90,7 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
     its cgroups, then what `_prepare` makes (the report, git's files, the private temp
     folder), then this process as a subreaper and what the sandbox left, killed and
     reaped (first out, once the command ended)."""
-    from .prepare import KeptRun, refuse_unheld_limits
+    from .prepare import KeptRun, refuse_unheld_limits, say_limits_hit
 
     with ExitStack() as stack:
         # 1. Listed, kept and given cgroups of its own before anything of the run exists
@@ -116,9 +116,7 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
         # Whatever the command left is killed and reaped on the way out (end_leftovers),
         # as the end of bwrap's pid namespace would: nothing of the run is left after.
         kept.clean = True
-        for limit in cgroups.limit_hit():
-            say(f"the run reached its {limit} limit ([limits] in the spec; "
-                "`lnk sandbox describe` shows them)")
+        say_limits_hit(snapshot, cgroups, outcome.status)
         return outcome
     raise AssertionError("unreachable")  # ExitStack swallows nothing here
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..capabilities import CheckCache
 from ..environment import build_environment
 from ..errors import ConfinementError, SandboxError
-from ..events import EventLog
+from ..events import EventLog, say
 from ..grants import Snapshot
 from ..installation import inner_source, interpreter
 from ..view import View, view_for
@@ -147,11 +147,13 @@ class WatchFactory:
     def __call__(self, listener: int) -> ExecWatch:
         from inner.syscalls import number
 
+        from ..learn import written_folders
         from .watch import ExecWatch, Judge
 
         judge = self.judge or Judge(
             allowed_files(self.snapshot, self.loaders),
-            listed=frozenset(p.target for p in self.snapshot.programs or ()))
+            listed=frozenset(p.target for p in self.snapshot.programs or ()),
+            written=written_folders(self.snapshot))
         judge.record = self.learn
         numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
         return ExecWatch(listener, numbers=numbers, judge=judge, events=self.events,
@@ -194,3 +196,39 @@ def refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:
             "cgroup with the memory controller may be made here for the run",
             hint="run it as root, or in a delegated cgroup (systemd-run --user --scope -p "
                  "Delegate=yes lnk sandbox run ...), or remove limits.memory")
+
+
+def say_limits_hit(snapshot: Snapshot, cgroups: RunCgroups, status: int) -> None:
+    """After the run: each limit the kernel applied, one line each, as both launches
+    say them; and a CPU limit's kill, which no cgroup event records (cpu_limit_note)."""
+    hit = cgroups.limit_hit()
+    for limit in hit:
+        say(f"the run reached its {limit} limit ([limits] in the spec; "
+            "`lnk sandbox describe` shows them)")
+    cpu = cpu_limit_note(snapshot.run_limits().cpu, status, cgroups.cpu_seconds())
+    if cpu is not None and not hit:
+        say(cpu)
+
+
+def cpu_limit_note(limit: int, status: int, used: float | None) -> str | None:
+    """What to say when the command died as the CPU limit ends one: RLIMIT_CPU, set
+    soft and hard alike (confine.rlimits), is the kernel's SIGKILL (137; SIGXCPU, 152,
+    where a limit was lowered to a soft one). The kernel says nothing else of why, so
+    the run's own count decides, where a v2 cgroup of its own keeps one (`used`: its
+    processes' CPU seconds between them, at least the limit of one): then it is said as
+    the memory limit's is. Without a count it is said as what it may be."""
+    if not limit or status not in (128 + 9, 128 + 24):
+        return None
+    shown = f"[limits] cpu = {limit} s of CPU time per process"
+    if used is not None:
+        # The cgroup's count and the limit's are taken apart (the rlimit's by the
+        # scheduler's ticks, the cgroup's flushed lazily): 0.88 s were counted here for a
+        # process the 1 s limit killed. A run killed otherwise reads the same only
+        # after using half its limit of CPU.
+        if used < limit / 2:
+            return None
+        return (f"the run reached its CPU time limit ({shown}; `lnk sandbox describe` "
+                "shows the limits)")
+    return (f"the command was killed (signal {status - 128}) with {shown} set, which is "
+            "how that limit ends a process (this machine gives lnk-sandbox no count of "
+            "the run's CPU time to be sure)")

@@ -93,6 +93,9 @@ class Outcome(NamedTuple):
     exec_failure: ExecFailure | None = None
     problem: SandboxError | None = None
     timed_out: bool = False
+    # bwrap failed before the sandbox existed (its own message is on the terminal): the
+    # backend asks whether its user namespace was the cause (userns.py).
+    setup_failed: bool = False
 
 
 class Supervision:
@@ -379,7 +382,7 @@ class Supervision:
             f"bubblewrap could not set up the sandbox (exit status {code}; its own message "
             "is above)",
             hint="run `lnk sandbox plan` to see the mounts it was asked for",
-        ))
+        ), setup_failed=True)
 
 
 def _read_json_records(fd: int) -> list[dict[str, Any]]:

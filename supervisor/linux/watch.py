@@ -46,7 +46,8 @@ from typing import Any
 
 from inner.seccomp import MFD_CLOEXEC, MFD_EXEC, MFD_NOEXEC_SEAL
 
-from ..events import EventLog, Executed
+from ..events import BUILT_INSIDE, EventLog, Executed
+from ..grants import is_within
 from . import notify
 from .openat2 import RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2
 
@@ -89,11 +90,23 @@ class Judge:
     """
 
     def __init__(self, allowed: frozenset[tuple[int, int]] | None, *,
-                 record: bool = False, listed: frozenset[str] = frozenset()) -> None:
+                 record: bool = False, listed: frozenset[str] = frozenset(),
+                 written: tuple[str, ...] = ()) -> None:
         self.allowed = allowed
         self.record = record
         self.listed = listed
+        self.written = written  # folders the sandbox writes: a program there is its own
         self.seen: list[Executed] = []
+
+    def reason(self, path: str | None) -> str:
+        """Why a refused file is not on the list, where the list alone does not say."""
+        if path is None:
+            return ""
+        if path in self.listed:
+            return CHANGED
+        if any(is_within(path, folder) for folder in self.written):
+            return BUILT_INSIDE
+        return ""
 
     def wants(self, identity: tuple[int, int]) -> bool:
         """Whether an exec of the file `identity` (device, inode) is reported: every one
@@ -221,9 +234,8 @@ class ExecWatch:
         if self.judge.record:
             self.judge.seen.append(item)
         else:
-            reason = CHANGED if item.path in self.judge.listed else ""
             self.events.add("program", item.asked, item.path or item.asked,
-                            "commands.programs", pid, reason=reason)
+                            "commands.programs", pid, reason=self.judge.reason(item.path))
 
     def _next(self, poller: select.poll) -> notify.Notification | None:
         """The next notification, or None once the sandbox is gone (as the leader)."""

@@ -358,7 +358,9 @@ class MacLauncher:
                 ended = self._watched(command, env, profile, None, snapshot, proxy=proxy,
                                       timeout=timeout)
                 return self._finish(ended, None, env)
-            namer = Namer(events, learn=learn)
+            from ..learn import written_folders
+
+            namer = Namer(events, learn=learn, written=written_folders(snapshot))
             ended = self._watched(command, env, profile, namer, snapshot, learn=learn,
                                   proxy=proxy, timeout=timeout)
             return self._finish(ended, namer, env)

@@ -133,7 +133,7 @@ def ask_log(log: str, wait: float) -> tuple[bool, str]:
 
 def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Report:
     """Ask this Mac, and judge the spec's effective policy against it."""
-    from ..check import GAP_SOCKETS, Report, home_lines
+    from ..check import GAP_SOCKETS, Problem, Report, home_lines
     from ..policy import Context
     from ..stages import snapshot_for
     from .backend import NESTED, prepare
@@ -145,12 +145,12 @@ def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Repo
     try:
         snapshot = snapshot_for(spec_path, Context.current())
     except SandboxError as err:
-        report.problems.append(err.render())
+        report.problems.append(Problem.of(err))
         report.can_launch = False
         return report
     machine.sandboxed = tools.nested()
     if machine.sandboxed:
-        report.problems.append(NESTED.render())
+        report.problems.append(Problem.of(NESTED))
     if os.access(tools.sandbox_exec, os.X_OK):
         machine.sandbox_exec = tools.sandbox_exec
         temp = os.path.realpath(tempfile.mkdtemp(prefix="lnk-sandbox-check-"))
@@ -158,17 +158,17 @@ def check_macos(spec_path: str | None, *, tools: MacTools | None = None) -> Repo
             prepared = prepare(snapshot, temp=temp, toolchain=tools.toolchain)
             result = run_probe(tools.sandbox_exec, prepared.profile, prepared.env)
         except SandboxError as err:
-            report.problems.append(err.render())
+            report.problems.append(Problem.of(err))
         else:
             machine.profile_accepted = result.ok
             if not result.ok:
-                report.problems.append(result.problem(tools.sandbox_exec).render())
+                report.problems.append(Problem.of(result.problem(tools.sandbox_exec)))
         finally:
             shutil.rmtree(temp, ignore_errors=True)
     else:
-        report.problems.append(
+        report.problems.append(Problem(
             f"{tools.sandbox_exec} is missing: it ships with every macOS, so this is not "
-            "a Mac, or its system is damaged\n  hint: run lnk-sandbox on macOS 13 or newer")
+            "a Mac, or its system is damaged", hint="run lnk-sandbox on macOS 13 or newer"))
     allowed, machine.log_stream = ask_log(tools.log, tools.log_wait)
     report.layers += _layers(snapshot, allowed)
     report.home = home_lines(snapshot)

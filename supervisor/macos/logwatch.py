@@ -40,7 +40,8 @@ import anyio
 
 from inner.syscalls import libc
 
-from ..events import EventLog, Executed
+from ..events import BUILT_INSIDE, EventLog, Executed
+from ..grants import is_within
 from .logparse import Report, parse_record
 
 LOG = "/usr/bin/log"
@@ -156,9 +157,11 @@ class Lineage:
 class Namer:
     """Reports to events (a run) or to programs run (learn), for this run's processes."""
 
-    def __init__(self, events: EventLog | None, *, learn: bool):
+    def __init__(self, events: EventLog | None, *, learn: bool,
+                 written: tuple[str, ...] = ()):
         self.events = events
         self.learn = learn
+        self.written = written  # folders the sandbox writes: a program there is its own
         self.lineage: Lineage | None = None
         self.seen: list[Executed] = []
         self.root_refused = False
@@ -187,7 +190,9 @@ class Namer:
             # program it tried to run in its own process, as `sh -c` does last.)
             self.root_refused = True
         if self.events is not None:
-            self.events.add("program", program, program, "commands.programs", report.pid)
+            built = any(is_within(program, folder) for folder in self.written)
+            self.events.add("program", program, program, "commands.programs", report.pid,
+                            reason=BUILT_INSIDE if built else "")
 
 
 # -- the stream ------------------------------------------------------------------------------

@@ -123,13 +123,15 @@ def test_what_an_earlier_run_planted_at_the_report_path_is_refused(
 
 @pytest.mark.requires_root
 def test_a_report_file_of_another_owner_is_refused(sandbox: Sandbox) -> None:
-    """A file someone else owns, writable by all, where the report goes: not written."""
+    """A file someone else owns, writable by all, where the report goes: not written.
+    The run only reads the folder (a report in a folder it writes is refused before)."""
     theirs = sandbox.project / "report.jsonl"
     theirs.write_text("someone else's\n")
     owner = 65534 if sandbox.who.is_root else 0
     os.chown(theirs, owner, owner)
     theirs.chmod(0o666)
-    done = sandbox.lnk("run", "--report", "report.jsonl", "--", "/bin/echo", "RAN")
+    done = sandbox.lnk("run", "--report", "report.jsonl", "--", "/bin/echo", "RAN",
+                       spec='[files]\nread = ["."]\n')
     assert done.returncode == 125, done
     assert f"belongs to uid {owner}" in done.stderr
     assert theirs.read_text() == "someone else's\n"

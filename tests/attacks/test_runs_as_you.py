@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
 OK, EROFS, EBUSY, EEXIST = 0, errno.EROFS, errno.EBUSY, errno.EEXIST
 COMMIT = 'files.write = ["."]\nfiles.commit = ["."]\n'
+READS = '[files]\nread = ["."]\n'  # the project read, not written
 
 
 def _bare_plant(box: Sandbox, folder: Path, marker: str) -> dict[tuple[str, ...], int]:
@@ -423,19 +424,21 @@ def test_an_agent_socket_under_home_is_not_reached(sandbox: Sandbox) -> None:
 
 def test_a_link_planted_at_the_report_path_is_not_followed(sandbox: Sandbox) -> None:
     """A first run plants a link where the next run's report goes, at a file of the
-    person's that runs at login: the next run refuses the report, the file unchanged."""
+    person's that runs at login: the next run refuses the report, the file unchanged.
+    The next run only reads the folder: a report in a folder it writes is refused before
+    (test_everyday_refusals), so this is the open's own refusal of the link."""
     bashrc = sandbox.home / ".bashrc"
     bashrc.write_text("# the person's\n")
     sandbox.chown()
     first = sandbox.run("/bin/ln", "-s", str(bashrc), "report.jsonl")
     assert first.returncode == 0, first.stderr
-    done = sandbox.lnk("run", "--report", "report.jsonl", "--", "/bin/true")
+    done = sandbox.lnk("run", "--report", "report.jsonl", "--", "/bin/true", spec=READS)
     assert done.returncode == 125
     assert "report.jsonl is a link" in done.stderr
     assert bashrc.read_text() == "# the person's\n"
     folder_link = sandbox.run("/bin/sh", "-c", f"mkdir real; ln -s {sandbox.home} logs")
     assert folder_link.returncode == 0
-    done = sandbox.lnk("run", "--report", "logs/.bashrc", "--", "/bin/true")
+    done = sandbox.lnk("run", "--report", "logs/.bashrc", "--", "/bin/true", spec=READS)
     assert done.returncode == 125 and "logs is a link" in done.stderr
     assert bashrc.read_text() == "# the person's\n"
 

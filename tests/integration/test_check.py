@@ -4,6 +4,7 @@ the spec needs is missing, the stated gaps, and the per-boot cache of passes."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from support.sandbox import Sandbox
 pytestmark = [pytest.mark.kernel_matrix, pytest.mark.requires_bwrap,
               pytest.mark.requires_userns]
 
+REPO = Path(__file__).resolve().parents[2]
 LISTED = '[files]\nwrite = ["."]\n[commands]\nprograms = ["sh"]\n'
 
 
@@ -46,7 +48,7 @@ def test_check_without_landlock_refuses_a_program_list(sandbox: Sandbox) -> None
     report = json.loads(done.stdout)
     assert report["machine"]["landlock_abi"] == 0
     assert report["can_launch"] is False
-    assert any("no Landlock" in problem for problem in report["problems"])
+    assert any("no Landlock" in problem["message"] for problem in report["problems"])
     unrestricted = sandbox.lnk("check", "--json", landlock=False)
     assert unrestricted.returncode == 0
     assert "no Landlock" in " ".join(json.loads(unrestricted.stdout)["layers"])
@@ -171,4 +173,33 @@ def test_check_says_how_each_limit_holds(sandbox: Sandbox) -> None:
     held = "by a cgroup" in next(line for line in json.loads(asked.stdout)["layers"]
                                  if line.startswith("limit: memory"))
     assert asked.returncode == (0 if held else 1)
-    assert held or any("limits.memory" in p for p in json.loads(asked.stdout)["problems"])
+    assert held or any(p["key"] == "limits.memory"
+                       for p in json.loads(asked.stdout)["problems"])
+
+
+def test_check_json_problems_are_objects_that_follow_the_schema(sandbox: Sandbox) -> None:
+    """A harness reads where and what to change as fields, not text to split: each
+    problem is {message, file, line, key, hint} (docs/check.schema.json), and the text
+    form says the same, as the error renders."""
+    import jsonschema
+
+    schema = json.loads((REPO / "docs" / "check.schema.json").read_text())
+    bad_spec = '[files]\nread = ["~"]\nwrite = "."\n'
+    bad = sandbox.lnk("check", "--json", spec=bad_spec)
+    assert bad.returncode == 1
+    report = json.loads(bad.stdout)
+    jsonschema.validate(report, schema)
+    spec_file = str(sandbox.base / "spec.toml")
+    assert report["problems"] == [{
+        "message": "must be a list of paths, not a string", "file": spec_file, "line": 3,
+        "key": "files.write", "hint": 'write a list, even of one: write = ["."]'}]
+    text = sandbox.lnk("check", spec=bad_spec)
+    assert (f"  problem: {spec_file}:3: key files.write: must be a list of paths, not a "
+            "string\n  hint: write a list, even of one: write = [\".\"]\n") in text.stdout
+    no_landlock = sandbox.lnk("check", "--json", spec=LISTED, landlock=False)
+    report = json.loads(no_landlock.stdout)
+    jsonschema.validate(report, schema)
+    (problem,) = report["problems"]
+    assert (problem["file"], problem["key"]) == (spec_file, "commands.programs")
+    assert problem["line"] == 4  # programs = [...], in LISTED
+    jsonschema.validate(json.loads(sandbox.lnk("check", "--json").stdout), schema)

@@ -69,7 +69,7 @@ def _at_terminal(sandbox: Sandbox, spec: Path, answer: bytes) -> tuple[int, byte
     argv = [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--",
             "/bin/echo", "STARTED"]
     return at_terminal(argv, cwd=sandbox.project, env=sandbox.env(),
-                       typed=((b"[y/N]", answer),))
+                       typed=((b"[y/b/N]", answer),))
 
 
 def test_at_a_terminal_the_description_is_shown_and_asked(sandbox: Sandbox) -> None:

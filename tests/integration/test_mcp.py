@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,10 +21,11 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
 
+from lnk_sandbox.mcp_server import package_version
 from support.sandbox import LNK, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns, pytest.mark.anyio]
@@ -131,16 +134,56 @@ async def test_files_inside_the_grants_and_nothing_widens_the_spec(sandbox: Sand
         assert kept.structured_content["stdout"] == "kept\n"
 
 
-async def test_a_spec_not_allowed_before_starts_no_server(sandbox: Sandbox,
-                                                          tmp_path: Path) -> None:
+async def test_a_spec_not_allowed_before_says_the_command_that_allows_it(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    """An MCP client starts the server with pipes: a spec not allowed before once ended
+    the server, which the client saw as `Connection closed`. The server now starts, and
+    each tool call is a tool error (which the model and the person see) naming the
+    command that allows the spec; once the person ran it, the next call runs."""
     spec = sandbox.write_spec(SPEC)
     errlog = tmp_path / "server.err"
-    with pytest.raises(ExceptionGroup) as lost:
-        async with connected(sandbox, "--spec", str(spec), errlog=errlog) as client:
-            await client.list_tools()
-    assert lost.group_contains(MCPError, match="Connection closed", depth=2)
-    said = errlog.read_text()
-    assert "was not allowed before" in said and "--yes" in said, said
+    command = f"lnk sandbox allow --spec {spec} --for {sandbox.project}"
+    async with connected(sandbox, "--spec", str(spec), errlog=errlog) as client:
+        refused = await client.call_tool("run", {"command": ["echo", "hi"]})
+        assert refused.is_error
+        assert text(refused) == (
+            f"lnk-sandbox: the spec {spec} was not allowed before, and there is no "
+            "terminal to ask on\n"
+            f"  hint: the person runs at a terminal: {command} (it shows what the spec "
+            "allows and asks once); then call the tool again")
+        wrote = await client.call_tool("write_file", {"path": "x", "content": "x"})
+        assert wrote.is_error and command in text(wrote)
+        assert not (sandbox.project / "x").exists()
+        # The person runs the command the tool said (lnk by its path here), at a
+        # terminal, where it asks; --yes stands for their answer.
+        allowed = subprocess.run([*sandbox.who.prefix, LNK, *shlex.split(command)[1:],
+                                  "--yes"],
+                                 env=sandbox.env(), capture_output=True, text=True,
+                                 timeout=60, cwd=sandbox.base)
+        assert allowed.returncode == 0, allowed.stderr
+        assert allowed.stderr == (f"lnk-sandbox: allowed {spec} in {sandbox.project} and "
+                                  "every folder inside it\n")
+        ran = await client.call_tool("run", {"command": ["echo", "hi"]})
+        assert not ran.is_error and ran.structured_content["stdout"] == "hi\n", text(ran)
+    said = [line for line in errlog.read_text().splitlines()
+            if line.startswith("lnk-sandbox:")]
+    assert said == [f"lnk-sandbox: MCP server {package_version()}, spec {spec} in "
+                    f"{sandbox.project}: not allowed yet: each tool call says so until the "
+                    f"person runs {command} (`lnk sandbox describe` shows what it allows)"]
+
+
+async def test_the_server_says_its_version_and_one_line_on_stderr(sandbox: Sandbox,
+                                                                 tmp_path: Path) -> None:
+    errlog = tmp_path / "server.err"
+    async with connected(sandbox, errlog=errlog) as client:
+        info = client.server_info
+        assert info is not None and info.name == "lnk-sandbox"
+        assert info.version == package_version() != ""
+        assert str(sandbox.project) in (client.instructions or "")
+    assert errlog.read_text() == (
+        f"lnk-sandbox: MCP server {package_version()}, spec <default spec> in "
+        f"{sandbox.project}: every tool call runs in this sandbox, fixed for the server's "
+        "life (`lnk sandbox describe` shows what it allows)\n")
 
 
 def test_the_input_schema_is_json_schema() -> None:

@@ -220,6 +220,16 @@ def test_a_refused_promise_refuses_the_launch(sandbox: Sandbox) -> None:
     done = sandbox.run("true", spec='[files]\nwrite = ["."]\ncommit = ["."]\n', env=OFF)
     assert done.returncode == 125
     assert "files.commit: committing makes files at the top of .git" in done.stderr
+    # check says it beforehand, as data: the key, its line, the fix (check --json).
+    asked = sandbox.lnk("check", "--json", spec='[files]\nwrite = ["."]\ncommit = ["."]\n',
+                        env=OFF)
+    assert asked.returncode == 1, asked.stderr
+    (problem,) = json.loads(asked.stdout)["problems"]
+    assert (problem["key"], problem["line"]) == ("files.commit", 3)
+    assert problem["file"].endswith(".toml")
+    assert problem["message"].startswith("committing makes files at the top of .git")
+    assert problem["message"].endswith("(this sandbox runs without namespaces)")
+    assert problem["hint"].endswith("or remove files.commit")
 
 
 def test_a_memory_limit_no_cgroup_holds_refuses_the_launch(sandbox: Sandbox) -> None:
@@ -284,3 +294,26 @@ def test_a_killed_supervisor_takes_its_sandbox_with_it(sandbox: Sandbox) -> None
     run.send_signal(signal.SIGKILL)
     run.wait()
     assert not wait_gone({child}, timeout=10), "the sandbox outlived its killed lnk-sandbox"
+
+
+def test_a_cpu_limits_kill_is_said(sandbox: Sandbox) -> None:
+    """As with bwrap (test_everyday_refusals): a busy loop killed by `[limits] cpu` is
+    said, surely where the run's cgroup counts its CPU time (root's)."""
+    spec = '[files]\nwrite = ["."]\n[limits]\ncpu = "1s"\n'
+    done = sandbox.run("python3", "-c", "print('busy', flush=True)\nwhile True: pass",
+                       spec=spec, env=OFF)
+    assert (done.returncode, done.stdout) == (137, "busy\n"), done.stderr
+    said = [line for line in done.stderr.splitlines() if "[limits] cpu" in line]
+    counted = ("lnk-sandbox: the run reached its CPU time limit ([limits] cpu = 1 s of CPU "
+               "time per process; `lnk sandbox describe` shows the limits)")
+    if sandbox.who.is_root:
+        assert said == [counted]
+    else:
+        assert len(said) == 1 and said[0] in (counted, (
+            "lnk-sandbox: the command was killed (signal 9) with [limits] cpu = 1 s of CPU "
+            "time per process set, which is how that limit ends a process (this machine "
+            "gives lnk-sandbox no count of the run's CPU time to be sure)"))
+    # The control: without the limit the same kind of kill says nothing of one.
+    killed = sandbox.run("sh", "-c", "kill -9 $$", env=OFF)
+    assert killed.returncode == 137
+    assert "[limits] cpu" not in killed.stderr

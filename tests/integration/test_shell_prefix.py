@@ -132,15 +132,33 @@ def test_quotes_and_input_pass_whole(claude: Claude) -> None:
     assert (hook.returncode, hook.stdout) == (0, '{"hook": 1}\ndone\n'), hook.stderr
 
 
-def test_a_spec_not_allowed_before_runs_nothing(sandbox: Sandbox) -> None:
+def test_a_spec_not_allowed_before_runs_nothing_and_says_the_command(
+        sandbox: Sandbox) -> None:
+    """Claude Code runs the prefix with no terminal and passes it no flag: the hint is
+    the command the person runs at a terminal (never "pass --yes", which the prefix
+    cannot take), for the folder Claude Code works in and every folder inside it; once
+    run, a Bash call in a folder inside runs."""
     spec = sandbox.write_spec(SPEC + "\n# changed, so not allowed yet\n[env]\nset = { X = "
                               '"1" }\n', name="other.toml")
     claude = Claude(sandbox, spec=spec)
     try:
         done = claude.bash(f"touch {sandbox.project}/ran")
-        assert done.returncode == 125
-        assert "was not allowed before" in done.stderr
+        command = f"lnk sandbox allow --spec {spec} --for {sandbox.project}"
+        assert (done.returncode, done.stdout, done.stderr) == (125, "", (
+            f"lnk-sandbox: the spec {spec} was not allowed before, and there is no "
+            "terminal to ask on\n"
+            f"  hint: allow it once at a terminal (it shows what it allows and asks): "
+            f"{command}\n"))
+        assert "--yes" not in done.stderr
         assert not (sandbox.project / "ran").exists()
         assert claude.reported_cwd() is None
+        allowed = sandbox.lnk("allow", "--spec", str(spec), "--for", str(sandbox.project),
+                              "--yes")
+        assert allowed.returncode == 0, allowed.stderr
+        (sandbox.project / "sub").mkdir()
+        sandbox.chown()
+        done = claude.bash(f"touch {sandbox.project}/sub/ran", cwd=sandbox.project / "sub")
+        assert done.returncode == 0, done.stderr
+        assert (sandbox.project / "sub" / "ran").exists()
     finally:
         claude.cleanup()

@@ -73,3 +73,19 @@ def test_lnk_without_sandbox_says_where_the_commands_are(args: list[str], says: 
     assert (done.returncode, done.stdout) == (125, "")
     assert done.stderr == ("usage: lnk sandbox COMMAND [ARG...]   (lnk --help lists the "
                            "commands)\n" + says)
+
+
+def test_the_spec_format_shown_has_every_key_the_spec_takes() -> None:
+    """`lnk sandbox --help` says it shows every key: each of the spec's own key tables
+    (what the validator accepts, and nothing else) is in the example, as a key."""
+    from supervisor import spec as spec_module
+
+    document = tomllib.loads(SPEC_FORMAT)
+    assert sorted(document) == sorted(spec_module._TOP_KEYS)
+    tables = {"files": spec_module._FILES_KEYS, "network": spec_module._NETWORK_KEYS,
+              "limits": spec_module._LIMIT_KEYS, "env": ("keep", "set"),
+              "commands": ("programs",)}
+    for table, keys in tables.items():
+        assert sorted(document[table]) == sorted(keys), table
+    parsed = parse_spec(SPEC_FORMAT.encode(), "<help>")
+    assert parsed.limits.cpu is not None and parsed.network.unix is not None

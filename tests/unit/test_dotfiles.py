@@ -604,8 +604,10 @@ OWNER = "dot file of . (files.write[0])"
 MISSING = "; missing, so an empty folder is held there for the run"
 
 
-def write(name: str, target: str, key: str = "files.write[0]", **extra: bool) -> Grant:
-    return Grant(name, target, "write", key, key, 3, **extra)
+def write(name: str, target: str, key: str = "files.write[0]", *,
+          dot_files_writable: bool = False, commit: bool = False) -> Grant:
+    return Grant(name, target, "write", key, key, 3, dot_files_writable=dot_files_writable,
+                 commit=commit)
 
 
 def snap(*grants: Grant) -> Snapshot:

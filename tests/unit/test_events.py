@@ -49,3 +49,25 @@ def test_refusals_past_the_bound_are_counted_and_said_at_the_end(
         "lnk-sandbox: refused /usr/bin/curl (not in [commands])\n"
         "lnk-sandbox: 3 more refusals were not kept or reported (at most 2 a run)\n")
     assert len(path.read_text().splitlines()) == 2
+
+
+def test_a_program_built_inside_a_written_folder_says_why_it_is_not_listed() -> None:
+    """A build's own output refused under a list learn wrote: the line says why learn
+    never listed it and the two ways on; a program elsewhere reads as it always did."""
+    from supervisor.events import BUILT_INSIDE, Event
+    from supervisor.linux.watch import CHANGED, Judge
+
+    judge = Judge(frozenset(), listed=frozenset({"/usr/bin/make"}),
+                  written=("/home/you/proj", "/tmp"))
+    assert judge.reason("/home/you/proj/hello") == BUILT_INSIDE
+    assert judge.reason("/tmp/build/a.out") == BUILT_INSIDE
+    assert judge.reason("/home/you/projects/x") == ""
+    assert judge.reason("/usr/bin/curl") == ""
+    assert judge.reason("/usr/bin/make") == CHANGED
+    refused = Event("program", "./hello", "/home/you/proj/hello", "commands.programs", 1,
+                    0.0, BUILT_INSIDE)
+    assert refused.message() == (
+        "refused /home/you/proj/hello (not in [commands]): built inside a folder the "
+        "sandbox writes, so never listed by learn; run it outside or list it by path")
+    assert refused._replace(reason="").message() == \
+        "refused /home/you/proj/hello (not in [commands])"

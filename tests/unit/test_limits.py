@@ -174,3 +174,28 @@ def test_open_files_are_at_most_the_hard_limit_lnk_was_given(
     assert resolve(Limits(), memory=16 * GIB).files == 20000
     assert resolve(Limits(files=1024), memory=16 * GIB).files == 1024
     assert resolve(Limits(files=0), memory=16 * GIB).files == 20000  # "none": all there is
+
+
+# -- what a CPU limit's kill says (linux/prepare.cpu_limit_note) ---------------------------
+
+COUNTED = ("the run reached its CPU time limit ([limits] cpu = 2 s of CPU time per "
+           "process; `lnk sandbox describe` shows the limits)")
+
+
+@pytest.mark.parametrize(("limit", "status", "used", "said"), [
+    (2, 137, 1.9, COUNTED),          # the rlimit's SIGKILL, the cgroup's count a bit short
+    (2, 152, 5.0, COUNTED),          # SIGXCPU, where a limit was lowered to a soft one
+    (2, 137, 0.9, None),             # killed otherwise, having used under half the limit
+    (2, 1, 9.0, None),               # a status no CPU limit gives
+    (2, 0, 9.0, None),
+    (0, 137, 9.0, None),             # no CPU limit: nothing of one
+    (2, 137, None, "the command was killed (signal 9) with [limits] cpu = 2 s of CPU time "
+                   "per process set, which is how that limit ends a process (this machine "
+                   "gives lnk-sandbox no count of the run's CPU time to be sure)"),
+])
+def test_a_cpu_kill_is_said_only_as_sure_as_the_count(limit: int, status: int,
+                                                      used: float | None,
+                                                      said: str | None) -> None:
+    from supervisor.linux.prepare import cpu_limit_note
+
+    assert cpu_limit_note(limit, status, used) == said

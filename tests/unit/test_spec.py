@@ -220,7 +220,7 @@ def test_spec_data_is_frozen() -> None:
          "a write grant of the home folder would let the sandbox change what runs at your "
          "next login (.bashrc, .profile, .ssh, autostart)"),
         ('[files]\nwrite = ["."]\nread = ["~/x"]\nwrite_dot_files = ["~/x"]\n',
-         "files.write_dot_files[0]", 4, "'~/x' is not one of files.write"),
+         "files.write_dot_files[0]", 4, "'~/x' is not one of files.write, nor inside one"),
         ('[files]\nread = [{ optional = true }]\n', "files.read[0]", 2,
          "a grant table needs a 'path'"),
         ('[files]\nread = [{ path = "/x", optional = "yes" }]\n', "files.read[0].optional", 2,
