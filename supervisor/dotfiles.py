@@ -415,13 +415,16 @@ class _Analysis:
                 self.add(git_dir, "folder", f"the git directory {label}.git names (gitdir: "
                          f"{target}): {GIT_REASON}")
         else:
-            if not (self.commit and kind == "folder"):
+            # An empty one (another run's placeholder, lingering) is a missing one: held
+            # whole, under files.commit too (there is no repository to commit to, and
+            # one made in it would run its settings), and no repository: nothing in it
+            # names anything. (One with something in it is analysed even where git
+            # would not take it for a git directory now: what its settings name may run
+            # once it is repaired.)
+            empty = kind == "folder" and _empty_folder(dot_git)
+            if not (self.commit and kind == "folder") or empty:
                 self.add(dot_git, "folder", f"{label}.git: {GIT_REASON}")
-            # An empty one (another run's placeholder, lingering) is held all the same,
-            # and is no repository: nothing in it names anything. (One with something in
-            # it is analysed even where git would not take it for a git directory now:
-            # what its settings name may run once it is repaired.)
-            if kind != "folder" or _empty_folder(dot_git):
+            if kind != "folder" or empty:
                 return None
             git_dir = dot_git
         git_dir = os.path.realpath(git_dir)
