@@ -286,53 +286,18 @@ class _Analysis:
 
     def person_settings(self) -> None:
         """What the person's own settings name, inside this folder, whether or not a
-        repository is here (person_settings.py): the files their shells and readline
+        repository is here (settings_named.py): the files their shells and readline
         source, and every path their git settings (system and global, and what those
-        include) give, as a file or program. git reads these in every repository, and
-        the shell at every start."""
-        from .person_settings import sourced_files
+        include) give, as a file, a program or a folder git runs the entries of; each by
+        its name and by where its links lead, at any depth. git reads these in every
+        repository, and the shell at every start. One that is the top, or holds it, is
+        refused before (grants.py)."""
+        from .settings_named import named_by_settings
 
-        for path, why in sourced_files(self.home):
-            if path != self.top and _within(path, self.top):
-                self.add(path, "file", f"{why}: it runs in your shell")
-        self.person_git()
-
-    def person_git(self) -> None:
-        """Every path the person's git settings name inside this folder (the includes
-        followed as git follows them): read-only, held when missing."""
-        from .person_settings import value_paths
-
-        pending = [(path, 0) for path in person_git_configs(self.home)]
-        seen: set[str] = set()
-        while pending:
-            config, depth = pending.pop(0)
-            data = read_small(config, limit=1 << 20) if depth <= MAX_INCLUDE_DEPTH else None
-            if data is None or os.path.realpath(config) in seen:
-                continue
-            seen.add(os.path.realpath(config))
-            shown = "~" + config[len(self.home):] if _within(config, self.home) else config
-            for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
-                if value is None:
-                    continue
-                include = key == "include.path" or (key.startswith("includeif.")
-                                                    and key.endswith(".path"))
-                if include:
-                    path = _expand(value, os.path.dirname(config), self.home)
-                    if path is not None:
-                        pending.append((path, depth + 1))
-                    paths = [path] if path is not None else []
-                elif key == "maintenance.repo":
-                    paths = [os.path.join(p, ".git") for p in value_paths(key, value,
-                                                                           self.home)]
-                else:
-                    paths = value_paths(key, value, self.home)
-                for path in paths:
-                    if path == self.top or not _within(path, self.top):
-                        continue
-                    kind: Kind = "folder" if key in ("core.hookspath", "init.templatedir") \
-                        or path.endswith("/.git") else "file"
-                    self.add(path, kind, f"{key} = {value} in your {shown}: git reads or "
-                             "runs it in every repository")
+        for named in named_by_settings(self.home):
+            for path in named.paths():
+                if path != self.top and _within(path, self.top):
+                    self.add(path, named.kind, named.why)
 
     def ours(self, worktree: str) -> bool:
         """Whether the checkout `worktree` below the top is one of the top repository's

@@ -26,6 +26,7 @@ from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy, RunSetting
 
 if TYPE_CHECKING:
     from .home_places import Place
+    from .settings_named import Named
 from .spec import DEFAULT_SPEC_NAME
 
 SNAPSHOT_VERSION = 1
@@ -181,6 +182,7 @@ class _Resolver:
         self.lnk_home_real = os.path.realpath(context.lnk_home)
         self.home_real = os.path.realpath(context.home)
         self._places: tuple[Place, ...] | None = None
+        self._named: tuple[Named, ...] | None = None
 
     def error(self, rule: PathRule, message: str, hint: str | None = None) -> SpecError:
         return SpecError(
@@ -263,6 +265,7 @@ class _Resolver:
                         hint="grant folders inside home instead, such as '~/projects/x'",
                     )
             self.check_home_places(rule, {expanded, target})
+            self.check_named(rule, {expanded, target})
 
     def check_home_places(self, rule: PathRule, paths: set[str]) -> None:
         """A write grant that is or holds a holder of what runs as the person (~/.config,
@@ -291,6 +294,34 @@ class _Resolver:
                                 hint="run it from a project folder, or write a spec that "
                                 "grants this folder by name (--spec)",
                             )
+
+    def check_named(self, rule: PathRule, paths: set[str]) -> None:
+        """Refuse a write grant (as written or resolved) that is a file or folder the
+        person's own settings name, or lies inside a folder whose entries git runs
+        (settings_named.py): the grant would be what runs as the person, whole, and
+        holding it read-only would leave it nothing to write. One that holds what they
+        name keeps it read-only instead (dotfiles.py)."""
+        from .settings_named import named_by_settings
+
+        if self._named is None:
+            self._named = named_by_settings(self.context.home)
+        for named in self._named:
+            for path in sorted(paths):
+                hit = next((p for p in named.paths() if p == path or (
+                    named.kind == "folder" and is_within(path, p))), None)
+                if hit is None:
+                    continue
+                how = "is" if hit == path else "lies inside"
+                led = f" (where {named.path} leads)" if hit != named.path else ""
+                where = f"{led}, named by your settings" if how == "is" \
+                    else f", inside {hit}{led}"
+                raise self.error(
+                    rule,
+                    f"resolves to {path}{where}: {named.why}; a sandbox writing there "
+                    "could change what runs as you",
+                    hint=(f"grant a folder that holds {hit} (it stays read-only in the "
+                          "run)" if how == "is" else f"grant a folder outside {hit}")
+                    + ", or take it out of your settings")
 
     def places(self) -> tuple[Place, ...]:
         """The places that run as the person, resolved once per snapshot."""

@@ -25,6 +25,7 @@ from support.red_team import (
     payload,
     person_git,
     plant,
+    plant_or_refused,
     ran,
     repository,
 )
@@ -95,33 +96,28 @@ def test_a_startup_file_linked_into_a_grant(sandbox: Sandbox, link: str) -> None
 
 # -- a grant that is itself what the person's settings name ----------------------------------
 
-@pytest.mark.parametrize("grant", [
-    "holding it",
-    pytest.param("itself", marks=escaped(
-        "dotfiles._Analysis.person_git skips a path equal to the grant's top "
-        "(`path == self.top`): core.hooksPath = ~/githooks, written from ~/githooks, is "
-        "neither held nor refused")),
-])
+@pytest.mark.parametrize("grant", ["holding it", "itself", "inside it"])
 def test_the_persons_hooks_folder_as_the_written_folder(sandbox: Sandbox, grant: str) -> None:
+    """core.hooksPath names a folder of the person's: written from a folder holding it,
+    the hooks stay read-only; written from that folder or one inside it, the launch is
+    refused, naming the setting (the grant would be the hooks, whole)."""
     githooks = sandbox.home / "githooks"
-    hooks = githooks if grant == "itself" else githooks / "hooks"
+    hooks = githooks if grant != "holding it" else githooks / "hooks"
     hooks.mkdir(parents=True)
+    cwd = hooks / "sub" if grant == "inside it" else githooks
+    cwd.mkdir(exist_ok=True)
     (sandbox.home / ".gitconfig").write_text(f"[core]\n\thooksPath = {hooks}\n")
     markers(sandbox)
     sandbox.chown()
-    name = str((hooks / "post-checkout").relative_to(githooks))
-    results = plant(sandbox, [("make", name, payload(sandbox, "hooks-folder"))], cwd=githooks)
+    name = os.path.relpath(hooks / "post-checkout", cwd)
+    results = plant_or_refused(sandbox, [("make", name, payload(sandbox, "hooks-folder"))],
+                               cwd=cwd, refusal="core.hookspath")
     git_elsewhere(sandbox)
     assert ran(sandbox) == [], results
+    assert ("refused" in results) is (grant != "holding it"), results
 
 
-@pytest.mark.parametrize("grant", [
-    "~/shell",
-    pytest.param("~/shell/aliases.sh", marks=escaped(
-        "a write grant of the very file ~/.bashrc sources (or ~/.gitconfig includes) is "
-        "neither refused (grants.py refuses only the table's places) nor held "
-        "(dotfiles._Analysis.person_settings skips `path == self.top`)")),
-])
+@pytest.mark.parametrize("grant", ["~/shell", "~/shell/aliases.sh"])
 def test_a_file_the_persons_bashrc_sources_granted(sandbox: Sandbox, grant: str) -> None:
     shell = sandbox.home / "shell"
     shell.mkdir()
@@ -132,11 +128,12 @@ def test_a_file_the_persons_bashrc_sources_granted(sandbox: Sandbox, grant: str)
     markers(sandbox)
     sandbox.chown()
     spec = f'[files]\nread = ["."]\nwrite = ["{grant}"]\n'
-    results = plant(sandbox, [("append", str(shell / "aliases.sh"),
-                               f"echo sourced >> {marker(sandbox, 'sourced')}\n")],
-                    spec=spec, cwd=work)
+    results = plant_or_refused(sandbox, [("append", str(shell / "aliases.sh"),
+                                          f"echo sourced >> {marker(sandbox, 'sourced')}\n")],
+                               spec=spec, cwd=work, refusal="sourced by ~/.bashrc")
     _bash(sandbox)
     assert ran(sandbox) == [], results
+    assert ("refused" in results) is grant.endswith(".sh"), results
 
 
 # -- what the shell sources, in forms the pattern does not know ------------------------------

@@ -1,0 +1,187 @@
+"""What the person's own settings name, judged for every write grant (issue 26, red team
+1-4): a grant that is what they name, or lies inside a folder whose entries git runs, is
+refused naming the setting; one that holds it keeps it read-only; each by its name and
+by where its links lead, at any depth. On real trees, random names (no table names
+them), no privileges, nothing run."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+
+from supervisor.dotfiles import analyze
+from supervisor.errors import SpecError
+from supervisor.grants import Snapshot, resolve
+from supervisor.policy import Context, effective_policy
+from supervisor.settings_named import named_by_settings
+from supervisor.spec import parse_spec
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path.resolve() / "home"
+    (folder / "proj").mkdir(parents=True)
+    for variable in ("GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME", "ZDOTDIR", "ENV", "BASH_ENV",
+                     "INPUTRC"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", "/dev/null")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    return folder
+
+
+def snapshot(home: Path, grant: str) -> Snapshot:
+    context = Context(home=str(home), cwd=str(home / "proj"), lnk_home=str(home / ".lnk"),
+                      uid=1000, runtime_dir=None, installation=())
+    text = f'[files]\nwrite = ["{grant}"]\n'
+    return resolve(effective_policy(parse_spec(text.encode(), "spec.toml"), context),
+                   context)
+
+
+def refused(home: Path, grant: str) -> SpecError:
+    with pytest.raises(SpecError) as caught:
+        snapshot(home, grant)
+    assert (caught.value.file, caught.value.key, caught.value.line) == (
+        "spec.toml", "files.write[0]", 2)
+    return caught.value
+
+
+def kept(top: Path, home: Path) -> dict[str, str]:
+    return {p.path: p.reason for p in analyze(str(top), home=str(home)).protected}
+
+
+def name() -> str:
+    return "w" + secrets.token_hex(4)
+
+
+def settings(home: Path, form: str, target: str) -> str:
+    """Make the person's settings name `target` (a `~/` path) in the form `form`; what
+    the refusal says of it."""
+    if form == "sourced":
+        (home / ".bashrc").write_text(f"[ -f {target} ] && . {target}\n")
+        return "sourced by ~/.bashrc"
+    if form == "sourced twice":  # by a file the startup file sources
+        (home / "middle.sh").write_text(f"source {target}\n")
+        (home / ".zshrc").write_text(". ~/middle.sh\n")
+        return "sourced by ~/middle.sh"
+    if form == "readline":
+        (home / ".inputrc").write_text(f"$include {target}\n")
+        return "sourced by ~/.inputrc"
+    section, key = name(), name()
+    if form == "unknown key":
+        (home / ".gitconfig").write_text(f"[{section}]\n\t{key} = {target}\n")
+        return f"{section}.{key} = {target}"
+    if form == "include":
+        (home / ".gitconfig").write_text(f"[include]\n\tpath = {target}\n")
+        return f"include.path = {target}"
+    if form == "included key":  # a key in a file the global settings include
+        (home / "team.gitconfig").write_text(f"[core]\n\tfsmonitor = {target} --watch\n")
+        (home / ".gitconfig").write_text("[include]\n\tpath = ~/team.gitconfig\n")
+        return f"core.fsmonitor = {target} --watch in your ~/team.gitconfig"
+    if form == "hooks":
+        (home / ".gitconfig").write_text(f"[core]\n\thooksPath = {target}\n")
+        return f"core.hookspath = {target}"
+    assert form == "templates"
+    (home / ".gitconfig").write_text(f"[init]\n\ttemplateDir = {target}\n")
+    return f"init.templatedir = {target}"
+
+
+def make(target: Path, form: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if form in FOLDER_FORMS:
+        target.mkdir()
+    else:
+        target.write_text("")
+
+
+FILE_FORMS = ["sourced", "sourced twice", "readline", "unknown key", "include",
+              "included key"]
+FOLDER_FORMS = ["hooks", "templates"]
+
+
+@pytest.mark.parametrize("form", FILE_FORMS + FOLDER_FORMS)
+def test_a_grant_that_is_what_the_settings_name_is_refused(home: Path, form: str) -> None:
+    folder = home / name()
+    target = folder / name()
+    make(target, form)
+    said = settings(home, form, f"~/{target.relative_to(home)}")
+    error = refused(home, f"~/{target.relative_to(home)}")
+    assert f"resolves to {target}, named by your settings: " in str(error)
+    assert said in str(error)
+    assert error.hint is not None and f"grant a folder that holds {target}" in error.hint
+    # the folder around it is granted: what the settings name stays read-only in it
+    assert snapshot(home, f"~/{folder.relative_to(home)}").written() == (str(folder),)
+    assert said in kept(folder, home)[str(target)]
+
+
+@pytest.mark.parametrize("form", FOLDER_FORMS)
+def test_a_grant_inside_a_folder_git_runs_the_entries_of_is_refused(home: Path,
+                                                                   form: str) -> None:
+    folder = home / name()
+    inner = folder / name() / name()
+    inner.mkdir(parents=True)
+    settings(home, form, f"~/{folder.relative_to(home)}")
+    error = refused(home, f"~/{inner.relative_to(home)}")
+    assert f"resolves to {inner}, inside {folder}: " in str(error)
+    assert error.hint is not None and f"grant a folder outside {folder}" in error.hint
+
+
+@pytest.mark.parametrize("form", FILE_FORMS)
+def test_a_grant_inside_a_folder_a_file_setting_names_is_not_refused(home: Path,
+                                                                     form: str) -> None:
+    """A setting naming a file says nothing of the folder it is in, nor of what a
+    folder of that name would hold: a grant beside it or below its folder is the
+    person's work."""
+    folder = home / name()
+    (folder / "sub").mkdir(parents=True)
+    (folder / "beside").mkdir()
+    settings(home, form, f"~/{folder.relative_to(home)}/sourced")
+    for grant in ("sub", "beside"):
+        assert snapshot(home, f"~/{folder.name}/{grant}").written() == (
+            str(folder / grant),)
+
+
+@pytest.mark.parametrize("form", FILE_FORMS + FOLDER_FORMS)
+def test_where_a_named_path_leads_is_judged_as_the_path(home: Path, form: str) -> None:
+    """The named path reaches a dotfiles repository through a link two folders up
+    (`~/.cfg/NAME/x -> ~/dotfiles/NAME/x` by `~/.cfg/NAME -> ../dotfiles/NAME`): a
+    grant of where it leads is refused, one holding that is kept read-only."""
+    repo = home / "dotfiles" / name()
+    target = repo / name()
+    make(target, form)
+    (home / ".cfg").mkdir()
+    (home / ".cfg" / repo.name).symlink_to(f"../dotfiles/{repo.name}")
+    named = f"~/.cfg/{repo.name}/{target.name}"
+    said = settings(home, form, named)
+    error = refused(home, f"~/dotfiles/{repo.name}/{target.name}")
+    assert (f"resolves to {target} (where {home}/.cfg/{repo.name}/{target.name} leads), "
+            "named by your settings: ") in str(error)
+    assert said in str(error)
+    assert said in kept(repo, home)[str(target)]
+    if form in FOLDER_FORMS:
+        (target / "x").mkdir()
+        error = refused(home, f"~/dotfiles/{repo.name}/{target.name}/x")
+        assert f"inside {target} (where {home}/.cfg/" in str(error)
+
+
+def test_every_named_path_is_resolved_through_links(home: Path) -> None:
+    (home / "real").mkdir()
+    (home / "a").symlink_to("b")
+    (home / "b").symlink_to("real")
+    (home / ".bashrc").write_text(". ~/a/x.sh\n")
+    found = {n.path: n for n in named_by_settings(str(home))}
+    assert found[f"{home}/a/x.sh"].real == f"{home}/real/x.sh"
+    assert found[f"{home}/a/x.sh"].paths() == (f"{home}/a/x.sh", f"{home}/real/x.sh")
+    assert found[f"{home}/.bashrc"].paths() == (f"{home}/.bashrc",)
+
+
+def test_a_grant_the_settings_do_not_name_is_not_refused(home: Path) -> None:
+    (home / ".gitconfig").write_text(
+        "[core]\n\thooksPath = .githooks\n"  # relative: each repository's own
+        "[remote \"o\"]\n\turl = ~/proj\n"  # work, not settings
+        "[safe]\n\tdirectory = ~/proj\n")
+    (home / ".bashrc").write_text(". $OTHER/proj/x\n")
+    assert snapshot(home, "~/proj").written() == (str(home / "proj"),)
+    assert os.path.isdir(home / "proj")
