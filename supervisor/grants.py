@@ -301,11 +301,7 @@ class _Resolver:
         (settings_named.py): the grant would be what runs as the person, whole, and
         holding it read-only would leave it nothing to write. One that holds what they
         name keeps it read-only instead (dotfiles.py)."""
-        from .settings_named import named_by_settings
-
-        if self._named is None:
-            self._named = named_by_settings(self.context.home)
-        for named in self._named:
+        for named in self.named():
             for path in sorted(paths):
                 hit = next((p for p in named.paths() if p == path or (
                     named.kind == "folder" and is_within(path, p))), None)
@@ -322,6 +318,14 @@ class _Resolver:
                     hint=(f"grant a folder that holds {hit} (it stays read-only in the "
                           "run)" if how == "is" else f"grant a folder outside {hit}")
                     + ", or take it out of your settings")
+
+    def named(self) -> tuple[Named, ...]:
+        """What the person's own settings name (settings_named.py), once per snapshot."""
+        if self._named is None:
+            from .settings_named import named_by_settings
+
+            self._named = named_by_settings(self.context.home)
+        return self._named
 
     def places(self) -> tuple[Place, ...]:
         """The places that run as the person, resolved once per snapshot."""

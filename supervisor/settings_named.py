@@ -7,7 +7,11 @@ includes, followed as git follows them, and resolves each path through every lin
 the way, at any depth (os.path.realpath): GNU Stow, yadm and rcm link the files the
 settings name into a dotfiles repository, and a link found by no walk of home (one
 three folders deep, `~/.config/git/hooks/post-checkout -> ~/dotfiles/githooks/...`)
-leads there all the same.
+leads there all the same. A folder git runs the entries of (`core.hooksPath`,
+`init.templateDir`) has its entries resolved too, a template's two levels deep
+(`hooks/NAME`): each may be a link of its own, and git runs (or copies into every new
+repository) what it leads to. The folders git's own settings files are in are not
+walked: those files are named here too, each resolved.
 
 Two rules follow, by where the grant lies against what is named (a name in no table):
 - a write grant that is a named file or folder, or lies inside a folder named as one
@@ -33,8 +37,9 @@ from .host_walk import read_small
 Kind = Literal["file", "folder"]
 
 MAX_INCLUDE_DEPTH = 10  # git's own limit
-# Folders git runs the entries of (a grant inside one is refused).
-CODE_FOLDERS = ("core.hookspath", "init.templatedir")
+MAX_ENTRIES = 1024  # entries of one named folder resolved (the person's own folder)
+# Folders git runs the entries of, and how deep those entries go (a template's hooks/).
+CODE_FOLDERS = {"core.hookspath": 1, "init.templatedir": 2}
 
 
 class Named(NamedTuple):
@@ -102,13 +107,39 @@ def git_named(home: str) -> list[tuple[str, Kind, str]]:
     return found
 
 
+def _entries(folder: str, depth: int) -> list[str]:
+    """The entries of `folder` (links followed to list it), `depth` levels deep, at most
+    MAX_ENTRIES: what git runs or copies from a folder it is named."""
+    found: list[str] = []
+    pending = [(folder, 1)] if depth > 0 else []
+    while pending and len(found) < MAX_ENTRIES:
+        current, level = pending.pop(0)
+        try:
+            with os.scandir(current) as listing:
+                entries = sorted(e.name for e in listing)
+        except OSError:
+            continue
+        for name in entries[:MAX_ENTRIES - len(found)]:
+            path = os.path.join(current, name)
+            found.append(path)
+            if level < depth:
+                pending.append((path, level + 1))
+    return found
+
+
 def named_by_settings(home: str) -> tuple[Named, ...]:
     """Every path the person's shells source and their git settings name, each with
-    its links resolved: read, never run, on every launch that writes a folder (they
-    change between runs)."""
+    its links resolved, and each entry of a folder git runs the entries of: read,
+    never run, once per start within home_places.found_once (resolving the grants and
+    analysing each written folder ask), again on every start."""
+    from .home_places import found_once_store
     from .person_settings import sourced_files
 
     home = os.path.normpath(home)
+    store = found_once_store("settings_named")  # resolving, then each written folder
+    if store is not None and home in store:
+        known: tuple[Named, ...] = store[home]
+        return known
     found: dict[str, Named] = {}
 
     def add(path: str, kind: Kind, why: str) -> None:
@@ -117,6 +148,16 @@ def named_by_settings(home: str) -> tuple[Named, ...]:
 
     for path, why in sourced_files(home):
         add(path, "file", f"{why}: it runs in your shell")
+    for config in person_git_configs(home):
+        add(os.path.normpath(config), "file", "git's own settings, read in every "
+            "repository")
     for path, kind, why in git_named(home):
         add(path, kind, why)
-    return tuple(found.values())
+        key = why.split(" = ", 1)[0]
+        for entry in _entries(path, CODE_FOLDERS.get(key, 0)):
+            add(entry, "folder" if os.path.isdir(entry) else "file",
+                f"an entry of {_shown(path, home)} ({why})")
+    named = tuple(found.values())
+    if store is not None:
+        store[home] = named
+    return named

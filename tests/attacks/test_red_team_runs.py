@@ -10,6 +10,7 @@ function at fault. What held stays as a regression test.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 
 import pytest
@@ -44,10 +45,11 @@ def _bash(box: Sandbox) -> None:
 
 @pytest.mark.parametrize("place", [
     "~/.githooks",
-    pytest.param("~/.config/git/hooks", marks=escaped(
-        "home_places.home_links walks HOME_LINK_DEPTH=3 levels: a hook linked from "
-        "~/.config/git/hooks/ (the hooks folder the person's core.hooksPath names) into "
-        "a write grant is writable")),
+    "~/.config/git/hooks",
+    pytest.param(f"~/.{secrets.token_hex(3)}/{secrets.token_hex(3)}/{secrets.token_hex(3)}"
+                 "/hooks", id="deep, random names"),
+    # no dot: no walk of home's dot entries reaches it
+    pytest.param(f"~/{secrets.token_hex(3)}/hooks", id="no dot, random name"),
 ])
 def test_a_hook_linked_from_homes_configuration_into_a_grant(sandbox: Sandbox,
                                                             place: str) -> None:
@@ -69,6 +71,28 @@ def test_a_hook_linked_from_homes_configuration_into_a_grant(sandbox: Sandbox,
                                payload(sandbox, "linked-hook"))], cwd=dotfiles)
     git_elsewhere(sandbox)
     assert ran(sandbox) == [], results
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_a_sourced_file_linked_deep_into_a_grant(sandbox: Sandbox, depth: int) -> None:
+    """The class of the hook above for the shell: ~/.bashrc sources a file reached
+    through links `depth` folders into home (a chain of two links, random names); the
+    sandbox writing ~/dotfiles, where they lead, cannot change it."""
+    dotfiles = sandbox.home / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "aliases.sh").write_text("alias ll='ls -l'\n")
+    folder = sandbox.home.joinpath(*(f".{secrets.token_hex(3)}" for _ in range(depth)))
+    folder.mkdir(parents=True)
+    (folder / "step").symlink_to(os.path.relpath(dotfiles, folder))
+    (folder / "aliases.sh").symlink_to("step/aliases.sh")
+    (sandbox.home / ".bashrc").write_text(f". ~/{folder.relative_to(sandbox.home)}/aliases.sh\n")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant(sandbox, [("append", "aliases.sh",
+                               f"echo deep >> {marker(sandbox, 'deep')}\n")], cwd=dotfiles)
+    _bash(sandbox)
+    assert ran(sandbox) == [], results
+    assert results == {"append aliases.sh": "EROFS"}
 
 
 @pytest.mark.parametrize("link", [

@@ -185,3 +185,73 @@ def test_a_grant_the_settings_do_not_name_is_not_refused(home: Path) -> None:
     (home / ".bashrc").write_text(". $OTHER/proj/x\n")
     assert snapshot(home, "~/proj").written() == (str(home / "proj"),)
     assert os.path.isdir(home / "proj")
+
+
+# -- through links at any depth (red team 1) -------------------------------------------------
+
+
+@pytest.mark.parametrize("form", FOLDER_FORMS)
+def test_each_entry_of_a_folder_git_runs_is_followed_where_it_leads(home: Path,
+                                                                    form: str) -> None:
+    """Stow without folding: each hook a link of its own, from a folder home's walk
+    never reaches (random names, four folders deep), into a dotfiles repository; one
+    dangling (the sandbox could make it). Each is kept read-only in a grant of the
+    repository, held when missing; a grant of one of them is refused."""
+    repo = home / "dotfiles"
+    (repo / "hooks").mkdir(parents=True)
+    folder = home.joinpath(*(f".{name()}" for _ in range(4)))
+    inner = folder / "hooks" if form == "templates" else folder
+    inner.mkdir(parents=True)
+    hooks = [name() for _ in range(3)]
+    for hook in hooks[:2]:
+        (repo / "hooks" / hook).write_text("#!/bin/sh\n")
+    for hook in hooks:
+        (inner / hook).symlink_to(os.path.relpath(repo / "hooks" / hook, inner))
+    said = settings(home, form, str(folder))
+    held = {p.path: p for p in analyze(str(repo), home=str(home)).protected}
+    for hook in hooks:
+        item = held[f"{repo}/hooks/{hook}"]
+        assert said in item.reason and item.reason.startswith("an entry of ")
+        assert item.exists is (hook != hooks[2])
+        assert item.placeholder == (None if item.exists else f"{repo}/hooks/{hook}")
+    error = refused(home, f"~/dotfiles/hooks/{hooks[0]}")
+    assert f"(where {inner}/{hooks[0]} leads), named by your settings" in str(error)
+
+
+def test_a_template_folder_s_hooks_linked_whole_are_held_whole(home: Path) -> None:
+    repo = home / "dotfiles"
+    (repo / "hooks").mkdir(parents=True)
+    (home / ".tmpl").mkdir()
+    (home / ".tmpl" / "hooks").symlink_to("../dotfiles/hooks")
+    settings(home, "templates", "~/.tmpl")
+    held = {p.path: p for p in analyze(str(repo), home=str(home)).protected}
+    assert held[f"{repo}/hooks"].kind == "folder"
+    (repo / "hooks" / "sub").mkdir()
+    assert "inside" in str(refused(home, "~/dotfiles/hooks/sub"))
+
+
+def test_gits_own_settings_file_linked_into_a_grant_is_held(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIT_CONFIG_GLOBAL naming a file reached through a link three folders down."""
+    repo = home / "dotfiles"
+    repo.mkdir()
+    (repo / "gitconfig").write_text("[user]\n\tname = p\n")
+    deep = home / ".a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "gitconfig").symlink_to(os.path.relpath(repo / "gitconfig", deep))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(deep / "gitconfig"))
+    assert "git's own settings" in kept(repo, home)[f"{repo}/gitconfig"]
+    assert "named by your settings" in str(refused(home, "~/dotfiles/gitconfig"))
+
+
+def test_the_settings_are_read_once_per_start_and_again_when_asked(home: Path) -> None:
+    from supervisor.home_places import found_once, look_again
+
+    (home / ".bashrc").write_text(". ~/first\n")
+    with found_once():
+        first = named_by_settings(str(home))
+        (home / ".bashrc").write_text(". ~/second\n")
+        assert named_by_settings(str(home)) is first
+        look_again()  # a start that waited (on the person's answer) looks again
+        assert f"{home}/second" in {n.path for n in named_by_settings(str(home))}
+    assert f"{home}/second" in {n.path for n in named_by_settings(str(home))}
