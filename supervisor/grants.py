@@ -25,6 +25,7 @@ from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy, RunSettings
 
 if TYPE_CHECKING:
+    from .hard_links import HardLinked
     from .home_places import Place
     from .settings_named import Named
 from .spec import DEFAULT_SPEC_NAME
@@ -183,6 +184,7 @@ class _Resolver:
         self.home_real = os.path.realpath(context.home)
         self._places: tuple[Place, ...] | None = None
         self._named: tuple[Named, ...] | None = None
+        self._hard: tuple[HardLinked, ...] | None = None
 
     def error(self, rule: PathRule, message: str, hint: str | None = None) -> SpecError:
         return SpecError(
@@ -266,6 +268,7 @@ class _Resolver:
                     )
             self.check_home_places(rule, {expanded, target})
             self.check_named(rule, {expanded, target})
+            self.check_hard_links(rule, target)
 
     def check_home_places(self, rule: PathRule, paths: set[str]) -> None:
         """A write grant that is or holds a holder of what runs as the person (~/.config,
@@ -318,6 +321,34 @@ class _Resolver:
                     hint=(f"grant a folder that holds {hit} (it stays read-only in the "
                           "run)" if how == "is" else f"grant a folder outside {hit}")
                     + ", or take it out of your settings")
+
+    def check_hard_links(self, rule: PathRule, target: str) -> None:
+        """Refuse a write grant on the filesystem of a file that runs as the person and
+        has more than one name (hard_links.py): its other name may lie in the grant,
+        where no read-only name of it holds, and nothing short of walking the grant to
+        its bottom would find it."""
+        if self._hard is None:
+            from .hard_links import hard_linked
+
+            self._hard = hard_linked(self.places(), self.named())
+        if not self._hard:
+            return
+        try:
+            device = os.stat(target).st_dev
+        except OSError:
+            return
+        for item in self._hard:
+            if item.device != device:
+                continue
+            led = f" (a link to {item.real})" if item.real != item.path else ""
+            raise self.error(
+                rule,
+                f"resolves to {target}, on the filesystem of {item.path}{led}, which has "
+                f"{item.names} names (hard links): {item.what}; its other name may lie "
+                "where the sandbox writes, and writing it there would change what runs as "
+                "you",
+                hint=f"give {item.real} one name: make the other a symbolic link to it "
+                f"(ln -sf {item.real} OTHER), or a copy (cp --remove-destination)")
 
     def named(self) -> tuple[Named, ...]:
         """What the person's own settings name (settings_named.py), once per snapshot."""

@@ -95,27 +95,30 @@ def test_a_sourced_file_linked_deep_into_a_grant(sandbox: Sandbox, depth: int) -
     assert results == {"append aliases.sh": "EROFS"}
 
 
-@pytest.mark.parametrize("link", [
-    "symbolic",
-    pytest.param("hard", marks=escaped(
-        "a hard link in home into a write grant (~/.bashrc and ~/dotfiles/bashrc one "
-        "file) is not looked for: home_places.home_links sees symbolic links only")),
-])
+@pytest.mark.parametrize("link", ["symbolic", "hard", "hard, a file it sources"])
 def test_a_startup_file_linked_into_a_grant(sandbox: Sandbox, link: str) -> None:
+    """~/.bashrc (or a file it sources) one file with ~/dotfiles/bashrc: a symbolic link
+    is followed and its target held; a hard link, which nothing can follow, refuses
+    the launch, naming the file (its other name may lie in the grant)."""
     dotfiles = sandbox.home / "dotfiles"
     dotfiles.mkdir()
     (dotfiles / "bashrc").write_text("PS1='$ '\n")
     if link == "hard":
         os.link(dotfiles / "bashrc", sandbox.home / ".bashrc")
-    else:
+    elif link == "symbolic":
         (sandbox.home / ".bashrc").symlink_to("dotfiles/bashrc")
+    else:
+        (sandbox.home / ".bashrc").write_text(". ~/.shell/prompt.sh\n")
+        (sandbox.home / ".shell").mkdir()
+        os.link(dotfiles / "bashrc", sandbox.home / ".shell" / "prompt.sh")
     markers(sandbox)
     sandbox.chown()
-    results = plant(sandbox, [("append", "bashrc",
-                               f"echo bashrc >> {marker(sandbox, 'bashrc')}\n")],
-                    cwd=dotfiles)
+    results = plant_or_refused(sandbox, [("append", "bashrc",
+                                          f"echo bashrc >> {marker(sandbox, 'bashrc')}\n")],
+                               cwd=dotfiles, refusal="names (hard links)")
     _bash(sandbox)
     assert ran(sandbox) == [], results
+    assert ("refused" in results) is link.startswith("hard"), results
 
 
 # -- a grant that is itself what the person's settings name ----------------------------------
