@@ -825,6 +825,20 @@ def _empty_folder(path: str) -> bool:
         return False
 
 
+def hooks_folders(worktree: str, home: str) -> list[tuple[str, str]]:
+    """(folder, why) of each hooks folder git runs for the repository checked out at
+    `worktree`: its git directory's `hooks`, and where `core.hooksPath` points in its
+    settings or the person's (a relative one from `worktree`), as the analysis follows
+    them. Empty where there is no repository."""
+    analysis = _Analysis(os.path.normpath(worktree), home)
+    repository = analysis.git(analysis.top)
+    if repository is None:
+        return []
+    hooks, _ = analysis.git_settings(repository)
+    return [(path, analysis.found[path].reason if path in analysis.found
+             else f"{repository.common_dir}/hooks: {GIT_REASON}") for path in hooks]
+
+
 def analyze(top: str, *, home: str, commit: bool = False,
             places: tuple[Place, ...] | None = None,
             written: tuple[str, ...] = ()) -> DotFiles:

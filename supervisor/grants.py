@@ -304,6 +304,7 @@ class _Resolver:
         (settings_named.py): the grant would be what runs as the person, whole, and
         holding it read-only would leave it nothing to write. One that holds what they
         name keeps it read-only instead (dotfiles.py)."""
+        self.check_repository_hooks(rule, paths)
         for named in self.named():
             for path in sorted(paths):
                 hit = next((p for p in named.paths() if p == path or (
@@ -349,6 +350,32 @@ class _Resolver:
                 "you",
                 hint=f"give {item.real} one name: make the other a symbolic link to it "
                 f"(ln -sf {item.real} OTHER), or a copy (cp --remove-destination)")
+
+    def check_repository_hooks(self, rule: PathRule, paths: set[str]) -> None:
+        """Refuse a write grant that is, or lies inside, a hooks folder of a repository
+        around it (its `.git/hooks`, or where its own or the person's `core.hooksPath`
+        points, a relative `.githooks` included: dotfiles.hooks_folders): git in that
+        repository runs what the sandbox writes there. A grant of the repository itself
+        keeps its hooks read-only instead (dotfiles.py)."""
+        from .dotfiles import hooks_folders
+
+        for path in sorted(paths):
+            top = os.path.dirname(path)
+            while True:
+                if os.path.lexists(os.path.join(top, ".git")):
+                    for hooks, why in hooks_folders(top, self.context.home):
+                        if is_within(path, hooks):
+                            where = "is" if hooks == path else f"lies inside {hooks},"
+                            raise self.error(
+                                rule,
+                                f"resolves to {path}, which {where} a hooks folder of the "
+                                f"repository {top} ({why}); a sandbox writing there could "
+                                "change what runs as you",
+                                hint=f"grant {top} (its hooks stay read-only in the run), "
+                                "or a folder outside it")
+                if top == "/":
+                    break
+                top = os.path.dirname(top)
 
     def named(self) -> tuple[Named, ...]:
         """What the person's own settings name (settings_named.py), once per snapshot."""

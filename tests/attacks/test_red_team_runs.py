@@ -144,6 +144,31 @@ def test_the_persons_hooks_folder_as_the_written_folder(sandbox: Sandbox, grant:
     assert ("refused" in results) is (grant != "holding it"), results
 
 
+@pytest.mark.parametrize("setting", ["the repository's", "the person's relative",
+                                     "none: .git/hooks"])
+def test_a_repositorys_hooks_folder_as_the_written_folder(sandbox: Sandbox,
+                                                          setting: str) -> None:
+    """The same class around the grant: `cd ~/app/tools/hooks && lnk sandbox run`
+    where the repository ~/app runs its hooks from there (its own core.hooksPath, the
+    person's relative one, or git's own .git/hooks): refused, naming the setting; the
+    person's checkout in ~/app runs nothing."""
+    app = repository(sandbox, sandbox.home / "app")
+    hooks = app / (".git/hooks" if setting.startswith("none") else "tools/hooks")
+    hooks.mkdir(parents=True, exist_ok=True)
+    if setting == "the repository's":
+        person_git(sandbox, app, "config", "core.hooksPath", "tools/hooks")
+    elif setting == "the person's relative":
+        (sandbox.home / ".gitconfig").write_text("[core]\n\thooksPath = tools/hooks\n")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant_or_refused(sandbox, [("make", "post-checkout",
+                                          payload(sandbox, "repository-hooks"))],
+                               cwd=hooks, refusal=f"a hooks folder of the repository {app}")
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], results
+    assert "refused" in results, results
+
+
 @pytest.mark.parametrize("grant", ["~/shell", "~/shell/aliases.sh"])
 def test_a_file_the_persons_bashrc_sources_granted(sandbox: Sandbox, grant: str) -> None:
     shell = sandbox.home / "shell"

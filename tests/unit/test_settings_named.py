@@ -255,3 +255,44 @@ def test_the_settings_are_read_once_per_start_and_again_when_asked(home: Path) -
         look_again()  # a start that waited (on the person's answer) looks again
         assert f"{home}/second" in {n.path for n in named_by_settings(str(home))}
     assert f"{home}/second" in {n.path for n in named_by_settings(str(home))}
+
+
+# -- the hooks folders of a repository around the grant -----------------------------------
+
+
+def git(*args: str, cwd: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1",
+                        "GIT_CONFIG_GLOBAL": "/dev/null"})
+
+
+@pytest.mark.requires_git
+@pytest.mark.parametrize("how", ["its own setting", "the person's relative setting",
+                                 "its git directory's"])
+def test_a_grant_of_a_repositorys_hooks_folder_is_refused(home: Path, how: str) -> None:
+    """A hooks folder of a repository around the grant (random names), by the
+    repository's own core.hooksPath, the person's relative one, or git's default in
+    its git directory: the grant and any folder inside it are refused; the repository
+    itself, and a folder of it beside the hooks, are not."""
+    repo = home / name()
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    relative = f"{name()}/{name()}"
+    if how == "its own setting":
+        git("config", "core.hooksPath", relative, cwd=repo)
+    elif how == "the person's relative setting":
+        (home / ".gitconfig").write_text(f"[core]\n\thooksPath = {relative}\n")
+    else:
+        relative = ".git/hooks"
+    hooks = repo / relative
+    inner = hooks / name() / name()
+    inner.mkdir(parents=True)
+    (repo / "src").mkdir()
+    error = refused(home, str(hooks))
+    assert f"resolves to {hooks}, which is a hooks folder of the repository {repo} (" \
+        in str(error)
+    assert f"which lies inside {hooks}, a hooks folder" in str(refused(home, str(inner)))
+    for fine in (repo, repo / "src"):
+        assert snapshot(home, str(fine)).written() == (str(fine),)
