@@ -298,6 +298,10 @@ class _Analysis:
             for path in named.paths():
                 if path != self.top and _within(path, self.top):
                     self.add(path, named.kind, named.why)
+            for link in named.links:  # the sandbox could point it elsewhere: refused
+                if link != self.top and _within(link, self.top):
+                    self.add(link, "file", f"a link on the way from {named.path} to "
+                             f"{named.real}: {named.why}")
 
     def ours(self, worktree: str) -> bool:
         """Whether the checkout `worktree` below the top is one of the top repository's

@@ -307,6 +307,15 @@ class _Resolver:
         self.check_repository_hooks(rule, paths)
         for named in self.named():
             for path in sorted(paths):
+                link = next((link for link in named.links if is_within(link, path)), None)
+                if link is not None:
+                    raise self.error(
+                        rule,
+                        f"resolves to {path}, which holds {link}, a link on the way from "
+                        f"{named.path} to {named.real} ({named.why}); a sandbox writing "
+                        "there could point it elsewhere, and change what runs as you",
+                        hint=f"grant a folder inside {path} that holds neither {link} nor "
+                        f"{named.real}, or replace the link with what it points to")
                 hit = next((p for p in named.paths() if p == path or (
                     named.kind == "folder" and is_within(path, p))), None)
                 if hit is None:

@@ -19,7 +19,8 @@ Two rules follow, by where the grant lies against what is named (a name in no ta
   (grants.py): holding it read-only would leave the grant nothing to write, and the
   person asked to write the very thing their own settings run;
 - a write grant that holds one keeps it read-only, held when missing, by the name the
-  setting gives and by where its links lead (dotfiles.py).
+  setting gives and by where its links lead (dotfiles.py); one that holds a link on
+  the way is refused, since the sandbox could point it elsewhere.
 
 Facts this follows (git's config.c): an include is read relative to the including
 file, at most 10 deep, a missing one silently skipped; `~/` is expanded in a path
@@ -51,6 +52,7 @@ class Named(NamedTuple):
     real: str
     kind: Kind
     why: str
+    links: tuple[str, ...] = ()  # each link met on the way from `path` to `real`
 
     def paths(self) -> tuple[str, ...]:
         return (self.path,) if self.real == self.path else (self.path, self.real)
@@ -132,7 +134,7 @@ def named_by_settings(home: str) -> tuple[Named, ...]:
     its links resolved, and each entry of a folder git runs the entries of: read,
     never run, once per start within home_places.found_once (resolving the grants and
     analysing each written folder ask), again on every start."""
-    from .home_places import found_once_store
+    from .home_places import _Resolver, found_once_store
     from .person_settings import sourced_files
 
     home = os.path.normpath(home)
@@ -141,10 +143,12 @@ def named_by_settings(home: str) -> tuple[Named, ...]:
         known: tuple[Named, ...] = store[home]
         return known
     found: dict[str, Named] = {}
+    resolver = _Resolver()  # as the kernel resolves, each folder once
 
     def add(path: str, kind: Kind, why: str) -> None:
         if path not in found:
-            found[path] = Named(path, os.path.realpath(path), kind, why)
+            real, links = resolver.resolve(path)
+            found[path] = Named(path, real, kind, why, links)
 
     for path, why in sourced_files(home):
         add(path, "file", f"{why}: it runs in your shell")

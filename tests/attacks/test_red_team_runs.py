@@ -95,6 +95,30 @@ def test_a_sourced_file_linked_deep_into_a_grant(sandbox: Sandbox, depth: int) -
     assert results == {"append aliases.sh": "EROFS"}
 
 
+@pytest.mark.parametrize("depth", [1, 4])
+def test_a_link_on_the_way_inside_the_grant_refuses_it(sandbox: Sandbox, depth: int) -> None:
+    """The chain's second link lies in the grant (~/.X/.../aliases.sh -> ~/dotfiles/step
+    -> ~/dotfiles/aliases.sh): holding where it leads is not enough, the sandbox would
+    point `step` at a file of its own; the launch is refused, naming the link."""
+    dotfiles = sandbox.home / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "aliases.sh").write_text("alias ll='ls -l'\n")
+    (dotfiles / "step").symlink_to("aliases.sh")
+    folder = sandbox.home.joinpath(*(f".{secrets.token_hex(3)}" for _ in range(depth)))
+    folder.mkdir(parents=True)
+    (folder / "aliases.sh").symlink_to(os.path.relpath(dotfiles / "step", folder))
+    (sandbox.home / ".bashrc").write_text(f". ~/{folder.relative_to(sandbox.home)}/aliases.sh\n")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant_or_refused(sandbox, [
+        ("write", "mine.sh", f"echo repointed >> {marker(sandbox, 'repointed')}\n"),
+        ("unlink", "step"), ("symlink", "mine.sh", "step")],
+        cwd=dotfiles, refusal=f"which holds {dotfiles}/step, a link on the way")
+    _bash(sandbox)
+    assert ran(sandbox) == [], results
+    assert "refused" in results, results
+
+
 @pytest.mark.parametrize("link", ["symbolic", "hard", "hard, a file it sources"])
 def test_a_startup_file_linked_into_a_grant(sandbox: Sandbox, link: str) -> None:
     """~/.bashrc (or a file it sources) one file with ~/dotfiles/bashrc: a symbolic link

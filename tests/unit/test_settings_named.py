@@ -296,3 +296,25 @@ def test_a_grant_of_a_repositorys_hooks_folder_is_refused(home: Path, how: str) 
     assert f"which lies inside {hooks}, a hooks folder" in str(refused(home, str(inner)))
     for fine in (repo, repo / "src"):
         assert snapshot(home, str(fine)).written() == (str(fine),)
+
+
+@pytest.mark.parametrize("form", FILE_FORMS + FOLDER_FORMS)
+def test_a_link_on_the_way_in_a_grant_refuses_it(home: Path, form: str) -> None:
+    """A named path reaching its file through a link that lies in the grant (random
+    names): refused when the spec is resolved, and the analysis (what a launch of a
+    saved snapshot reads again) names the link, which the view refuses where written."""
+    repo = home / name()
+    target = repo / name()
+    make(target, form)
+    (repo / "step").symlink_to(target.name)
+    deep = home / ".cfg" / name() / name()  # below home's link walk: only this rule
+    deep.mkdir(parents=True)
+    (deep / "x").symlink_to(os.path.relpath(repo / "step", deep))
+    said = settings(home, form, f"~/{(deep / 'x').relative_to(home)}")
+    error = refused(home, f"~/{repo.name}")
+    assert f"which holds {repo}/step, a link on the way from {deep}/x to {target}" \
+        in str(error)
+    assert said in str(error)
+    held = analyze(str(repo), home=str(home)).protected
+    assert any(p.path == str(target) and p.link is None and said in p.reason for p in held)
+    assert any(p.link == f"{repo}/step" and said in p.reason for p in held)
