@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .git_config import parse_git_config, person_git_configs
@@ -160,6 +161,10 @@ class DotFiles(NamedTuple):
     top: str
     protected: tuple[Protected, ...]
     unwalked: tuple[str, ...] = ()  # folders below the top the launch walk did not list
+    # (path, why) of each file kept read-only or run as a hook here that has another
+    # name (a hard link) on the top's filesystem: its other name may lie where the
+    # sandbox writes, so the launch is refused (view.check_links).
+    hard_linked: tuple[tuple[str, str], ...] = ()
 
 
 # --- paths --------------------------------------------------------------------------------
@@ -216,6 +221,9 @@ class _Analysis:
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
         self.repository: _Repository | None = None
+        # Each file git runs or reads its settings from, found on the way (a hook in a
+        # folder held whole is no entry of its own): why.
+        self.runs: dict[str, str] = {}
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
             content: bytes = b"", parents: bool = False,
@@ -262,7 +270,8 @@ class _Analysis:
             self.submodules(repository, sha256, depth=0)
         self.person_settings()
         unwalked = self.below()
-        return DotFiles(self.top, tuple(self.found.values()), unwalked)
+        return DotFiles(self.top, tuple(self.found.values()), unwalked,
+                        self.hard_linked())
 
     # -- what the person's own settings name, and what is theirs below the top -------------
 
@@ -491,6 +500,45 @@ class _Analysis:
                 if link is not None and entry.link is None:
                     self.found[place.real] = entry._replace(link=link, placeholder=None)
 
+    def hook_link(self, hook: str) -> None:
+        """A hook that is a link (`.git/hooks/pre-commit -> ../../tools/pre-commit`):
+        git runs what it leads to, read-only wherever the sandbox writes, and each link
+        on the way is refused where the sandbox writes (it could repoint it)."""
+        from .home_places import _Resolver
+
+        real, links = _Resolver().resolve(hook)
+        why = f"the hook {hook} leads here: git runs it"
+        self.add(real, "file", why)
+        for link in links:
+            if link != hook:
+                self.add(link, "file", f"a link on the way from the hook {hook}: git runs "
+                         "what it leads to")
+
+    def hard_linked(self) -> tuple[tuple[str, str], ...]:
+        """Each existing file protected here, run as a hook or read as git's settings
+        (in a folder held whole these are no entries of their own) that has more than
+        one name on the top's filesystem: `ln tools/pre-commit .git/hooks/pre-commit`
+        makes the project's file the hook, whatever holds `.git` read-only. One stat
+        each, of files that are there; a file on another filesystem cannot be named
+        from the top."""
+        try:
+            device = os.stat(self.top).st_dev
+        except OSError:
+            return ()
+        candidates = {p.path: f"{p.name}: {p.reason}" for p in self.found.values()
+                      if p.exists and p.kind == "file"}
+        for path, why in self.runs.items():
+            candidates.setdefault(os.path.realpath(path), why)
+        found = []
+        for path, why in candidates.items():
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and info.st_dev == device:
+                found.append((path, why))
+        return tuple(found)
+
     def shown(self, path: str) -> str:
         """A path as a message shows it: from the top when inside it."""
         return os.path.relpath(path, self.top) if _within(path, self.top) else path
@@ -605,6 +653,7 @@ class _Analysis:
             if real in seen:
                 continue
             seen.add(real)
+            self.runs.setdefault(real, f"{config}: git's settings")
             own = _within(real, repository.git_dir) or _within(real, repository.common_dir)
             shown = os.path.basename(config) if depth == 0 and own else config
             for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
@@ -682,6 +731,10 @@ class _Analysis:
             for name in names:
                 if name.endswith(".sample"):
                     continue
+                hook = os.path.join(folder, name)
+                self.runs.setdefault(hook, f"a hook in {folder}: git runs it")
+                if lstat_kind(hook) == "link":
+                    self.hook_link(hook)
                 data = read_small(os.path.join(folder, name), limit=_STUB_READ_LIMIT)
                 if data is None:
                     continue

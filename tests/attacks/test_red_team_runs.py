@@ -193,6 +193,38 @@ def test_a_repositorys_hooks_folder_as_the_written_folder(sandbox: Sandbox,
     assert "refused" in results, results
 
 
+@pytest.mark.parametrize("how", ["hard link", "symbolic link", "symbolic, via the project"])
+def test_a_hook_that_is_a_file_of_the_project(sandbox: Sandbox, how: str) -> None:
+    """A project's tracked hook installed as a link into .git/hooks (`ln`, or `ln -s
+    ../../tools/post-checkout`): .git is held whole, but the sandbox writing the
+    project writes what git runs through the other name. A hard link refuses the
+    launch (no walk finds its other names), a symbolic one keeps where it leads
+    read-only, and a link on the way in the project refuses the launch."""
+    app = repository(sandbox, sandbox.home / "app")
+    tools = app / "tools"
+    tools.mkdir()
+    (tools / "post-checkout").write_text("#!/bin/sh\nexit 0\n")
+    (tools / "post-checkout").chmod(0o755)
+    hook = app / ".git" / "hooks" / "post-checkout"
+    if how == "hard link":
+        os.link(tools / "post-checkout", hook)
+    elif how == "symbolic link":
+        hook.symlink_to("../../tools/post-checkout")
+    else:
+        (app / "current").symlink_to("tools")
+        hook.symlink_to("../../current/post-checkout")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant_or_refused(sandbox, [("write", "tools/post-checkout",
+                                          payload(sandbox, "project-hook"))], cwd=app,
+                               refusal="hard link" if how == "hard link" else
+                               f"{app}/current is a link")
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], results
+    assert results == ({"write tools/post-checkout": "EROFS"} if how == "symbolic link"
+                       else {"refused": results.get("refused", "")}), results
+
+
 @pytest.mark.parametrize("grant", ["~/shell", "~/shell/aliases.sh"])
 def test_a_file_the_persons_bashrc_sources_granted(sandbox: Sandbox, grant: str) -> None:
     shell = sandbox.home / "shell"

@@ -120,3 +120,26 @@ def test_only_the_files_that_run_are_looked_at(home: Path) -> None:
     assert {str(home / name[2:]) for name in TABLE_FILES} <= set(files)
     assert str(home / ".config" / "nvim" / "init.vim") not in files
     assert hard_linked(places, named) == ()
+
+
+@pytest.mark.requires_git
+@pytest.mark.parametrize("what", ["a hook", "the settings", "a protected dot file"])
+def test_a_file_the_analysis_holds_or_runs_with_a_second_name_is_reported(
+        home: Path, what: str) -> None:
+    """The same class inside a written folder: a hook (random name) in .git/hooks, the
+    repository's settings or `.envrc`, hard-linked to a file of the project."""
+    import subprocess
+
+    from supervisor.dotfiles import analyze
+
+    top = home / "proj"
+    subprocess.run(["git", "init", "-q"], cwd=top, check=True)
+    inner = {"a hook": top / ".git" / "hooks" / secrets.token_hex(3),
+             "the settings": top / ".git" / "config",
+             "a protected dot file": top / ".envrc"}[what]
+    if not inner.exists():
+        inner.write_text("#!/bin/sh\n")
+    assert analyze(str(top), home=str(home)).hard_linked == ()
+    os.link(inner, top / secrets.token_hex(3))
+    assert [path for path, _ in analyze(str(top), home=str(home)).hard_linked] == [
+        str(inner)]
