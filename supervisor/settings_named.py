@@ -72,14 +72,14 @@ def _expand(value: str, relative_to: str, home: str) -> str | None:
     return os.path.normpath(os.path.join(relative_to, value))
 
 
-def git_named(home: str) -> list[tuple[str, Kind, str]]:
-    """(path, kind, why) of every path the person's git settings name (system and
+def git_named(home: str) -> list[tuple[str, Kind, str, str]]:
+    """(path, kind, why, key) of every path the person's git settings name (system and
     global, through their includes): each include, each folder whose entries git runs,
     each repository `maintenance.repo` names (its .git), every other absolute or `~/`
     path a value gives (person_settings.value_paths)."""
     from .person_settings import value_paths
 
-    found: list[tuple[str, Kind, str]] = []
+    found: list[tuple[str, Kind, str, str]] = []
     pending = [(path, 0) for path in person_git_configs(home)]
     seen: set[str] = set()
     while pending:
@@ -98,14 +98,14 @@ def git_named(home: str) -> list[tuple[str, Kind, str]]:
                 path = _expand(value, os.path.dirname(config), home)
                 if path is not None:
                     pending.append((path, depth + 1))
-                    found.append((path, "file", f"{why}: git reads settings from it"))
+                    found.append((path, "file", f"{why}: git reads settings from it", key))
             elif key == "maintenance.repo":
                 found += [(os.path.join(p, ".git"), "folder", f"{why}: git runs its "
-                           "settings there") for p in value_paths(key, value, home)]
+                           "settings there", key) for p in value_paths(key, value, home)]
             else:
                 kind: Kind = "folder" if key in CODE_FOLDERS else "file"
-                found += [(p, kind, f"{why}: git reads or runs it in every repository")
-                          for p in value_paths(key, value, home)]
+                found += [(p, kind, f"{why}: git reads or runs it in every repository",
+                           key) for p in value_paths(key, value, home)]
     return found
 
 
@@ -155,9 +155,8 @@ def named_by_settings(home: str) -> tuple[Named, ...]:
     for config in person_git_configs(home):
         add(os.path.normpath(config), "file", "git's own settings, read in every "
             "repository")
-    for path, kind, why in git_named(home):
+    for path, kind, why, key in git_named(home):
         add(path, kind, why)
-        key = why.split(" = ", 1)[0]
         for entry in _entries(path, CODE_FOLDERS.get(key, 0)):
             add(entry, "folder" if os.path.isdir(entry) else "file",
                 f"an entry of {_shown(path, home)} ({why})")
