@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .git_config import parse_git_config, person_git_configs
@@ -163,6 +164,10 @@ class DotFiles(NamedTuple):
     # what below the top was the person's at this launch or a remembered one, for
     # $LNK_HOME to remember (below_top.found_items)
     below: tuple[tuple[str, str], ...] = ()
+    # (path, why) of each file kept read-only or run as a hook here that has another
+    # name (a hard link) on the top's filesystem: its other name may lie where the
+    # sandbox writes, so the launch is refused (view.check_links).
+    hard_linked: tuple[tuple[str, str], ...] = ()
 
 
 # --- paths --------------------------------------------------------------------------------
@@ -222,6 +227,9 @@ class _Analysis:
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
         self.repository: _Repository | None = None
+        # Each file git runs or reads its settings from, found on the way (a hook in a
+        # folder held whole is no entry of its own): why.
+        self.runs: dict[str, str] = {}
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
             content: bytes = b"", parents: bool = False,
@@ -268,7 +276,8 @@ class _Analysis:
             self.submodules(repository, sha256, depth=0)
         self.person_settings()
         unwalked = self.below()
-        return DotFiles(self.top, tuple(self.found.values()), unwalked, self.below_found)
+        return DotFiles(self.top, tuple(self.found.values()), unwalked,
+                        below=self.below_found, hard_linked=self.hard_linked())
 
     # -- what the person's own settings name, and what is theirs below the top -------------
 
@@ -292,17 +301,27 @@ class _Analysis:
 
     def person_settings(self) -> None:
         """What the person's own settings name, inside this folder, whether or not a
-        repository is here (person_settings.py): the files their shells and readline
+        repository is here (settings_named.py): the files their shells and readline
         source, and every path their git settings (system and global, and what those
-        include) give, as a file or program. git reads these in every repository, and
-        the shell at every start."""
+        include) give, as a file, a program or a folder git runs the entries of; each by
+        its name and by where its links lead, at any depth. git reads these in every
+        repository, and the shell at every start. One that is the top, or holds it, is
+        refused before (grants.py)."""
+        from .settings_named import named_by_settings
+
+        for named in named_by_settings(self.home):
+            for path in named.paths():
+                if path != self.top and _within(path, self.top):
+                    self.add(path, named.kind, named.why)
+            for link in named.links:  # the sandbox could point it elsewhere: refused
+                if link != self.top and _within(link, self.top):
+                    self.add(link, "file", f"a link on the way from {named.path} to "
+                             f"{named.real}: {named.why}")
         from .person_settings import shell_sources
 
-        sources = shell_sources(self.home)
-        for path, why in sources.files:
-            if path != self.top and _within(path, self.top):
-                self.add(path, "file", f"{why}: it runs in your shell")
-        for path, why in sources.folders:
+        # A sourced name not all literal leaves its folder open: held here, never a
+        # reason to refuse a grant (the folder may be home itself: grants.py names files)
+        for path, why in shell_sources(self.home).folders:
             if path != self.top and _within(path, self.top):
                 self.add(path, "folder", f"{why}: what is there may run in your shell")
         from .tool_settings import tool_paths
@@ -310,44 +329,6 @@ class _Analysis:
         for path, why, kind in tool_paths(self.home):
             if path != self.top and _within(path, self.top):
                 self.add(path, "folder" if kind == "folder" else "file", why)
-        self.person_git()
-
-    def person_git(self) -> None:
-        """Every path the person's git settings name inside this folder (the includes
-        followed as git follows them): read-only, held when missing."""
-        from .person_settings import value_paths
-
-        pending = [(path, 0) for path in person_git_configs(self.home)]
-        seen: set[str] = set()
-        while pending:
-            config, depth = pending.pop(0)
-            data = read_small(config, limit=1 << 20) if depth <= MAX_INCLUDE_DEPTH else None
-            if data is None or os.path.realpath(config) in seen:
-                continue
-            seen.add(os.path.realpath(config))
-            shown = "~" + config[len(self.home):] if _within(config, self.home) else config
-            for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
-                if value is None:
-                    continue
-                include = key == "include.path" or (key.startswith("includeif.")
-                                                    and key.endswith(".path"))
-                if include:
-                    path = _expand(value, os.path.dirname(config), self.home)
-                    if path is not None:
-                        pending.append((path, depth + 1))
-                    paths = [path] if path is not None else []
-                elif key == "maintenance.repo":
-                    paths = [os.path.join(p, ".git") for p in value_paths(key, value,
-                                                                           self.home)]
-                else:
-                    paths = value_paths(key, value, self.home)
-                for path in paths:
-                    if path == self.top or not _within(path, self.top):
-                        continue
-                    kind: Kind = "folder" if key in ("core.hookspath", "init.templatedir") \
-                        or path.endswith("/.git") else "file"
-                    self.add(path, kind, f"{key} = {value} in your {shown}: git reads or "
-                             "runs it in every repository")
 
     def ours(self, worktree: str) -> bool:
         """Whether the checkout `worktree` below the top is one of the top repository's
@@ -431,13 +412,16 @@ class _Analysis:
                 self.add(git_dir, "folder", f"the git directory {label}.git names (gitdir: "
                          f"{target}): {GIT_REASON}")
         else:
-            if not (self.commit and kind == "folder"):
+            # An empty one (another run's placeholder, lingering) is a missing one: held
+            # whole, under files.commit too (there is no repository to commit to, and
+            # one made in it would run its settings), and no repository: nothing in it
+            # names anything. (One with something in it is analysed even where git
+            # would not take it for a git directory now: what its settings name may run
+            # once it is repaired.)
+            empty = kind == "folder" and _empty_folder(dot_git)
+            if not (self.commit and kind == "folder") or empty:
                 self.add(dot_git, "folder", f"{label}.git: {GIT_REASON}")
-            # An empty one (another run's placeholder, lingering) is held all the same,
-            # and is no repository: nothing in it names anything. (One with something in
-            # it is analysed even where git would not take it for a git directory now:
-            # what its settings name may run once it is repaired.)
-            if kind != "folder" or _empty_folder(dot_git):
+            if kind != "folder" or empty:
                 return None
             git_dir = dot_git
         git_dir = os.path.realpath(git_dir)
@@ -534,6 +518,45 @@ class _Analysis:
                             None)
                 if link is not None and entry.link is None:
                     self.found[place.real] = entry._replace(link=link, placeholder=None)
+
+    def hook_link(self, hook: str) -> None:
+        """A hook that is a link (`.git/hooks/pre-commit -> ../../tools/pre-commit`):
+        git runs what it leads to, read-only wherever the sandbox writes, and each link
+        on the way is refused where the sandbox writes (it could repoint it)."""
+        from .home_places import _Resolver
+
+        real, links = _Resolver().resolve(hook)
+        why = f"the hook {hook} leads here: git runs it"
+        self.add(real, "file", why)
+        for link in links:
+            if link != hook:
+                self.add(link, "file", f"a link on the way from the hook {hook}: git runs "
+                         "what it leads to")
+
+    def hard_linked(self) -> tuple[tuple[str, str], ...]:
+        """Each existing file protected here, run as a hook or read as git's settings
+        (in a folder held whole these are no entries of their own) that has more than
+        one name on the top's filesystem: `ln tools/pre-commit .git/hooks/pre-commit`
+        makes the project's file the hook, whatever holds `.git` read-only. One stat
+        each, of files that are there; a file on another filesystem cannot be named
+        from the top."""
+        try:
+            device = os.stat(self.top).st_dev
+        except OSError:
+            return ()
+        candidates = {p.path: f"{p.name}: {p.reason}" for p in self.found.values()
+                      if p.exists and p.kind == "file"}
+        for path, why in self.runs.items():
+            candidates.setdefault(os.path.realpath(path), why)
+        found = []
+        for path, why in candidates.items():
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and info.st_dev == device:
+                found.append((path, why))
+        return tuple(found)
 
     def shown(self, path: str) -> str:
         """A path as a message shows it: from the top when inside it."""
@@ -649,6 +672,7 @@ class _Analysis:
             if real in seen:
                 continue
             seen.add(real)
+            self.runs.setdefault(real, f"{config}: git's settings")
             own = _within(real, repository.git_dir) or _within(real, repository.common_dir)
             shown = os.path.basename(config) if depth == 0 and own else config
             for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
@@ -726,6 +750,10 @@ class _Analysis:
             for name in names:
                 if name.endswith(".sample"):
                     continue
+                hook = os.path.join(folder, name)
+                self.runs.setdefault(hook, f"a hook in {folder}: git runs it")
+                if lstat_kind(hook) == "link":
+                    self.hook_link(hook)
                 data = read_small(os.path.join(folder, name), limit=_STUB_READ_LIMIT)
                 if data is None:
                     continue
@@ -871,6 +899,20 @@ def _empty_folder(path: str) -> bool:
             return next(entries, None) is None
     except OSError:
         return False
+
+
+def hooks_folders(worktree: str, home: str) -> list[tuple[str, str]]:
+    """(folder, why) of each hooks folder git runs for the repository checked out at
+    `worktree`: its git directory's `hooks`, and where `core.hooksPath` points in its
+    settings or the person's (a relative one from `worktree`), as the analysis follows
+    them. Empty where there is no repository."""
+    analysis = _Analysis(os.path.normpath(worktree), home)
+    repository = analysis.git(analysis.top)
+    if repository is None:
+        return []
+    hooks, _ = analysis.git_settings(repository)
+    return [(path, analysis.found[path].reason if path in analysis.found
+             else f"{repository.common_dir}/hooks: {GIT_REASON}") for path in hooks]
 
 
 def analyze(top: str, *, home: str, commit: bool = False,

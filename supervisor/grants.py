@@ -25,7 +25,9 @@ from .plain import to_plain
 from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy, RunSettings
 
 if TYPE_CHECKING:
+    from .hard_links import HardLinked
     from .home_places import Place
+    from .settings_named import Named
 from .spec import DEFAULT_SPEC_NAME
 
 SNAPSHOT_VERSION = 1
@@ -187,6 +189,8 @@ class _Resolver:
         self.lnk_home_real = os.path.realpath(context.lnk_home)
         self.home_real = os.path.realpath(context.home)
         self._places: tuple[Place, ...] | None = None
+        self._named: tuple[Named, ...] | None = None
+        self._hard: tuple[HardLinked, ...] | None = None
 
     def error(self, rule: PathRule, message: str, hint: str | None = None) -> SpecError:
         return SpecError(
@@ -269,6 +273,8 @@ class _Resolver:
                         hint="grant folders inside home instead, such as '~/projects/x'",
                     )
             self.check_home_places(rule, {expanded, target})
+            self.check_named(rule, {expanded, target})
+            self.check_hard_links(rule, target)
 
     def check_home_places(self, rule: PathRule, paths: set[str]) -> None:
         """A write grant that is or holds a holder of what runs as the person (~/.config,
@@ -297,6 +303,102 @@ class _Resolver:
                                 hint="run it from a project folder, or write a spec that "
                                 "grants this folder by name (--spec)",
                             )
+
+    def check_named(self, rule: PathRule, paths: set[str]) -> None:
+        """Refuse a write grant (as written or resolved) that is a file or folder the
+        person's own settings name, or lies inside a folder whose entries git runs
+        (settings_named.py): the grant would be what runs as the person, whole, and
+        holding it read-only would leave it nothing to write. One that holds what they
+        name keeps it read-only instead (dotfiles.py)."""
+        self.check_repository_hooks(rule, paths)
+        for named in self.named():
+            for path in sorted(paths):
+                link = next((link for link in named.links if is_within(link, path)), None)
+                if link is not None:
+                    raise self.error(
+                        rule,
+                        f"resolves to {path}, which holds {link}, a link on the way from "
+                        f"{named.path} to {named.real} ({named.why}); a sandbox writing "
+                        "there could point it elsewhere, and change what runs as you",
+                        hint=f"grant a folder inside {path} that holds neither {link} nor "
+                        f"{named.real}, or replace the link with what it points to")
+                hit = next((p for p in named.paths() if p == path or (
+                    named.kind == "folder" and is_within(path, p))), None)
+                if hit is None:
+                    continue
+                how = "is" if hit == path else "lies inside"
+                led = f" (where {named.path} leads)" if hit != named.path else ""
+                where = f"{led}, named by your settings" if how == "is" \
+                    else f", inside {hit}{led}"
+                raise self.error(
+                    rule,
+                    f"resolves to {path}{where}: {named.why}; a sandbox writing there "
+                    "could change what runs as you",
+                    hint=(f"grant a folder that holds {hit} (it stays read-only in the "
+                          "run)" if how == "is" else f"grant a folder outside {hit}")
+                    + ", or take it out of your settings")
+
+    def check_hard_links(self, rule: PathRule, target: str) -> None:
+        """Refuse a write grant on the filesystem of a file that runs as the person and
+        has more than one name (hard_links.py): its other name may lie in the grant,
+        where no read-only name of it holds, and nothing short of walking the grant to
+        its bottom would find it."""
+        if self._hard is None:
+            from .hard_links import hard_linked
+
+            self._hard = hard_linked(self.places(), self.named())
+        if not self._hard:
+            return
+        try:
+            device = os.stat(target).st_dev
+        except OSError:
+            return
+        for item in self._hard:
+            if item.device != device:
+                continue
+            led = f" (a link to {item.real})" if item.real != item.path else ""
+            raise self.error(
+                rule,
+                f"resolves to {target}, on the filesystem of {item.path}{led}, which has "
+                f"{item.names} names (hard links): {item.what}; its other name may lie "
+                "where the sandbox writes, and writing it there would change what runs as "
+                "you",
+                hint=f"give {item.real} one name: make the other a symbolic link to it "
+                f"(ln -sf {item.real} OTHER), or a copy (cp --remove-destination)")
+
+    def check_repository_hooks(self, rule: PathRule, paths: set[str]) -> None:
+        """Refuse a write grant that is, or lies inside, a hooks folder of a repository
+        around it (its `.git/hooks`, or where its own or the person's `core.hooksPath`
+        points, a relative `.githooks` included: dotfiles.hooks_folders): git in that
+        repository runs what the sandbox writes there. A grant of the repository itself
+        keeps its hooks read-only instead (dotfiles.py)."""
+        from .dotfiles import hooks_folders
+
+        for path in sorted(paths):
+            top = os.path.dirname(path)
+            while True:
+                if os.path.lexists(os.path.join(top, ".git")):
+                    for hooks, why in hooks_folders(top, self.context.home):
+                        if is_within(path, hooks):
+                            where = "is" if hooks == path else f"lies inside {hooks},"
+                            raise self.error(
+                                rule,
+                                f"resolves to {path}, which {where} a hooks folder of the "
+                                f"repository {top} ({why}); a sandbox writing there could "
+                                "change what runs as you",
+                                hint=f"grant {top} (its hooks stay read-only in the run), "
+                                "or a folder outside it")
+                if top == "/":
+                    break
+                top = os.path.dirname(top)
+
+    def named(self) -> tuple[Named, ...]:
+        """What the person's own settings name (settings_named.py), once per snapshot."""
+        if self._named is None:
+            from .settings_named import named_by_settings
+
+            self._named = named_by_settings(self.context.home)
+        return self._named
 
     def places(self) -> tuple[Place, ...]:
         """The places that run as the person, resolved once per snapshot."""

@@ -36,7 +36,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Iterator
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .policy import clean_path
 from .system import traits
@@ -345,6 +345,15 @@ def home_links(home: str, *, max_folders: int = MAX_HOME_FOLDERS) -> HomeLinks:
 
 
 _found_links: dict[str, HomeLinks] | None = None
+# What other modules find once per start within `found_once` (settings_named.py), by
+# kind, then by home; None outside it.
+_found_other: dict[str, dict[str, Any]] | None = None
+
+
+def found_once_store(kind: str) -> dict[str, Any] | None:
+    """Where what `kind` finds for a home is kept within `found_once` (None outside
+    it: every call looks again), cleared by `look_again` as the places are."""
+    return None if _found_other is None else _found_other.setdefault(kind, {})
 
 
 # The places found within `found_once`, by home and PATH; None outside it.
@@ -358,14 +367,15 @@ def found_once() -> Iterator[None]:
     to 6 ms, more with a long PATH). Outside it every call looks again, so a process
     that makes many snapshots (a harness) never uses what an earlier one found; and
     `look_again` ends the reuse where a start waits (on a person's answer)."""
-    global _found, _found_links
-    outer, outer_links = _found, _found_links
+    global _found, _found_links, _found_other
+    outer, outer_links, outer_other = _found, _found_links, _found_other
     _found = {} if outer is None else outer
     _found_links = {} if outer_links is None else outer_links
+    _found_other = {} if outer_other is None else outer_other
     try:
         yield
     finally:
-        _found, _found_links = outer, outer_links
+        _found, _found_links, _found_other = outer, outer_links, outer_other
 
 
 def look_again() -> None:
@@ -374,6 +384,8 @@ def look_again() -> None:
         _found.clear()
     if _found_links is not None:
         _found_links.clear()
+    if _found_other is not None:
+        _found_other.clear()
 
 
 # The variables naming folders an interpreter loads code from before (or instead of) its

@@ -119,6 +119,16 @@ class View(NamedTuple):
         for grant, item in self.protections:
             if item.link and self.access(item.link, extra, dot_files=False) == "write":
                 raise link_refusal(item, grant)
+        for grant in written_tops(self.snapshot):
+            dots = self.dot_files.get(grant.target or "")
+            for path, why in dots.hard_linked if dots else ():
+                raise LaunchError(
+                    f"{path} ({why}) has more than one name (a hard link) on the "
+                    f"filesystem of {grant.target}, which the sandbox writes: its other "
+                    "name may lie there, and writing it would change what runs as you, "
+                    "so the launch is refused",
+                    hint=f"give {path} one name: make the other a symbolic link to it, "
+                    "or a copy")
 
     def working_directory_problem(self) -> SpecError | None:
         """Why the command could not start in the working directory (grants.py)."""

@@ -26,6 +26,7 @@ from support.red_team import (
     payload,
     person_git,
     plant,
+    plant_or_refused,
     ran,
     repository,
 )
@@ -44,10 +45,11 @@ def _bash(box: Sandbox) -> None:
 
 @pytest.mark.parametrize("place", [
     "~/.githooks",
-    pytest.param("~/.config/git/hooks", marks=escaped(
-        "home_places.home_links walks HOME_LINK_DEPTH=3 levels: a hook linked from "
-        "~/.config/git/hooks/ (the hooks folder the person's core.hooksPath names) into "
-        "a write grant is writable")),
+    "~/.config/git/hooks",
+    pytest.param(f"~/.{secrets.token_hex(3)}/{secrets.token_hex(3)}/{secrets.token_hex(3)}"
+                 "/hooks", id="deep, random names"),
+    # no dot: no walk of home's dot entries reaches it
+    pytest.param(f"~/{secrets.token_hex(3)}/hooks", id="no dot, random name"),
 ])
 def test_a_hook_linked_from_homes_configuration_into_a_grant(sandbox: Sandbox,
                                                             place: str) -> None:
@@ -71,58 +73,159 @@ def test_a_hook_linked_from_homes_configuration_into_a_grant(sandbox: Sandbox,
     assert ran(sandbox) == [], results
 
 
-@pytest.mark.parametrize("link", [
-    "symbolic",
-    pytest.param("hard", marks=escaped(
-        "a hard link in home into a write grant (~/.bashrc and ~/dotfiles/bashrc one "
-        "file) is not looked for: home_places.home_links sees symbolic links only")),
-])
+@pytest.mark.parametrize("depth", [1, 4])
+def test_a_sourced_file_linked_deep_into_a_grant(sandbox: Sandbox, depth: int) -> None:
+    """The class of the hook above for the shell: ~/.bashrc sources a file reached
+    through links `depth` folders into home (a chain of two links, random names); the
+    sandbox writing ~/dotfiles, where they lead, cannot change it."""
+    dotfiles = sandbox.home / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "aliases.sh").write_text("alias ll='ls -l'\n")
+    folder = sandbox.home.joinpath(*(f".{secrets.token_hex(3)}" for _ in range(depth)))
+    folder.mkdir(parents=True)
+    (folder / "step").symlink_to(os.path.relpath(dotfiles, folder))
+    (folder / "aliases.sh").symlink_to("step/aliases.sh")
+    (sandbox.home / ".bashrc").write_text(f". ~/{folder.relative_to(sandbox.home)}/aliases.sh\n")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant(sandbox, [("append", "aliases.sh",
+                               f"echo deep >> {marker(sandbox, 'deep')}\n")], cwd=dotfiles)
+    _bash(sandbox)
+    assert ran(sandbox) == [], results
+    assert results == {"append aliases.sh": "EROFS"}
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_a_link_on_the_way_inside_the_grant_refuses_it(sandbox: Sandbox, depth: int) -> None:
+    """The chain's second link lies in the grant (~/.X/.../aliases.sh -> ~/dotfiles/step
+    -> ~/dotfiles/aliases.sh): holding where it leads is not enough, the sandbox would
+    point `step` at a file of its own; the launch is refused, naming the link."""
+    dotfiles = sandbox.home / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "aliases.sh").write_text("alias ll='ls -l'\n")
+    (dotfiles / "step").symlink_to("aliases.sh")
+    folder = sandbox.home.joinpath(*(f".{secrets.token_hex(3)}" for _ in range(depth)))
+    folder.mkdir(parents=True)
+    (folder / "aliases.sh").symlink_to(os.path.relpath(dotfiles / "step", folder))
+    (sandbox.home / ".bashrc").write_text(f". ~/{folder.relative_to(sandbox.home)}/aliases.sh\n")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant_or_refused(sandbox, [
+        ("write", "mine.sh", f"echo repointed >> {marker(sandbox, 'repointed')}\n"),
+        ("unlink", "step"), ("symlink", "mine.sh", "step")],
+        cwd=dotfiles, refusal=f"which holds {dotfiles}/step, a link on the way")
+    _bash(sandbox)
+    assert ran(sandbox) == [], results
+    assert "refused" in results, results
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard", "hard, a file it sources"])
 def test_a_startup_file_linked_into_a_grant(sandbox: Sandbox, link: str) -> None:
+    """~/.bashrc (or a file it sources) one file with ~/dotfiles/bashrc: a symbolic link
+    is followed and its target held; a hard link, which nothing can follow, refuses
+    the launch, naming the file (its other name may lie in the grant)."""
     dotfiles = sandbox.home / "dotfiles"
     dotfiles.mkdir()
     (dotfiles / "bashrc").write_text("PS1='$ '\n")
     if link == "hard":
         os.link(dotfiles / "bashrc", sandbox.home / ".bashrc")
-    else:
+    elif link == "symbolic":
         (sandbox.home / ".bashrc").symlink_to("dotfiles/bashrc")
+    else:
+        (sandbox.home / ".bashrc").write_text(". ~/.shell/prompt.sh\n")
+        (sandbox.home / ".shell").mkdir()
+        os.link(dotfiles / "bashrc", sandbox.home / ".shell" / "prompt.sh")
     markers(sandbox)
     sandbox.chown()
-    results = plant(sandbox, [("append", "bashrc",
-                               f"echo bashrc >> {marker(sandbox, 'bashrc')}\n")],
-                    cwd=dotfiles)
+    results = plant_or_refused(sandbox, [("append", "bashrc",
+                                          f"echo bashrc >> {marker(sandbox, 'bashrc')}\n")],
+                               cwd=dotfiles, refusal="names (hard links)")
     _bash(sandbox)
     assert ran(sandbox) == [], results
+    assert ("refused" in results) is link.startswith("hard"), results
 
 
 # -- a grant that is itself what the person's settings name ----------------------------------
 
-@pytest.mark.parametrize("grant", [
-    "holding it",
-    pytest.param("itself", marks=escaped(
-        "dotfiles._Analysis.person_git skips a path equal to the grant's top "
-        "(`path == self.top`): core.hooksPath = ~/githooks, written from ~/githooks, is "
-        "neither held nor refused")),
-])
+@pytest.mark.parametrize("grant", ["holding it", "itself", "inside it"])
 def test_the_persons_hooks_folder_as_the_written_folder(sandbox: Sandbox, grant: str) -> None:
+    """core.hooksPath names a folder of the person's: written from a folder holding it,
+    the hooks stay read-only; written from that folder or one inside it, the launch is
+    refused, naming the setting (the grant would be the hooks, whole)."""
     githooks = sandbox.home / "githooks"
-    hooks = githooks if grant == "itself" else githooks / "hooks"
+    hooks = githooks if grant != "holding it" else githooks / "hooks"
     hooks.mkdir(parents=True)
+    cwd = hooks / "sub" if grant == "inside it" else githooks
+    cwd.mkdir(exist_ok=True)
     (sandbox.home / ".gitconfig").write_text(f"[core]\n\thooksPath = {hooks}\n")
     markers(sandbox)
     sandbox.chown()
-    name = str((hooks / "post-checkout").relative_to(githooks))
-    results = plant(sandbox, [("make", name, payload(sandbox, "hooks-folder"))], cwd=githooks)
+    name = os.path.relpath(hooks / "post-checkout", cwd)
+    results = plant_or_refused(sandbox, [("make", name, payload(sandbox, "hooks-folder"))],
+                               cwd=cwd, refusal="core.hookspath")
     git_elsewhere(sandbox)
     assert ran(sandbox) == [], results
+    assert ("refused" in results) is (grant != "holding it"), results
 
 
-@pytest.mark.parametrize("grant", [
-    "~/shell",
-    pytest.param("~/shell/aliases.sh", marks=escaped(
-        "a write grant of the very file ~/.bashrc sources (or ~/.gitconfig includes) is "
-        "neither refused (grants.py refuses only the table's places) nor held "
-        "(dotfiles._Analysis.person_settings skips `path == self.top`)")),
-])
+@pytest.mark.parametrize("setting", ["the repository's", "the person's relative",
+                                     "none: .git/hooks"])
+def test_a_repositorys_hooks_folder_as_the_written_folder(sandbox: Sandbox,
+                                                          setting: str) -> None:
+    """The same class around the grant: `cd ~/app/tools/hooks && lnk sandbox run`
+    where the repository ~/app runs its hooks from there (its own core.hooksPath, the
+    person's relative one, or git's own .git/hooks): refused, naming the setting; the
+    person's checkout in ~/app runs nothing."""
+    app = repository(sandbox, sandbox.home / "app")
+    hooks = app / (".git/hooks" if setting.startswith("none") else "tools/hooks")
+    hooks.mkdir(parents=True, exist_ok=True)
+    if setting == "the repository's":
+        person_git(sandbox, app, "config", "core.hooksPath", "tools/hooks")
+    elif setting == "the person's relative":
+        (sandbox.home / ".gitconfig").write_text("[core]\n\thooksPath = tools/hooks\n")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant_or_refused(sandbox, [("make", "post-checkout",
+                                          payload(sandbox, "repository-hooks"))],
+                               cwd=hooks, refusal=f"a hooks folder of the repository {app}")
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], results
+    assert "refused" in results, results
+
+
+@pytest.mark.parametrize("how", ["hard link", "symbolic link", "symbolic, via the project"])
+def test_a_hook_that_is_a_file_of_the_project(sandbox: Sandbox, how: str) -> None:
+    """A project's tracked hook installed as a link into .git/hooks (`ln`, or `ln -s
+    ../../tools/post-checkout`): .git is held whole, but the sandbox writing the
+    project writes what git runs through the other name. A hard link refuses the
+    launch (no walk finds its other names), a symbolic one keeps where it leads
+    read-only, and a link on the way in the project refuses the launch."""
+    app = repository(sandbox, sandbox.home / "app")
+    tools = app / "tools"
+    tools.mkdir()
+    (tools / "post-checkout").write_text("#!/bin/sh\nexit 0\n")
+    (tools / "post-checkout").chmod(0o755)
+    hook = app / ".git" / "hooks" / "post-checkout"
+    if how == "hard link":
+        os.link(tools / "post-checkout", hook)
+    elif how == "symbolic link":
+        hook.symlink_to("../../tools/post-checkout")
+    else:
+        (app / "current").symlink_to("tools")
+        hook.symlink_to("../../current/post-checkout")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant_or_refused(sandbox, [("write", "tools/post-checkout",
+                                          payload(sandbox, "project-hook"))], cwd=app,
+                               refusal="hard link" if how == "hard link" else
+                               f"{app}/current is a link")
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], results
+    assert results == ({"write tools/post-checkout": "EROFS"} if how == "symbolic link"
+                       else {"refused": results.get("refused", "")}), results
+
+
+@pytest.mark.parametrize("grant", ["~/shell", "~/shell/aliases.sh"])
 def test_a_file_the_persons_bashrc_sources_granted(sandbox: Sandbox, grant: str) -> None:
     shell = sandbox.home / "shell"
     shell.mkdir()
@@ -133,11 +236,12 @@ def test_a_file_the_persons_bashrc_sources_granted(sandbox: Sandbox, grant: str)
     markers(sandbox)
     sandbox.chown()
     spec = f'[files]\nread = ["."]\nwrite = ["{grant}"]\n'
-    results = plant(sandbox, [("append", str(shell / "aliases.sh"),
-                               f"echo sourced >> {marker(sandbox, 'sourced')}\n")],
-                    spec=spec, cwd=work)
+    results = plant_or_refused(sandbox, [("append", str(shell / "aliases.sh"),
+                                          f"echo sourced >> {marker(sandbox, 'sourced')}\n")],
+                               spec=spec, cwd=work, refusal="sourced by ~/.bashrc")
     _bash(sandbox)
     assert ran(sandbox) == [], results
+    assert ("refused" in results) is grant.endswith(".sh"), results
 
 
 # -- what the shell sources, in forms the pattern does not know ------------------------------

@@ -11,6 +11,7 @@ broken set-up is a real failure, never taken for the escape.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from .actions import Action, run_actions
-from .sandbox import Sandbox
+from .actions import SCRIPT, Action, run_actions
+from .sandbox import PYTHON_INSIDE, Sandbox
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -43,6 +44,23 @@ def plant(box: Sandbox, actions: Sequence[Action], *, spec: str | None = None,
         results, _ = run_actions(box, list(actions), spec=spec, cwd=cwd)
     except AssertionError as err:  # the script never started, or failed: a set-up fault
         pytest.fail(f"the plant did not run inside: {err}", pytrace=False)
+    return results
+
+
+def plant_or_refused(box: Sandbox, actions: Sequence[Action], *, refusal: str,
+                     spec: str | None = None, cwd: Path | None = None) -> dict[str, str]:
+    """`plant`, where lnk refusing the launch is how a rule holds: {"refused": its
+    message} when it exited 125 without starting anything inside, its message naming
+    `refusal` (a refusal for another reason is a broken set-up, not the rule)."""
+    done = box.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps([list(a) for a in actions]),
+                   spec=spec, cwd=cwd)
+    if done.returncode == 125 and "STARTED" not in done.stdout:
+        need(refusal in done.stderr, f"refused for another reason:\n{done.stderr}")
+        return {"refused": done.stderr}
+    lines = done.stdout.splitlines()
+    need(lines and lines[0].startswith("STARTED ") and done.returncode == 0,
+         f"the plant did not run inside (exit {done.returncode}):\n{done.stderr}")
+    results: dict[str, str] = json.loads(lines[-1].removeprefix("RESULTS "))
     return results
 
 

@@ -496,6 +496,27 @@ def test_a_git_directory_the_sandbox_could_change_keeps_the_top_held(
     assert bare_held(top, **options) == {"commondir": "folder", "refs": "socket"}
 
 
+@pytest.mark.parametrize("commit", [False, True])
+def test_an_empty_git_folder_is_held_whole_as_a_missing_one_is(commit: bool,
+                                                                tmp_path: Path) -> None:
+    """An empty .git (another run's placeholder, lingering, or the person's own) is no
+    repository: held whole, under files.commit too, as a missing one is, never opened to
+    a run that would make a repository there whose settings the person's git runs."""
+    top = project(tmp_path)
+    missing = by_name(analyze(str(top), home="/home/u", commit=commit))[f"{top}/.git"]
+    (top / ".git").mkdir()
+    dots = analyze(str(top), home="/home/u", commit=commit)
+    held = by_name(dots)[f"{top}/.git"]
+    assert held == missing._replace(exists=True, placeholder=None)
+    assert held == Protected(f"{top}/.git", f"{top}/.git", "folder", True,
+                             f".git: {GIT_REASON}", stays=True)
+    assert not [p for p in dots.protected if p.path.startswith(f"{top}/.git/")]
+    (top / ".git" / "config").write_text("")  # no longer empty: a git directory's parts
+    dots = analyze(str(top), home="/home/u", commit=commit)
+    assert (f"{top}/.git" in by_name(dots)) is not commit
+    assert (f"{top}/.git/config" in by_name(dots)) is commit
+
+
 @needs_git
 def test_a_gitdir_file_at_the_top_is_where_git_stops_valid_or_not(tmp_path: Path) -> None:
     """A .git file, held read-only, is read as a gitfile: git takes the repository it
