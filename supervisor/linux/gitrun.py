@@ -52,14 +52,14 @@ class GitRun(NamedTuple):
                 and is_git_directory(os.path.join(g.target, ".git"))]
         identity = identity_for(snapshot)
         settings = snapshot.settings
-        traced = not any(name.startswith("GIT_TRACE2") for name in
-                         (*settings.env_keep, *(n for n, _ in settings.env_assign)))
+        named = (*settings.env_keep, *(n for n, _ in settings.env_assign))
+        traced = not any(name.startswith("GIT_TRACE2") for name in named)
         watched = tuple(g for g in tops if not g.commit) if traced else ()
+        env: dict[str, str] = _quiet_gc(tops, named)
         if not (identity or watched):
-            return None
+            return GitRun(None, (), env, (), None) if env else None
         inside = f"{inner_parent_for(snapshot)}/git"
         ops: list[MountOp] = []
-        env: dict[str, str] = {}
         if identity is not None:
             files = identity_files(identity, "" if relative else inside)
             ops.append(MountOp("ro-bind", inside, _identity_folder(snapshot.lnk_home, files),
@@ -166,6 +166,24 @@ def _prune(base: str) -> None:
                 os.unlink(entry.path)
         except OSError:
             continue
+
+
+# Under files.commit, .git/info stays read-only (its exclude and attributes are settings):
+# `git gc` (and `git repack`) then failed to update info/refs, the list only a dumb-HTTP
+# server reads, and to remove the obsolete info/rev-cache, printing "error: unable to
+# update .git/info/refs: Read-only file system" though it succeeded. Not asked to, it
+# prints nothing (git 2.34's repack.updateServerInfo; an older git ignores the key).
+QUIET_GC = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "repack.updateServerInfo",
+            "GIT_CONFIG_VALUE_0": "false"}
+
+
+def _quiet_gc(tops: list[Grant], named: tuple[str, ...]) -> dict[str, str]:
+    """QUIET_GC where a written repository commits, unless the spec passes or sets git's
+    configuration variables itself (they are then its own, and left as they are)."""
+    if not any(g.commit for g in tops) or any(
+            n.startswith("GIT_CONFIG_") and n != "GIT_CONFIG_GLOBAL" for n in named):
+        return {}
+    return dict(QUIET_GC)
 
 
 def _made(folder: str, inside: str, ops: list[MountOp], env: dict[str, str], *,

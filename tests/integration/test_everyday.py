@@ -413,6 +413,26 @@ def test_placeholders_never_show_in_git_status_nor_in_a_commit(sandbox: Sandbox)
     assert (sandbox.project / ".git" / "info" / "exclude").read_text().count("lnk-sandbox") == 0
 
 
+def test_git_gc_under_files_commit_says_nothing_and_packs(sandbox: Sandbox) -> None:
+    """`git gc` under files.commit succeeded but printed "error: unable to update
+    .git/info/refs: Read-only file system" (.git/info stays read-only: its exclude and
+    attributes are settings). Not asked to update that dumb-HTTP list, it prints nothing,
+    packs, and .git/info is untouched; the control: asked to, it meets the same wall."""
+    repository(sandbox)
+    for number in range(3):
+        (sandbox.project / f"f{number}").write_text(f"{number}\n")
+    sandbox.chown()
+    spec = '[files]\nwrite = ["."]\ncommit = ["."]\n'
+    done = sandbox.run("sh", "-c", "git add -A && git commit -qm three && git gc -q && "
+                       "ls .git/objects/pack | grep -c 'pack$'", spec=spec)
+    assert transcript(done) == (0, "1\n", "")
+    assert not (sandbox.project / ".git" / "info" / "refs").exists()
+    done = sandbox.run("git", "-c", "repack.updateServerInfo=true", "gc", "-q", spec=spec)
+    assert done.returncode == 0
+    assert "unable to update" in done.stderr and "Read-only file system" in done.stderr
+    assert not (sandbox.project / ".git" / "info" / "refs").exists()
+
+
 # -- private caches ---------------------------------------------------------------------
 
 CACHES = '[files]\nread = ["~"]\nwrite = ["."]\ncaches = ["~/.npm", "~/.cache/pip"]\n'
