@@ -54,6 +54,11 @@ if [ "$for_tests" = 1 ]; then
     want ps procps
     want make make          # learn and run of a project that builds
     want chromium chromium  # a real browser inside, with and without its own sandbox
+    # The run without namespaces in a real unprivileged container
+    # (tests/integration/test_container.py): Debian's Docker, whose daemon the test starts
+    # when none runs, and debootstrap for the image it makes once (ci/container-image.sh).
+    want dockerd docker.io
+    want debootstrap debootstrap
 fi
 if [ -n "$need" ]; then
     echo "ci/setup.sh: installing$need" >&2

@@ -1,17 +1,19 @@
 """The inner's configuration: one typed record, its wire form, and the reader of it.
 
-The supervisor computes everything the inner applies (linux/confine.py) and builds a
-`Config`; `encode` turns it into the bytes handed over on an inherited fd; the inner, the
-compiled one (confine.c) or this Python fallback (`decode`), only reads them. One
-record, one form, two readers, each strict: a form either reader refuses exits 125.
+The supervisor computes everything the inner applies (linux/confine.py; without
+namespaces, linux/direct.py and direct_rules.py) and builds a `Config`; `encode` turns
+it into the bytes handed over on an inherited fd; the inner, the compiled one
+(confine.c) or this Python fallback (`decode`), only reads them. One record, one form,
+two readers, each strict: a form either reader refuses exits 125.
 
 The form (every integer little-endian; `str` and `blob` are a u32 length, then that
 many bytes; a `str` holds no NUL, and is empty only as an argument after the program):
 
     "LNKINNER"  u32 VERSION  u32 status_fd  u32 flags
+    if flags & DIRECT:    u32 parent                          the supervisor's pid
     u32 argc, str * argc                                      argv, argc >= 1
     if flags & SECCOMP:   u32 arch, blob program, blob fallback   (fallback empty: none)
-    if flags & LANDLOCK:  u32 n, (u64 handled, u64 scoped, u32 attr size) * n,
+    if flags & LANDLOCK:  u32 n, (u64 handled, u64 net, u64 scoped, u32 attr size) * n,
                           u64 file_rights,
                           u32 n, (str path, u64 rights) * n,
                           u32 n, (str folder, u32 m, str hidden * m) * n
@@ -19,7 +21,9 @@ many bytes; a `str` holds no NUL, and is empty only as an argument after the pro
     if flags & FILE:      str op, str path, u64 limit   (0 unless flags & FILE_LIMIT)
 
 and nothing after. The flags not named below are refused. The form is canonical: what
-either reader takes, `encode` writes again byte for byte.
+either reader takes, `encode` writes again byte for byte. Version 2 added what a run
+without namespaces needs (supervisor/linux/direct.py): DIRECT and its parent, the network
+rights of each ABI, LANDLOCK_NOFOLLOW and LANDLOCK_OPTIONAL.
 
 Facts: a program is sock_filter bytes (8 per instruction, 1 to 4096 of them); the
 reader copies nothing it has not bounded first, and a count is checked against the bytes
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 MAGIC = b"LNKINNER"
-VERSION = 1
+VERSION = 2
 LARGEST = 64 << 20  # bytes: more is no configuration the supervisor writes
 
 WATCH_MOUNTS = 1 << 0
@@ -48,11 +52,17 @@ LANDLOCK = 1 << 3
 LANDLOCK_REQUIRED = 1 << 4
 FILE = 1 << 5
 FILE_LIMIT = 1 << 6
-FLAGS = WATCH_MOUNTS | SECCOMP | LISTENER | LANDLOCK | LANDLOCK_REQUIRED | FILE | FILE_LIMIT
+DIRECT = 1 << 7
+LANDLOCK_NOFOLLOW = 1 << 8
+LANDLOCK_OPTIONAL = 1 << 9
+FLAGS = (WATCH_MOUNTS | SECCOMP | LISTENER | LANDLOCK | LANDLOCK_REQUIRED | FILE | FILE_LIMIT
+         | DIRECT | LANDLOCK_NOFOLLOW | LANDLOCK_OPTIONAL)
 
 BPF_INSN = 8
 BPF_MAXINSNS = 4096
 ATTR_SIZES = (8, 16, 24)  # landlock_ruleset_attr at ABI 1, 4 and 6
+ABI_ROW = 28  # bytes of one ABI's row in the form
+PID_LIMIT = 1 << 22  # PID_MAX_LIMIT: no pid is larger on any kernel
 MAX_ABIS = 64
 FILE_OPS = ("read", "write")
 U32 = (1 << 32) - 1
@@ -102,24 +112,35 @@ class Landlock(_Record):
     """The rules: `rules`, (path, rights as LANDLOCK_ACCESS_FS_* bits), each path opened
     O_PATH and granted its rights, less those the kernel's ABI lacks and, on a file,
     those a file cannot hold (`file_rights` are the ones it may). `abis[i]` is ABI i+1's
-    (rights handled, scopes, size of landlock_ruleset_attr); a newer kernel takes the
-    last. `closed`: (folder, hidden paths) for a read grant listed entry by entry inside
-    (inner/landlock.py, close_hidden). `required`: no Landlock here refuses the launch
-    (a program list) rather than being said once."""
+    (filesystem rights handled, network rights handled, scopes, size of
+    landlock_ruleset_attr); a newer kernel takes the last. `closed`: (folder, hidden
+    paths) for a read grant listed entry by entry inside (inner/landlock.py,
+    close_hidden). `required`: no Landlock here refuses the launch (a program list)
+    rather than being said once.
 
-    __slots__ = ("abis", "closed", "file_rights", "required", "rules")
+    Without namespaces the paths are the host's own (supervisor/linux/direct_rules.py):
+    `nofollow`, each opened one component at a time from `/` with no link followed
+    (/proc's paths as they are); `optional`, each may be gone, or a link on its way, by
+    the time the inner opens it, and is then in no rule (the supervisor listed them)."""
+
+    __slots__ = ("abis", "closed", "file_rights", "nofollow", "optional", "required",
+                 "rules")
     required: bool
-    abis: tuple[tuple[int, int, int], ...]
+    abis: tuple[tuple[int, int, int, int], ...]
     file_rights: int
     rules: tuple[tuple[str, int], ...]
     closed: tuple[tuple[str, tuple[str, ...]], ...]
+    nofollow: bool
+    optional: bool
 
-    def __init__(self, required: bool, abis: Sequence[tuple[int, int, int]],
+    def __init__(self, required: bool, abis: Sequence[tuple[int, int, int, int]],
                  file_rights: int, rules: Sequence[tuple[str, int]],
-                 closed: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
+                 closed: Sequence[tuple[str, Sequence[str]]] = (), *,
+                 nofollow: bool = False, optional: bool = False) -> None:
         self.required, self.abis, self.file_rights = required, tuple(abis), file_rights
         self.rules = tuple(rules)
         self.closed = tuple((folder, tuple(hidden)) for folder, hidden in closed)
+        self.nofollow, self.optional = nofollow, optional
 
 
 class Rlimit(_Record):
@@ -150,12 +171,16 @@ class FileOp(_Record):
 
 class Config(_Record):
     """All the inner applies, in its order (inner/main.py). `watch_mounts`: hand over
-    the mount table before the go (linux/mount_watch.py)."""
+    the mount table before the go (linux/mount_watch.py). `parent`: a run without
+    namespaces, started by the supervisor itself, whose pid this is (step 0: the
+    parent-death signal, the parent looked at, no_new_privs, every capability dropped);
+    None: started by bwrap."""
 
     __slots__ = (
         "argv",
         "file",
         "landlock",
+        "parent",
         "rlimits",
         "seccomp",
         "status_fd",
@@ -163,6 +188,7 @@ class Config(_Record):
     )
     status_fd: int
     argv: tuple[str, ...]
+    parent: int | None
     seccomp: Seccomp | None
     landlock: Landlock | None
     rlimits: tuple[Rlimit, ...]
@@ -171,10 +197,11 @@ class Config(_Record):
 
     def __init__(self, status_fd: int, argv: Sequence[str], *, seccomp: Seccomp | None = None,
                  landlock: Landlock | None = None, rlimits: Sequence[Rlimit] = (),
-                 watch_mounts: bool = False, file: FileOp | None = None) -> None:
+                 watch_mounts: bool = False, file: FileOp | None = None,
+                 parent: int | None = None) -> None:
         self.status_fd, self.argv = status_fd, tuple(argv)
         self.seccomp, self.landlock, self.rlimits = seccomp, landlock, tuple(rlimits)
-        self.watch_mounts, self.file = watch_mounts, file
+        self.watch_mounts, self.file, self.parent = watch_mounts, file, parent
 
     def replace(self, **changes: object) -> Config:
         """A copy with `changes` (the launch adds argv and the status fd last)."""
@@ -222,13 +249,26 @@ def _program(program: bytes, what: str) -> bytes:
     return _blob(program)
 
 
+def _row_fits(net: int, scoped: int, size: int) -> bool:
+    """Whether an ABI's row can be said in its landlock_ruleset_attr: the network rights
+    are its second field (16 bytes on), the scopes its third (24): a right the size
+    leaves out would be silently not handled."""
+    return size in ATTR_SIZES and not (net and size < 16) and not (scoped and size < 24)
+
+
 def _encode(config: Config) -> bytes:
     flags = WATCH_MOUNTS if config.watch_mounts else 0
     if not config.argv:
         raise ValueError("the command is empty")
     if config.argv[0] == "":
         raise ValueError("the program's name is empty")
-    out = [_u32(len(config.argv))] + [_str(a, "the argument") for a in config.argv]
+    out = []
+    if config.parent is not None:
+        if not 0 < config.parent <= PID_LIMIT:
+            raise ValueError(f"the supervisor's pid {config.parent}")
+        flags |= DIRECT
+        out.append(_u32(config.parent))
+    out += [_u32(len(config.argv))] + [_str(a, "the argument") for a in config.argv]
     seccomp = config.seccomp
     if seccomp is not None:
         flags |= SECCOMP | (LISTENER if seccomp.listener else 0)
@@ -240,13 +280,16 @@ def _encode(config: Config) -> bytes:
     rules = config.landlock
     if rules is not None:
         flags |= LANDLOCK | (LANDLOCK_REQUIRED if rules.required else 0)
+        flags |= (LANDLOCK_NOFOLLOW if rules.nofollow else 0) | (
+            LANDLOCK_OPTIONAL if rules.optional else 0)
         if not 0 < len(rules.abis) <= MAX_ABIS:
             raise ValueError(f"{len(rules.abis)} Landlock ABIs described")
         out.append(_u32(len(rules.abis)))
-        for handled, scoped, size in rules.abis:
-            if size not in ATTR_SIZES:
-                raise ValueError(f"a landlock_ruleset_attr of {size} bytes")
-            out += [_u64(handled), _u64(scoped), _u32(size)]
+        for handled, net, scoped, size in rules.abis:
+            if not _row_fits(net, scoped, size):
+                raise ValueError(f"a landlock_ruleset_attr of {size} bytes, with network "
+                                 f"rights {net:#x} and scopes {scoped:#x}")
+            out += [_u64(handled), _u64(net), _u64(scoped), _u32(size)]
         out += [_u64(rules.file_rights), _u32(len(rules.rules))]
         known = rules.abis[-1][0]
         for path, rights in rules.rules:
@@ -336,9 +379,14 @@ def decode(data: bytes) -> Config:
     if status_fd < 3 or status_fd > (1 << 30):
         raise ValueError(f"the status socket as fd {status_fd}")
     if flags & ~FLAGS or (flags & LISTENER and not flags & SECCOMP) or (
-            flags & LANDLOCK_REQUIRED and not flags & LANDLOCK) or (
-            flags & FILE_LIMIT and not flags & FILE):
+            flags & (LANDLOCK_REQUIRED | LANDLOCK_NOFOLLOW | LANDLOCK_OPTIONAL)
+            and not flags & LANDLOCK) or (flags & FILE_LIMIT and not flags & FILE):
         raise ValueError(f"flags {flags:#x}")
+    parent = None
+    if flags & DIRECT:
+        parent = read.u32()
+        if not 0 < parent <= PID_LIMIT:
+            raise ValueError(f"the supervisor's pid {parent}")
     argc = read.count(4)
     if argc == 0:
         raise ValueError("the command is empty")
@@ -354,8 +402,9 @@ def decode(data: bytes) -> Config:
         seccomp = Seccomp(arch, program, bool(flags & LISTENER), fallback or None)
     landlock = None
     if flags & LANDLOCK:
-        abis = tuple((read.u64(), read.u64(), read.u32()) for _ in range(read.count(20)))
-        if not 0 < len(abis) <= MAX_ABIS or any(a[2] not in ATTR_SIZES for a in abis):
+        abis = tuple((read.u64(), read.u64(), read.u64(), read.u32())
+                     for _ in range(read.count(ABI_ROW)))
+        if not 0 < len(abis) <= MAX_ABIS or not all(_row_fits(*a[1:]) for a in abis):
             raise ValueError(f"the Landlock ABIs described: {abis}")
         file_rights = read.u64()
         rules = tuple((read.text("a rule's path"), read.u64()) for _ in range(read.count(12)))
@@ -364,7 +413,9 @@ def decode(data: bytes) -> Config:
         closed = tuple((read.text("a closed folder"),
                         tuple(read.text("a hidden path") for _ in range(read.count(4))))
                        for _ in range(read.count(8)))
-        landlock = Landlock(bool(flags & LANDLOCK_REQUIRED), abis, file_rights, rules, closed)
+        landlock = Landlock(bool(flags & LANDLOCK_REQUIRED), abis, file_rights, rules, closed,
+                            nofollow=bool(flags & LANDLOCK_NOFOLLOW),
+                            optional=bool(flags & LANDLOCK_OPTIONAL))
     rlimits = tuple(Rlimit(read.text("a limit's name"), read.u32(), read.u64())
                     for _ in range(read.count(16)))
     if any(limit.resource >= 64 for limit in rlimits):
@@ -378,7 +429,7 @@ def decode(data: bytes) -> Config:
     if read.at != len(data):
         raise ValueError(f"{len(data) - read.at} bytes after its end")
     return Config(status_fd, argv, seccomp=seccomp, landlock=landlock, rlimits=rlimits,
-                  watch_mounts=bool(flags & WATCH_MOUNTS), file=file)
+                  watch_mounts=bool(flags & WATCH_MOUNTS), file=file, parent=parent)
 
 
 def read(fd: int) -> Config:

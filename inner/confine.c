@@ -2,12 +2,18 @@
  * configuration (inner/config.py's form), with the C library alone.
  *
  * Started by bwrap inside the sandbox as `confine CONFIG_FD`, from the inner package's
- * read-only mount. Linked statically (setup.py), so it needs neither an interpreter nor
- * a C library inside, and costs what bwrap costs: the Python inner's interpreter and
- * imports were 2.3x bare bwrap. The supervisor computes everything (linux/confine.py:
+ * read-only mount, or, without namespaces, by the supervisor itself from the host's own
+ * file (linux/direct.py; the run's mark may follow the fd, and is not read). Linked
+ * statically (setup.py), so it needs neither an interpreter nor a C library inside, and
+ * costs what bwrap costs: the Python inner's interpreter and imports were 2.3x bare
+ * bwrap. The supervisor computes everything (linux/confine.py, linux/direct_rules.py:
  * the seccomp program as BPF bytes, the Landlock rules as paths and right bits, the
  * limits by number); this program only applies it:
  *
+ * 0. without namespaces (F_DIRECT: no bwrap), the parent-death signal, so that nothing
+ *    runs on once the supervisor is gone, the parent looked at (gone already: exit
+ *    125), then no_new_privs and every capability dropped for good: no user namespace
+ *    holds them;
  * 1. no_new_privs, then the seccomp filter, first of all, so that no step below runs
  *    unfiltered and nothing the target runs can escape it;
  * 2. the listener fd (when the filter has one) sent to the supervisor at once, before
@@ -40,6 +46,11 @@
  * - The status socket is SOCK_SEQPACKET: each send arrives whole; MSG_NOSIGNAL, so that
  *   a supervisor gone is EPIPE here, never a SIGPIPE.
  * - close_range(2) is Linux 5.9; before it every fd is closed one by one.
+ * - Capabilities (inner/capabilities.py for the long form): PR_CAPBSET_DROP and
+ *   PR_SET_SECUREBITS need CAP_SETPCAP in the effective set, so both go before capset
+ *   empties it; PR_CAPBSET_READ answers EINVAL past the kernel's last capability;
+ *   capset with _LINUX_CAPABILITY_VERSION_3 takes two 32-bit words per set. Under
+ *   no_new_privs an empty permitted set stays empty through execve, uid 0 included.
  */
 
 #define _GNU_SOURCE
@@ -70,7 +81,7 @@
 
 /* inner/config.py's form. */
 #define MAGIC "LNKINNER"
-#define VERSION 1u
+#define VERSION 2u
 #define LARGEST (64u << 20)
 #define F_WATCH_MOUNTS (1u << 0)
 #define F_SECCOMP (1u << 1)
@@ -79,7 +90,12 @@
 #define F_LANDLOCK_REQUIRED (1u << 4)
 #define F_FILE (1u << 5)
 #define F_FILE_LIMIT (1u << 6)
-#define F_ALL 0x7Fu
+#define F_DIRECT (1u << 7)
+#define F_LANDLOCK_NOFOLLOW (1u << 8)
+#define F_LANDLOCK_OPTIONAL (1u << 9)
+#define F_ALL 0x3FFu
+#define ABI_ROW 28u
+#define PID_LIMIT (1u << 22)
 #define BPF_INSN 8u
 #define BPF_MAXINSNS 4096u
 #define MAX_ABIS 64u
@@ -96,20 +112,34 @@
 #define LANDLOCK_RULE_PATH_BENEATH_ 1
 #define LL_READ_FILE (1ull << 2)
 #define LL_READ_DIR (1ull << 3)
+#define PR_SET_PDEATHSIG_ 1
+#define PR_CAPBSET_READ_ 23
+#define PR_CAPBSET_DROP_ 24
+#define PR_GET_SECUREBITS_ 27
+#define PR_SET_SECUREBITS_ 28
 #define PR_SET_NO_NEW_PRIVS_ 38
+#define PR_CAP_AMBIENT_ 47
+#define PR_CAP_AMBIENT_CLEAR_ALL_ 4
+#define CAP_SETPCAP_ 8
+/* SECBIT_NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE and each one's lock, and
+ * KEEP_CAPS_LOCKED: inner/capabilities.py's LOCKED_BITS. */
+#define LOCKED_BITS 0xEFul
 #define MESSAGE_MAX 4096
 
 struct bpf_insn_ { uint16_t code; uint8_t jt, jf; uint32_t k; };
+struct cap_header_ { uint32_t version; int pid; };
+struct cap_data_ { uint32_t effective, permitted, inheritable; };
+#define CAP_VERSION_3_ 0x20080522u
 struct bpf_prog_ { unsigned short len; struct bpf_insn_ *filter; };
 struct path_beneath_ { uint64_t allowed; int32_t parent_fd; } __attribute__((packed));
 
-struct abi_row { uint64_t handled, scoped; uint32_t size; };
+struct abi_row { uint64_t handled, net, scoped; uint32_t size; };
 struct rule { char *path; uint64_t rights; int listed, optional; };
 struct closed { char *folder; size_t n; char **hidden; };
 struct limit { char *name; uint32_t resource; uint64_t value; };
 
 struct config {
-    uint32_t status_fd, flags;
+    uint32_t status_fd, flags, parent;
     size_t argc;
     char **argv;
     uint32_t arch;
@@ -241,9 +271,14 @@ static void parse(const uint8_t *data, size_t size, struct config *c) {
     uint32_t f = c->flags;
     if (c->status_fd < 3 || c->status_fd > (1u << 30)) malformed("the status socket's fd");
     if ((f & ~F_ALL) || ((f & F_LISTENER) && !(f & F_SECCOMP))
-        || ((f & F_LANDLOCK_REQUIRED) && !(f & F_LANDLOCK))
+        || ((f & (F_LANDLOCK_REQUIRED | F_LANDLOCK_NOFOLLOW | F_LANDLOCK_OPTIONAL))
+            && !(f & F_LANDLOCK))
         || ((f & F_FILE_LIMIT) && !(f & F_FILE)))
         malformed("its flags");
+    if (f & F_DIRECT) {
+        c->parent = u32(&r);
+        if (c->parent == 0 || c->parent > PID_LIMIT) malformed("the supervisor's pid");
+    }
     c->argc = count(&r, 4);
     if (c->argc == 0) malformed("the command is empty");
     c->argv = alloc(c->argc + 1, sizeof *c->argv);
@@ -255,14 +290,19 @@ static void parse(const uint8_t *data, size_t size, struct config *c) {
         if (c->fallback_len && !(f & F_LISTENER)) malformed("a fallback without a listener");
     }
     if (f & F_LANDLOCK) {
-        c->nabis = count(&r, 20);
+        c->nabis = count(&r, ABI_ROW);
         if (c->nabis == 0 || c->nabis > MAX_ABIS) malformed("the Landlock ABIs described");
         c->abis = alloc(c->nabis, sizeof *c->abis);
         for (size_t i = 0; i < c->nabis; i++) {
-            c->abis[i].handled = u64(&r);
-            c->abis[i].scoped = u64(&r);
-            c->abis[i].size = u32(&r);
-            if (c->abis[i].size != 8 && c->abis[i].size != 16 && c->abis[i].size != 24)
+            struct abi_row *row = &c->abis[i];
+            row->handled = u64(&r);
+            row->net = u64(&r);
+            row->scoped = u64(&r);
+            row->size = u32(&r);
+            /* The network rights are the attr's second field, the scopes its third: a
+             * size that leaves one out would leave it silently not handled. */
+            if ((row->size != 8 && row->size != 16 && row->size != 24)
+                || (row->net && row->size < 16) || (row->scoped && row->size < 24))
                 malformed("a landlock_ruleset_attr's size");
         }
         c->file_rights = u64(&r);
@@ -344,6 +384,95 @@ static void send_fd(char kind, int fd) {
 }
 
 static void notice(const char *name) { send_message('N', name, strlen(name)); }
+
+/* -- step 0: without namespaces, the parent and the capabilities -------------------- */
+
+/* Each failure says what inner/capabilities.py's OSError says, so that both inners send
+ * the same status bytes. */
+static void caps_failed(int e, const char *what) __attribute__((noreturn));
+static void caps_failed(int e, const char *what) {
+    fail("the capabilities could not be dropped: [Errno %d] %s: %s", e, what, strerror(e));
+}
+
+static long caps_prctl(int option, unsigned long arg2) {
+    long result = prctl(option, arg2, 0ul, 0ul, 0ul);
+    if (result == -1) {
+        int e = errno;
+        char what[64];
+        snprintf(what, sizeof what, "prctl(%d, %lu)", option, arg2);
+        caps_failed(e, what);
+    }
+    return result;
+}
+
+/* (effective, permitted, inheritable) of this thread, as 64-bit masks. */
+static void caps_get(uint64_t sets[3]) {
+    struct cap_header_ header = {CAP_VERSION_3_, 0};
+    struct cap_data_ data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &header, data) != 0) caps_failed(errno, "capget");
+    sets[0] = data[0].effective | (uint64_t)data[1].effective << 32;
+    sets[1] = data[0].permitted | (uint64_t)data[1].permitted << 32;
+    sets[2] = data[0].inheritable | (uint64_t)data[1].inheritable << 32;
+}
+
+static void drop_capabilities(void) {
+    uint64_t held[3];
+    caps_get(held);
+    if (held[0] & (1ull << CAP_SETPCAP_)) {
+        /* Both need CAP_SETPCAP, so both go before capset empties the effective set. */
+        long bits = caps_prctl(PR_GET_SECUREBITS_, 0ul);
+        caps_prctl(PR_SET_SECUREBITS_, (unsigned long)bits | LOCKED_BITS);
+        for (unsigned long cap = 0; cap < 64; cap++) {
+            long in = prctl(PR_CAPBSET_READ_, cap, 0ul, 0ul, 0ul);
+            if (in == -1 && errno == EINVAL) break; /* past the kernel's last capability */
+            if (in == -1) {
+                int e = errno;
+                char what[64];
+                snprintf(what, sizeof what, "prctl(%d, %lu)", PR_CAPBSET_READ_, cap);
+                caps_failed(e, what);
+            }
+            if (in) caps_prctl(PR_CAPBSET_DROP_, cap);
+        }
+    }
+    if (prctl(PR_CAP_AMBIENT_, (unsigned long)PR_CAP_AMBIENT_CLEAR_ALL_, 0ul, 0ul, 0ul) == -1
+        && errno != EINVAL) { /* a kernel before 4.3 has no ambient set */
+        int e = errno;
+        char what[64];
+        snprintf(what, sizeof what, "prctl(%d, %d)", PR_CAP_AMBIENT_, PR_CAP_AMBIENT_CLEAR_ALL_);
+        caps_failed(e, what);
+    }
+    struct cap_header_ header = {CAP_VERSION_3_, 0};
+    struct cap_data_ empty[2];
+    memset(empty, 0, sizeof empty);
+    if (syscall(SYS_capset, &header, empty) != 0) caps_failed(errno, "capset");
+    caps_get(held);
+    if (held[0] | held[1] | held[2])
+        fail("the capabilities could not be dropped: [Errno %d] capabilities still held "
+             "after capset: effective 0x%llx, permitted 0x%llx, inheritable 0x%llx", EPERM,
+             (unsigned long long)held[0], (unsigned long long)held[1],
+             (unsigned long long)held[2]);
+}
+
+/* Step 0, without namespaces: this process is the supervisor's own child, not bwrap's,
+ * so it asks for SIGKILL when the supervisor's thread ends (kept across execve), and
+ * looks that the supervisor did not end first; then no_new_privs, and every capability
+ * dropped (root in a container keeps its runtime's otherwise). */
+static void direct_step(const struct config *c) {
+    if (prctl(PR_SET_PDEATHSIG_, (unsigned long)SIGKILL, 0ul, 0ul, 0ul) != 0) {
+        int e = errno;
+        fail("the capabilities could not be dropped: [Errno %d] prctl(%d): %s", e,
+             PR_SET_PDEATHSIG_, strerror(e));
+    }
+    if ((uint32_t)getppid() != c->parent)
+        _exit(125); /* the supervisor is gone: nothing may run unsupervised */
+    if (prctl(PR_SET_NO_NEW_PRIVS_, 1ul, 0ul, 0ul, 0ul) != 0) {
+        int e = errno;
+        fail("the capabilities could not be dropped: [Errno %d] prctl(%d): %s", e,
+             PR_SET_NO_NEW_PRIVS_, strerror(e));
+    }
+    drop_capabilities();
+}
 
 /* -- steps 1 and 2: no_new_privs, the filter, its listener ------------------------- */
 
@@ -498,6 +627,10 @@ static struct rules expand(const struct config *c) {
         }
         closed_walk(c->rules[i].path, c->rules[i].rights, closed->hidden, closed->n, &out, 0);
     }
+    if (c->flags & F_LANDLOCK_OPTIONAL) { /* every path: the supervisor listed them */
+        for (size_t i = 0; i < out.n; i++) out.v[i].optional = 1;
+        return out;
+    }
     size_t nlisted = 0;
     char **listed = alloc(out.n, sizeof *listed);
     for (size_t i = 0; i < out.n; i++)
@@ -519,6 +652,51 @@ static void landlock_failed(int e, const char *step, const char *path) {
          strerror(e), path);
 }
 
+/* inner/landlock.py's _open_no_links: an O_PATH fd of `path`, opened one component at a
+ * time from `/`, none of them followed: a link on the way is ELOOP, a link at the end
+ * is opened itself (the caller skips it). /proc's own links are the kernel's, never
+ * planted: a path in /proc is opened as it is. -1 with errno on failure. */
+static int open_no_links(const char *path) {
+    if (strcmp(path, "/proc") == 0 || strncmp(path, "/proc/", 6) == 0)
+        return open(path, O_PATH | O_CLOEXEC);
+    int fd = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
+    if (fd < 0) return -1;
+    const char *at = path;
+    int first = 1;
+    for (;;) {
+        while (*at == '/') at++;
+        if (*at == '\0') return fd;
+        const char *end = strchr(at, '/');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        int e = 0;
+        struct stat st;
+        if ((len == 1 && at[0] == '.') || (len == 2 && at[0] == '.' && at[1] == '.'))
+            e = EINVAL; /* a rule path is absolute and normal */
+        else if (!first && fstat(fd, &st) != 0)
+            e = errno;
+        else if (!first && S_ISLNK(st.st_mode))
+            e = ELOOP; /* a link on the way */
+        if (e) {
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        char *part = alloc(len + 1, 1);
+        memcpy(part, at, len);
+        int next = openat(fd, part, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+        e = errno;
+        free(part);
+        close(fd);
+        if (next < 0) {
+            errno = e;
+            return -1;
+        }
+        fd = next;
+        first = 0;
+        at += len;
+    }
+}
+
 static void landlock_step(const struct config *c) {
     long abi = syscall(SYS_landlock_create_ruleset_, NULL, 0ul,
                        (unsigned long)LANDLOCK_CREATE_RULESET_VERSION_);
@@ -538,7 +716,8 @@ static void landlock_step(const struct config *c) {
     }
     struct rules rules = expand(c);
     const struct abi_row *row = &c->abis[((size_t)abi < c->nabis ? (size_t)abi : c->nabis) - 1];
-    uint64_t attr[3] = {row->handled, 0, row->scoped}; /* fs, net (never handled), scoped */
+    /* fs, net (handled without namespaces alone: landlock.abi_table's `net`), scoped */
+    uint64_t attr[3] = {row->handled, row->net, row->scoped};
     long ruleset = syscall(SYS_landlock_create_ruleset_, attr, (size_t)row->size, 0ul);
     if (ruleset < 0) {
         char step[64];
@@ -549,11 +728,15 @@ static void landlock_step(const struct config *c) {
      * limit. Nothing applies before every rule is added. */
     for (size_t i = 0; i < rules.n; i++) {
         const struct rule *rule = &rules.v[i];
-        int fd = open(rule->path, O_PATH | O_CLOEXEC | (rule->optional ? O_NOFOLLOW : 0));
+        int nofollow = (c->flags & F_LANDLOCK_NOFOLLOW) != 0;
+        int fd = nofollow ? open_no_links(rule->path)
+                 : open(rule->path, O_PATH | O_CLOEXEC | (rule->optional ? O_NOFOLLOW : 0));
         if (fd < 0) {
             int e = errno;
-            if ((e == ENOENT || e == ENOTDIR) && rule->optional) continue;
-            landlock_failed(e, e == ENOENT || e == ENOTDIR ? "rule path" : "open(O_PATH)",
+            /* Gone, or a link now on its way: in no rule (fail closed). */
+            if ((e == ENOENT || e == ENOTDIR || e == ELOOP) && rule->optional) continue;
+            landlock_failed(e, e == ENOENT || e == ENOTDIR ? "rule path"
+                               : nofollow ? "open(O_PATH), no link followed" : "open(O_PATH)",
                             rule->path);
         }
         struct stat st;
@@ -757,7 +940,8 @@ static void exec_step(char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '\0' || strspn(argv[1], "0123456789") != strlen(argv[1])
+    /* What follows the fd (the run's mark, without namespaces) is not read. */
+    if (argc < 2 || argv[1][0] == '\0' || strspn(argv[1], "0123456789") != strlen(argv[1])
         || strlen(argv[1]) > 9)
         malformed("run as `confine CONFIG_FD`");
     int config_fd = atoi(argv[1]);
@@ -777,6 +961,7 @@ int main(int argc, char **argv) {
     status_fd = (int)c.status_fd;
     if (c.flags & F_FILE)
         fail("a file operation is the Python inner's: this compiled one runs commands only");
+    if (c.flags & F_DIRECT) direct_step(&c);
     if (c.flags & F_SECCOMP) seccomp_step(&c);
     if (c.flags & F_LANDLOCK) landlock_step(&c);
     limits_step(&c);

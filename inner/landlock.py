@@ -37,11 +37,19 @@ Facts (checked on Linux 6.18, ABI 7; see shared/reference/linux-kernel-interface
   applies to the calling thread only (TSYNC is ABI 8) and is kept across fork and exec;
   files opened before it keep their access. At most 16 domains stack; the 17th is E2BIG.
 - Landlock forbids mount changes, so it is applied inside bwrap, never around it.
+- The TCP rights (ABI 4) are handled_access_net's BIND_TCP (1 << 0) and CONNECT_TCP
+  (1 << 1): handled with no rule, every bind() and connect() of a TCP socket is refused
+  (EACCES), whatever its address. UDP and other families are not covered.
+- Landlock does not check the walk to a path, only what is done at its end: a folder
+  without a rule can be walked through to a granted one below it, and stat() is never
+  refused. READ_DIR on a folder is inherited by every folder below it, like every right.
 
-The network rights are never handled here: they would close the program's own loopback
-and the proxy. Which paths get which rights is the supervisor's decision; this module
-only speaks to the kernel. It imports nothing but the standard library and ctypes and
-does nothing at import time.
+The network rights are handled only where the supervisor's table asks (abi_table's
+`net`: a launch without a network namespace, whose "none" mode has no loopback of its
+own to keep open): inside bwrap they would close the program's own loopback and the
+proxy. Which paths get which
+rights is the supervisor's decision; this module only speaks to the kernel. It imports
+nothing but the standard library and ctypes and does nothing at import time.
 """
 
 from __future__ import annotations
@@ -97,6 +105,10 @@ FS_RIGHTS_ABI: Mapping[str, int] = {
 FILE_RIGHTS: frozenset[str] = frozenset(
     {"execute", "write_file", "read_file", "truncate", "ioctl_dev", "resolve_unix"})
 """The rights a rule on a file (not a directory) may hold; others are EINVAL there."""
+
+NET_BIND_TCP = 1 << 0
+NET_CONNECT_TCP = 1 << 1
+NET_ABI = 4
 
 SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
 SCOPE_SIGNAL = 1 << 1
@@ -203,15 +215,23 @@ def abi_version() -> int:
     raise _fail(err, "create_ruleset(VERSION)")
 
 
-def abi_table(*, scopes: bool = True) -> tuple[tuple[int, int, int], ...]:
+def handled_net(abi: int, *, net: bool) -> int:
+    """The TCP rights to handle: both from ABI 4 on, when the caller asks."""
+    return NET_BIND_TCP | NET_CONNECT_TCP if net and abi >= NET_ABI else 0
+
+
+def abi_table(*, scopes: bool = True, net: bool = False
+              ) -> tuple[tuple[int, int, int, int], ...]:
     """What each ABI from 1 on asks of a ruleset: (the filesystem rights handled, the
-    scopes set, the size of landlock_ruleset_attr); an ABI past the last is the last.
+    network rights handled, the scopes set, the size of landlock_ruleset_attr); an ABI
+    past the last is the last. `net`: the TCP rights handled from ABI 4 on (a launch
+    without a network namespace, whose "none" mode has no loopback of its own).
 
     The supervisor hands this table to the inner with the rules (inner/config.py), so
     that the compiled inner and this one apply the same rights, from one place."""
     last = max(*FS_RIGHTS_ABI.values(), SCOPES_ABI)
-    return tuple((handled_fs(abi), scoped(abi, scopes=scopes), ruleset_attr_size(abi))
-                 for abi in range(1, last + 1))
+    return tuple((handled_fs(abi), handled_net(abi, net=net), scoped(abi, scopes=scopes),
+                  ruleset_attr_size(abi)) for abi in range(1, last + 1))
 
 
 FILE_MASK = sum(FS_RIGHTS[name] for name in FILE_RIGHTS)
@@ -228,9 +248,9 @@ def _create_ruleset(abi: int, *, scopes: bool) -> int:
     return _create(abi_table(scopes=scopes), abi)
 
 
-def _create(table: Sequence[tuple[int, int, int]], abi: int) -> int:
-    handled, scopes, size = table[min(abi, len(table)) - 1]
-    attr = _RulesetAttr(handled_access_fs=handled, handled_access_net=0, scoped=scopes)
+def _create(table: Sequence[tuple[int, int, int, int]], abi: int) -> int:
+    handled, net, scopes, size = table[min(abi, len(table)) - 1]
+    attr = _RulesetAttr(handled_access_fs=handled, handled_access_net=net, scoped=scopes)
     fd, err = _call(_SYS_CREATE_RULESET, ctypes.c_void_p(ctypes.addressof(attr)),
                     ctypes.c_size_t(size), ctypes.c_ulong(0))
     if fd < 0:
@@ -255,24 +275,53 @@ def _restrict_self(ruleset_fd: int) -> None:
         raise _fail(err, "restrict_self")
 
 
+def _open_no_links(path: str) -> int:
+    """An O_PATH fd of `path`, opened one component at a time from `/`, none of them
+    followed: a link on the way (a folder the host, or another sandbox writing there,
+    replaced since the supervisor looked) is ELOOP, and a link at the end is opened
+    itself (the caller skips it). /proc's own links (`/proc/self`) are the kernel's,
+    never planted: a path in /proc is opened as it is."""
+    if path == "/proc" or path.startswith("/proc/"):
+        return os.open(path, os.O_PATH | os.O_CLOEXEC)
+    parts = [p for p in path.split("/") if p]
+    fd = os.open("/", os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+    try:
+        for index, part in enumerate(parts):
+            if part in (".", ".."):
+                raise OSError(errno.EINVAL, "a rule path is absolute and normal", path)
+            if index and stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise OSError(errno.ELOOP, "a link in the path of a rule", path)
+            following = os.open(part, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = following
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _open_rule(path: str, rights: int, handled: int, file_rights: int,
-               optional: Collection[str]) -> tuple[int, int] | None:
+               optional: Collection[str], *, nofollow: bool = False
+               ) -> tuple[int, int] | None:
     """(O_PATH fd, mask) for one rule, the fd the caller's; None when it grants nothing
-    here (an optional path gone, no right this kernel or inode can hold)."""
+    here (an optional path gone, no right this kernel or inode can hold). `nofollow`: no
+    link followed on the way (_open_no_links)."""
     # A path listed inside the sandbox (optional: close_hidden's entries) is never
     # followed: the listing skipped links, and one the host made there since would carry
     # the grant's rights to wherever it points.
     follow = 0 if path not in optional else os.O_NOFOLLOW
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC | follow)
+        fd = _open_no_links(path) if nofollow else os.open(path, os.O_PATH | os.O_CLOEXEC
+                                                           | follow)
     except OSError as err:
-        if err.errno in (errno.ENOENT, errno.ENOTDIR):
-            if path in optional:
-                return None
+        code = err.errno or errno.EIO
+        if code in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP) and path in optional:
+            return None  # gone, or a link now on its way: in no rule (fail closed)
+        if code in (errno.ENOENT, errno.ENOTDIR):
             raise LandlockMissingPath(
-                err.errno, f"landlock rule path: {os.strerror(err.errno)}",
-                path) from None
-        raise _fail(err.errno or errno.EIO, "open(O_PATH)", path) from None
+                code, f"landlock rule path: {os.strerror(code)}", path) from None
+        raise _fail(code, "open(O_PATH), no link followed" if nofollow else "open(O_PATH)",
+                    path) from None
     try:
         mode = os.fstat(fd).st_mode
     except OSError as err:
@@ -300,16 +349,17 @@ def restrict(rules: list[tuple[str, list[str]]], *, abi: int, scopes: bool = Tru
 
 
 def apply(rules: Sequence[tuple[str, int]], *, abi: int,
-          table: Sequence[tuple[int, int, int]], file_rights: int,
-          optional: Collection[str] = ()) -> None:
+          table: Sequence[tuple[int, int, int, int]], file_rights: int,
+          optional: Collection[str] = (), nofollow: bool = False) -> None:
     """Confine the calling thread (and all it execs) to `rules`, for good.
 
-    The ruleset handles the filesystem rights `table` gives for ABI `abi` (never the
-    network ones), with its scopes (abstract unix sockets and signals from ABI 6 on, when
-    asked). Each rule is (path, rights): the path is opened O_PATH, following links (the
-    paths are the sandbox's own, mounted by bwrap), and granted the rights beneath it,
-    less those the ABI lacks and, on a file, those not in `file_rights`. Several rules on
-    one inode add up. An empty `rules` refuses every file access.
+    The ruleset handles the filesystem and network rights `table` gives for ABI `abi`
+    (the network ones only for a launch without namespaces), with its scopes (abstract
+    unix sockets and signals from ABI 6 on, when asked). Each rule is (path, rights):
+    the path is opened O_PATH, following links (the paths are the sandbox's own, mounted
+    by bwrap, unless `nofollow`), and granted the rights beneath it, less those the ABI
+    lacks and, on a file, those not in `file_rights`. Several rules on one inode add up.
+    An empty `rules` refuses every file access.
 
     Each path is opened, added and closed in turn, one descriptor at a time: a folder
     closed entry by entry (close_hidden) may hold more entries than the open-file limit
@@ -319,6 +369,11 @@ def apply(rules: Sequence[tuple[str, int]], *, abi: int,
     in `rules`) is skipped instead. Any other failure is a LandlockError naming the step
     and path; the caller fails closed. The caller has set no_new_privs and is
     single-threaded: other threads would stay unconfined (no TSYNC before ABI 8).
+
+    Without namespaces (direct mode) the paths are the host's own: `nofollow` opens each
+    one without following a link anywhere on the way (ELOOP refuses it, unless the path
+    is optional), and the table's network rights (ABI 4, network "none") are handled
+    with no rule, so that no TCP socket binds or connects.
     """
     if abi < 1 or not table:
         raise _fail(errno.EOPNOTSUPP, f"restrict at ABI {abi}")
@@ -326,7 +381,8 @@ def apply(rules: Sequence[tuple[str, int]], *, abi: int,
     ruleset_fd = _create(table, abi)
     try:
         for path, rights in rules:
-            opened = _open_rule(path, rights, handled, file_rights, optional)
+            opened = _open_rule(path, rights, handled, file_rights, optional,
+                                nofollow=nofollow)
             if opened is None:
                 continue
             fd, mask = opened

@@ -2,10 +2,14 @@
 
 This is the fallback of the compiled inner (confine.c), which does the same steps in the
 same order from the same configuration, and the one that does a harness's file operation.
-Started by bwrap inside the sandbox as `python -I -S -c ... CONFIG_FD`, it reads its
-whole configuration (inner/config.py, the form the supervisor writes) from the inherited
-fd and applies its steps in this order:
+Started by bwrap inside the sandbox (or by the supervisor itself, without namespaces) as
+`python -I -S -c ... CONFIG_FD`, it reads its whole configuration (inner/config.py, the
+form the supervisor writes) from the inherited fd and applies its steps in this order:
 
+0. without namespaces (`Config.parent`: no bwrap, supervisor/linux/direct.py), the
+   parent-death signal, so that nothing runs on once the supervisor is gone, the parent
+   looked at (gone already: exit 125), then no_new_privs and every capability dropped
+   for good (capabilities.py): no user namespace holds them;
 1. no_new_privs, then the seccomp filter, first of all, so that nothing the target runs
    can escape it and no step below runs unfiltered;
 2. the listener fd (when the filter has one) sent to the supervisor at once, before any
@@ -131,6 +135,23 @@ def _exec(argv: list[str], status: protocol.Channel) -> NoReturn:
         os._exit(127 if code in (2, 20) else 126)  # ENOENT, ENOTDIR: not found
 
 
+def _direct(parent: int) -> None:
+    """Step 0, without namespaces: the inner is the supervisor's own child, not bwrap's,
+    so it asks for SIGKILL when the supervisor's thread ends (kept across execve), and
+    looks that the supervisor did not end first; then no_new_privs, and every
+    capability dropped (root in a container keeps its runtime's otherwise)."""
+    from . import capabilities, prctl
+
+    try:
+        prctl.set_parent_death_signal(9)
+        if os.getppid() != parent:
+            os._exit(125)  # the supervisor is gone: nothing may run unsupervised
+        prctl.set_no_new_privs()
+        capabilities.drop_all()
+    except OSError as err:
+        raise ConfinementFailure(f"the capabilities could not be dropped: {err}") from None
+
+
 def _seccomp(settings: _config.Seccomp, status: protocol.Channel) -> None:
     """Steps 1 and 2: no_new_privs, the filter, and its listener handed out at once."""
     from . import prctl, seccomp, syscalls
@@ -176,8 +197,12 @@ def _landlock(settings: _config.Landlock, status: protocol.Channel) -> None:
         return
     try:
         rules, listed = landlock.close_hidden(settings.rules, dict(settings.closed))
+        if settings.optional:
+            # Without namespaces the supervisor listed the folders itself
+            # (direct_rules.py): what it listed may be gone, or a link, by now.
+            listed |= {path for path, _ in rules}
         landlock.apply(rules, abi=abi, table=settings.abis, file_rights=settings.file_rights,
-                       optional=listed)
+                       optional=listed, nofollow=settings.nofollow)
     except OSError as err:
         raise ConfinementFailure(f"Landlock could not be applied: {err}") from None
 
@@ -201,6 +226,8 @@ def main(config_fd: int) -> NoReturn:
         os.write(2, f"lnk-sandbox: the inner confiner's status socket: {err}\n".encode())
         os._exit(125)
     try:
+        if config.parent is not None:
+            _direct(config.parent)
         if config.seccomp is not None:
             _seccomp(config.seccomp, status)
         # Step 3: every import finished before Landlock may close the files they need.

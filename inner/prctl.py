@@ -12,6 +12,10 @@ Facts:
   own user namespace has that capability; the inner sets the bit anyway, so that no
   program it runs gains a privilege by execve.
 - Landlock's restrict_self has the same rule (EPERM without the bit or the capability).
+- PR_SET_PDEATHSIG (1) asks for a signal when the thread that forked this process ends;
+  it is kept across execve (but for a set-user-id or file-capability one) and cleared
+  in a child at fork. If the parent ended before the call, nothing is ever sent: the
+  caller compares getppid() after.
 - prctl's arguments are unsigned longs: they go as C longs, never bare ints (see
   syscalls.py).
 """
@@ -23,6 +27,7 @@ import os
 
 from .syscalls import libc
 
+PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_GET_NO_NEW_PRIVS = 39
 
@@ -44,3 +49,18 @@ def set_no_new_privs() -> None:
 def no_new_privs() -> bool:
     """Whether no_new_privs is set, so a caller can check before installing a filter."""
     return _prctl(PR_GET_NO_NEW_PRIVS) == 1
+
+
+def set_parent_death_signal(signal: int) -> None:
+    """Ask for `signal` when the parent's thread ends (PR_SET_PDEATHSIG)."""
+    _prctl(PR_SET_PDEATHSIG, signal)
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def set_child_subreaper(on: bool) -> None:
+    """Make this process a subreaper, or not (PR_SET_CHILD_SUBREAPER): the orphans of
+    its descendants are reparented to it instead of the nearest subreaper above or init.
+    The supervisor's, without namespaces (supervisor/linux/direct.py); never the inner's."""
+    _prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0)

@@ -262,8 +262,10 @@ POLICY: tuple[Rule, ...] = (
 )
 
 
-def rules(*, memfd: str, exec_notify: bool) -> tuple[Rule, ...]:
-    """POLICY with the memory-file and exec rules a launch's mode adds.
+def rules(*, memfd: str, exec_notify: bool, extra: tuple[Rule, ...] = ()) -> tuple[Rule, ...]:
+    """POLICY with the memory-file and exec rules a launch's mode adds, then `extra`:
+    the supervisor's own rules for a launch without namespaces (sockets, System V and
+    POSIX IPC: supervisor/linux/direct_rules.py), after every rule of the same name here.
 
     memfd "allow" (no program list): memory files run as they are. "notify" (a list
     and a listener that can seal): a call asking for MFD_NOEXEC_SEAL runs as it is,
@@ -280,7 +282,7 @@ def rules(*, memfd: str, exec_notify: bool) -> tuple[Rule, ...]:
         added.append(("memfd_create", unsealed, ((1, "none", MFD_NOEXEC_SEAL),)))
     if exec_notify:
         added += [("execve", NOTIFY, ()), ("execveat", NOTIFY, ())]
-    return POLICY + tuple(added)
+    return POLICY + tuple(added) + tuple(extra)
 
 
 def return_value(action: int | str) -> int:
@@ -348,7 +350,8 @@ class _Assembler:
         return offset
 
 
-def build_program(arch: str, *, memfd: str, exec_notify: bool) -> bytes:
+def build_program(arch: str, *, memfd: str, exec_notify: bool,
+                  extra: tuple[Rule, ...] = ()) -> bytes:
     """The filter for `arch` ("x86_64" or "aarch64"), as sock_filter bytes.
 
     Layout: the arch check, the x32 check, one group per call name (a JEQ on the number,
@@ -360,7 +363,7 @@ def build_program(arch: str, *, memfd: str, exec_notify: bool) -> bytes:
     if table is None:
         raise ValueError(f"no system call table for {arch!r}")
     groups: dict[str, list[tuple[int | str, tuple[Check, ...]]]] = {}
-    for name, action, checks in rules(memfd=memfd, exec_notify=exec_notify):
+    for name, action, checks in rules(memfd=memfd, exec_notify=exec_notify, extra=extra):
         if not any(name in t for t in syscalls.TABLES.values()):
             raise ValueError(f"{name!r} is in no system call table")
         groups.setdefault(name, []).append((action, checks))

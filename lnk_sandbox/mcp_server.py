@@ -162,10 +162,11 @@ async def _file(operation: Any, path: str) -> Any:
 async def serving(spec: str | None, *, yes: bool, cwd: str | None
                   ) -> AsyncIterator[MCPServer]:
     """The Sandbox opened and shown, and the server over it; closed after."""
-    from supervisor.describe import describe, render
+    from supervisor.api import description_of
+    from supervisor.describe import render
 
     async with Sandbox(spec, cwd=cwd, yes=yes) as sandbox:
-        description = render(describe(sandbox.snapshot))  # shown line by line
+        description = render(description_of(sandbox.snapshot))  # shown line by line
         shown = "".join(f"  {line}\n" for line in description.splitlines())
         sys.stderr.write(f"lnk-sandbox: MCP server; every tool call runs in this sandbox, "
                          f"fixed for the server's life:\n{shown}")

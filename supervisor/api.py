@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import NotAllowedError, SandboxError
 from .grants import Snapshot
 from .netpolicy import DEFAULT_DECIDE_TIMEOUT, Decide
 from .spec import DEFAULT_SPEC_NAME
+
+if TYPE_CHECKING:
+    from .describe import Description
 
 
 class Wrapped(NamedTuple):
@@ -63,9 +66,9 @@ def ensure_allowed(snapshot: Snapshot, *, yes: bool) -> None:
 
     if remembered(snapshot):
         return  # the description (dataclasses, inspect: 8 ms) only for asking or --yes
-    from .describe import describe, render
+    from .describe import render
 
-    text = render(describe(snapshot))
+    text = render(description_of(snapshot))
     interactive = sys.stdin.isatty() and os.path.exists("/dev/tty")
     if yes or (interactive and _ask(text)):
         remember(snapshot, text)
@@ -125,10 +128,10 @@ def wrap(command: list[str], *, spec: str | None = None, yes: bool = False,
     snapshot = snapshot_for(spec)
     preflight(snapshot)
     if snapshot.source == DEFAULT_SPEC_NAME:
-        from .describe import describe, render
+        from .describe import render
         from .permissions import remember
 
-        remember(snapshot, render(describe(snapshot)))  # saved, so it is checked later
+        remember(snapshot, render(description_of(snapshot)))  # saved, checked later
     else:
         ensure_allowed(snapshot, yes=yes)
     key = save_snapshot(snapshot)
@@ -165,10 +168,19 @@ def _decide(fd: int | None, timeout: float) -> Decide | None:
 
 
 def describe(spec: str | None = None) -> dict[str, Any]:
-    from .describe import describe as describe_snapshot
     from .stages import snapshot_for
 
-    return describe_snapshot(snapshot_for(spec)).to_dict()
+    return description_of(snapshot_for(spec)).to_dict()
+
+
+def description_of(snapshot: Snapshot) -> Description:
+    """What a person is asked to allow (describe.py), with what holds where this OS's
+    sandbox runs without namespaces, which its backend says (a door asks the chooser;
+    describe.py, below the doors, does not)."""
+    from .backends import backend
+    from .describe import describe as describe_snapshot
+
+    return describe_snapshot(snapshot, namespaces=backend().without_namespaces(snapshot))
 
 
 def check(spec: str | None = None) -> dict[str, Any]:

@@ -48,6 +48,11 @@ class Backend(Protocol):
         """The plan (mounts, or a profile) this OS would run `command` with: a pure
         compiler, so either OS's prints on any OS (`plan --os`)."""
 
+    def without_namespaces(self, snapshot: Snapshot) -> list[str] | None:
+        """What holds of `snapshot` where this OS's sandbox runs without namespaces
+        (what refuses the launch, what is narrower, what does not hold); None where it
+        has them."""
+
 
 class _Linux:
     name: System = "linux"
@@ -71,9 +76,10 @@ class _Linux:
         preflight_linux(snapshot)
 
     def check(self, spec_path: str | None) -> Report:
-        from .linux.check import check_linux
+        """With bwrap, or as a run without namespaces would hold the spec here."""
+        from .linux.check_direct import check_here
 
-        return check_linux(spec_path)
+        return check_here(spec_path)
 
     def render_check(self, report: Report) -> str:
         from .linux.check import render_linux
@@ -84,6 +90,12 @@ class _Linux:
         from .linux.backend import print_plan
 
         return print_plan(snapshot, command, out)
+
+    def without_namespaces(self, snapshot: Snapshot) -> list[str] | None:
+        """Where no user namespace can be made (or LNK_NAMESPACES=off): linux/direct.py."""
+        from .linux.direct import describe_lines
+
+        return describe_lines(snapshot)
 
 
 class _Mac:
@@ -122,6 +134,10 @@ class _Mac:
         from .macos.backend import print_plan
 
         return print_plan(snapshot, command, out)
+
+    def without_namespaces(self, snapshot: Snapshot) -> list[str] | None:
+        """A Mac has no namespaces to lose."""
+        return None
 
 
 BACKENDS: dict[System, Backend] = {"linux": _Linux(), "macos": _Mac()}

@@ -152,7 +152,7 @@ def home_lines(snapshot: Snapshot) -> list[str]:
     """What of home's configuration a read grant of home hides (its dot entries, and
     the folders of programs' profiles without a dot), what it shows, and the key that
     shows a folder of it; nothing where no read grant shows home."""
-    from .describe import home_configuration
+    from .described import home_configuration
     from .policy import system_folders
     from .view import view_for
 

@@ -259,10 +259,10 @@ def dispatch(prog: str, argv: Sequence[str]) -> int:
         sys.stdout.write(wrapped.command_line + "\n")
         return 0
     if args.action == "describe":
-        from .describe import describe, render
+        from .describe import render
         from .stages import snapshot_for
 
-        description = describe(snapshot_for(args.spec))
+        description = api.description_of(snapshot_for(args.spec))
         if args.json:
             import json
 

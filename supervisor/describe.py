@@ -8,36 +8,17 @@ passed. The JSON form follows docs/describe.schema.json.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .grants import Grant, Snapshot, is_within, pattern_paths
+from .described import Described, HomeConfiguration, home_configuration, present
+from .grants import Snapshot, is_within
 from .limits import describe as describe_limits
 
 if TYPE_CHECKING:
     from .view import View
 
-SCHEMA_VERSION = 4
-
-
-@dataclass(frozen=True)
-class Described:
-    name: str
-    target: str | None
-    why: str
-
-
-@dataclass(frozen=True)
-class HomeConfiguration:
-    """Home's configuration under a read grant of home (home_config.py): `hidden`, the
-    entries of home hidden now ("~/.aws"...); `shown`, what of them the sandbox sees (the
-    places of code reopened, the spec's own grants there); `how_to_show`, the key to add."""
-
-    home: str
-    hidden: list[str]
-    shown: list[Described]
-    how_to_show: str
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -70,16 +51,20 @@ class Description:
     git_identity: str | None
     caches: list[Described]
     unwalked: list[Described]
-
     home_configuration: HomeConfiguration | None
+    # None: the sandbox has namespaces of its own; else it runs without them
+    # (nonamespace.py), and each line says what holds, narrower or not at all
+    namespaces: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def describe(snapshot: Snapshot) -> Description:
+def describe(snapshot: Snapshot, *, namespaces: list[str] | None = None) -> Description:
     """The view of `snapshot` on this OS (view.py), with the dot files `write_dot_files`
-    opens read too, as text for a person to allow."""
+    opens read too, as text for a person to allow. `namespaces`: what holds where this
+    OS's sandbox runs without namespaces (its backend says: the doors ask it, api.py's
+    `description_of`); None where it has them."""
     from .permissions import digest
     from .policy import system_folders
     from .view import view_for
@@ -129,6 +114,7 @@ def describe(snapshot: Snapshot) -> Description:
                 for c in snapshot.caches],
         unwalked=_unwalked(view),
         home_configuration=home_configuration(view),
+        namespaces=namespaces,
     )
 
 
@@ -162,47 +148,6 @@ def _unwalked(view: View) -> list[Described]:
             "reached): a link there into a written folder does not keep its target "
             "read-only")
     return found
-
-
-def home_configuration(view: View) -> HomeConfiguration | None:
-    """What of home's configuration the sandbox is denied and shown, where a read grant
-    shows home: its entries read from the host now (the rule is by structure: a dot
-    entry made later is hidden as these are)."""
-    from .home_config import DOT_ENTRIES, SHOW_HINT
-    from .policy import profile_names
-
-    snapshot = view.snapshot
-    rule = next((g for g in snapshot.patterns if g.name == DOT_ENTRIES and g.target), None)
-    if rule is None or rule.target is None:
-        return None
-    home = rule.target[:-len(DOT_ENTRIES) + 1].rstrip("/")
-    profiles = {name[2:] for name in profile_names()}
-
-    def configuration(path: str) -> bool:
-        top = path[len(home) + 1:].split("/", maxsplit=1)[0] if is_within(path, home) else ""
-        return top.startswith(".") or top in profiles
-
-    try:
-        entries = sorted(os.listdir(home))
-    except OSError:
-        entries = []
-    hidden = [f"~/{e}" for e in entries if configuration(os.path.join(home, e))
-              and view.access(os.path.join(home, e)) == "hide"]
-    shown = [Described(g.name, g.target, g.key or g.reason)
-             for g in (*snapshot.grants, *snapshot.patterns)
-             if g.access in ("read", "write") and g.target and configuration(g.target)
-             and present(g)]
-    return HomeConfiguration(home, hidden, shown, SHOW_HINT)
-
-
-def present(grant: Grant) -> bool:
-    """Whether a grant shows something now: a pattern lnk-sandbox reopens only where it
-    names a folder there (its rule stays in the snapshot, for when one is made)."""
-    from .home_config import is_pattern
-
-    if grant.target is None or not is_pattern(grant.name) or grant.key is not None:
-        return grant.target is not None
-    return bool(pattern_paths(grant.target, 1))
 
 
 def _git_identity(snapshot: Snapshot) -> str | None:
@@ -311,6 +256,9 @@ def render(description: Description) -> str:
         lines.append(f"environment set: {name}={value}")
     if d.agent:
         lines.append(f"agent: {d.agent} (its own folder writable; other agents' hidden)")
+    if d.namespaces is not None:
+        lines.append("without namespaces (none can be made here, or LNK_NAMESPACES=off):")
+        lines.extend(f"  {line}" for line in d.namespaces)
     if d.session:
         lines.append(f"session: {d.session}")
     from .terminal import shown_lines

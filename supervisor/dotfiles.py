@@ -494,7 +494,9 @@ class _Analysis:
                     self.add(os.path.join(self.top, name), setting.kind, reason, hold=False)
                 continue
             path = os.path.join(self.top, setting.name)
-            self.add(path, setting.kind, reason, hold=setting.hold, parents=True,
+            hold = setting.hold and (not setting.found_by or _tool_found(setting.found_by,
+                                                                         self.home))
+            self.add(path, setting.kind, reason, hold=hold, parents=True,
                      lingers=setting.lingers)
 
     def home_places(self) -> None:
@@ -829,6 +831,22 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
             if path is not None:
                 named.append(path)
     return named
+
+
+def _tool_found(places: tuple[str, ...], home: str) -> bool:
+    """Whether a tool shows it is used here: one of `places` is a program on PATH (a
+    bare name) or is there in home (`~/...`)."""
+    folders = [f for f in os.environ.get("PATH", "").split(":") if f.startswith("/")]
+    for place in places:
+        if place.startswith("~/"):
+            if os.path.lexists(home + place[1:]):
+                return True
+        # shutil.which's test, without shutil: a default start imports no module it
+        # does not need (test_start_path.py), and shutil brings bz2 and lzma.
+        elif any(os.access(os.path.join(f, place), os.X_OK) and not os.path.isdir(
+                os.path.join(f, place)) for f in folders):
+            return True
+    return False
 
 
 def _empty_folder(path: str) -> bool:

@@ -46,6 +46,10 @@ class AgentSetting(NamedTuple):
     the one file to hold. `hold` is whether a missing one gets a placeholder for the run.
     `lingers`: whether that placeholder, an empty settings folder, may stay between runs
     (dotfiles.Protected.stays); not where the tool writes into an empty one.
+    `found_by`: for a name without a dot, which a placeholder would put in the person's
+    listing: where the tool shows it is used here (its program's name on PATH, or a
+    folder of its own in home); a missing one is held only then. One that is there is
+    read-only whatever.
     """
 
     name: str
@@ -55,6 +59,7 @@ class AgentSetting(NamedTuple):
     source: str
     hold: bool
     lingers: bool = True
+    found_by: tuple[str, ...] = ()
 
 
 class HomePlace(NamedTuple):
@@ -95,6 +100,10 @@ _MISE_CONFIG = "https://mise.jdx.dev/configuration.html"
 _MISE_FILES = ("mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml",
                ".mise/config.toml", "mise/config.toml", ".config/mise.toml",
                ".config/mise/config.toml")
+
+# Where OpenCode shows it is used by this person: its program, its folders in home.
+_OPENCODE = ("opencode", "~/.config/opencode", "~/.local/share/opencode",
+             "~/.local/state/opencode", "~/.cache/opencode", "~/.opencode")
 
 AGENT_SETTINGS: tuple[AgentSetting, ...] = (
     AgentSetting(
@@ -143,12 +152,12 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
     AgentSetting(
         "opencode.json", "file", "OpenCode",
         "the plugins it loads at startup, and its other settings",
-        "https://opencode.ai/docs/plugins/", True,
+        "https://opencode.ai/docs/plugins/", True, found_by=_OPENCODE,
     ),
     AgentSetting(
         "opencode.jsonc", "file", "OpenCode",
         "the same as opencode.json, with comments",
-        "https://opencode.ai/docs/plugins/", True,
+        "https://opencode.ai/docs/plugins/", True, found_by=_OPENCODE,
     ),
     AgentSetting(
         ".continue", "folder", "Continue",

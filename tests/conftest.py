@@ -10,7 +10,9 @@ Markers (each probes the real thing, once per session):
 - requires_person_tools: hg and Debian's less with lesspipe are installed (the person's
   tools an attack's payload would run in, run outside after it);
 - requires_memfd_noexec_seal: memfd_create takes MFD_NOEXEC_SEAL (and MFD_EXEC), so the
-  exec watch can make sealed memory files (without it they are refused under a list).
+  exec watch can make sealed memory files (without it they are refused under a list);
+- requires_docker: Docker's daemon answers, started here if it was not running (Debian's
+  docker.io; support/container.py), and debootstrap can make the container's image.
 
 `kernel_matrix` marks the tests whose outcome depends on the kernel's features (seccomp,
 Landlock's ABI, memory files, the exec watch, namespaces): ci/kernels.sh runs them under
@@ -34,6 +36,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support import capabilities as caps
+from support import container
 from support.capabilities import missing
 from support.sandbox import Sandbox, Who
 
@@ -46,6 +49,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         "requires_memfd_noexec_seal": caps.memfd_noexec_seal_problem,
         "requires_git": caps.git_problem,
         "requires_person_tools": caps.person_tools_problem,
+        "requires_docker": container.daemon_problem,
     }
     for marker in item.iter_markers():
         if marker.name in probes and (reason := probes[marker.name]()):
@@ -110,3 +114,8 @@ def sandbox(who: Who, tmp_path: Path) -> Iterator[Sandbox]:
     box = Sandbox.create(who, tmp_path)
     yield box
     box.cleanup()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the Docker daemon the container test started, if it did."""
+    container.stop_daemon()

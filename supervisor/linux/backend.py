@@ -3,34 +3,39 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import ExitStack, closing
-from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from ..capabilities import CheckCache
 from ..deadline import TIMEOUT_STATUS, timed_out_message
-from ..environment import build_environment
-from ..errors import ConfinementError, SandboxError
+from ..errors import SandboxError
 from ..events import EventLog, say
 from ..grants import Snapshot
 from ..host_files import open_report
-from ..installation import inner_source, interpreter
 from ..netpolicy import UNIX_SOCKETS_ABI, Decide, needs_helper, unix_sockets_gap
 from ..run_types import Ended, FileOp
-from ..view import View, view_for
-from .capabilities import bwrap_info, landlock_abi, watch_support
+from ..view import view_for
+from .capabilities import bwrap_info, without_namespaces
 from .cgroups import RunCgroups
 from .confine import Layers, inner_config
-from .elf import interpreter_of
 from .gitrun import GitRun
-from .inner_program import COMPILED, choose
+from .inner_program import choose
 from .keeper import Keeper
 from .launch import spawn
 from .mount_watch import watched_mounts
 from .placeholders import Placeholders
-from .placement import place
-from .plan import SYSTEM_FOLDERS, HostLayout, LaunchPlan, MountOp, before_remounts, build_plan
+from .plan import SYSTEM_FOLDERS, LaunchPlan
+from .prepare import (
+    KeptRun,
+    RunMounts,
+    WatchFactory,
+    decide_layers,
+    plan_for,
+    program_loaders,
+    refuse_unheld_limits,
+    sandbox_environment,
+)
 from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
@@ -44,157 +49,18 @@ if TYPE_CHECKING:
     from .watch import ExecWatch, Judge
 
 
-class RunMounts(NamedTuple):
-    """What one run adds to its spec's plan, all known before the plan is built (so
-    that nothing edits the plan after: pinning turns its paths into descriptors, and
-    that is all). `resolv_conf`: the file the proxy's resolv.conf is bound from (proxy
-    mode), the run's own; a plan without a run names a stand-in. `relays`: run by root,
-    the relay bound in place of each named socket. `git`: git's files of the run
-    (gitrun.py). `cwd` and `tmp`: where a harness places the command (placement.py)."""
-
-    resolv_conf: str | None = None
-    relays: Mapping[str, str] = MappingProxyType({})
-    git: tuple[MountOp, ...] = ()
-    cwd: str | None = None
-    tmp: str | None = None
-
-
-def plan_for(snapshot: Snapshot, run: RunMounts | None = None, *,
-             view: View | None = None, inner: str | None = None) -> LaunchPlan:
-    """The plan for this machine: the view rendered as mounts (built once, or `view`,
-    built already for the run), then the run's own mounts, each a stage before the plan
-    is handed on. `inner`: which inner confiner it starts (inner_program.choose)."""
-    run = run or RunMounts()
-    python, prefix = interpreter()
-    root_mode = os.geteuid() == 0
-    layout = HostLayout.probe(inner_source(), python, prefix, snapshot, root_mode=root_mode,
-                              compiled_inner=(inner or choose()) == COMPILED)
-    plan = build_plan(view or view_for(snapshot, SYSTEM_FOLDERS), layout,
-                      root_mode=root_mode)
-    if snapshot.settings.network_mode == "proxy":
-        from .network import PLAN_SOURCE, ResolvConfHost, with_resolv_conf
-
-        plan = with_resolv_conf(plan, run.resolv_conf or PLAN_SOURCE,
-                                ResolvConfHost.probe())
-    # A named socket that is gone since the snapshot refuses the launch when pinned, but
-    # an optional one is left out, as an optional grant is.
-    sockets = tuple(s for s in snapshot.network.sockets()
-                    if not s.optional or os.path.lexists(s.target or ""))
-    if sockets:
-        from .network import with_unix_sockets
-
-        plan = with_unix_sockets(plan, sockets, run.relays)
-    if run.git:
-        plan = before_remounts(plan, run.git)
-    return place(plan, cwd=run.cwd, tmp=run.tmp,
-                 tmp_size_asked="tmp" in snapshot.run_limits().written)
-
-
-def sandbox_environment(snapshot: Snapshot) -> dict[str, str]:
-    extra = snapshot.network.environment()
-    if snapshot.settings.network_mode == "proxy":
-        from .network import proxy_environment
-
-        extra.update(proxy_environment())
-    settings = snapshot.settings
-    return build_environment(os.environ, keep=settings.env_keep, assign=settings.env_assign,
-                             extra=extra)
-
-
-def decide_layers(snapshot: Snapshot, cache: CheckCache, *, learn: bool = False) -> Layers:
-    """What this launch applies; refuses what the machine cannot enforce (fail closed).
-
-    The exec watch runs under a program list (to name refusals and seal memory files)
-    and for learn; without a listener a list still holds (Landlock) but its refusals go
-    unnamed and memory files are refused with ENOSYS.
-    """
-    abi = landlock_abi(cache)
-    if snapshot.programs is not None and abi == 0:
-        raise ConfinementError(
-            "the spec's program list ([commands] programs) is enforced by Landlock, and "
-            "this kernel has no Landlock",
-            hint="run on a kernel with Landlock (Linux 5.13+, with landlock in the lsm= "
-            "list), or remove [commands] programs so that any program may run",
-        )
-    watched = learn or snapshot.programs is not None
-    listener, sealed = watch_support(cache) if watched else (False, False)
-    if learn and not listener:
-        raise ConfinementError(
-            "learn needs a seccomp listener (Linux 5.19+), which this kernel lacks",
-            hint="`lnk sandbox check` says what this machine offers")
-    memfd = "allow"
-    if snapshot.programs is not None:
-        memfd = "notify" if listener and sealed else "enosys"
-    return Layers(landlock_abi=abi, memfd=memfd, exec_notify=watched and listener,
-                  listener=watched and listener, listener_required=learn)
-
-
-def program_loaders(snapshot: Snapshot) -> dict[str, str | None]:
-    """The dynamic loader of each listed program, resolved to its own file."""
-    loaders: dict[str, str | None] = {}
-    for program in snapshot.programs or ():
-        loader = interpreter_of(program.target)
-        loaders[program.target] = os.path.realpath(loader) if loader else None
-    return loaders
-
-
-def allowed_files(snapshot: Snapshot, loaders: dict[str, str | None]) -> frozenset[
-        tuple[int, int]] | None:
-    """The list Landlock enforces, as (device, inode): what the watch judges against."""
-    if snapshot.programs is None:
-        return None
-    files = {p.target for p in snapshot.programs} | {x for x in loaders.values() if x}
-    identities = set()
-    for path in files:
-        try:
-            info = os.stat(path)
-        except OSError:
-            continue
-        identities.add((info.st_dev, info.st_ino))
-    return frozenset(identities)
-
-
 def preflight_linux(snapshot: Snapshot) -> None:
     """Everything a launch checks before starting bwrap, without starting it."""
     cache = CheckCache(snapshot.lnk_home)
+    if without_namespaces(cache):
+        from .direct import preflight_direct
+
+        preflight_direct(snapshot, cache)
+        return
     bwrap_info(cache)
     layers = decide_layers(snapshot, cache)
     plan = plan_for(snapshot)
     inner_config(plan, snapshot, layers, program_loaders(snapshot))
-
-
-def watch_receivers() -> int:
-    """How many receiver threads the exec watch runs (LNK_EXEC_WATCH_RECEIVERS, for
-    benchmarks/exec_watch.py; the default is what measured best there). The tests also
-    run the pure-Python watch, the fallback where nothing compiled it, with
-    LNK_EXEC_WATCH=python."""
-    text = os.environ.get("LNK_EXEC_WATCH_RECEIVERS", "")
-    from .watch import RECEIVERS
-
-    return int(text) if text.isdigit() and 0 < int(text) <= 64 else RECEIVERS
-
-
-class _KeptRun:
-    """The keeper's side of one run, entered first on the run's stack so that it exits
-    last, after the cgroups' thread (which starts the keeper) is joined: the keeper is
-    told the run ended when nothing of it can be left (no bwrap, or bwrap ended by
-    itself) and the cgroups were left, else its pipe is closed and it ends what is left.
-    A cgroup this process could not leave is never the keeper's to kill: its
-    cgroup.kill would end the supervisor (a harness's, for the API)."""
-
-    def __init__(self, keeper: Keeper) -> None:
-        self.keeper = keeper
-        self.clean = True  # what the run's body says as it goes
-        self.cgroups: RunCgroups | None = None
-
-    def __enter__(self) -> _KeptRun:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.clean or (self.cgroups is not None and self.cgroups.kept):
-            self.keeper.ended()
-        else:
-            self.keeper.close()
 
 
 class _Prepared(NamedTuple):
@@ -207,32 +73,6 @@ class _Prepared(NamedTuple):
     info: BwrapInfo
     watch_factory: Callable[[int], ExecWatch] | None
     network: NetworkRun | None
-
-
-class _WatchFactory:
-    """Makes the exec watch when the inner hands its listener over: the watch (and
-    ctypes) load only for a run that is watched. `judge` is learn's (it records), or
-    one made here from the spec's list."""
-
-    def __init__(self, snapshot: Snapshot, loaders: dict[str, str | None], layers: Layers,
-                 events: EventLog, judge: Judge | None, *, learn: bool) -> None:
-        self.snapshot, self.loaders, self.layers = snapshot, loaders, layers
-        self.events, self.judge, self.learn = events, judge, learn
-
-    def __call__(self, listener: int) -> ExecWatch:
-        from inner.syscalls import number
-
-        from .watch import ExecWatch, Judge
-
-        judge = self.judge or Judge(
-            allowed_files(self.snapshot, self.loaders),
-            listed=frozenset(p.target for p in self.snapshot.programs or ()))
-        judge.record = self.learn
-        numbers = {name: number(name) for name in ("execve", "execveat", "memfd_create")}
-        return ExecWatch(listener, numbers=numbers, judge=judge, events=self.events,
-                         seal_memfd=self.layers.memfd == "notify",
-                         receivers=watch_receivers(),
-                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
 
 
 def _prepare(stack: ExitStack, snapshot: Snapshot, *, report: str | None, learn: bool,
@@ -280,7 +120,7 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, *, report: str | None, learn:
         say(note)
     env = sandbox_environment(snapshot)
     env.update(git.env if git is not None else {})
-    factory = _WatchFactory(snapshot, loaders, layers, events, judge, learn=learn)
+    factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn)
     return _Prepared(plan, config, env, layers, info,
                      factory if layers.listener else None, network)
 
@@ -307,7 +147,17 @@ def launch_and_supervise(
     the reverse one on every way out: the keeper's side (last out: told the run ended,
     or left to end it), the run's listing, its cgroups (whose thread starts the keeper,
     joined on the way out), then what `_prepare` makes (the report, the network, git's
-    files, the sockets' relay), then the placeholders (first out, once bwrap ended)."""
+    files, the sockets' relay), then the placeholders (first out, once bwrap ended).
+
+    Where no user namespace can be made, there is no bwrap: the run without namespaces
+    (direct.py, on a stack of its own in the same order; nonamespace.py says what holds
+    there, and refuses what cannot)."""
+    if without_namespaces(CheckCache(snapshot.lnk_home)):
+        from .direct import launch_direct
+
+        return launch_direct(snapshot, argv, report=report, learn=learn, judge=judge,
+                             decide=decide, timeout=timeout, cwd=cwd, tmp=tmp,
+                             file_op=file_op)
     with ExitStack() as stack:
         # Listed, kept, and given cgroups of its own, before anything of the run exists:
         # whenever this process is killed from here on, its keeper ends what the run left
@@ -316,7 +166,7 @@ def launch_and_supervise(
         # in them. $LNK_HOME is made by then, before the plan, which hides it (and holds
         # the folders above it, when it is inside a folder the sandbox writes).
         token = this_token()
-        kept = stack.enter_context(_KeptRun(Keeper(token)))
+        kept = stack.enter_context(KeptRun(Keeper(token)))
         stack.enter_context(closing(RunList(snapshot.lnk_home, token)))
         cgroups = RunCgroups.entering(token, snapshot.run_limits(), first=kept.keeper.start)
         kept.cgroups = cgroups
@@ -331,13 +181,13 @@ def launch_and_supervise(
     raise AssertionError("unreachable")  # ExitStack swallows nothing here
 
 
-def _spawn_and_supervise(run: _Prepared, kept: _KeptRun, cgroups: RunCgroups,
+def _spawn_and_supervise(run: _Prepared, kept: KeptRun, cgroups: RunCgroups,
                          snapshot: Snapshot, argv: list[str], *,
                          timeout: float | None) -> Outcome:
     """Spawn bwrap in the run's cgroups and supervise it to its end."""
     cgroups.entered()
     _keep(kept.keeper, cgroups)
-    _refuse_unheld_limits(snapshot, cgroups)
+    refuse_unheld_limits(snapshot, cgroups)
     kept.clean = False
     launched = spawn(run.plan, run.info, argv=argv, env=run.env, inner_config=run.config,
                      mark=tuple(tag(kept.keeper.token)), cgroups=cgroups)
@@ -456,16 +306,3 @@ def print_plan(snapshot: Snapshot, command: list[str], out: TextIO) -> int:
 
 __all__ = ["SandboxError", "launch_and_supervise", "launch_linux", "learn_linux", "plan_for",
            "print_plan", "run_linux"]
-
-
-def _refuse_unheld_limits(snapshot: Snapshot, cgroups: RunCgroups) -> None:
-    """A memory limit the spec sets, and no cgroup here can hold, refuses the launch: the
-    default one only shows as not held in `check` (a person's own cgroups are seldom
-    delegated, and refusing every run there would leave no sandbox at all)."""
-    limits = snapshot.run_limits()
-    if "memory" in limits.written and limits.memory and not cgroups.held.memory:
-        raise SandboxError(
-            f"{snapshot.source}: limits.memory: the spec sets a memory limit, and no "
-            "cgroup with the memory controller may be made here for the run",
-            hint="run it as root, or in a delegated cgroup (systemd-run --user --scope -p "
-                 "Delegate=yes lnk sandbox run ...), or remove limits.memory")

@@ -43,7 +43,8 @@ def landlock_abi(cache: CheckCache) -> int:
 def watch_support(cache: CheckCache) -> tuple[bool, bool]:
     """(a seccomp listener with WAIT_KILLABLE_RECV, memory files the watch can seal).
 
-    Sealing needs MFD_NOEXEC_SEAL and ADDFD_FLAG_SEND as well as the listener.
+    Sealing needs MFD_NOEXEC_SEAL and ADDFD_FLAG_SEND as well as the listener, and the
+    watch able to read the caller's memory (the file's name; watch_reads).
     """
     listener = cache.get("seccomp_listener") is True
     sealed = cache.get("sealed_memfd") is True
@@ -54,7 +55,41 @@ def watch_support(cache: CheckCache) -> tuple[bool, bool]:
     if not listener and probes.listener():
         listener = True
         cache.record("seccomp_listener", True)
-    if listener and not sealed and probes.memfd_noexec_seal() and probes.addfd_send():
+    if listener and not sealed and probes.memfd_noexec_seal() and probes.addfd_send() \
+            and watch_reads(cache):
         sealed = True
         cache.record("sealed_memfd", True)
     return listener, sealed
+
+
+def watch_reads(cache: CheckCache) -> bool:
+    """Whether the exec watch can read a program's path from the process that runs it
+    (process_vm_readv; probes.memory_readable)."""
+    if cache.get("watch_reads") is True:
+        return True
+    from . import probes
+
+    if probes.memory_readable():
+        cache.record("watch_reads", True)
+        return True
+    return False
+
+
+def without_namespaces(cache: CheckCache) -> bool:
+    """Whether a launch runs without namespaces (direct.py): LNK_NAMESPACES=off, or no
+    user namespace can be made here (probed in a child, a pass kept for the boot, so a
+    machine that has them pays for the probe once)."""
+    import os
+
+    from ..nonamespace import forced_off
+
+    if forced_off(os.environ):
+        return True
+    if cache.get("user_namespaces") is True:
+        return False
+    from . import probes
+
+    if probes.user_namespaces():
+        cache.record("user_namespaces", True)
+        return False
+    return True

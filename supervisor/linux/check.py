@@ -32,6 +32,7 @@ from ..netpolicy import UNIX_SOCKETS_ABI
 
 if TYPE_CHECKING:
     from ..grants import Snapshot
+    from ..policy import Context
 
 
 @dataclass
@@ -50,6 +51,10 @@ class Machine:
     landlock_abi: int = 0
     listener_taken: bool = False  # another seccomp listener holds this process
     exec_watch: str = "none"  # what runs under a list or learn: "compiled", "python", "none"
+    # "namespaces" (bwrap), or "none" where no user namespace can be made, or "off"
+    # where LNK_NAMESPACES=off asks: the run without namespaces (direct.py)
+    namespaces: str = "namespaces"
+    watch_reads: bool = True  # the watch can read a program's path (process_vm_readv)
     inner: str = "python"  # the inner confiner a run starts: "compiled" or "python"
     inner_why: str = ""  # the same, said with its reason
 
@@ -73,20 +78,29 @@ def probe_machine(lnk_home: str) -> Machine:
             if info.bind_fd:
                 cache.record("bwrap", info._asdict())
     machine.user_namespaces = probes.user_namespaces()
+    if machine.user_namespaces:
+        cache.record("user_namespaces", True)
+    from ..nonamespace import forced_off
+
+    machine.namespaces = "off" if forced_off(os.environ) else (
+        "namespaces" if machine.user_namespaces else "none")
     machine.seccomp_listener = probes.listener()
     machine.addfd_send = probes.addfd_send()
     machine.memfd_noexec_seal = probes.memfd_noexec_seal()
     machine.landlock_abi = probes.landlock_abi()
     machine.listener_taken = machine.seccomp_listener and not probes.listener_free()
     machine.exec_watch = _exec_watch(machine.seccomp_listener and not machine.listener_taken)
+    machine.watch_reads = probes.memory_readable()
     from .inner_program import choose, described
 
     machine.inner, machine.inner_why = choose(), described()
     if machine.landlock_abi:
         cache.record("landlock_abi", machine.landlock_abi)
+    if machine.watch_reads:
+        cache.record("watch_reads", True)
     if machine.seccomp_listener:
         cache.record("seccomp_listener", True)  # the passes a start looks for, as it keeps them
-        if machine.addfd_send and machine.memfd_noexec_seal:
+        if machine.addfd_send and machine.memfd_noexec_seal and machine.watch_reads:
             cache.record("sealed_memfd", True)
     return machine
 
@@ -108,6 +122,8 @@ def memory_files(machine: Machine) -> str:
     the same choice from the same probes)."""
     listener = machine.seccomp_listener and not machine.listener_taken
     missing = [name for name, there in (("a seccomp listener of its own", listener),
+                                        ("reading the caller's memory (process_vm_readv)",
+                                         machine.watch_reads),
                                         ("ADDFD_FLAG_SEND", machine.addfd_send),
                                         ("MFD_NOEXEC_SEAL (Linux 6.3)",
                                          machine.memfd_noexec_seal)) if not there]
@@ -126,16 +142,27 @@ def watch_layer(machine: Machine) -> str:
         return f"exec watch: none ({why}): refused programs go unnamed"
     kind = ("compiled (C, built by setup.py)" if machine.exec_watch == "compiled" else
             "Python (the compiled part was not built, or LNK_EXEC_WATCH=python)")
+    if not machine.watch_reads:
+        return (f"exec watch: {kind}, but it cannot read a program's path here "
+                "(process_vm_readv is refused: Docker's default seccomp profile does, "
+                "without CAP_SYS_PTRACE): refused programs go unnamed, and learn is refused")
     return f"exec watch: {kind}: names every program the list refuses"
 
 
 def check_linux(spec_path: str | None) -> Report:
-    """Probe the machine and judge the spec's effective policy against it."""
+    """Probe the machine and judge the spec's effective policy against it (with bwrap:
+    check_direct.check_here chooses between this and the run without namespaces)."""
     from ..policy import Context
-    from ..stages import snapshot_for
 
     context = Context.current()
-    machine = probe_machine(context.lnk_home)
+    return judge_linux(probe_machine(context.lnk_home), spec_path, context)
+
+
+def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Report:
+    """The spec's effective policy judged against `machine`, with bwrap (where the
+    sandbox runs without namespaces, check_direct.py judges it)."""
+    from ..stages import snapshot_for
+
     report = Report(machine, spec_path or "<default spec>", can_launch=True)
     if not machine.bwrap_path:
         report.problems.append("bubblewrap is not installed (apt-get install bubblewrap)")
@@ -226,10 +253,13 @@ def _memory_on_v1() -> bool:
     return any(h.version == 1 and "memory" in h.controllers for h in hierarchies())
 
 
-def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
+def limit_layers(snapshot: Snapshot, problems: list[str], *, direct: bool = False
+                 ) -> list[str]:
     """How each of the run's limits holds here: by a cgroup of the run's own (probed by
     making one, as a start does), by setrlimit, by a tmpfs size, or not at all. A limit
-    the spec sets and nothing here holds is a problem: the launch refuses it."""
+    the spec sets and nothing here holds is a problem: the launch refuses it. `direct`:
+    without namespaces (no tmpfs of the run's own, no user namespace counting its
+    processes), whose refusals nonamespace.judge says."""
     from ..limits import describe
     from .cgroups import RunCgroups
     from .runs import this_token
@@ -248,15 +278,25 @@ def limit_layers(snapshot: Snapshot, problems: list[str]) -> list[str]:
         "open files per process": "RLIMIT_NOFILE", "CPU time per process": "RLIMIT_CPU",
         "wall-clock time of the run": "the supervisor, which kills the whole run (124)",
     }
+    if direct:
+        how["/tmp"] = ("not held: without namespaces /tmp is a folder on disk (TMPDIR), "
+                       "which has no size")
+        how["/dev/shm"] = "none at all: without namespaces /dev/shm is closed"
+        if not held.pids:
+            how["processes"] = ("not held: run by root, RLIMIT_NPROC does not count "
+                                "root's processes, and no cgroup may be made here"
+                                if os.geteuid() == 0 else
+                                "RLIMIT_NPROC, counted over all of this user's processes "
+                                "without a user namespace of the sandbox's own")
     lines = []
     for line in describe(limits):
         what, _, value = line.partition(": ")
         way = how[what]
         if value == "no limit":
             lines.append(f"limit: {what}: no limit")
-        elif way.startswith("not held"):
+        elif way.startswith(("not held", "none at all")):
             lines.append(f"limit: {what} {value}: {way}")
-            if what in limits.written:
+            if what in limits.written and not direct:
                 problems.append(f"limits.{what} is set, and {way.removeprefix('not held: ')}")
         else:
             lines.append(f"limit: {what} {value}, by {way}")
@@ -275,13 +315,17 @@ def render_linux(report: Report) -> str:
         f"machine: {m.os} {m.kernel}",
         f"  bubblewrap          {m.bwrap_version or 'missing'}"
         + (f" at {m.bwrap_path}, --bind-fd: {yes[m.bind_fd]}" if m.bwrap_path else ""),
-        f"  user namespaces     {yes[m.user_namespaces]}",
+        f"  user namespaces     {yes[m.user_namespaces]}" + {
+            "namespaces": "", "none": ": the sandbox runs without namespaces",
+            "off": " (LNK_NAMESPACES=off: the sandbox runs without them)"}[m.namespaces],
         f"  seccomp listener    {yes[m.seccomp_listener]} (NEW_LISTENER, WAIT_KILLABLE_RECV)"
         + (", but another listener holds this process" if m.listener_taken else ""),
         f"  ADDFD_FLAG_SEND     {yes[m.addfd_send]}",
         f"  MFD_NOEXEC_SEAL     {yes[m.memfd_noexec_seal]}",
         f"  Landlock            {'ABI ' + str(m.landlock_abi) if m.landlock_abi else 'none'}",
-        f"  exec watch          {m.exec_watch}",
+        f"  exec watch          {m.exec_watch}"
+        + ("" if m.watch_reads else " (cannot read a program's path: process_vm_readv "
+           "refused)"),
         f"  inner confiner      {m.inner_why or m.inner}",
         *spec_lines(report),
     ]

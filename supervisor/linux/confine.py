@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import resource
 from functools import cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from inner import landlock, seccomp, syscalls
 from inner.config import Config, Landlock, Rlimit, Seccomp
@@ -29,6 +29,9 @@ from ..grants import Snapshot, deepest, is_within
 from .home import HOME_FOLDER
 from .mount_watch import watched_mounts
 from .plan import FRESH_MOUNTS, LaunchPlan, host_access
+
+if TYPE_CHECKING:
+    from inner.seccomp import Rule
 
 READ = ("read_file", "read_dir")
 WRITE = (
@@ -171,30 +174,36 @@ def inner_config(
                for path, names in landlock_rules(plan, snapshot, loaders)],
         closed=sorted(closed_folders(plan, snapshot).items()),
     )
-    limits = [Rlimit(name, getattr(resource, f"RLIMIT_{name}"), value)
-              for name, value in rlimits(snapshot).items() if value is not None]
-    return Config(-1, (), seccomp=filters(layers), landlock=rules, rlimits=limits,
+    return Config(-1, (), seccomp=filters(layers), landlock=rules, rlimits=limit_records(snapshot),
                   # The mount table handed over before the go, where a written folder
                   # holds a protection the host could take away (mount_watch.py).
                   watch_mounts=bool(watched_mounts(plan)))
 
 
-def filters(layers: Layers) -> Seccomp:
+def filters(layers: Layers, extra: tuple[Rule, ...] = ()) -> Seccomp:
     """The filter for this machine's architecture, and, when it has a listener that
     another filter's may have taken (EBUSY), the one without it: memory files refused
     (ENOSYS) unless left alone, execs not handed over. learn has none: it needs the
-    listener."""
+    listener. `extra`: a run without namespaces' own rules (direct_rules.filter_rules),
+    in both."""
     arch = syscalls.native_arch()
-    program = _program(arch, layers.memfd, layers.exec_notify)
+    program = _program(arch, layers.memfd, layers.exec_notify, extra)
     fallback = None
     if layers.listener and not layers.listener_required:
-        fallback = _program(arch, "allow" if layers.memfd == "allow" else "enosys", False)
+        fallback = _program(arch, "allow" if layers.memfd == "allow" else "enosys", False,
+                            extra)
     return Seccomp(syscalls.AUDIT_ARCH[arch], program, layers.listener, fallback)
 
 
 @cache
-def _program(arch: str, memfd: str, exec_notify: bool) -> bytes:
-    return seccomp.build_program(arch, memfd=memfd, exec_notify=exec_notify)
+def _program(arch: str, memfd: str, exec_notify: bool, extra: tuple[Rule, ...]) -> bytes:
+    return seccomp.build_program(arch, memfd=memfd, exec_notify=exec_notify, extra=extra)
+
+
+def limit_records(snapshot: Snapshot) -> list[Rlimit]:
+    """`rlimits`, each set one by its RLIMIT_* number, as the inner reads them."""
+    return [Rlimit(name, getattr(resource, f"RLIMIT_{name}"), value)
+            for name, value in rlimits(snapshot).items() if value is not None]
 
 
 def rlimits(snapshot: Snapshot) -> dict[str, int | None]:

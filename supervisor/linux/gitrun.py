@@ -39,9 +39,11 @@ class GitRun(NamedTuple):
     trace: str | None
 
     @staticmethod
-    def prepare(view: View) -> GitRun | None:
+    def prepare(view: View, *, relative: bool = False) -> GitRun | None:
         """The files and mounts this run needs, made now, before its plan (which takes
-        `ops` in: plan_for); None when it needs none."""
+        `ops` in: plan_for); None when it needs none. `relative`: the identity's included
+        files named from its own folder, which a run without mounts (direct.py) shows at
+        its own path, not under /run/lnk-sandbox."""
         snapshot = view.snapshot
         # A `.git` folder that is no repository (another run's placeholder) has no
         # command to follow.
@@ -59,7 +61,7 @@ class GitRun(NamedTuple):
         ops: list[MountOp] = []
         env: dict[str, str] = {}
         if identity is not None:
-            files = identity_files(identity, inside)
+            files = identity_files(identity, "" if relative else inside)
             ops.append(MountOp("ro-bind", inside, _identity_folder(snapshot.lnk_home, files),
                                "your git identity (user.name and user.email), and nothing "
                                "else of your git settings"))

@@ -16,11 +16,14 @@ the supervisor can act once it is dead; the keeper can. It is started with each 
   supervisor's user: root in root mode, where the sandbox's own uid cannot signal it; a
   person's, where the sandbox, in a pid namespace of its own, cannot see it;
 - it reads the pipe to its end: `kill FOLDER` lines name the run's cgroups that have
-  `cgroup.kill`, and a last `ended` line says the supervisor ended the run itself. At end
+  `cgroup.kill`, `group PGID` the sandbox's process group where it has no pid namespace
+  (direct.py), and a last `ended` line says the supervisor ended the run itself. At end
   of file without it (the supervisor died, however), the keeper kills the run's cgroups,
   then every process whose command line carries the run's mark (through a pidfd taken
-  before the command line is read, so a reused pid is never the one killed), sweeping
-  again while a sweep finds one (a clone made meanwhile), and exits.
+  before the command line is read, so a reused pid is never the one killed) and the
+  sandbox's process group, sweeping again while a sweep finds one (a clone made
+  meanwhile), and exits. A group's id is not given to a new process while any of its
+  members lives, so the group killed is the sandbox's while one of them is left.
 
 What the keeper cannot do (it failed to start, or was killed) the next start still does
 (runs.py); a failure to start is said once, and the run goes on.
@@ -35,6 +38,7 @@ import time
 TAG = "LNK_SANDBOX_RUN_"  # bwrap's `--unsetenv LNK_SANDBOX_RUN_<token>` (runs.tag)
 ENDED = b"ended\n"
 KILL = b"kill "
+GROUP = b"group "
 _SIGKILL = 9
 _SWEEPS_FOR = 2.0  # seconds: the sweeps' bound, however many processes keep appearing
 _QUIET_SWEEPS = 3  # sweeps finding nothing, 10 ms apart, before the keeper is done
@@ -103,6 +107,11 @@ class Keeper:
     def kill_also(self, folders: list[str]) -> None:
         """The run's cgroups with `cgroup.kill`, for the keeper to kill too."""
         self._send(b"".join(KILL + os.fsencode(f) + b"\n" for f in folders))
+
+    def kill_group(self, pgid: int) -> None:
+        """The sandbox's process group, for the keeper to kill too (no pid namespace
+        ends it with bwrap: direct.py)."""
+        self._send(GROUP + str(pgid).encode() + b"\n")
 
     def ended(self) -> None:
         """The run is over and ended by the supervisor: the keeper exits, killing none."""
@@ -198,12 +207,27 @@ def _main(token: str) -> None:
         finally:
             os.close(fd)
     marks = [mark(token)]
+    groups = [int(line[len(GROUP):]) for line in data.split(b"\n")
+              if line.startswith(GROUP) and line[len(GROUP):].isdigit()]
     deadline = time.monotonic() + _SWEEPS_FOR
     quiet = 0
     while quiet < _QUIET_SWEEPS and time.monotonic() < deadline:
         # A process killed is still listed, with its command line, until it has exited.
-        quiet = 0 if kill_marked(marks) else quiet + 1
+        quiet = 0 if kill_marked(marks) + _kill_groups(groups) else quiet + 1
         time.sleep(0.01 if quiet else 0.002)
+
+
+def _kill_groups(groups: list[int]) -> int:
+    """SIGKILL each group that still has a member; how many had one."""
+    killed = 0
+    for group in groups:
+        if group > 1:
+            try:
+                os.killpg(group, _SIGKILL)
+                killed += 1
+            except OSError:
+                pass  # gone: nothing of it is left
+    return killed
 
 
 if __name__ == "__main__":

@@ -39,15 +39,18 @@ if TYPE_CHECKING:
 
 
 class Launched:
-    """A running bwrap and the supervisor's ends of its channels."""
+    """A running bwrap and the supervisor's ends of its channels. `direct`: no bwrap, the
+    process waited for is the inner, then the command itself (direct.py): its own exit
+    status is the command's, and nothing writes `json_status`."""
 
     def __init__(self, *, pid: int, pidfd: int, status: _socket.socket, json_status: int,
-                 terminal_fd: int | None) -> None:
+                 terminal_fd: int | None, direct: bool = False) -> None:
         self.pid = pid
         self.pidfd = pidfd
         self.status = status
         self.json_status = json_status
         self.terminal_fd = terminal_fd
+        self.direct = direct
         self.closing: list[int] = []
 
     def close(self) -> None:

@@ -162,3 +162,27 @@ def addfd_send() -> bool:
         ours.close()
         theirs.close()
     return bool(answered) and code == 0
+
+
+def memory_readable() -> bool:
+    """Whether this process can read a child's memory with process_vm_readv, as the exec
+    watch reads each program's path: Docker's default seccomp profile refuses the call
+    without CAP_SYS_PTRACE (EPERM, measured in Docker 20.10), and the watch then cannot
+    name what it sees."""
+    import ctypes
+
+    marker = ctypes.create_string_buffer(b"lnk-probe")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(write_end)
+        os.read(read_end, 1)  # alive, with the same addresses, until the parent is done
+        os._exit(0)
+    os.close(read_end)
+    try:
+        from . import notify
+
+        return notify.MemoryReader().read_string(pid, ctypes.addressof(marker)) == b"lnk-probe"
+    finally:
+        os.close(write_end)
+        os.waitpid(pid, 0)

@@ -362,6 +362,10 @@ class Supervision:
             return Outcome(TIMEOUT_STATUS, timed_out=True)
         if self.exec_failure is not None:
             return Outcome(self.exec_failure.status, exec_failure=self.exec_failure)
+        if self.launched.direct:  # the command itself was waited for (direct.py)
+            if os.WIFSIGNALED(wait_status):
+                return Outcome(128 + os.WTERMSIG(wait_status))
+            return Outcome(os.waitstatus_to_exitcode(wait_status))
         if exit_code is not None:
             return Outcome(exit_code)
         if os.WIFSIGNALED(wait_status):

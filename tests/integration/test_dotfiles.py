@@ -350,7 +350,7 @@ def test_a_killed_supervisors_placeholder_goes_at_the_next_start(sandbox: Sandbo
     # the other version control systems' folders: all empty folders.
     from supervisor.runs_as_you import AGENT_SETTINGS, VCS_METADATA
 
-    agents = {s.name.split("/")[0] for s in AGENT_SETTINGS if s.hold}
+    agents = {s.name.split("/")[0] for s in AGENT_SETTINGS if s.hold and not s.found_by}
     others = {v.name for v in VCS_METADATA if v.hold}  # .hg, .jj, .sl
     assert sorted(os.listdir(project)) == sorted((*TOP_FOLDERS, "HEAD", *agents, *others))
     assert os.listdir(project / ".github") == ["hooks"]

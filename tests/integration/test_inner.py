@@ -2,7 +2,9 @@
 fallback (inner/main.py), each given a configuration built from the supervisor's record
 and watched doing each step for real, with the same outcome and the same bytes on the
 status socket. No bwrap: the steps are the inner's own, and a test sees them from
-outside (what the target could do, what arrived on the socket, the exit status).
+outside (what the target could do, what arrived on the socket, the exit status). Step 0
+and the Landlock switches are a run without namespaces' (supervisor/linux/direct.py),
+where the supervisor starts the inner itself, as this test does.
 
 The target is a shell or cat run by the inner after the go; Landlock rules give it the
 system folders (read, run) and what each test grants.
@@ -31,9 +33,11 @@ from inner.config import Config, FileOp, Landlock, Rlimit, Seccomp, decode
 from supervisor.installation import inner_source, interpreter
 from supervisor.linux.bwrap import inner_boot
 from supervisor.linux.confine import Layers, filters
+from supervisor.linux.direct_rules import filter_rules
 from supervisor.linux.elf import interpreter_of
 from supervisor.linux.inner_program import compiled_path, compiled_problem
-from support.capabilities import missing
+from support.capabilities import as_test_user, missing, test_user_problem
+from support.processes import alive, wait_gone
 from support.sandbox import Sandbox
 
 pytestmark = pytest.mark.kernel_matrix
@@ -46,6 +50,7 @@ RUN = READ | landlock.rights_mask(["execute"])
 WRITE = landlock.rights_mask(["read_file", "read_dir", "write_file", "make_reg", "truncate"])
 SYSTEM = [("/usr", RUN), ("/etc", READ), ("/proc", READ), ("/dev", READ | WRITE)]
 PLAIN = filters(Layers(landlock_abi=0))  # the filter of a run without a program list
+PROJECT = os.path.dirname(inner_source())
 
 
 @pytest.fixture(params=["compiled", "python"])
@@ -205,6 +210,171 @@ def test_on_a_noexec_file_system_the_python_inner_runs(tmp_path: Path) -> None:
         "exec=126", f"{folder}/confine is on a file system mounted noexec"], done.stderr
 
 
+# -- step 0: without namespaces, the parent and the capabilities ----------------------
+
+
+def direct(*argv: str, **rest: object) -> Config:
+    """A run without namespaces' configuration: step 0 naming this process, which
+    starts the inner (subprocess forks from here, and a wrapper execs in its place), as
+    the parent; the plain filter; and `rest`."""
+    return Config(-1, argv, parent=os.getpid(), seccomp=PLAIN).replace(**rest)
+
+
+@pytest.fixture(params=["root", "user"])
+def runner(request: pytest.FixtureRequest) -> list[str]:
+    """The wrapper the inner runs through: none (root, as the tests run), or the
+    unprivileged test user's setpriv, which execs in its place (the parent stays)."""
+    if os.geteuid() != 0:
+        if request.param == "root":
+            missing("the tests do not run as root")
+        return []
+    if request.param == "root":
+        return []
+    problem = test_user_problem()
+    if problem is not None:
+        missing(problem)
+    return as_test_user()
+
+
+# What the target reads of itself: its capability sets, no_new_privs, and (by prctl)
+# its secure bits and parent-death signal, each a line.
+SHOW_SELF = ["/usr/bin/python3", "-S", "-c", (
+    "import ctypes\n"
+    "for line in open('/proc/self/status'):\n"
+    "    if line.startswith(('Cap', 'NoNewPrivs')): print(line.split()[0], line.split()[1])\n"
+    "libc = ctypes.CDLL(None)\n"
+    "signal = ctypes.c_int(-1)\n"
+    "libc.prctl(2, ctypes.byref(signal), 0, 0, 0)\n"  # PR_GET_PDEATHSIG
+    "print('securebits:', hex(libc.prctl(27, 0, 0, 0, 0)))\n"
+    "print('pdeathsig:', signal.value)")]
+
+
+def shown(ran: Ran) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in ran.stdout.splitlines())
+
+
+def test_without_namespaces_every_capability_is_dropped(confiner: list[str],
+                                                       runner: list[str]) -> None:
+    """Step 0: no user namespace holds what root holds (a container's root keeps its
+    runtime's capabilities), so the inner drops every set for good: effective,
+    permitted, inheritable, ambient and, with CAP_SETPCAP, the bounding set, the secure
+    bits locked so that no execve gives uid 0 any back; no_new_privs; SIGKILL when its
+    parent ends. The control: the same target without step 0 keeps root's sets."""
+    ran = start(confiner, direct(*SHOW_SELF), wrapper=runner)
+    assert (ran.status, ran.messages) == (0, [b"W"]), ran.stderr
+    got = shown(ran)
+    zero = "0" * 16
+    assert [got[f"{name}:"] for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")] == [zero] * 4
+    assert (got["NoNewPrivs:"], got["pdeathsig:"]) == ("1", "9")
+    if not runner:  # root, with CAP_SETPCAP: the bounding set and the secure bits too
+        assert (got["CapBnd:"], got["securebits:"]) == (zero, "0xef")
+        control = start(confiner, Config(-1, SHOW_SELF, seccomp=PLAIN))
+        assert control.status == 0, control.stderr
+        assert shown(control)["CapEff:"] != zero and shown(control)["pdeathsig:"] == "0"
+    else:  # nothing to drop but the bounding set, which needs CAP_SETPCAP: kept, inert
+        assert got["securebits:"] == "0x0"
+
+
+def test_without_its_parent_nothing_runs(confiner: list[str], tmp_path: Path) -> None:
+    """Step 0 looks that the supervisor it names is its parent still: one gone before
+    the parent-death signal was asked for would never send it. Exit 125, nothing said,
+    nothing run."""
+    marker = tmp_path / "ran"
+    other = 1 if os.getpid() != 1 else 2
+    ran = start(confiner, direct("touch", str(marker)).replace(parent=other))
+    assert (ran.status, ran.messages) == (125, [])
+    assert not marker.exists()
+    ran = start(confiner, direct("touch", str(marker)))
+    assert (ran.status, ran.messages) == (0, [b"W"]), ran.stderr
+    assert marker.exists()
+
+
+_PARENT = r"""
+import os, socket, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from inner.config import Config
+parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+config = Config(child.fileno(), ["sleep", "1000"],
+                parent=os.getpid() if sys.argv[2] == "direct" else None)
+memory = os.memfd_create("config", 0)
+os.write(memory, config.encode())
+os.lseek(memory, 0, os.SEEK_SET)
+inner = subprocess.Popen([*sys.argv[3:], str(memory)], pass_fds=(memory, child.fileno()))
+assert parent.recv(16) == b"W"
+parent.send(b"G")
+print(inner.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_target_ends_with_the_supervisor(confiner: list[str]) -> None:
+    """The parent-death signal, asked for in step 0, is kept across the exec: the
+    target (a sleep) dies with the process that started the inner, as bwrap's sandbox
+    dies with its parent. The control: without step 0 the sleep outlives it."""
+    for mode in ("direct", "bwrap's"):
+        with subprocess.Popen([sys.executable, "-S", "-c", _PARENT, PROJECT, mode,
+                               *confiner], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True) as parent:
+            assert parent.stdout is not None
+            target = int(parent.stdout.readline())
+            try:
+                assert alive({target}), mode  # it runs
+                parent.kill()
+                parent.wait()
+                left = wait_gone({target}, timeout=10)
+                assert (left == set()) == (mode == "direct"), mode
+            finally:
+                try:
+                    os.kill(target, 9)
+                except ProcessLookupError:
+                    pass
+
+
+def test_a_capability_that_cannot_be_dropped_fails_closed(confiner: list[str],
+                                                          runner: list[str],
+                                                          tmp_path: Path) -> None:
+    """capset refused (here by a filter of the wrapper's): the same message from both,
+    exit 125, the target never run."""
+    refuse_capset = then_exec(
+        f"sys.path.insert(0, {PROJECT!r})\n"
+        "from inner import prctl, seccomp, syscalls\n"
+        "prctl.set_no_new_privs()\n"
+        "seccomp.install(seccomp.build_program(syscalls.native_arch(), memfd='allow',"
+        " exec_notify=False, extra=(('capset', 1, ()),)), listener=False)")
+    marker = tmp_path / "ran"
+    ran = start(confiner, direct("touch", str(marker)), wrapper=[*runner, *refuse_capset])
+    assert (ran.status, ran.messages) == (125, [
+        b"Cthe capabilities could not be dropped: [Errno 1] capset: Operation not "
+        b"permitted"]), ran.stderr
+    assert not marker.exists()
+
+
+def test_the_filter_without_namespaces_holds_sockets_and_ipc(confiner: list[str]) -> None:
+    """The supervisor's own rules for a run without namespaces (direct_rules.py), in the
+    program both inners install: in network "none" below Landlock ABI 9, no socket of
+    any family but a connected unix pair, no System V IPC."""
+    probe = ["/usr/bin/python3", "-S", "-c", (
+        "import ctypes, socket\n"
+        "def tried(make):\n"
+        "    try: make(); return 'ok'\n"
+        "    except OSError as err: return str(err.errno)\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def shm():\n"
+        "    if libc.shmget(0, 4096, 0o1600) < 0: raise OSError(ctypes.get_errno(), 'shmget')\n"
+        "print(tried(lambda: socket.socket(socket.AF_INET)),"
+        " tried(lambda: socket.socket(socket.AF_UNIX)),"
+        " tried(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)),"
+        " tried(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)),"
+        " tried(shm))")]
+    closed = filters(Layers(landlock_abi=0), filter_rules(network_mode="none", unix=False))
+    ran = start(confiner, direct(*probe, seccomp=closed))
+    assert (ran.status, ran.stdout.split()) == (0, [
+        str(errno.EACCES), str(errno.EACCES), "ok", str(errno.EACCES),
+        str(errno.ENOSYS)]), ran.stderr
+    control = start(confiner, direct(*probe))
+    assert control.stdout.split()[:4] == ["ok"] * 4, control.stderr
+
+
 # -- steps 1 and 2: the filter and its listener -------------------------------------
 
 
@@ -326,6 +496,80 @@ def test_a_file_rule_keeps_what_a_file_can_hold(confiner: list[str], tree: Path)
                       rules=[(str(tree / "granted" / "f"), READ)])
     ran = start(confiner, config)
     assert (ran.status, ran.stdout.split()) == (0, ["granted/f=ok", "other/f=no"])
+
+
+@pytest.fixture
+def linked(tree: Path) -> Path:
+    """`tree/via`: a link to `tree/granted`, as one the host (or another sandbox)
+    planted where a grant's folder was."""
+    (tree / "via").symlink_to(tree / "granted")
+    return tree
+
+
+def host_rules(rules: Sequence[tuple[str, int]], *, nofollow: bool = True,
+               optional: bool = False) -> Landlock:
+    return Landlock(True, landlock.abi_table(), landlock.FILE_MASK, [*SYSTEM, *rules],
+                    nofollow=nofollow, optional=optional)
+
+
+@pytest.mark.requires_landlock(abi=1)
+def test_without_namespaces_a_link_on_a_rules_way_fails_closed(confiner: list[str],
+                                                               linked: Path) -> None:
+    """The paths are the host's own: each opened from `/` one component at a time, no
+    link followed. One on the way refuses the launch, with one message from both; the
+    control: followed, the same rule grants the link's target."""
+    via = str(linked / "via" / "f")
+    config = direct(*reads(linked, "granted/f"), landlock=host_rules([(via, READ)]))
+    ran = start(confiner, config)
+    assert (ran.status, ran.messages) == (125, [
+        f"CLandlock could not be applied: [Errno 40] landlock open(O_PATH), no link "
+        f"followed: Too many levels of symbolic links: '{via}'".encode()])
+    followed = start(confiner, config.replace(landlock=host_rules([(via, READ)],
+                                                                  nofollow=False)))
+    assert (followed.status, followed.stdout.split()) == (0, ["granted/f=ok"])
+
+
+@pytest.mark.requires_landlock(abi=1)
+def test_without_namespaces_a_listed_path_gone_or_linked_is_in_no_rule(
+        confiner: list[str], linked: Path) -> None:
+    """`optional`: every path the supervisor listed may be gone, or a link, by the time
+    the inner opens it: the run goes on and that path grants nothing. A link at a rule's
+    end grants nothing either (its target has the rights of where it is)."""
+    rules = [(str(linked / "via" / "f"), READ), (str(linked / "gone"), READ),
+             (str(linked / "closed" / "link"), READ), (str(linked / "closed" / "f"), READ)]
+    config = direct(*reads(linked, "granted/f", "other/f", "closed/f"),
+                    landlock=host_rules(rules, optional=True))
+    ran = start(confiner, config)
+    assert (ran.status, ran.messages) == (0, [b"W"]), ran.stderr
+    assert ran.stdout.split() == ["granted/f=no", "other/f=no", "closed/f=ok"]
+    missing_path = start(confiner, config.replace(landlock=host_rules(rules[1:2])))
+    assert (missing_path.status, missing_path.messages) == (125, [
+        f"CLandlock could not be applied: [Errno 2] landlock rule path: No such file or "
+        f"directory: '{linked / 'gone'}'".encode()])
+
+
+@pytest.mark.requires_landlock(abi=4)
+def test_without_namespaces_network_none_binds_and_connects_no_tcp(confiner: list[str]
+                                                                   ) -> None:
+    """The table's network rights (ABI 4 on), handled with no rule: no TCP socket binds
+    or connects, the host's loopback included. The control: the same run without them
+    reaches the test's listener."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        probe = ["/usr/bin/python3", "-S", "-c", (
+            "import socket\n"
+            "def tried(call, address):\n"
+            "    try: call(socket.socket(), address); return 'ok'\n"
+            "    except OSError as err: return str(err.errno)\n"
+            f"print(tried(socket.socket.connect, ('127.0.0.1', {port})),"
+            " tried(socket.socket.bind, ('127.0.0.1', 0)))")]
+        closed = Landlock(True, landlock.abi_table(net=True), landlock.FILE_MASK, SYSTEM,
+                          nofollow=True, optional=True)
+        ran = start(confiner, direct(*probe, landlock=closed))
+        assert (ran.status, ran.stdout.split()) == (
+            0, [str(errno.EACCES), str(errno.EACCES)]), ran.stderr
+        control = start(confiner, direct(*probe, landlock=host_rules([], optional=True)))
+        assert (control.status, control.stdout.split()) == (0, ["ok", "ok"]), control.stderr
 
 
 def test_without_landlock_a_list_fails_closed_and_no_list_is_said(confiner: list[str],
@@ -481,8 +725,8 @@ def test_a_file_operation_is_the_python_inners(confiner: list[str], tmp_path: Pa
 @pytest.mark.parametrize(("change", "said"), [
     (lambda d: d[:-1], "unreadable: "),
     (lambda d: d + b"\0", "unreadable: "),
-    (lambda d: d[:8] + (2).to_bytes(4, "little") + d[12:],
-     "unreadable: it is of version 2, this inner reads 1"),
+    (lambda d: d[:8] + (1).to_bytes(4, "little") + d[12:],
+     "unreadable: it is of version 1, this inner reads 2"),
     (lambda d: b"", "unreadable: "),
 ])
 def test_a_malformed_configuration_exits_125_before_any_step(
@@ -522,27 +766,31 @@ def compiled() -> Iterator[str]:
 def test_both_readers_refuse_the_same_forms(compiled: str, data: st.DataObject) -> None:
     """Bytes of a configuration changed at random: the compiled reader refuses exactly
     what inner/config.py refuses. (One that both take asks for a file operation, which
-    the compiled inner then refuses, or fails at a step: no go is ever given.)"""
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    the compiled inner then refuses, or fails at a step: no go is ever given.) Each
+    field is there: step 0's parent, each ABI's network rights, the Landlock switches."""
     allow = (0x06).to_bytes(2, "little") + bytes(2) + (0x7FFF0000).to_bytes(4, "little")
-    # A one-instruction filter, so that a change lands in the form's structure mostly.
-    config = Config(child.fileno(), ["touch", "/nonexistent/never"],
-                    seccomp=Seccomp(PLAIN.arch, allow),
-                    landlock=Landlock(False, landlock.abi_table(), landlock.FILE_MASK,
-                                      [("/nonexistent", READ)], [("/", ["/x"])]),
-                    rlimits=[Rlimit("CORE", resource.RLIMIT_CORE, 0)],
-                    file=FileOp("write", "f", 9))
-    mutated = bytearray(config.encode())
-    for _ in range(data.draw(st.integers(1, 3))):
-        at = data.draw(st.integers(0, len(mutated) - 1))
-        mutated[at] = data.draw(st.integers(0, 255))
-    try:
-        decode(bytes(mutated))
-        refused = False
-    except ValueError:
-        refused = True
-    parent.close()  # no go, ever
-    ran = start([compiled], None, raw=bytes(mutated), pass_fds=(child.fileno(),), go=False)
-    child.close()
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with parent, child:
+        # A one-instruction filter, so that a change lands in the form's structure mostly.
+        config = Config(child.fileno(), ["touch", "/nonexistent/never"],
+                        seccomp=Seccomp(PLAIN.arch, allow),
+                        landlock=Landlock(False, landlock.abi_table(net=True),
+                                          landlock.FILE_MASK, [("/nonexistent", READ)],
+                                          [("/", ["/x"])], nofollow=True, optional=True),
+                        rlimits=[Rlimit("CORE", resource.RLIMIT_CORE, 0)],
+                        file=FileOp("write", "f", 9), parent=os.getpid())
+        mutated = bytearray(config.encode())
+        for _ in range(data.draw(st.integers(1, 3))):
+            at = data.draw(st.integers(0, len(mutated) - 1))
+            mutated[at] = data.draw(st.integers(0, 255))
+        try:
+            decode(bytes(mutated))
+            refused = False
+        except ValueError:
+            refused = True
+        parent.close()  # no go, ever
+        ran = start([compiled], None, raw=bytes(mutated), pass_fds=(child.fileno(),),
+                    go=False)
+        child.close()
     assert ("configuration is unreadable" in ran.stderr) == refused, (ran.stderr, refused)
     assert ran.status != 0

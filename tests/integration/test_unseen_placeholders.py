@@ -6,10 +6,12 @@ removes everything of the person's.
 
 The names without a dot a run still holds are the README's stated exceptions
 (dotfiles.py says why): OpenCode's `opencode.json` and `opencode.jsonc` at every top
-(nothing but something at that name keeps OpenCode's settings from being made there),
-and, where git finds no repository from the top, `HEAD` (what keeps the top from
-becoming a bare repository). Each test runs as root (root mode) and as the unprivileged
-user, with the person's real git and ls on the host.
+where the person uses OpenCode (nothing but something at that name keeps OpenCode's
+settings from being made there; where OpenCode is not found, neither is held), and,
+where git finds no repository from the top, `HEAD` (what keeps the top from becoming a
+bare repository). In a repository of a person without OpenCode: none. Each test runs
+as root (root mode) and as the unprivileged user, with the person's real git and ls on
+the host.
 """
 
 from __future__ import annotations
@@ -79,10 +81,14 @@ def person_work(box: Sandbox) -> None:
     box.chown()
 
 
+@pytest.mark.parametrize("opencode", ["opencode used", "no opencode"])
 @pytest.mark.parametrize("shape", ["repository", "no repository"])
 def test_what_a_run_holds_is_in_no_status_and_no_listing_but_the_stated(
-        sandbox: Sandbox, shape: str) -> None:
-    held_plain = OPENCODE | ({"HEAD"} if shape == "no repository" else set())
+        sandbox: Sandbox, shape: str, opencode: str) -> None:
+    if opencode == "opencode used":
+        (sandbox.home / ".config" / "opencode").mkdir(parents=True)  # its settings folder
+    held_plain = (OPENCODE if opencode == "opencode used" else set()) | (
+        {"HEAD"} if shape == "no repository" else set())
     if shape == "repository":
         person_work(sandbox)
         before_status = status(sandbox)

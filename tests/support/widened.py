@@ -12,12 +12,12 @@ import sys
 
 from supervisor.capabilities import CheckCache
 from supervisor.errors import SandboxError
-from supervisor.linux.backend import decide_layers, plan_for, program_loaders, sandbox_environment
 from supervisor.linux.capabilities import bwrap_info
 from supervisor.linux.confine import inner_config
 from supervisor.linux.launch import spawn
 from supervisor.linux.placeholders import Placeholders
 from supervisor.linux.plan import MountOp
+from supervisor.linux.prepare import decide_layers, plan_for, program_loaders, sandbox_environment
 from supervisor.linux.supervise import supervise
 from supervisor.stages import snapshot_for
 

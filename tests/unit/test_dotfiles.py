@@ -129,10 +129,12 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
         # Coding agents' and editors' project settings (runs_as_you.AGENT_SETTINGS), each
         # held as its table says (an empty folder, whatever the tool reads there); below
         # the top with the missing folders above made. Only a settings folder's stays
-        # between runs: a folder where a tool reads a file may make it fail.
+        # between runs: a folder where a tool reads a file may make it fail. A name
+        # without a dot (OpenCode's) only where its tool is found: not for /home/u.
         *(Protected(f"{top}/{s.name}", f"{top}/{s.name}", s.kind, False,
-                    f"{s.tool}: {s.runs}", placeholder=f"{top}/{s.name}" if s.hold else None,
-                    parents=_above(top, s.name) if s.hold else (),
+                    f"{s.tool}: {s.runs}",
+                    placeholder=f"{top}/{s.name}" if s.hold and not s.found_by else None,
+                    parents=_above(top, s.name) if s.hold and not s.found_by else (),
                     stays=s.hold and s.kind == "folder" and s.lingers)
           for s in AGENT_SETTINGS if "*" not in s.name),
         # Every other version-control system's metadata (runs_as_you.VCS_METADATA): a
@@ -142,6 +144,34 @@ def test_a_plain_folder_protects_the_top_names_and_holds_the_missing_folders(
                     placeholder=f"{top}/{v.name}" if v.hold else None)
           for v in VCS_METADATA),
     ]
+
+
+def test_opencode_s_names_are_held_only_where_opencode_is_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names without a dot would show in the person's listing: held where the tool shows
+    it is used (its folder in home, or its program on PATH), read-only where they exist
+    whatever."""
+    top, home, bin_folder = project(tmp_path), tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    bin_folder.mkdir()
+    monkeypatch.setenv("PATH", str(bin_folder))
+
+    def held() -> set[str]:
+        return {os.path.basename(p.path) for p in analyze(str(top), home=str(home)).protected
+                if p.placeholder and os.path.basename(p.path).startswith("opencode")}
+
+    assert held() == set()
+    (bin_folder / "opencode").write_text("#!/bin/sh\n")
+    (bin_folder / "opencode").chmod(0o755)
+    assert held() == {"opencode.json", "opencode.jsonc"}
+    (bin_folder / "opencode").unlink()
+    (home / ".local" / "share" / "opencode").mkdir(parents=True)
+    assert held() == {"opencode.json", "opencode.jsonc"}
+    (home / ".local" / "share" / "opencode").rmdir()
+    (top / "opencode.json").write_text("{}")  # the person's: read-only, never held empty
+    kept = {p.name: p for p in analyze(str(top), home=str(home)).protected}
+    assert kept[f"{top}/opencode.json"].exists and kept[f"{top}/opencode.json"].placeholder \
+        is None
 
 
 def _above(top: Path, name: str) -> tuple[str, ...]:

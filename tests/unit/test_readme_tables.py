@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from supervisor.runs_as_you import AGENT_SETTINGS, CREDENTIALS, HOME_PLACES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
@@ -53,19 +55,29 @@ def test_home_configuration_tables_are_the_codes() -> None:
         assert (f"| `{entry.name}` | {entry.kind} | {entry.what} | {entry.left} | "
                 f"{entry.checked} |") in docs
 
-def test_the_readme_lists_every_dot_name_a_run_holds_at_a_top() -> None:
+def test_the_readme_lists_every_dot_name_a_run_holds_at_a_top(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's one list of what `ls -A` may show that the person did not make is
-    what the analysis holds at the top of a folder with nothing in it, with a dot."""
+    what the analysis holds at the top of a folder with nothing in it, with a dot; and
+    the names without one are HEAD (no repository there), and OpenCode's two only for a
+    person who uses OpenCode (its settings folder in home, or its program on PATH)."""
     import re
-    import tempfile
 
     from supervisor.dotfiles import analyze
 
     section = README.split("### What a run holds in a folder it writes", 1)[1]
     listed = set(re.findall(r"`([^`]+)`", section.split("\n\n", 3)[2]))
-    with tempfile.TemporaryDirectory() as top:
-        held = {os.path.relpath(p.placeholder, top).split("/")[0]
-                for p in analyze(top, home="/nonexistent").protected if p.placeholder}
-    assert {n for n in held if n.startswith(".")} == listed
-    assert {n for n in held if not n.startswith(".")} == {"HEAD", "opencode.json",
-                                                        "opencode.jsonc"}
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no opencode program
+    top, home = tmp_path / "top", tmp_path / "home"
+    top.mkdir()
+    home.mkdir()
+
+    def held() -> set[str]:
+        return {os.path.relpath(p.placeholder, top).split("/")[0]
+                for p in analyze(str(top), home=str(home)).protected if p.placeholder}
+
+    assert {n for n in held() if n.startswith(".")} == listed
+    assert {n for n in held() if not n.startswith(".")} == {"HEAD"}
+    (home / ".config" / "opencode").mkdir(parents=True)
+    assert {n for n in held() if not n.startswith(".")} == {"HEAD", "opencode.json",
+                                                          "opencode.jsonc"}
