@@ -424,6 +424,10 @@ class Sandbox:
                                                  capture=capture, out=out, err=err)
                 finally:
                     served.close()
+            if outcome is None and _server.required():
+                raise errors.SandboxError(
+                    "the start server could not serve this call, and "
+                    "LNK_START_SERVER=required asks for it")
             if outcome is None:  # no server served it (none can, or it refused): a child
                 outcome = await self._spawned(request, stdin=stdin, capture=capture,
                                               out=out, err=err)

@@ -11,8 +11,10 @@ gives. Cancelling the call asks the run to end (SIGTERM, passed to the command),
 kills it after the grace, as it did the child; this process gone, the run is ended as
 the child was when its harness went (SIGTERM, then the grace).
 
-Where no server can serve (LNK_START_SERVER=0, not Linux, it refused this process:
-confined otherwise), `served` returns None and the call starts its own supervisor.
+Off by default (`LNK_START_SERVER=1` turns it on). Where no server can serve (it is off,
+not Linux, it refused this process: confined otherwise), `connection` returns None and
+the call starts its own supervisor; with `LNK_START_SERVER=required` the call fails
+instead (`required`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ from typing import Any
 import anyio
 
 from supervisor import startsocket, startwire
+
+
+def required() -> bool:
+    """Whether a call no server served must fail (LNK_START_SERVER=required)."""
+    return startwire.switch() == "required"
 
 
 async def connection(lnk_home: str, root: str) -> Served | None:

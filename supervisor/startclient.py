@@ -13,7 +13,8 @@ is gone, however it went (SIGKILL included), as an in-process lnk killed so woul
 It returns, and the command runs in this process as it always did, wherever the server
 could change what the command sees or does:
 
-- `LNK_START_SERVER=0`, or a system without SO_PEERCRED and /proc;
+- `LNK_START_SERVER` unset or 0 (the default: it is opt-in), or a system without
+  SO_PEERCRED and /proc;
 - a terminal on stdin, stdout or stderr: a run forked by the server is in no session of
   the terminal's, so the terminal could not be handed to the sandbox as a shell hands it
   to a job (its foreground group, Ctrl-C and Ctrl-Z straight to the command, its modes
@@ -21,8 +22,8 @@ could change what the command sees or does:
 - an interpreter started with options of its own (`python -X ... -m supervisor`);
 - no server could be reached or started, or it refused this caller (confined otherwise).
 
-With `LNK_START_SERVER=1` the last is an error (status 125) instead: for tests, and for a
-harness that would rather know.
+With `LNK_START_SERVER=required` the last is an error (status 125) instead: for tests, and
+for a harness that would rather know.
 """
 
 from __future__ import annotations
@@ -79,11 +80,11 @@ def serve(entry: str) -> None:
         why = outcome
         if not why.startswith("ended"):
             break  # refused: asking again would be refused again
-    if wanted == "1":
+    if wanted == "required":
         from .events import say
 
         say(f"the start server could not serve this command ({why}), and "
-            f"{startwire.SWITCH}=1 asks for it")
+            f"{startwire.SWITCH}=required asks for it")
         raise SystemExit(USAGE_STATUS)
 
 

@@ -31,7 +31,7 @@ import _socket
 import os
 import sys
 
-SWITCH = "LNK_START_SERVER"  # "0": off; "1": required (fail rather than run without)
+SWITCH = "LNK_START_SERVER"  # unset/"0": off; "1": on; "required": fail rather than run without
 FOLDER = "server"
 PROTOCOL = b"lnk-start-server/1"
 IDLE_SECONDS = 600.0  # an idle server ends after this long (LNK_START_SERVER_IDLE)
@@ -46,11 +46,14 @@ _SO_PEERCRED = getattr(_socket, "SO_PEERCRED", None)  # Linux's; the server need
 
 
 def switch() -> str:
-    """"0" (off), "1" (required) or "" (on, a run without it where it cannot serve)."""
+    """"0" (off: unset, or 0/off/no/false), "1" (on: 1/on/yes/true; a run in-process
+    where no server can serve) or "required" (status 125 where none can serve). Off by
+    default: a server is a long-lived process holding the person's rights, and a
+    person turns it on knowingly (docs/design.md, "The start server")."""
     value = os.environ.get(SWITCH, "").strip().lower()
-    if value in ("0", "off", "no", "false"):
-        return "0"
-    return "1" if value in ("1", "on", "yes", "true") else ""
+    if value in ("1", "on", "yes", "true"):
+        return "1"
+    return "required" if value == "required" else "0"
 
 
 def available() -> bool:

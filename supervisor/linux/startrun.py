@@ -6,9 +6,9 @@ its caller would be, in this order:
 1. every descriptor of the server's closed but its connection; signals as a fresh
    process has them (no wakeup fd, SIGCHLD at its default); a process group of its own,
    so that the server's and the runs' never meet;
-2. the peer judged, before a byte of it is read: this user's, confined exactly as the
-   server (`startwire.peer_confined_as`), else refused; then the request read (10
-   seconds at most), its key the server's own, and `accepted` said;
+2. the request read (10 seconds at most; its peer was judged by the server before the
+   fork: this user's, confined exactly as the server), its key the server's own, and
+   `accepted` said;
 3. the caller's descriptors placed at their own numbers, close-on-exec as they were;
    its working directory (from a descriptor); its umask, soft rlimits, ignored and
    blocked signals as /proc shows them for it; its environment, whole; its argv;
@@ -64,11 +64,7 @@ def _serve(conn: _socket.socket, *, mode: str, key: str, own: bytes, started: fl
     os.closerange(3, mine)
     os.closerange(mine + 1, 1 << 20)
     os.setpgid(0, 0)
-    pid = startwire.peer(conn)[0]
-    problem = startwire.peer_confined_as(conn, own)
-    if problem is not None:
-        _tell(conn, {b"refused": problem.encode()})
-        return 3
+    pid = startwire.peer(conn)[0]  # judged by the server before it forked this run
     conn.settimeout(_REQUEST_WAIT)
     inbox = startwire.Inbox(conn)
     request = inbox.next()

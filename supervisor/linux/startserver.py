@@ -8,10 +8,10 @@ does everything an in-process `lnk` does (`startrun.py`). What it is, and why it
   it: the socket is in a folder of theirs alone (0700, made through
   `host_files.PrivateFolder`), inside `$LNK_HOME`, which every sandbox has hidden; the
   peer's uid is checked on every connection (SO_PEERCRED) before anything else, another
-  uid's connection closed unread; and the run it forks checks, before it reads a word,
-  that the peer is confined exactly as this server (`startwire.confinement`), so a
-  process in any sandbox, ours or another tool's, never gets a run less confined than
-  itself.
+  uid's connection closed unread; then, still before it forks or reads a word, that the
+  peer is confined exactly as this server (`startwire.confinement`), so a process in
+  any sandbox, ours or another tool's, never gets a run less confined than itself, nor
+  makes the server fork at all.
 - It carries nothing from one run to the next: it reads nothing a client sends (the run,
   forked, reads the request), runs nothing but `fork`, holds no cache a run fills (each
   child's are its own and go with it), and every run gets its caller's environment,
@@ -183,6 +183,11 @@ class Server:
             _, uid, _ = startwire.peer(conn)
             if uid != os.geteuid():
                 conn.close()  # another user's: never read, never forked for
+                continue
+            problem = startwire.peer_confined_as(conn, self.own)
+            if problem is not None:  # a sandbox's process (any tool's): never forked for
+                self._tell(conn, {b"refused": problem.encode()})
+                conn.close()
                 continue
             stale = stale or self.watch.changed()
             if stale:
