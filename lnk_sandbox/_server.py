@@ -87,6 +87,7 @@ class Served:
     async def start(self, request: dict[str, Any], fds: dict[int, int]) -> bool:
         """Send `request` with `fds` (the run's descriptor number -> this process's)."""
         cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        proof = os.pidfd_open(os.getpid())  # this process sends it (startrun._sent_by)
         numbers = sorted(fds)
         fields = {b"protocol": startwire.PROTOCOL, b"kind": b"api",
                   b"key": self.key.encode(),
@@ -97,12 +98,13 @@ class Served:
                   b"cloexec": b",".join(b"0" for _ in numbers)}
         try:
             self.sock.setblocking(True)  # one message, taken at once by a local socket
-            startwire.send(self.sock, fields, [*(fds[n] for n in numbers), cwd])
+            startwire.send(self.sock, fields, [proof, *(fds[n] for n in numbers), cwd])
             self.sock.setblocking(False)
         except OSError:
             return False
         finally:
             os.close(cwd)
+            os.close(proof)
         first = await _next(self.sock, self.inbox)
         return first is not None and b"accepted" in first
 

@@ -123,7 +123,7 @@ def _run(sock: _socket.socket, entry: str, *, key: str) -> int | str:
     (a server ending as it was reached: worth a second one), else a refusal."""
     try:
         fds, closing = _open_fds(sock.fileno())
-        if len(fds) + 1 > startwire.MAX_FDS:
+        if len(fds) + 2 > startwire.MAX_FDS:
             return f"more than {startwire.MAX_FDS} descriptors to hand over"
         try:
             cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -135,10 +135,12 @@ def _run(sock: _socket.socket, entry: str, *, key: str) -> int | str:
                   b"env": b"\0".join(k + b"=" + v for k, v in os.environb.items()),
                   b"fds": b",".join(str(fd).encode() for fd in fds),
                   b"cloexec": closing}
+        proof = os.pidfd_open(os.getpid())  # this process sends it (startrun._sent_by)
         try:
-            startwire.send(sock, fields, [*fds, cwd])
+            startwire.send(sock, fields, [proof, *fds, cwd])
         finally:
             os.close(cwd)
+            os.close(proof)
         inbox = startwire.Inbox(sock)
         first = inbox.next()
         if first is not None and b"refused" in first:

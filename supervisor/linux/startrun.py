@@ -7,8 +7,8 @@ its caller would be, in this order:
    process has them (no wakeup fd, SIGCHLD at its default); a process group of its own,
    so that the server's and the runs' never meet;
 2. the request read (10 seconds at most; its peer was judged by the server before the
-   fork: this user's, confined exactly as the server), its key the server's own, and
-   `accepted` said;
+   fork: this user's, confined exactly as the server), its key the server's own, sent
+   by the process that connected (a pidfd of it: `_sent_by`), and `accepted` said;
 3. the caller's descriptors placed at their own numbers, close-on-exec as they were;
    its working directory (from a descriptor); its umask, soft rlimits, ignored and
    blocked signals as /proc shows them for it; its environment, whole; its argv;
@@ -74,6 +74,11 @@ def _serve(conn: _socket.socket, *, mode: str, key: str, own: bytes, started: fl
         inbox.close_fds()
         _tell(conn, {b"refused": b"not a request this server takes (another version?)"})
         return 3
+    if not _sent_by(pid, inbox):
+        inbox.close_fds()
+        _tell(conn, {b"refused": b"the request is not sent by the process that connected "
+                                 b"(a relay's)"})
+        return 3
     if request[b"kind"] == b"ping":
         _tell(conn, {b"pong": f"{os.getppid()} {started:.0f} {mode}".encode()})
         return 0
@@ -99,6 +104,30 @@ def _serve(conn: _socket.socket, *, mode: str, key: str, own: bytes, started: fl
     done.set()
     _tell(conn, {b"result": json.dumps(result).encode()})
     return 0
+
+
+def _sent_by(pid: int, inbox: startwire.Inbox) -> bool:
+    """Whether the request's first descriptor is a pidfd of `pid`, the process whose
+    credentials the connection carries (taken off the descriptors to place).
+
+    SO_PEERCRED names the process that called connect(), not the one writing: a relay
+    that copies bytes for another (lnk's own `[network] unix` relay, run by root, is
+    one: socket_relay.py) would otherwise lend a sandbox its unconfined credentials. A
+    relay forwards bytes, never descriptors, and no sandbox can open a pidfd of a
+    process outside its pid namespace; so only the process that connected proves it."""
+    if not inbox.fds:
+        return False
+    proof = inbox.fds.pop(0)
+    try:
+        info = startwire._read(f"/proc/self/fdinfo/{proof}")
+        link = os.readlink(f"/proc/self/fd/{proof}")
+    except OSError:
+        return False
+    finally:
+        os.close(proof)
+    found = [line.split(b":", 1)[1].strip() for line in info.split(b"\n")
+             if line.startswith(b"Pid:")]
+    return link == "anon_inode:[pidfd]" and found == [str(pid).encode()]
 
 
 def _tell(conn: _socket.socket, fields: dict[bytes, bytes]) -> None:
