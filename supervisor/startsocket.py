@@ -135,3 +135,45 @@ def reach(mode: str, lnk_home: str, root: str) -> tuple[_socket.socket | None, s
     finally:
         os.close(folder)
     return (sock, key) if sock is not None else (None, "it started, and no one answers")
+
+
+def described(lnk_home: str) -> str:
+    """Whether the command line's start server is on and runs, for `check`: it is
+    asked (a ping, proven as a request is) where one answers."""
+    wanted = startwire.switch()
+    if wanted == "0":
+        return f"off ({startwire.SWITCH}=1 turns it on)"
+    if not startwire.available():
+        return "on, but this system has no SO_PEERCRED or /proc: each run starts itself"
+    own = startwire.confinement()
+    key = startwire.server_key(own, startwire.code_identity("cli", startwire.code_root()))
+    folder = open_folder(lnk_home)
+    sock = None
+    if folder is not None:
+        try:
+            sock = connect(folder, key, own)
+        finally:
+            os.close(folder)
+    if sock is None:
+        return f"on ({startwire.SWITCH}={wanted}), none running: the next run starts one"
+    try:
+        proof = os.pidfd_open(os.getpid())
+        try:
+            startwire.send(sock, {b"protocol": startwire.PROTOCOL, b"kind": b"ping",
+                                  b"key": key.encode()}, [proof])
+        finally:
+            os.close(proof)
+        sock.settimeout(5.0)
+        answer = startwire.Inbox(sock).next() or {}
+    except (OSError, ValueError):
+        answer = {}
+    finally:
+        sock.close()
+    pong = answer.get(b"pong", b"").decode("utf-8", "replace").split()
+    if len(pong) != 3:
+        return f"on ({startwire.SWITCH}={wanted}), one listening did not answer"
+    import time
+
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(pong[1])))
+    return (f"on ({startwire.SWITCH}={wanted}), running: pid {pong[0]}, since {since}, "
+            f"in {lnk_home}/{startwire.FOLDER}")

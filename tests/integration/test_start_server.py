@@ -323,3 +323,15 @@ def test_the_server_is_off_unless_turned_on(sandbox: Sandbox) -> None:
     process.send_signal(signal.SIGTERM)
     process.communicate(timeout=30)
     assert process.returncode == 43
+
+
+def test_check_says_whether_it_runs(sandbox: Sandbox) -> None:
+    assert "  start server        off (LNK_START_SERVER=1 turns it on)\n" in \
+        sandbox.lnk("check").stdout
+    on = {"LNK_START_SERVER": "1"}
+    assert "none running: the next run starts one" in sandbox.lnk("check", env=on).stdout
+    assert sandbox.run("true", env=on).returncode == 0
+    (server,) = _server_pids(sandbox)
+    shown = sandbox.lnk("check", env=on).stdout
+    assert f"on (LNK_START_SERVER=1), running: pid {server}, since " in shown, shown
+    assert sandbox.lnk("check", "--json", env=on).stdout.count(f"running: pid {server}") == 1
