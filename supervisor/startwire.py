@@ -43,6 +43,9 @@ _STATUS_LINES = (b"Uid:", b"Gid:", b"Groups:", b"NoNewPrivs:", b"Seccomp:",
 _NAMESPACES = ("cgroup", "ipc", "mnt", "net", "pid", "pid_for_children", "time",
                "time_for_children", "user", "uts")
 _SO_PEERCRED = getattr(_socket, "SO_PEERCRED", None)  # Linux's; the server needs it
+_SO_PEERPIDFD = 77  # Linux 6.5's, asm-generic's number (alpha, mips, parisc, sparc differ)
+_PEERPIDFD_MACHINES = ("x86_64", "aarch64", "riscv64", "i686", "armv7l", "ppc64le",
+                       "s390x", "loongarch64")
 
 
 def switch() -> str:
@@ -256,6 +259,21 @@ def peer(sock: _socket.socket) -> tuple[int, int, int]:
             int.from_bytes(raw[8:12], sys.byteorder))
 
 
+def _peer_pidfd(sock: _socket.socket, pid: int) -> int:
+    """A pidfd of the process that connected: the kernel's own (SO_PEERPIDFD, Linux
+    6.5), which no pid reused since can stand for; else one opened by its pid (a
+    request's own pidfd, startrun._sent_by, then proves the sender is that process)."""
+    if os.uname().machine not in _PEERPIDFD_MACHINES:
+        return os.pidfd_open(pid)
+    try:
+        raw = sock.getsockopt(_socket.SOL_SOCKET, _SO_PEERPIDFD, 4)
+    except OSError:  # ENOPROTOOPT before 6.5
+        return os.pidfd_open(pid)
+    fd = int.from_bytes(raw, sys.byteorder, signed=True)
+    os.set_inheritable(fd, False)
+    return fd
+
+
 def peer_confined_as(sock: _socket.socket, own: bytes) -> str | None:
     """None when the process at the other end is this user's and confined as `own`
     says; else why not. A pidfd taken before /proc is read, and found still running
@@ -266,7 +284,7 @@ def peer_confined_as(sock: _socket.socket, own: bytes) -> str | None:
     if pid <= 0:
         return "its process is in no namespace this one sees"
     try:
-        pidfd = os.pidfd_open(pid)
+        pidfd = _peer_pidfd(sock, pid)
     except OSError:
         return "its process is gone"
     try:

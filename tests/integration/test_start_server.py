@@ -335,3 +335,40 @@ def test_check_says_whether_it_runs(sandbox: Sandbox) -> None:
     shown = sandbox.lnk("check", env=on).stdout
     assert f"on (LNK_START_SERVER=1), running: pid {server}, since " in shown, shown
     assert sandbox.lnk("check", "--json", env=on).stdout.count(f"running: pid {server}") == 1
+
+
+# -- the harness API --------------------------------------------------------------------
+
+HARNESS = """
+import anyio, lnk_sandbox, sys
+async def main():
+    done = await lnk_sandbox.run(["sh", "-c", "cat; echo err >&2; exit 3"], stdin=b"in")
+    print(done.returncode, done.stdout, done.stderr, flush=True)
+    with anyio.move_on_after(2):
+        await lnk_sandbox.run(["sh", "-c", "trap '' TERM; sleep 300 & echo STARTED >&2; "
+                               "while :; do sleep 1; done"], capture=False)
+    print("CANCELLED", flush=True)
+    await anyio.sleep(30)
+anyio.run(main)
+"""
+
+
+def test_an_api_call_is_served_and_a_cancelled_one_leaves_nothing(sandbox: Sandbox) -> None:
+    process = subprocess.Popen(
+        [*sandbox.who.prefix, str(Path(LNK).parent / "python"), "-c", HARNESS],
+        cwd=sandbox.project, env=sandbox.env(REQUIRED), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None and process.stdout is not None
+        assert process.stdout.readline() == "3 b'in' b'err\\n'\n"
+        assert process.stderr.readline() == "STARTED\n"
+        servers = _server_pids(sandbox)
+        assert len(servers) == 1  # the API's (python -I), this harness's only
+        tree = descendants(next(iter(servers)))
+        assert len(tree) >= 4, tree  # the run, bwrap, its pid 1, sh, sleep
+        assert process.stdout.readline() == "CANCELLED\n"
+        assert wait_gone(tree, timeout=5) == set()
+        assert _server_pids(sandbox) == servers
+    finally:
+        process.kill()
+        process.communicate()
