@@ -130,16 +130,28 @@ def _both_ways(sandbox: Sandbox, script: str, stdin: str) -> list[tuple[int, str
     return outcomes
 
 
+# The command's descriptors, each with what it is (a pipe's number left out: each run's
+# are new); the listing's own is closed by the time each is read, so it is skipped.
+FDS = ('import os, re; print([(n, re.sub(r"[[]\\d+[]]", "", os.readlink("/proc/self/fd/" + n)))'
+       ' for n in sorted(os.listdir("/proc/self/fd"), key=int)'
+       ' if os.path.exists("/proc/self/fd/" + n)])')
+
+
 @pytest.mark.parametrize("script", [
     "cat; echo out; echo err >&2; umask; : > made; ls -l made | cut -c1-10; exit 7",
     "echo before; kill -TERM $$",
     "exec /no/such/program",
+    # No descriptor of the server's or the run's reaches the command (lnk's spawn hands
+    # bwrap only its own; the run's connection is also close-on-exec).
+    pytest.param(f"exec {PYTHON_INSIDE} -c '{FDS}'", id="descriptors"),
 ])
 def test_a_served_run_is_handed_exactly_what_an_in_process_run_is(
         sandbox: Sandbox, script: str) -> None:
     in_process, served = _both_ways(sandbox, script, "typed in\n")
     assert served == in_process
     assert _server_pids(sandbox), "no server served it"
+    if script.endswith(f"'{FDS}'"):
+        assert in_process[1] == "[('0', 'pipe:'), ('1', 'pipe:'), ('2', 'pipe:')]\n"
     if script.startswith("cat"):
         assert in_process[0] == 7
         assert in_process[1] == "typed in\nout\n0027\n-rw-r-----\n"
