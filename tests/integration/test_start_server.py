@@ -296,6 +296,20 @@ def test_a_server_killed_mid_run_leaves_nothing(sandbox: Sandbox) -> None:
     assert sandbox.listing() == []
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_the_client_reaches_the_commands_handler(sandbox: Sandbox,
+                                                            sig: signal.Signals) -> None:
+    process = _start(sandbox, PYTHON_INSIDE, "-c", PROBE_SOURCE, "sleep-handle",
+                     str(int(sig)), "42", env=REQUIRED)
+    (server,) = _server_pids(sandbox)
+    tree = descendants(server)
+    process.send_signal(sig)  # a Ctrl-C without a terminal: the harness's SIGINT
+    process.communicate(timeout=30)
+    assert process.returncode == 42
+    assert wait_gone(tree) == set()
+    assert _leftovers(sandbox, {server}) == set()
+
+
 def test_a_client_sigkilled_mid_run_leaves_nothing(sandbox: Sandbox) -> None:
     assert sandbox.run("true", env=REQUIRED).returncode == 0
     servers = _server_pids(sandbox)
