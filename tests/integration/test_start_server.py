@@ -310,28 +310,57 @@ def test_a_signal_to_the_client_reaches_the_commands_handler(sandbox: Sandbox,
     assert _leftovers(sandbox, {server}) == set()
 
 
+def _bwrap_below(pid: int) -> bool:
+    for child in descendants(pid):
+        try:
+            if Path(f"/proc/{child}/comm").read_text().strip() == "bwrap":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+KILLS = int(os.environ.get("LNK_SERVER_KILLS", "60"))
+
+
 def test_a_client_sigkilled_mid_run_leaves_nothing(sandbox: Sandbox) -> None:
+    """As tests/attacks/test_faults.py kills an in-process lnk: a third at READY, a third
+    0 to 4 ms after bwrap appears (before it asked for its parent-death signal), a third
+    anywhere in the start; each kill's run (the forked run, bwrap, the command, the
+    keeper) gone 2 seconds later, before any other start."""
     assert sandbox.run("true", env=REQUIRED).returncode == 0
     servers = _server_pids(sandbox)
-    rounds = 12
-    for number in range(rounds):
+    (server,) = servers
+    rng = random.Random(29)
+    left_by: list[tuple[int, set[int]]] = []
+    for number in range(KILLS):
         process = subprocess.Popen(
             [*sandbox.who.prefix, LNK, "sandbox", "run", "--", *_sleeper(1)],
             cwd=sandbox.project, env=sandbox.env(REQUIRED), stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        if number % 3 == 0:  # at READY, the sandbox wholly up
-            assert process.stdout is not None
+        assert process.stdout is not None
+        if number % 3 == 0:
             process.stdout.readline()
             process.stdout.readline()
-        else:  # anywhere in the start, from the request to the command's exec
-            time.sleep(random.uniform(0, 0.4))
+        elif number % 3 == 1:
+            deadline = time.monotonic() + 5
+            while not _bwrap_below(server) and time.monotonic() < deadline:
+                time.sleep(0.0005)
+            time.sleep(rng.uniform(0, 0.004))
+        else:
+            time.sleep(rng.uniform(0, 0.3))
         process.kill()
         process.communicate()
-    assert wait_until(lambda: not _leftovers(sandbox, servers), timeout=20), \
-        _leftovers(sandbox, servers)
+        wait_until(lambda: not _leftovers(sandbox, servers), timeout=2)
+        if left := _leftovers(sandbox, servers):
+            left_by.append((number, left))
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+    assert left_by == [], f"{len(left_by)} of {KILLS} kills left processes: {left_by}"
     assert _server_pids(sandbox) == servers  # the server itself lives on, untouched
     assert sandbox.run("true", env=REQUIRED).returncode == 0
     assert sandbox.listing() == []  # no placeholder left in the project
+    assert list((sandbox.lnk_home / "runs").iterdir()) == []  # no run still listed
 
 
 def test_the_server_is_off_unless_turned_on(sandbox: Sandbox) -> None:
