@@ -21,6 +21,8 @@ The cases (issue 21 sets the goals printed beside them):
   the API's modules loaded once), and `session`: a call in an open `lnk_sandbox.Sandbox`;
 - user: the default spec run by the unprivileged user `lnk-test` (root only; through
   setpriv, as tests/support does), against root's own run of the same;
+- server, server api, server session, server user: the same through the start server
+  (`LNK_START_SERVER=required`, opt-in; started in the warm-up rounds, then reused);
 - firejail --noprofile, `codex sandbox linux`, and srt, when installed.
 
 `--baseline TREE` also times another source tree (an older checkout, run by the same
@@ -56,7 +58,11 @@ DEFAULT_TOML = '[files]\nwrite = ["."]\n\n[network]\nmode = "none"\n'
 GOALS: dict[str, tuple[str, float]] = {
     "default": ("bare", 5.0), "spec file": ("default", 1.1), "programs": ("default", 1.2),
     "proxy": ("default", 1.3), "api": ("bare", 3.0), "session": ("bare", 3.0),
-    "user": ("default", 1.1)}
+    "user": ("default", 1.1),
+    # Issue 29's, for the start server: the command line at most 4x bare bwrap, the API
+    # at most 2.5x.
+    "server": ("bare", 4.0), "server user": ("bare as user", 4.0),
+    "server api": ("bare", 2.5), "server session": ("bare", 2.5)}
 
 
 def bare_bwrap_args(workdir: str) -> list[str]:
@@ -154,6 +160,16 @@ class Api:
         elapsed = time.perf_counter() - start
         self._check(done)
         return elapsed * 1000
+
+    def served(self, call: Callable[[], float]) -> Callable[[], float]:
+        """`call` with the start server required (the switch is read at each call)."""
+        def timed_served() -> float:
+            os.environ["LNK_START_SERVER"] = "required"
+            try:
+                return call()
+            finally:
+                del os.environ["LNK_START_SERVER"]
+        return timed_served
 
     def close(self) -> None:
         self.portal.call(self.session.aclose)
@@ -343,11 +359,15 @@ def report(base: str, runs: int, baseline: Path | None, only: str | None) -> Non
     commands["programs"] = process([*run, "--yes", "--spec", specs["programs"], "--",
                                     "/bin/true"])
     commands["proxy"] = process([*run, "--yes", "--spec", specs["proxy"], "--", "/bin/true"])
+    served = {**env, "LNK_START_SERVER": "required"}
+    commands["server"] = process([*run, "--", "/bin/true"], environ=served)
     api = None
     if only is None or "api" in only or "session" in only:
         api = Api(workdir)
         commands["api"] = api.run
         commands["session"] = api.in_session
+        commands["server api"] = api.served(api.run)
+        commands["server session"] = api.served(api.in_session)
     if os.geteuid() == 0 and (only is None or "user" in only):
         user_work, user_home = user_folders(base)
         user_env = tree_env(ROOT, user_home)
@@ -355,6 +375,8 @@ def report(base: str, runs: int, baseline: Path | None, only: str | None) -> Non
                                            user_work, user_env)
         commands["user"] = process([*AS_TEST_USER, *run, "--", "/bin/true"], user_work,
                                    user_env)
+        commands["server user"] = process([*AS_TEST_USER, *run, "--", "/bin/true"],
+                                          user_work, {**user_env, "LNK_START_SERVER": "required"})
     if baseline is not None:
         # A folder and a $LNK_HOME of its own: each tree's placeholders are its own (one
         # tree's left for its next run would be the other's to bind, or to remove).

@@ -41,7 +41,7 @@ from supervisor.grants import Snapshot
 from supervisor.spec import Spec
 from supervisor.state import remove_tree
 
-from . import _arguments
+from . import _arguments, _server
 
 CANCEL_GRACE = 1.0
 CHUNK = 1 << 16
@@ -191,6 +191,22 @@ async def _read_end(end: _End) -> bytes:
                 break
             chunks.append(chunk)
         return b"".join(chunks)
+    finally:
+        end.close()
+
+
+async def _drain_end(end: _End, into: _Tail) -> None:
+    """A pipe's read end drained into `into` until EOF, without blocking the loop."""
+    try:
+        while end.fd is not None:
+            try:
+                chunk = os.read(end.fd, CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(end.fd)
+                continue
+            if not chunk:
+                break
+            into.add(chunk)
     finally:
         end.close()
 
@@ -398,6 +414,99 @@ class Sandbox:
                    "report": report,
                    "decide": None if self._decide_fd is None else {
                        "fd": self._decide_fd, "timeout": self._decide_timeout}}
+        out, err = _Tail(output_limit), _Tail(output_limit)
+        try:
+            served = await _server.connection(snapshot.lnk_home, _ROOT)
+            outcome = None
+            if served is not None:
+                try:
+                    outcome = await self._served(served, request, stdin=stdin,
+                                                 capture=capture, out=out, err=err)
+                finally:
+                    served.close()
+            if outcome is None and _server.required():
+                raise errors.SandboxError(
+                    "the start server could not serve this call, and "
+                    "LNK_START_SERVER=required asks for it")
+            if outcome is None:  # no server served it (none can, or it refused): a child
+                outcome = await self._spawned(request, stdin=stdin, capture=capture,
+                                              out=out, err=err)
+        finally:
+            with anyio.CancelScope(shield=True):
+                events = _take_report(report)
+        result, status = outcome
+        if result is None:
+            raise errors.SandboxError(
+                f"lnk-sandbox's supervisor ended without a result ({status})")
+        if result.get("error"):
+            _raise_error(result["error"])
+        return (result, bytes(out.data) if capture else None,
+                bytes(err.data) if capture else None, events)
+
+    async def _served(self, served: _server.Served, request: dict[str, Any], *,
+                      stdin: bytes | None, capture: bool, out: _Tail, err: _Tail
+                      ) -> tuple[dict[str, Any] | None, str] | None:
+        """The call run by the start server on `served`; None when it was not taken
+        (nothing ran). Its standard files: pipes this process feeds and drains, when
+        given input or capturing, else /dev/null for input and this process's own."""
+        theirs: dict[int, int] = {}  # the run's descriptor number -> ours to send
+        opened: list[int] = []  # the run's ends, closed here once sent
+        feed: _End | None = None
+        drains: list[tuple[_End, _Tail]] = []
+        try:
+            if stdin is not None:
+                read_end, write_end = os.pipe2(os.O_CLOEXEC)
+                opened.append(read_end)
+                feed, theirs[0] = _End(write_end), read_end
+            elif capture:
+                theirs[0] = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                opened.append(theirs[0])
+            else:
+                theirs[0] = 0
+            for number, tail in ((1, out), (2, err)):
+                if capture:
+                    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+                    opened.append(write_end)
+                    drains.append((_End(read_end), tail))
+                    theirs[number] = write_end
+                else:
+                    theirs[number] = number
+            if self._decide_fd is not None:
+                theirs[self._decide_fd] = self._decide_fd
+            taken = await served.start(request, theirs)
+        except BaseException:
+            for end in (feed, *(end for end, _ in drains)):
+                if end is not None:
+                    end.close()
+            raise
+        finally:
+            for fd in opened:
+                os.close(fd)
+        if not taken:
+            for end in (feed, *(end for end, _ in drains)):
+                if end is not None:
+                    end.close()
+            return None
+        result: dict[str, Any] | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                if feed is not None:
+                    group.start_soon(_write_end, feed, stdin or b"")
+                for end, tail in drains:
+                    group.start_soon(_drain_end, end, tail)
+                result = await served.result()
+        except BaseException:
+            await served.end(CANCEL_GRACE, served.result)
+            raise
+        finally:
+            for end in (feed, *(end for end, _ in drains)):
+                if end is not None:
+                    end.close()
+        return result, "its start server's run was killed"
+
+    async def _spawned(self, request: dict[str, Any], *, stdin: bytes | None, capture: bool,
+                       out: _Tail, err: _Tail) -> tuple[dict[str, Any] | None, str]:
+        """The call run by a supervisor process of its own (`supervisor/child.py`)."""
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
         pipe = subprocess.PIPE
@@ -419,7 +528,6 @@ class Sandbox:
         os.close(request_read)
         os.close(result_write)
         ends = (_End(request_write), _End(result_read))
-        out, err = _Tail(output_limit), _Tail(output_limit)
         answer = b""
 
         async def read_result() -> None:
@@ -442,17 +550,11 @@ class Sandbox:
                 end.close()
             with anyio.CancelScope(shield=True):
                 await process.aclose()
-            events = _take_report(report)
         try:
             result: dict[str, Any] = json.loads(answer)
         except ValueError:
-            raise errors.SandboxError(
-                f"lnk-sandbox's supervisor ended without a result (status "
-                f"{process.returncode})") from None
-        if result.get("error"):
-            _raise_error(result["error"])
-        return (result, bytes(out.data) if capture else None,
-                bytes(err.data) if capture else None, events)
+            return None, f"status {process.returncode}"
+        return result, ""
 
 
 def _file_outcome(result: dict[str, Any], path: str, stderr: bytes | None) -> None:

@@ -75,6 +75,28 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
             "exec_errno": ended.exec_errno, "error": None}
 
 
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The result of `request` (see the module's docstring), whatever happened: this
+    process's (`main`) or a start server's run's (linux/startrun.py)."""
+    result: dict[str, Any] = {"status": 125, "timed_out": False, "exec_errno": None,
+                              "error": None}
+    try:
+        if "unreadable" in request:
+            raise SandboxError(f"the request to lnk-sandbox's supervisor cannot be read: "
+                               f"{request['unreadable']}")
+        result = serve(request)
+    except SandboxError as err:
+        result["error"] = _error(err)
+    except KeyboardInterrupt:
+        result["status"] = 128 + 2
+    except Exception as err:  # a bug of lnk-sandbox's: said, and a SandboxError there
+        import traceback  # (with tokenize and textwrap: 2 ms of every call's start)
+
+        traceback.print_exc()
+        result["error"] = _error(SandboxError(f"lnk-sandbox failed: {err!r}"))
+    return result
+
+
 def _end_with(parent: int) -> None:
     """SIGTERM when the harness that started this supervisor is gone, however it went (a
     SIGKILL included): its command then ends as a supervisor's SIGTERM ends one, its own
@@ -101,19 +123,11 @@ def main(argv: list[str]) -> int:
         _end_with(int(argv[2]))
     for fd in (request_fd, result_fd):
         os.set_inheritable(fd, False)  # never bwrap's, the helper's or the sandbox's
-    result: dict[str, Any] = {"status": 125, "timed_out": False, "exec_errno": None,
-                              "error": None}
     try:
-        result = serve(json.loads(_read_all(request_fd)))
-    except SandboxError as err:
-        result["error"] = _error(err)
-    except KeyboardInterrupt:
-        result["status"] = 128 + 2
-    except Exception as err:  # a bug of lnk-sandbox's: said, and a SandboxError there
-        import traceback  # (with tokenize and textwrap: 2 ms of every call's start)
-
-        traceback.print_exc()
-        result["error"] = _error(SandboxError(f"lnk-sandbox failed: {err!r}"))
+        request = json.loads(_read_all(request_fd))
+    except ValueError as err:
+        request = {"unreadable": str(err)}
+    result = answer(request)
     data = json.dumps(result).encode()
     view = memoryview(data)
     while view:

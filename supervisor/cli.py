@@ -363,6 +363,10 @@ def main_lnk() -> NoReturn:
     """`lnk sandbox ...`: the `sandbox` word first, then the same commands; `lnk mcp`.
     `lnk --help` and `lnk --version` answer for the sandbox, the one family of commands
     lnk has."""
+    if os.environ.get("LNK_START_SERVER"):  # opt-in: off, not even its client is loaded
+        from .startclient import serve
+
+        serve("lnk")  # exits here when a start server ran the command (startclient.py)
     from .terminal import standard_streams
 
     standard_streams()
@@ -383,6 +387,10 @@ def main_lnk() -> NoReturn:
 def main_lnk_sandbox() -> NoReturn:
     """`lnk-sandbox ...`: the same commands without the `sandbox` word; `mcp` and
     `shell-prefix` (Claude Code's CLAUDE_CODE_SHELL_PREFIX)."""
+    if os.environ.get("LNK_START_SERVER"):  # opt-in: off, not even its client is loaded
+        from .startclient import serve
+
+        serve("lnk-sandbox")  # exits here when a start server ran the command
     from .terminal import standard_streams
 
     standard_streams()

@@ -63,6 +63,7 @@ class Machine:
     watch_reads: bool = True  # the watch can read a program's path (process_vm_readv)
     inner: str = "python"  # the inner confiner a run starts: "compiled" or "python"
     inner_why: str = ""  # the same, said with its reason
+    start_server: str = "off"  # LNK_START_SERVER: off, on, running (startsocket.py)
 
 
 def probe_machine(lnk_home: str) -> Machine:
@@ -102,6 +103,9 @@ def probe_machine(lnk_home: str) -> Machine:
     from .inner_program import choose, described
 
     machine.inner, machine.inner_why = choose(), described()
+    from ..startsocket import described as server_described
+
+    machine.start_server = server_described(lnk_home)
     if machine.landlock_abi:
         cache.record("landlock_abi", machine.landlock_abi)
     if machine.watch_reads:
@@ -369,6 +373,7 @@ def render_linux(report: Report) -> str:
         + ("" if m.watch_reads else " (cannot read a program's path: process_vm_readv "
            "refused)"),
         f"  inner confiner      {m.inner_why or m.inner}",
+        f"  start server        {m.start_server}",
         *spec_lines(report),
     ]
     from ..terminal import shown_lines

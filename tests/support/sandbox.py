@@ -169,6 +169,9 @@ class Sandbox:
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         if os.environ.get("LNK_INNER"):
             env["LNK_INNER"] = os.environ["LNK_INNER"]  # the `inner` fixture's choice
+        if os.environ.get("LNK_START_SERVER"):
+            # The start server (opt-in): the suite run with it on, as a person who set it.
+            env["LNK_START_SERVER"] = os.environ["LNK_START_SERVER"]
         env.update(extra or {})
         return env
 
