@@ -1,0 +1,194 @@
+"""Red team 2 (issue 26, item 8 and its class): what the person's other tools run, named
+by their settings or their environment in forms supervisor/tool_settings.py and
+person_settings.value_paths were not shown, and files tools read from the folder they
+start in. Each attack plants from inside a real sandbox (root mode and the
+unprivileged user), then runs the person's real tool outside (git, nvim, less, gdb,
+perl); a control makes the same change on the host and sees it run.
+
+Escapes are left failing under `escaped` (support/red_team.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from support.red_team import (
+    escaped,
+    host,
+    marker,
+    markers,
+    need,
+    person_git,
+    plant,
+    ran,
+    repository,
+)
+from support.sandbox import Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+_CONCAT = ("tool_settings._PATH takes a path word only where it is one whole: a path "
+           "built in the settings' own language ($HOME or os.getenv('HOME') joined to "
+           "'/work/...') is read as /work/..., outside every grant")
+
+# (the person's settings file or None, its text, the team's file, its first text, what
+# is appended, the variables of the person's environment (lnk's at launch too), the tool)
+CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
+    "git fsmonitor control": (
+        ".gitconfig", "[core]\n\tfsmonitor = ~/work/team/{name}.sh\n", "{name}.sh",
+        "#!/bin/sh\n", "echo git >> {marker}\n", {}, "git"),
+    "git fsmonitor $HOME": (
+        ".gitconfig", "[core]\n\tfsmonitor = $HOME/work/team/{name}.sh\n", "{name}.sh",
+        "#!/bin/sh\n", "echo git >> {marker}\n", {}, "git"),
+    "nvim lua getenv": (
+        ".config/nvim/init.lua", 'dofile(os.getenv("HOME") .. "/work/team/{name}.lua")\n',
+        "{name}.lua", "-- the team\n", "vim.fn.writefile({{'ran'}}, '{marker}')\n", {},
+        "nvim"),
+    "nvim execute": (
+        ".config/nvim/init.vim", "execute 'source ' . $HOME . '/work/team/{name}.vim'\n",
+        "{name}.vim", '" the team\n', "call writefile(['ran'], '{marker}')\n", {}, "nvim"),
+    "lesskey LESSOPEN": (
+        ".lesskey", "#env\nLESSOPEN=|~/work/team/{name}.sh %s\n", "{name}.sh",
+        "#!/bin/sh\n", "echo less >> {marker}\n", {}, "less"),
+    "LESSOPEN variable": (
+        None, "", "{name}.sh", "#!/bin/sh\n", "echo less >> {marker}\n",
+        {"LESSOPEN": "|{home}/work/team/{name}.sh %s"}, "less"),
+    "EDITOR variable": (
+        None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
+        "echo editor >> {marker}\n", {"EDITOR": "{home}/work/team/{name}.sh"}, "git commit"),
+}
+REASONS = {
+    "git fsmonitor $HOME": (
+        "person_settings.value_paths takes absolute and `~/` words only; git runs "
+        "core.fsmonitor (and every program value) through the shell, which expands "
+        "$HOME: dotfiles._Analysis.person_git holds nothing"),
+    "nvim lua getenv": _CONCAT,
+    "nvim execute": _CONCAT,
+    "lesskey LESSOPEN": (
+        "tool_settings._PATH wants a blank, quote, `=`, `(`, `,`, `[`, `{` or `:` before a "
+        "path: lesskey's `LESSOPEN=|~/...` (a pipe first) is not a path word"),
+    "LESSOPEN variable": (
+        "home_places.CODE_PLACES lists the variables naming code one by one (BASH_ENV, "
+        "PYTHONSTARTUP...): LESSOPEN, a command less runs on every file, is not there"),
+    "EDITOR variable": (
+        "home_places.CODE_PLACES has no EDITOR/VISUAL/PAGER/GIT_EDITOR...: a program the "
+        "person's environment names, in a write grant, is writable"),
+}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=escaped(REASONS[case])) if case in REASONS else case
+    for case in CASES])
+def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
+                                                              case: str) -> None:
+    """The person's settings or environment name ~/work/team/NAME; a run writing
+    ~/work appends to it; the person's tool, started outside, runs nothing planted."""
+    name = "t" + secrets.token_hex(3)
+    settings, naming, shared_name, first, text, variables, tool = CASES[case]
+    team = sandbox.home / "work" / "team"
+    team.mkdir(parents=True)
+    shared = team / shared_name.format(name=name)
+    shared.write_text(first)
+    shared.chmod(0o755)
+    if settings is not None:
+        where = sandbox.home / settings
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(naming.format(name=name))
+    env = {k: v.format(home=sandbox.home, name=name) for k, v in variables.items()}
+    (sandbox.home / "notes.txt").write_text("the person's notes\n")
+    if tool.startswith("git"):
+        repository(sandbox, sandbox.base / "elsewhere")
+    markers(sandbox)
+    sandbox.chown()
+    appended = text.format(marker=marker(sandbox, name))
+    done = sandbox.run("/usr/bin/python3", "-c", (
+        "import os, sys; print('STARTED', flush=True)\n"
+        "try:\n fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+        " os.write(fd, sys.argv[2].encode()); print('APPENDED')\n"
+        "except OSError as err: print('REFUSED', err)\n"), str(shared), appended,
+        cwd=sandbox.home / "work", env=env)
+    need(done.stdout.startswith("STARTED\n"), f"never started inside: {done.stderr}")
+
+    def person() -> None:
+        if tool == "git":
+            person_git(sandbox, sandbox.base / "elsewhere", "status")
+        elif tool == "git commit":
+            host(sandbox, "git", "commit", "-q", "--allow-empty", cwd=sandbox.base /
+                 "elsewhere", env={**env, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "P",
+                                   "GIT_AUTHOR_EMAIL": "p@x", "GIT_COMMITTER_NAME": "P",
+                                   "GIT_COMMITTER_EMAIL": "p@x"})
+        elif tool == "nvim":
+            started = host(sandbox, "nvim", "--headless", "+qa")
+            need(started.returncode == 0, started.stderr)
+        else:
+            shown = host(sandbox, "less", "notes.txt", env=env)
+            need(shown.returncode == 0, shown.stderr)
+
+    person()
+    assert ran(sandbox) == [], done.stdout + done.stderr
+    with open(shared, "a") as planted:  # the control: the same, appended on the host
+        planted.write(appended)
+    person()
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+# -- a file a tool reads from the folder it starts in ----------------------------------------
+
+# (what the person's own settings say, if anything; the file planted at the top; its
+# text; the person's tool)
+CWD_FILES: dict[str, tuple[tuple[str, str] | None, str, str, tuple[str, ...]]] = {
+    "perl debugger": (None, ".perldb", "system(q{{echo perl >> {marker}}});\n",
+                      ("perl", "-d", "-e", "1")),
+    "gdb safe path": ((".gdbinit", "add-auto-load-safe-path {grant}\n"), ".gdbinit",
+                      "shell echo gdb >> {marker}\n", ("gdb", "-batch")),
+    "nvim exrc": ((".config/nvim/init.vim", "set exrc\n"), ".nvimrc",
+                  "call writefile(['ran'], '{marker}')\n", ("nvim", "--headless", "+qa")),
+}
+CWD_REASONS = {
+    "perl debugger": (
+        "runs_as_you.AGENT_SETTINGS holds .pdbrc (Python's debugger) but not .perldb: "
+        "`perl -d` in the folder runs ./.perldb (owned by the person, mode 644), as "
+        "`python3 -m pdb` runs .pdbrc"),
+    "gdb safe path": (
+        "tool_settings leaves out a word naming an existing folder: ~/.gdbinit's "
+        "`add-auto-load-safe-path ~/work` lets gdb run ./.gdbinit from anywhere in the "
+        "grant, and no .gdbinit is held at a written folder's top"),
+    "nvim exrc": (
+        "the person's `set exrc` (nvim 0.7 asks nothing) runs ./.nvimrc or ./.exrc in "
+        "the folder nvim starts in; neither is held at a written folder's top"),
+}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=escaped(CWD_REASONS[case])) if case in CWD_REASONS else case
+    for case in CWD_FILES])
+def test_a_file_the_persons_tool_reads_from_the_folder_runs_nothing(sandbox: Sandbox,
+                                                                    case: str) -> None:
+    settings, name, text, tool = CWD_FILES[case]
+    grant = sandbox.project
+    if settings is not None:
+        where = sandbox.home / settings[0]
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(settings[1].format(grant=grant))
+    markers(sandbox)
+    sandbox.chown()
+    label = case.split(maxsplit=1)[0]
+    body = text.format(marker=marker(sandbox, label))
+    results = plant(sandbox, [("write", name, body)])
+    env = {"PERLDB_OPTS": "NonStop=1"}
+
+    def person() -> None:
+        done = host(sandbox, *tool, cwd=grant, env=env)
+        need(done.returncode == 0, f"the person's {tool[0]} failed: {done.stderr}")
+
+    person()
+    assert ran(sandbox) == [], results
+    path = grant / name  # the control: the same file, written on the host
+    if path.is_dir():
+        path.rmdir()
+    path.write_text(body)
+    sandbox.chown(path)
+    person()
+    need(ran(sandbox) == [label], f"the control did not run: {ran(sandbox)}")
