@@ -1,0 +1,139 @@
+"""Red team 2 (issue 26, item 6 and its class): repositories below the top of a written
+folder, attacked where the fix (supervisor/below_top.py: a walk at launch, remembered
+in $LNK_HOME) meets time: a repository the person makes after the launch (while the
+run lasts), or after a first run prepared the folder so the next walk cannot reach it;
+and the kernel's own mounts, attacked from a namespace made inside.
+
+Each plants from inside a real sandbox (root mode and the unprivileged user) and runs
+the person's real git outside afterwards. Escapes are left failing under `escaped`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from support.red_team import (
+    escaped,
+    inside,
+    markers,
+    need,
+    payload,
+    person_git,
+    ran,
+    repository,
+)
+from support.sandbox import LNK, Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+
+def _hook(box: Sandbox, folder: str) -> str:
+    """Shell that writes an executable post-checkout hook into FOLDER/.git/hooks."""
+    text = payload(box, "below-top-hook").replace("\n", "\\n")
+    return (f"printf '{text}' > {folder}/.git/hooks/post-checkout && "
+            f"chmod +x {folder}/.git/hooks/post-checkout; echo PLANT=$?")
+
+
+AFTER_A_RUN = {
+    "unlistable": (
+        "below_top.walk only says (unwalked) what it could not list and the launch goes "
+        "on: a folder a first run made searchable but not listable (chmod 311) hides the "
+        "repository the person cloned there after it; the memory holds only what a "
+        "launch saw (as the user: root lists any folder)"),
+    "walk bound": (
+        "below_top.walk stops at MAX_FOLDERS=256 and the launch goes on: 300 folders a "
+        "first run made, sorting first, hide the repository the person cloned after it"),
+}
+
+
+@pytest.mark.parametrize("how", AFTER_A_RUN)
+def test_a_repository_the_person_made_after_a_run_prepared_the_folder(
+        sandbox: Sandbox, how: str, request: pytest.FixtureRequest) -> None:
+    """Run one (`cd ~/src && lnk sandbox run ...`) prepares ~/src; the person then clones
+    a repository into it, outside; run two writes that repository's hooks."""
+    if not (how == "unlistable" and sandbox.who.is_root):
+        request.applymarker(escaped(AFTER_A_RUN[how]))
+    src = sandbox.home / "src"
+    src.mkdir()
+    markers(sandbox)
+    sandbox.chown()
+    prepare = ("mkdir zz && chmod 311 zz" if how == "unlistable" else
+               "mkdir zz; for i in $(seq 100 400); do mkdir a$i; done")
+    inside(sandbox, prepare, cwd=src)
+    app = repository(sandbox, src / "zz" / "app")  # the person's, made on the host
+    second = inside(sandbox, _hook(sandbox, "zz/app"), cwd=src)
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], second.stdout + second.stderr
+
+
+@pytest.mark.parametrize("where", [
+    "at launch",
+    pytest.param("during the run", marks=escaped(
+        "below_top.walk runs once, at launch: a repository the person makes in the "
+        "written folder while the run lasts (a clone in another terminal during a long "
+        "agent session) is writable whole, hooks and config, and nothing after the run "
+        "looks at it")),
+])
+def test_a_repository_the_person_makes_while_the_run_lasts(sandbox: Sandbox,
+                                                           where: str) -> None:
+    src = sandbox.home / "src"
+    src.mkdir()
+    markers(sandbox)
+    if where == "at launch":
+        repository(sandbox, src / "app")
+    sandbox.chown()
+    script = ("echo STARTED; read go; " + _hook(sandbox, "app"))
+    run = subprocess.Popen(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--", "/bin/sh", "-c", script],
+        cwd=src, env=sandbox.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    assert run.stdin is not None and run.stdout is not None
+    try:
+        need(run.stdout.readline() == "STARTED\n", "the plant never started inside")
+        if where == "during the run":
+            repository(sandbox, src / "app")  # the person's clone, on the host
+        run.stdin.write("go\n")
+        run.stdin.flush()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    need("PLANT=" in out, f"the plant did not run: {out}\n{err}")
+    person_git(sandbox, src / "app", "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], out + err
+
+
+# -- the kernel's mounts, from a namespace made inside ---------------------------------------
+
+MOUNT_TRICKS = {
+    # a new user and mount namespace: the held .git's mount lifted, or the folder bound
+    # again without its mounts (a non-recursive bind), then written through that copy
+    "umount": "umount -l app/.git && {hook}",
+    "bind without submounts": ("mkdir -p /tmp/m && mount --bind . /tmp/m && "
+                               "cd /tmp/m && {hook}"),
+    "remount rw": "mount -o remount,bind,rw app/.git && {hook}",
+    "move": "mkdir -p /tmp/m && mount --move app/.git /tmp/m && {hook}",
+}
+
+
+@pytest.mark.parametrize("trick", MOUNT_TRICKS)
+def test_a_held_repository_below_the_top_from_a_namespace_made_inside(
+        sandbox: Sandbox, trick: str) -> None:
+    """Held or refused: unshare(CLONE_NEWUSER|CLONE_NEWNS) inside, then each mount trick
+    on the held ~/src/app/.git; the person's checkout there runs nothing."""
+    src = sandbox.home / "src"
+    app = repository(sandbox, src / "app")
+    markers(sandbox)
+    sandbox.chown()
+    hook = _hook(sandbox, "app")
+    body = MOUNT_TRICKS[trick].format(hook=hook)
+    done = inside(sandbox, f"unshare -Urm sh -c {_quote(body)}; echo UNSHARE=$?",
+                  cwd=src)
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], done.stdout + done.stderr
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
