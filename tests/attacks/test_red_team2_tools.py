@@ -49,6 +49,12 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
     "nvim execute": (
         ".config/nvim/init.vim", "execute 'source ' . $HOME . '/work/team/{name}.vim'\n",
         "{name}.vim", '" the team\n', "call writefile(['ran'], '{marker}')\n", {}, "nvim"),
+    "nvim source escaped space": (
+        ".config/nvim/init.vim", "source ~/work/my\\ team/{name}.vim\n",
+        "{name}.vim", '" the team\n', "call writefile(['ran'], '{marker}')\n", {}, "nvim"),
+    "ssh include quoted space": (
+        ".ssh/config", 'Include "~/work/my team/{name}.conf"\n', "{name}.conf",
+        "# the team\n", "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n", {}, "ssh"),
     "lesskey LESSOPEN": (
         ".lesskey", "#env\nLESSOPEN=|~/work/team/{name}.sh %s\n", "{name}.sh",
         "#!/bin/sh\n", "echo less >> {marker}\n", {}, "less"),
@@ -59,7 +65,12 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
         None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
         "echo editor >> {marker}\n", {"EDITOR": "{home}/work/team/{name}.sh"}, "git commit"),
 }
+_SPACE = ("tool_settings._PATH ends a path word at the first blank: a folder name with a "
+          "space (`my\\ team` as vim escapes it, or quoted as ssh takes it) is read as "
+          "~/work/my (or ~/work/my\\), held as a missing file, and the file named is not")
 REASONS = {
+    "nvim source escaped space": _SPACE,
+    "ssh include quoted space": _SPACE,
     "git fsmonitor $HOME": (
         "person_settings.value_paths takes absolute and `~/` words only; git runs "
         "core.fsmonitor (and every program value) through the shell, which expands "
@@ -87,7 +98,7 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
     ~/work appends to it; the person's tool, started outside, runs nothing planted."""
     name = "t" + secrets.token_hex(3)
     settings, naming, shared_name, first, text, variables, tool = CASES[case]
-    team = sandbox.home / "work" / "team"
+    team = sandbox.home / "work" / ("my team" if "space" in case else "team")
     team.mkdir(parents=True)
     shared = team / shared_name.format(name=name)
     shared.write_text(first)
@@ -96,6 +107,9 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
         where = sandbox.home / settings
         where.parent.mkdir(parents=True, exist_ok=True)
         where.write_text(naming.format(name=name))
+        if tool == "ssh":
+            where.parent.chmod(0o700)
+            where.chmod(0o600)
     env = {k: v.format(home=sandbox.home, name=name) for k, v in variables.items()}
     (sandbox.home / "notes.txt").write_text("the person's notes\n")
     if tool.startswith("git"):
@@ -122,6 +136,9 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
         elif tool == "nvim":
             started = host(sandbox, "nvim", "--headless", "+qa")
             need(started.returncode == 0, started.stderr)
+        elif tool == "ssh":  # ssh reads the passwd entry's home: the file is named
+            host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
+                 "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
         else:
             shown = host(sandbox, "less", "notes.txt", env=env)
             need(shown.returncode == 0, shown.stderr)
