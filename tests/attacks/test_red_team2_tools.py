@@ -55,6 +55,12 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
     "ssh include quoted space": (
         ".ssh/config", 'Include "~/work/my team/{name}.conf"\n', "{name}.conf",
         "# the team\n", "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n", {}, "ssh"),
+    "hgrc hook": (
+        ".hgrc", "[hooks]\npre-status = ~/work/team/{name}.sh\n", "{name}.sh",
+        "#!/bin/sh\n", "echo hg >> {marker}\n", {}, "hg"),
+    "hgrc include": (
+        ".hgrc", "%include ~/work/team/{name}.rc\n", "{name}.rc", "# the team\n",
+        "[hooks]\npre-status = echo hg >> {marker}\n", {}, "hg"),
     "lesskey LESSOPEN": (
         ".lesskey", "#env\nLESSOPEN=|~/work/team/{name}.sh %s\n", "{name}.sh",
         "#!/bin/sh\n", "echo less >> {marker}\n", {}, "less"),
@@ -68,7 +74,12 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
 _SPACE = ("tool_settings._PATH ends a path word at the first blank: a folder name with a "
           "space (`my\\ team` as vim escapes it, or quoted as ssh takes it) is read as "
           "~/work/my (or ~/work/my\\), held as a missing file, and the file named is not")
+_HG = ("tool_settings reads the files of runs_as_you.HOME_PLACES and EDITOR_STARTUP only: "
+       "~/.hgrc is neither (nor jj's or Sapling's user settings), so what its [hooks] or "
+       "%include name in a grant is writable; hg runs it on the person's every command")
 REASONS = {
+    "hgrc hook": _HG,
+    "hgrc include": _HG,
     "nvim source escaped space": _SPACE,
     "ssh include quoted space": _SPACE,
     "git fsmonitor $HOME": (
@@ -114,6 +125,9 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
     (sandbox.home / "notes.txt").write_text("the person's notes\n")
     if tool.startswith("git"):
         repository(sandbox, sandbox.base / "elsewhere")
+    if tool == "hg":
+        made = host(sandbox, "hg", "init", str(sandbox.base / "elsewhere-hg"))
+        need(made.returncode == 0, made.stderr)
     markers(sandbox)
     sandbox.chown()
     appended = text.format(marker=marker(sandbox, name))
@@ -136,6 +150,9 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
         elif tool == "nvim":
             started = host(sandbox, "nvim", "--headless", "+qa")
             need(started.returncode == 0, started.stderr)
+        elif tool == "hg":
+            status = host(sandbox, "hg", "status", cwd=sandbox.base / "elsewhere-hg")
+            need(status.returncode == 0, status.stderr)
         elif tool == "ssh":  # ssh reads the passwd entry's home: the file is named
             host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
                  "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
