@@ -16,11 +16,11 @@ import pytest
 
 from support.red_team import (
     escaped,
+    git_env,
     host,
     marker,
     markers,
     need,
-    person_git,
     plant,
     ran,
     repository,
@@ -67,6 +67,13 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
     "LESSOPEN variable": (
         None, "", "{name}.sh", "#!/bin/sh\n", "echo less >> {marker}\n",
         {"LESSOPEN": "|{home}/work/team/{name}.sh %s"}, "less"),
+    "GIT_CONFIG_GLOBAL variable": (
+        None, "", "{name}.gitconfig", "[user]\n\tname = Person\n",
+        "[core]\n\tfsmonitor = \"sh -c 'echo git >> {marker}'\"\n",
+        {"GIT_CONFIG_GLOBAL": "{home}/work/team/{name}.gitconfig"}, "git"),
+    "VIMINIT variable": (
+        None, "", "{name}.vim", '" the team\n', "call writefile(['ran'], '{marker}')\n",
+        {"VIMINIT": "source {home}/work/team/{name}.vim"}, "nvim"),
     "EDITOR variable": (
         None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
         "echo editor >> {marker}\n", {"EDITOR": "{home}/work/team/{name}.sh"}, "git commit"),
@@ -94,6 +101,13 @@ REASONS = {
     "LESSOPEN variable": (
         "home_places.CODE_PLACES lists the variables naming code one by one (BASH_ENV, "
         "PYTHONSTARTUP...): LESSOPEN, a command less runs on every file, is not there"),
+    "GIT_CONFIG_GLOBAL variable": (
+        "dotfiles.person_git_configs reads ~/.gitconfig and git's XDG file; the "
+        "person's GIT_CONFIG_GLOBAL naming a file in a grant (a team's shared settings) "
+        "is git's global settings, written by the sandbox"),
+    "VIMINIT variable": (
+        "home_places.CODE_PLACES has no VIMINIT (nor EXINIT, MYVIMRC): the file it "
+        "sources in a grant is writable; vim and nvim run it at every start"),
     "EDITOR variable": (
         "home_places.CODE_PLACES has no EDITOR/VISUAL/PAGER/GIT_EDITOR...: a program the "
         "person's environment names, in a write grant, is writable"),
@@ -141,14 +155,16 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
 
     def person() -> None:
         if tool == "git":
-            person_git(sandbox, sandbox.base / "elsewhere", "status")
+            status = host(sandbox, "git", "status", cwd=sandbox.base / "elsewhere",
+                          env={**git_env(sandbox), **env})
+            need(status.returncode == 0, status.stderr)
         elif tool == "git commit":
             host(sandbox, "git", "commit", "-q", "--allow-empty", cwd=sandbox.base /
                  "elsewhere", env={**env, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "P",
                                    "GIT_AUTHOR_EMAIL": "p@x", "GIT_COMMITTER_NAME": "P",
                                    "GIT_COMMITTER_EMAIL": "p@x"})
         elif tool == "nvim":
-            started = host(sandbox, "nvim", "--headless", "+qa")
+            started = host(sandbox, "nvim", "--headless", "+qa", env=env)
             need(started.returncode == 0, started.stderr)
         elif tool == "hg":
             status = host(sandbox, "hg", "status", cwd=sandbox.base / "elsewhere-hg")
