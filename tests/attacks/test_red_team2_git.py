@@ -1,0 +1,93 @@
+"""Red team 2 (issue 26, git's class): what the person's git runs in the repository a
+sandbox writes, reached through a link the person made: a hook in the held `.git/hooks`
+that is a symbolic link to a script of the work tree (the common way to share hooks
+without a hooks manager), and the same for a program git's settings name.
+
+Each plants from inside a real sandbox (root mode and the unprivileged user), then runs
+the person's real git outside; a control makes the same change on the host. Escapes are
+left failing under `escaped` (support/red_team.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from support.red_team import (
+    escaped,
+    marker,
+    markers,
+    need,
+    person_git,
+    plant,
+    ran,
+    repository,
+)
+from support.sandbox import Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+
+@pytest.mark.parametrize("how", [
+    "a copy",
+    pytest.param("a link", marks=escaped(
+        "dotfiles holds .git/hooks whole, read-only, but a hook there that is a symbolic "
+        "link into the work tree (`ln -s ../../scripts/pre-commit .git/hooks/`) leads to "
+        "a file of the project the sandbox writes; the person's next commit runs it. The "
+        "targets of links in held folders are not resolved and held")),
+])
+def test_a_hook_linked_to_a_script_of_the_work_tree(sandbox: Sandbox, how: str) -> None:
+    project = repository(sandbox, sandbox.project)
+    scripts = project / "scripts"
+    scripts.mkdir()
+    (scripts / "pre-commit").write_text("#!/bin/sh\n")
+    (scripts / "pre-commit").chmod(0o755)
+    hook = project / ".git" / "hooks" / "pre-commit"
+    if how == "a link":
+        hook.symlink_to(os.path.relpath(scripts / "pre-commit", hook.parent))
+    else:
+        hook.write_text("#!/bin/sh\n")
+        hook.chmod(0o755)
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo hook >> {marker(sandbox, 'hook')}\n"
+    results = plant(sandbox, [("append", "scripts/pre-commit", line),
+                              ("append", ".git/hooks/pre-commit", line)])
+    need(results["append scripts/pre-commit"] == "OK", results)
+    person_git(sandbox, project, "commit", "-q", "--allow-empty", "-m", "the person's")
+    assert ran(sandbox) == [], results
+    with open(hook, "a") as planted:  # the control: the same append on the host
+        planted.write(line)
+    person_git(sandbox, project, "commit", "-q", "--allow-empty", "-m", "again")
+    need(ran(sandbox) == ["hook"], f"the control did not run: {ran(sandbox)}")
+
+
+@pytest.mark.parametrize("how", ["absolute", "a link"])
+def test_a_program_gits_settings_name_through_a_link(sandbox: Sandbox, how: str) -> None:
+    """Held: core.fsmonitor (in the repository's own config) names ~/bin/fsmon, which is
+    a link to the project's tools/fsmon (the person keeps the script with the project):
+    the link is followed and its target held."""
+    project = repository(sandbox, sandbox.project)
+    (project / "tools").mkdir()
+    target = project / "tools" / "fsmon"
+    target.write_text("#!/bin/sh\n")
+    target.chmod(0o755)
+    named = sandbox.home / "bin" / "fsmon"
+    named.parent.mkdir()
+    if how == "a link":
+        named.symlink_to(target)
+    else:
+        named.write_text("#!/bin/sh\n")
+        named.chmod(0o755)
+    person_git(sandbox, project, "config", "core.fsmonitor", str(named))
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo fsmonitor >> {marker(sandbox, 'fsmonitor')}\n"
+    results = plant(sandbox, [("append", "tools/fsmon", line)])
+    person_git(sandbox, project, "status")
+    assert ran(sandbox) == [], results
+    with open(named, "a") as planted:  # the control
+        planted.write(line)
+    person_git(sandbox, project, "status")
+    need(ran(sandbox) == ["fsmonitor"], f"the control did not run: {ran(sandbox)}")
