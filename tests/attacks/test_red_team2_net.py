@@ -45,7 +45,7 @@ ZONE["rebind.allowed.test."] = [[FAR_V4], [HOST_V4], [HOST_V4], [HOST_V4]]
 NAMES = [*FORMS, "two", "rebind"]
 
 
-def _get(url: str, host: str) -> dict[str, str]:
+def _get(url: str, host: str) -> dict[str, object]:
     return {"op": "http", "send": f"GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n"}
 
 
