@@ -11,11 +11,13 @@ left failing under `escaped` (support/red_team.py).
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
 from support.red_team import (
     escaped,
+    git_env,
     marker,
     markers,
     need,
@@ -91,3 +93,66 @@ def test_a_program_gits_settings_name_through_a_link(sandbox: Sandbox, how: str)
         planted.write(line)
     person_git(sandbox, project, "status")
     need(ran(sandbox) == ["fsmonitor"], f"the control did not run: {ran(sandbox)}")
+
+
+# (the repository's own settings naming a program of the work tree by a relative path;
+# the person's git command that runs it)
+RELATIVE_PROGRAMS = {
+    "credential helper control": (
+        [("credential.helper", "!tools/prog.sh")],
+        ("credential", "fill"), "protocol=https\nhost=example.com\n\n"),
+    "remote uploadpack": (
+        [("remote.up.url", "{other}"), ("remote.up.uploadpack", "tools/prog.sh")],
+        ("fetch", "-q", "up"), None),
+    "difftool path": (
+        [("diff.tool", "meld"), ("difftool.meld.path", "tools/prog.sh")],
+        ("difftool", "-y"), None),
+}
+_KEY_LIST = ("dotfiles._runs_program knows git's program keys by a list (_PROGRAM_KEYS, "
+             "_PROGRAM_SUFFIXES): {key} runs a program git's settings name, is not there, "
+             "and person_settings.value_paths takes only absolute and ~/ words, so the "
+             "relative program of the work tree stays writable")
+RELATIVE_REASONS = {
+    "remote uploadpack": _KEY_LIST.format(key="remote.NAME.uploadpack (and receivepack)"),
+    "difftool path": _KEY_LIST.format(key="difftool.TOOL.path (and mergetool.TOOL.path)"),
+}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=escaped(RELATIVE_REASONS[c])) if c in RELATIVE_REASONS else c
+    for c in RELATIVE_PROGRAMS])
+def test_a_program_the_repositorys_settings_name_relatively(sandbox: Sandbox,
+                                                            case: str) -> None:
+    """The person's repository names tools/prog.sh (a script of the project) in one of
+    git's settings; the sandbox appends to it; the person's git command runs nothing."""
+    project = repository(sandbox, sandbox.project)
+    other = repository(sandbox, sandbox.base / "other")
+    (project / "tools").mkdir()
+    script = project / "tools" / "prog.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    (project / "file.txt").write_text("one\n")
+    person_git(sandbox, project, "add", "file.txt")
+    person_git(sandbox, project, "commit", "-q", "-m", "file")
+    (project / "file.txt").write_text("two\n")
+    settings, command, stdin = RELATIVE_PROGRAMS[case]
+    for key, value in settings:
+        person_git(sandbox, project, "config", key, value.format(other=other))
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo prog >> {marker(sandbox, 'prog')}\n"
+    results = plant(sandbox, [("append", "tools/prog.sh", line)])
+    if case not in RELATIVE_REASONS:  # held: the helper git runs is read-only
+        assert results == {"append tools/prog.sh": "EROFS"}, results
+
+    def person() -> None:
+        subprocess.run([*sandbox.who.prefix, "git", *command], cwd=project, input=stdin,
+                       env={"PATH": "/usr/bin:/bin", **git_env(sandbox)},
+                       capture_output=True, text=True, timeout=60)
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(script, "a") as planted:  # the control
+        planted.write(line)
+    person()
+    need("prog" in ran(sandbox), f"the control did not run: {ran(sandbox)}")
