@@ -102,3 +102,26 @@ def test_what_bashrc_reaches_in_another_form_is_read_only(sandbox: Sandbox,
         planted.write(line)
     _bash(sandbox)
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+def test_a_sourced_file_reached_through_a_link_in_the_grant(sandbox: Sandbox) -> None:
+    """~/.bashrc sources ~/work/current/env.sh, `current` a link the person keeps to
+    this release (`current -> v2`). A run writing ~/work repoints the link to a folder of
+    its own; the person's next bash must run nothing planted (or the launch is refused,
+    naming the link: fail closed)."""
+    work = sandbox.home / "work"
+    (work / "v2").mkdir(parents=True)
+    (work / "v2" / "env.sh").write_text("export V=2\n")
+    (work / "current").symlink_to("v2")
+    (sandbox.home / ".bashrc").write_text(". ~/work/current/env.sh\n")
+    markers(sandbox)
+    sandbox.chown()
+    script = (f"mkdir v3 && echo 'echo link >> {marker(sandbox, 'link')}' > v3/env.sh && "
+              "ln -sfn v3 current.new && mv -T current.new current; echo PLANT=$?")
+    done = sandbox.run("/bin/sh", "-c", "echo STARTED; " + script, cwd=work)
+    if done.returncode == 125:  # refused before it started: held, fail closed
+        assert "current" in done.stderr, done.stderr
+        return
+    need(done.stdout.startswith("STARTED\n"), f"never started: {done.stderr}")
+    _bash(sandbox)
+    assert ran(sandbox) == [], done.stdout + done.stderr
