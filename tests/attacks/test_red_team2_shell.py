@@ -125,3 +125,33 @@ def test_a_sourced_file_reached_through_a_link_in_the_grant(sandbox: Sandbox) ->
     need(done.stdout.startswith("STARTED\n"), f"never started: {done.stderr}")
     _bash(sandbox)
     assert ran(sandbox) == [], done.stdout + done.stderr
+
+
+@escaped("person_settings._sourced resolves a relative name from home (where a login "
+         "shell starts), but bash resolves it from the working directory: an interactive "
+         "bash started in the project (an editor's terminal, a tmux pane) sources the "
+         "project's own file of that name, which nothing holds")
+def test_a_relative_name_sourced_by_a_shell_started_in_the_project(sandbox: Sandbox
+                                                                   ) -> None:
+    """~/.bashrc has `[ -f .tNAME ] && . .tNAME` (meant as home's file); the person's
+    editor opens its terminal in the project, where a run planted .tNAME."""
+    name = secrets.token_hex(4)
+    (sandbox.home / ".bashrc").write_text(f"[ -f .t{name} ] && . ./.t{name}\n")
+    markers(sandbox)
+    sandbox.chown()
+    results = plant(sandbox, [("write", f".t{name}",
+                               f"echo relative >> {marker(sandbox, name)}\n")])
+
+    def person() -> None:
+        done = host(sandbox, "bash", "-i", "-c", "echo BASH-RAN", cwd=sandbox.project,
+                    env={"TERM": "xterm"})
+        need("BASH-RAN" in done.stdout, f"the person's bash did not run: {done.stderr}")
+
+    person()
+    assert ran(sandbox) == [], results
+    planted = sandbox.project / f".t{name}"  # the control: made on the host
+    if planted.is_dir():
+        planted.rmdir()
+    planted.write_text(f"echo relative >> {marker(sandbox, name)}\n")
+    person()
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
