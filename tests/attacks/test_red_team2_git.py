@@ -156,3 +156,49 @@ def test_a_program_the_repositorys_settings_name_relatively(sandbox: Sandbox,
         planted.write(line)
     person()
     need("prog" in ran(sandbox), f"the control did not run: {ran(sandbox)}")
+
+
+# the enclosing repository's settings (in ~/proj/.git/config), naming what lies in the
+# written folder ~/proj/sub: (key, value, what the sandbox writes, the person's command)
+ENCLOSING = {
+    "hooksPath": ("core.hooksPath", "sub/githooks", "githooks/post-checkout",
+                  ("checkout", "-q", "-b", "side")),
+    "fsmonitor": ("core.fsmonitor", "sub/fsmon.sh", "fsmon.sh", ("status",)),
+    "include": ("include.path", "../sub/team.gitconfig", "team.gitconfig", ("status",)),
+}
+
+
+@escaped("dotfiles._Analysis reads the settings of a repository at the written folder's top "
+         "(and below it) and the person's global ones; for a folder written INSIDE the "
+         "person's repository (`cd ~/proj/sub`), the enclosing repository is only asked "
+         "whether it exists (_in_repository): its own .git/config's core.hooksPath, "
+         "program keys and include.path naming files in the written folder are never read")
+@pytest.mark.parametrize("case", ENCLOSING)
+def test_the_enclosing_repositorys_settings_naming_the_written_folder(
+        sandbox: Sandbox, case: str) -> None:
+    """`cd ~/proj/sub && lnk sandbox run` inside the person's repository ~/proj, whose
+    own settings name a hooks folder, a program or an included file in sub/: what they
+    name stays read-only; the person's git in ~/proj runs nothing planted."""
+    project = repository(sandbox, sandbox.home / "proj")
+    sub = project / "sub"
+    (sub / "githooks").mkdir(parents=True)
+    (sub / "fsmon.sh").write_text("#!/bin/sh\n")
+    (sub / "fsmon.sh").chmod(0o755)
+    (sub / "team.gitconfig").write_text("# the team's\n")
+    key, value, written, command = ENCLOSING[case]
+    person_git(sandbox, project, "config", key, value)
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo enclosing >> {marker(sandbox, 'enclosing')}\n"
+    monitor = sandbox.base / "monitor.sh"
+    monitor.write_text("#!/bin/sh\n" + line)
+    monitor.chmod(0o755)
+    sandbox.chown(monitor)
+    body = {"hooksPath": "#!/bin/sh\n" + line, "fsmonitor": line,
+            "include": f"[core]\n\tfsmonitor = {monitor}\n"}[case]
+    kind = "make" if case == "hooksPath" else "append"
+    results = plant(sandbox, [(kind, written, body)], cwd=sub)
+    subprocess.run([*sandbox.who.prefix, "git", *command], cwd=project,
+                   env={"PATH": "/usr/bin:/bin", **git_env(sandbox)},
+                   capture_output=True, text=True, timeout=60)
+    assert ran(sandbox) == [], results
