@@ -21,6 +21,7 @@ from support.red_team import (
     need,
     payload,
     person_git,
+    plant,
     ran,
     repository,
 )
@@ -155,3 +156,37 @@ def test_a_remembered_repository_from_a_written_folder_inside(sandbox: Sandbox) 
     second = inside(sandbox, _hook(sandbox, "app"), cwd=src / "zz")
     person_git(sandbox, app, "checkout", "-q", "-b", "side")
     assert ran(sandbox) == [], second.stdout + second.stderr
+
+
+def test_the_bare_repository_and_worktrees_layout(sandbox: Sandbox) -> None:
+    """Held or not: the "bare repository + worktrees" layout (`git clone --bare URL
+    .bare; echo 'gitdir: ./.bare' > .git; git worktree add main`), written from its top
+    (`cd ~/src/proj && lnk sandbox run`): the shared hooks and config in .bare, and each
+    worktree's own git directory in .bare/worktrees, stay read-only."""
+    origin = repository(sandbox, sandbox.base / "origin")
+    top = sandbox.home / "src" / "proj"
+    top.mkdir(parents=True)
+    sandbox.chown()
+    person_git(sandbox, top, "clone", "-q", "--bare", str(origin), ".bare")
+    (top / ".git").write_text("gitdir: ./.bare\n")
+    sandbox.chown()
+    person_git(sandbox, top, "worktree", "add", "-q", "main")
+    person_git(sandbox, top, "worktree", "add", "-q", "-b", "feature", "feature")
+    markers(sandbox)
+    sandbox.chown()
+    hook = payload(sandbox, "bare-layout")
+    monitor = sandbox.base / "monitor.sh"
+    monitor.write_text(payload(sandbox, "bare-layout-config"))
+    monitor.chmod(0o755)
+    sandbox.chown(monitor)
+    results = plant(sandbox, [
+        ("make", ".bare/hooks/post-checkout", hook),
+        ("append", ".bare/config", f"[core]\n\tfsmonitor = {monitor}\n"),
+        ("write", ".bare/worktrees/main/config.worktree",
+         f"[core]\n\tfsmonitor = {monitor}\n"),
+        ("write", "main/notes.txt", "the worktree stays writable\n"),
+    ], cwd=top)
+    need(results["write main/notes.txt"] == "OK", results)
+    person_git(sandbox, top / "main", "status")
+    person_git(sandbox, top / "feature", "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], results
