@@ -65,6 +65,10 @@ MOVED = {
     "KUBECONFIG": ("kube/config", "kube/config"),
     "AWS_SHARED_CREDENTIALS_FILE": ("aws/credentials", "aws/credentials"),
     "PASSWORD_STORE_DIR": ("pass", "pass/bank/login.gpg"),
+    "HISTFILE": ("history/bash", "history/bash"),
+    "NPM_CONFIG_USERCONFIG": ("npm/npmrc", "npm/npmrc"),
+    "DOCKER_CONFIG": ("docker", "docker/config.json"),
+    "CARGO_HOME": ("cargo", "cargo/credentials.toml"),
 }
 
 
