@@ -155,3 +155,24 @@ def test_a_relative_name_sourced_by_a_shell_started_in_the_project(sandbox: Sand
     planted.write_text(f"echo relative >> {marker(sandbox, name)}\n")
     person()
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+@escaped("home_places reads PATH from lnk's own environment only; a folder the person's "
+         "~/.bashrc puts on PATH (export PATH=~/work/bin:$PATH) is their command folder "
+         "in every shell, but lnk started from a program with another PATH (an editor, "
+         "an agent, cron) lets the sandbox write it. shell_words already follows the "
+         "assignment; nothing judges PATH's value")
+def test_a_path_folder_the_bashrc_adds(sandbox: Sandbox) -> None:
+    """~/.bashrc puts ~/work/bin first on PATH; lnk runs with the system's PATH; a
+    planted ~/work/bin/ls runs when the person next types `ls`."""
+    (sandbox.home / "work" / "bin").mkdir(parents=True)
+    (sandbox.home / ".bashrc").write_text('export PATH="$HOME/work/bin:$PATH"\n')
+    markers(sandbox)
+    sandbox.chown()
+    results = plant(sandbox, [("make", "bin/ls",
+                               f"#!/bin/sh\necho ls >> {marker(sandbox, 'ls')}\n")],
+                    cwd=sandbox.home / "work")
+    done = host(sandbox, "bash", "-i", "-c", "ls >/dev/null; echo BASH-RAN",
+                env={"TERM": "xterm"})
+    need("BASH-RAN" in done.stdout, f"the person's bash did not run: {done.stderr}")
+    assert ran(sandbox) == [], results
