@@ -190,3 +190,21 @@ def test_the_bare_repository_and_worktrees_layout(sandbox: Sandbox) -> None:
     person_git(sandbox, top / "main", "status")
     person_git(sandbox, top / "feature", "checkout", "-q", "-b", "side")
     assert ran(sandbox) == [], results
+
+
+@pytest.mark.parametrize("value", ["../shared-hooks", "{src}/shared-hooks"])
+def test_a_below_repositorys_hooks_path_elsewhere_in_the_grant(sandbox: Sandbox,
+                                                               value: str) -> None:
+    """Held or not: ~/src/app (there at launch) keeps its hooks in ~/src/shared-hooks,
+    named by its own core.hooksPath, relative or absolute; `cd ~/src && lnk sandbox run`
+    writes ~/src."""
+    src = sandbox.home / "src"
+    app = repository(sandbox, src / "app")
+    (src / "shared-hooks").mkdir()
+    person_git(sandbox, app, "config", "core.hooksPath", value.format(src=src))
+    markers(sandbox)
+    sandbox.chown()
+    results = plant(sandbox, [("make", "shared-hooks/post-checkout",
+                               payload(sandbox, "shared-hooks"))], cwd=src)
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], results
