@@ -242,3 +242,35 @@ def test_a_file_the_persons_tool_reads_from_the_folder_runs_nothing(sandbox: San
     sandbox.chown(path)
     person()
     need(ran(sandbox) == [label], f"the control did not run: {ran(sandbox)}")
+
+
+@escaped("tool_settings.tool_paths reads a pattern's folder through "
+         "person_settings._folder_files, the first MAX_FOLDER_FILES=64 files, and drops "
+         "the rest unsaid (and stops after MAX_READ=200 files in all): the 65th file of "
+         "~/.ssh/config.d includes the team's file in the grant")
+def test_an_ssh_include_past_the_folder_bound(sandbox: Sandbox) -> None:
+    name = "t" + secrets.token_hex(3)
+    team = sandbox.home / "work" / "team"
+    team.mkdir(parents=True)
+    shared = team / f"{name}.conf"
+    shared.write_text("# the team\n")
+    ssh = sandbox.home / ".ssh"
+    (ssh / "config.d").mkdir(parents=True)
+    for index in range(64):
+        (ssh / "config.d" / f"a{index:02d}.conf").write_text(f"Host h{index}\n  Port 22\n")
+    (ssh / "config.d" / "zz.conf").write_text(f"Include ~/work/team/{name}.conf\n")
+    (ssh / "config").write_text("Include ~/.ssh/config.d/*\n")
+    ssh.chmod(0o700)
+    markers(sandbox)
+    sandbox.chown()
+    line = f"Host *\n  ProxyCommand sh -c 'echo ssh >> {marker(sandbox, name)}'\n"
+    done = sandbox.run("/usr/bin/python3", "-c", (
+        "import os, sys; print('STARTED', flush=True)\n"
+        "try:\n fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+        " os.write(fd, sys.argv[2].encode()); print('APPENDED')\n"
+        "except OSError as err: print('REFUSED', err)\n"), str(shared), line,
+        cwd=sandbox.home / "work")
+    need(done.stdout.startswith("STARTED\n"), f"never started inside: {done.stderr}")
+    host(sandbox, "ssh", "-F", str(ssh / "config"), "-o", "BatchMode=yes", "-o",
+         "ConnectTimeout=5", "team-host", "true")
+    assert ran(sandbox) == [], done.stdout
