@@ -16,7 +16,9 @@ import pytest
 
 from support.red_team import (
     escaped,
+    host,
     inside,
+    marker,
     markers,
     need,
     payload,
@@ -208,3 +210,37 @@ def test_a_below_repositorys_hooks_path_elsewhere_in_the_grant(sandbox: Sandbox,
                                payload(sandbox, "shared-hooks"))], cwd=src)
     person_git(sandbox, app, "checkout", "-q", "-b", "side")
     assert ran(sandbox) == [], results
+
+
+@escaped("what a launch finds (the top's .venv, below_top's checkouts and environments) "
+         "is judged once, at launch: a virtual environment the person makes in the "
+         "project while the run lasts (python3 -m venv .venv in another terminal) has "
+         "writable activation scripts, and the person's next `. .venv/bin/activate` runs "
+         "what the sandbox appended")
+def test_a_venv_the_person_makes_while_the_run_lasts(sandbox: Sandbox) -> None:
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo activated >> {marker(sandbox, 'activate')}"
+    script = f"echo STARTED; read go; echo '{line}' >> .venv/bin/activate; echo PLANT=$?"
+    run = subprocess.Popen(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--", "/bin/sh", "-c", script],
+        cwd=sandbox.project, env=sandbox.env(), stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdin is not None and run.stdout is not None
+    try:
+        need(run.stdout.readline() == "STARTED\n", "the plant never started inside")
+        made = subprocess.run([*sandbox.who.prefix, "/usr/bin/python3", "-m", "venv",
+                               "--without-pip", str(sandbox.project / ".venv")],
+                              capture_output=True, text=True)
+        need(made.returncode == 0, made.stderr)
+        run.stdin.write("go\n")
+        run.stdin.flush()
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    need("PLANT=" in out, f"the plant did not run: {out}\n{err}")
+    done = host(sandbox, "bash", "-c", ". .venv/bin/activate && echo ACTIVE",
+                cwd=sandbox.project)
+    need("ACTIVE" in done.stdout, done.stderr)
+    assert ran(sandbox) == [], out + err
