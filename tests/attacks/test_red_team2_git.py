@@ -202,3 +202,28 @@ def test_the_enclosing_repositorys_settings_naming_the_written_folder(
                    env={"PATH": "/usr/bin:/bin", **git_env(sandbox)},
                    capture_output=True, text=True, timeout=60)
     assert ran(sandbox) == [], results
+
+
+@escaped("dotfiles holds a written top's own .hg whole (runs_as_you.VCS_METADATA), but for "
+         "a folder written inside the person's Mercurial repository (`cd ~/proj/sub`) the "
+         "enclosing .hg/hgrc is never read: a hook it names in the written folder is "
+         "writable and runs at the person's next hg command")
+def test_the_enclosing_hg_repositorys_hook_in_the_written_folder(sandbox: Sandbox) -> None:
+    project = sandbox.home / "proj"
+    (project / "sub").mkdir(parents=True)
+    sandbox.chown()
+    made = subprocess.run([*sandbox.who.prefix, "hg", "init", str(project)],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
+                                                               "HOME": str(sandbox.home)})
+    need(made.returncode == 0, made.stderr)
+    (project / "sub" / "hook.sh").write_text("#!/bin/sh\n")
+    with open(project / ".hg" / "hgrc", "a") as hgrc:
+        hgrc.write("[hooks]\npre-status = sh sub/hook.sh\n")
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo hg >> {marker(sandbox, 'hg')}\n"
+    results = plant(sandbox, [("append", "hook.sh", line)], cwd=project / "sub")
+    subprocess.run([*sandbox.who.prefix, "hg", "status"], cwd=project, capture_output=True,
+                   text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(sandbox.home)},
+                   timeout=60)
+    assert ran(sandbox) == [], results
