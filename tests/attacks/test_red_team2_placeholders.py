@@ -68,3 +68,14 @@ def test_a_repository_below_the_top_looks_the_same_to_the_person(sandbox: Sandbo
     after = _seen(sandbox, "app"), _seen(sandbox, "lib/deep")
     assert after == before, ("after", before, after)
     assert during == before, ("during", before, during)
+
+
+@escaped("dotfiles._Analysis's bare-repository guard holds `HEAD` (an empty folder, no "
+         "dot) at the top of every written folder where git finds no repository: inside, "
+         "`ls` of an empty project shows HEAD and `rm -rf ./*` fails with EBUSY, what "
+         "issue 27's 'Done when' rules out")
+def test_inside_an_empty_folder_that_is_no_repository(sandbox: Sandbox) -> None:
+    done = sandbox.run("/bin/sh", "-c", "echo STARTED; echo LS=$(ls | tr '\\n' ' '); "
+                       "touch answer.txt; rm -rf ./*; echo RM=$?")
+    need(done.stdout.startswith("STARTED\n"), f"never started: {done.stderr}")
+    assert "LS=\n" in done.stdout and "RM=0" in done.stdout, done.stdout + done.stderr
