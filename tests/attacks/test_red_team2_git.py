@@ -1,0 +1,229 @@
+"""Red team 2 (issue 26, git's class): what the person's git runs in the repository a
+sandbox writes, reached through a link the person made: a hook in the held `.git/hooks`
+that is a symbolic link to a script of the work tree (the common way to share hooks
+without a hooks manager), and the same for a program git's settings name.
+
+Each plants from inside a real sandbox (root mode and the unprivileged user), then runs
+the person's real git outside; a control makes the same change on the host. Escapes are
+left failing under `escaped` (support/red_team.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from support.red_team import (
+    escaped,
+    git_env,
+    marker,
+    markers,
+    need,
+    person_git,
+    plant,
+    ran,
+    repository,
+)
+from support.sandbox import Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+
+@pytest.mark.parametrize("how", [
+    "a copy",
+    pytest.param("a link", marks=escaped(
+        "dotfiles holds .git/hooks whole, read-only, but a hook there that is a symbolic "
+        "link into the work tree (`ln -s ../../scripts/pre-commit .git/hooks/`) leads to "
+        "a file of the project the sandbox writes; the person's next commit runs it. The "
+        "targets of links in held folders are not resolved and held")),
+])
+def test_a_hook_linked_to_a_script_of_the_work_tree(sandbox: Sandbox, how: str) -> None:
+    project = repository(sandbox, sandbox.project)
+    scripts = project / "scripts"
+    scripts.mkdir()
+    (scripts / "pre-commit").write_text("#!/bin/sh\n")
+    (scripts / "pre-commit").chmod(0o755)
+    hook = project / ".git" / "hooks" / "pre-commit"
+    if how == "a link":
+        hook.symlink_to(os.path.relpath(scripts / "pre-commit", hook.parent))
+    else:
+        hook.write_text("#!/bin/sh\n")
+        hook.chmod(0o755)
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo hook >> {marker(sandbox, 'hook')}\n"
+    results = plant(sandbox, [("append", "scripts/pre-commit", line),
+                              ("append", ".git/hooks/pre-commit", line)])
+    need(results["append scripts/pre-commit"] == "OK", results)
+    person_git(sandbox, project, "commit", "-q", "--allow-empty", "-m", "the person's")
+    assert ran(sandbox) == [], results
+    with open(hook, "a") as planted:  # the control: the same append on the host
+        planted.write(line)
+    person_git(sandbox, project, "commit", "-q", "--allow-empty", "-m", "again")
+    need(ran(sandbox) == ["hook"], f"the control did not run: {ran(sandbox)}")
+
+
+@pytest.mark.parametrize("how", ["absolute", "a link"])
+def test_a_program_gits_settings_name_through_a_link(sandbox: Sandbox, how: str) -> None:
+    """Held: core.fsmonitor (in the repository's own config) names ~/bin/fsmon, which is
+    a link to the project's tools/fsmon (the person keeps the script with the project):
+    the link is followed and its target held."""
+    project = repository(sandbox, sandbox.project)
+    (project / "tools").mkdir()
+    target = project / "tools" / "fsmon"
+    target.write_text("#!/bin/sh\n")
+    target.chmod(0o755)
+    named = sandbox.home / "bin" / "fsmon"
+    named.parent.mkdir()
+    if how == "a link":
+        named.symlink_to(target)
+    else:
+        named.write_text("#!/bin/sh\n")
+        named.chmod(0o755)
+    person_git(sandbox, project, "config", "core.fsmonitor", str(named))
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo fsmonitor >> {marker(sandbox, 'fsmonitor')}\n"
+    results = plant(sandbox, [("append", "tools/fsmon", line)])
+    person_git(sandbox, project, "status")
+    assert ran(sandbox) == [], results
+    with open(named, "a") as planted:  # the control
+        planted.write(line)
+    person_git(sandbox, project, "status")
+    need(ran(sandbox) == ["fsmonitor"], f"the control did not run: {ran(sandbox)}")
+
+
+# (the repository's own settings naming a program of the work tree by a relative path;
+# the person's git command that runs it)
+RELATIVE_PROGRAMS = {
+    "credential helper control": (
+        [("credential.helper", "!tools/prog.sh")],
+        ("credential", "fill"), "protocol=https\nhost=example.com\n\n"),
+    "remote uploadpack": (
+        [("remote.up.url", "{other}"), ("remote.up.uploadpack", "tools/prog.sh")],
+        ("fetch", "-q", "up"), None),
+    "difftool path": (
+        [("diff.tool", "meld"), ("difftool.meld.path", "tools/prog.sh")],
+        ("difftool", "-y"), None),
+}
+_KEY_LIST = ("dotfiles._runs_program knows git's program keys by a list (_PROGRAM_KEYS, "
+             "_PROGRAM_SUFFIXES): {key} runs a program git's settings name, is not there, "
+             "and person_settings.value_paths takes only absolute and ~/ words, so the "
+             "relative program of the work tree stays writable")
+RELATIVE_REASONS = {
+    "remote uploadpack": _KEY_LIST.format(key="remote.NAME.uploadpack (and receivepack)"),
+    "difftool path": _KEY_LIST.format(key="difftool.TOOL.path (and mergetool.TOOL.path)"),
+}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=escaped(RELATIVE_REASONS[c])) if c in RELATIVE_REASONS else c
+    for c in RELATIVE_PROGRAMS])
+def test_a_program_the_repositorys_settings_name_relatively(sandbox: Sandbox,
+                                                            case: str) -> None:
+    """The person's repository names tools/prog.sh (a script of the project) in one of
+    git's settings; the sandbox appends to it; the person's git command runs nothing."""
+    project = repository(sandbox, sandbox.project)
+    other = repository(sandbox, sandbox.base / "other")
+    (project / "tools").mkdir()
+    script = project / "tools" / "prog.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    (project / "file.txt").write_text("one\n")
+    person_git(sandbox, project, "add", "file.txt")
+    person_git(sandbox, project, "commit", "-q", "-m", "file")
+    (project / "file.txt").write_text("two\n")
+    settings, command, stdin = RELATIVE_PROGRAMS[case]
+    for key, value in settings:
+        person_git(sandbox, project, "config", key, value.format(other=other))
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo prog >> {marker(sandbox, 'prog')}\n"
+    results = plant(sandbox, [("append", "tools/prog.sh", line)])
+    if case not in RELATIVE_REASONS:  # held: the helper git runs is read-only
+        assert results == {"append tools/prog.sh": "EROFS"}, results
+
+    def person() -> None:
+        subprocess.run([*sandbox.who.prefix, "git", *command], cwd=project, input=stdin,
+                       env={"PATH": "/usr/bin:/bin", **git_env(sandbox)},
+                       capture_output=True, text=True, timeout=60)
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(script, "a") as planted:  # the control
+        planted.write(line)
+    person()
+    need("prog" in ran(sandbox), f"the control did not run: {ran(sandbox)}")
+
+
+# the enclosing repository's settings (in ~/proj/.git/config), naming what lies in the
+# written folder ~/proj/sub: (key, value, what the sandbox writes, the person's command)
+ENCLOSING = {
+    "hooksPath": ("core.hooksPath", "sub/githooks", "githooks/post-checkout",
+                  ("checkout", "-q", "-b", "side")),
+    "fsmonitor": ("core.fsmonitor", "sub/fsmon.sh", "fsmon.sh", ("status",)),
+    "include": ("include.path", "../sub/team.gitconfig", "team.gitconfig", ("status",)),
+}
+
+
+@escaped("dotfiles._Analysis reads the settings of a repository at the written folder's top "
+         "(and below it) and the person's global ones; for a folder written INSIDE the "
+         "person's repository (`cd ~/proj/sub`), the enclosing repository is only asked "
+         "whether it exists (_in_repository): its own .git/config's core.hooksPath, "
+         "program keys and include.path naming files in the written folder are never read")
+@pytest.mark.parametrize("case", ENCLOSING)
+def test_the_enclosing_repositorys_settings_naming_the_written_folder(
+        sandbox: Sandbox, case: str) -> None:
+    """`cd ~/proj/sub && lnk sandbox run` inside the person's repository ~/proj, whose
+    own settings name a hooks folder, a program or an included file in sub/: what they
+    name stays read-only; the person's git in ~/proj runs nothing planted."""
+    project = repository(sandbox, sandbox.home / "proj")
+    sub = project / "sub"
+    (sub / "githooks").mkdir(parents=True)
+    (sub / "fsmon.sh").write_text("#!/bin/sh\n")
+    (sub / "fsmon.sh").chmod(0o755)
+    (sub / "team.gitconfig").write_text("# the team's\n")
+    key, value, written, command = ENCLOSING[case]
+    person_git(sandbox, project, "config", key, value)
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo enclosing >> {marker(sandbox, 'enclosing')}\n"
+    monitor = sandbox.base / "monitor.sh"
+    monitor.write_text("#!/bin/sh\n" + line)
+    monitor.chmod(0o755)
+    sandbox.chown(monitor)
+    body = {"hooksPath": "#!/bin/sh\n" + line, "fsmonitor": line,
+            "include": f"[core]\n\tfsmonitor = {monitor}\n"}[case]
+    kind = "make" if case == "hooksPath" else "append"
+    results = plant(sandbox, [(kind, written, body)], cwd=sub)
+    subprocess.run([*sandbox.who.prefix, "git", *command], cwd=project,
+                   env={"PATH": "/usr/bin:/bin", **git_env(sandbox)},
+                   capture_output=True, text=True, timeout=60)
+    assert ran(sandbox) == [], results
+
+
+@escaped("dotfiles holds a written top's own .hg whole (runs_as_you.VCS_METADATA), but for "
+         "a folder written inside the person's Mercurial repository (`cd ~/proj/sub`) the "
+         "enclosing .hg/hgrc is never read: a hook it names in the written folder is "
+         "writable and runs at the person's next hg command")
+def test_the_enclosing_hg_repositorys_hook_in_the_written_folder(sandbox: Sandbox) -> None:
+    project = sandbox.home / "proj"
+    (project / "sub").mkdir(parents=True)
+    sandbox.chown()
+    made = subprocess.run([*sandbox.who.prefix, "hg", "init", str(project)],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
+                                                               "HOME": str(sandbox.home)})
+    need(made.returncode == 0, made.stderr)
+    (project / "sub" / "hook.sh").write_text("#!/bin/sh\n")
+    with open(project / ".hg" / "hgrc", "a") as hgrc:
+        hgrc.write("[hooks]\npre-status = sh sub/hook.sh\n")
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo hg >> {marker(sandbox, 'hg')}\n"
+    results = plant(sandbox, [("append", "hook.sh", line)], cwd=project / "sub")
+    subprocess.run([*sandbox.who.prefix, "hg", "status"], cwd=project, capture_output=True,
+                   text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(sandbox.home)},
+                   timeout=60)
+    assert ran(sandbox) == [], results
