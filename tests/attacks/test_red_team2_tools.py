@@ -101,10 +101,6 @@ REASONS = {
     "LESSOPEN variable": (
         "home_places.CODE_PLACES lists the variables naming code one by one (BASH_ENV, "
         "PYTHONSTARTUP...): LESSOPEN, a command less runs on every file, is not there"),
-    "GIT_CONFIG_GLOBAL variable": (
-        "dotfiles.person_git_configs reads ~/.gitconfig and git's XDG file; the "
-        "person's GIT_CONFIG_GLOBAL naming a file in a grant (a team's shared settings) "
-        "is git's global settings, written by the sandbox"),
     "VIMINIT variable": (
         "home_places.CODE_PLACES has no VIMINIT (nor EXINIT, MYVIMRC): the file it "
         "sources in a grant is writable; vim and nvim run it at every start"),
