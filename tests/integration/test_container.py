@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from integration.test_readme_recipes import recipe
-from support.container import LNK, PROBE, USER, Container, image, start, wheels
+from support.container import LNK, PROBE, USER, Container, image, start, stop_daemon, wheels
 
 pytestmark = [pytest.mark.requires_docker, pytest.mark.timeout(600)]
 WHO = ["root", USER]
@@ -33,6 +33,9 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Container]:
     running = start(image(), folder)
     yield running
     running.remove()
+    # Its daemon (started by support/container.py where none ran) stops with the module: a
+    # /run/docker.sock left for the rest of the suite changes what root mode's tests see.
+    stop_daemon()
 
 
 def home(who: str) -> str:

@@ -68,7 +68,7 @@ def settings(home: Path, form: str, target: str) -> str:
         return "sourced by ~/middle.sh"
     if form == "readline":
         (home / ".inputrc").write_text(f"$include {target}\n")
-        return "sourced by ~/.inputrc"
+        return "included by ~/.inputrc"
     section, key = name(), name()
     if form == "unknown key":
         (home / ".gitconfig").write_text(f"[{section}]\n\t{key} = {target}\n")
