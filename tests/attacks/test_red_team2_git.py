@@ -165,11 +165,6 @@ ENCLOSING = {
 }
 
 
-@escaped("dotfiles._Analysis reads the settings of a repository at the written folder's top "
-         "(and below it) and the person's global ones; for a folder written INSIDE the "
-         "person's repository (`cd ~/proj/sub`), the enclosing repository is only asked "
-         "whether it exists (_in_repository): its own .git/config's core.hooksPath, "
-         "program keys and include.path naming files in the written folder are never read")
 @pytest.mark.parametrize("case", ENCLOSING)
 def test_the_enclosing_repositorys_settings_naming_the_written_folder(
         sandbox: Sandbox, case: str) -> None:
@@ -201,10 +196,6 @@ def test_the_enclosing_repositorys_settings_naming_the_written_folder(
     assert ran(sandbox) == [], results
 
 
-@escaped("dotfiles holds a written top's own .hg whole (runs_as_you.VCS_METADATA), but for "
-         "a folder written inside the person's Mercurial repository (`cd ~/proj/sub`) the "
-         "enclosing .hg/hgrc is never read: a hook it names in the written folder is "
-         "writable and runs at the person's next hg command")
 def test_the_enclosing_hg_repositorys_hook_in_the_written_folder(sandbox: Sandbox) -> None:
     project = sandbox.home / "proj"
     (project / "sub").mkdir(parents=True)
