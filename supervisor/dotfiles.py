@@ -26,6 +26,10 @@ What is protected (the decision record, "A project's dot files"):
   out, with that repository's settings (a `.git` pointed elsewhere runs its fsmonitor);
 - the settings of a hook manager whose stub is in a hooks folder: pre-commit's config
   (the `--config=` its stub names) and lefthook's config files and script folders.
+- what the settings of each repository AROUND the top name inside it (`cd ~/proj/sub`:
+  ~/proj/.git/config's hooks folder, programs and includes, analysed as the top's own;
+  ~/proj/.hg/hgrc's hooks by hg_settings.py): that repository's metadata is outside the
+  grant, what it names inside is not.
 
 Not protected: a project's build files (Makefile, package.json's scripts) and a dev
 container's settings, which run only when you build or open the project that way.
