@@ -26,6 +26,10 @@ What is protected (the decision record, "A project's dot files"):
   out, with that repository's settings (a `.git` pointed elsewhere runs its fsmonitor);
 - the settings of a hook manager whose stub is in a hooks folder: pre-commit's config
   (the `--config=` its stub names) and lefthook's config files and script folders.
+- what the settings of each repository AROUND the top name inside it (`cd ~/proj/sub`:
+  ~/proj/.git/config's hooks folder, programs and includes, analysed as the top's own;
+  ~/proj/.hg/hgrc's hooks by hg_settings.py): that repository's metadata is outside the
+  grant, what it names inside is not.
 
 Not protected: a project's build files (Makefile, package.json's scripts) and a dev
 container's settings, which run only when you build or open the project that way.
@@ -227,6 +231,9 @@ class _Analysis:
         self.found: dict[str, Protected] = {}
         self.submodules_seen = 0
         self.repository: _Repository | None = None
+        # While the repositories around the top are analysed: only what lies inside the
+        # top (or is reached through a link into it) is this grant's to hold.
+        self.inside_only = False
         # Each file git runs or reads its settings from, found on the way (a hook in a
         # folder held whole is no entry of its own): why.
         self.runs: dict[str, str] = {}
@@ -242,6 +249,9 @@ class _Analysis:
         start = self.top if _within(name, self.top) else "/"
         link, missing = _walk(name, start)
         path = os.path.realpath(name) if link else name
+        if self.inside_only and not _within(name, self.top) and not (
+                link and _within(path, self.top)):
+            return Protected(path, name, kind, False, reason)  # not this grant's
         exists = missing is None and lstat_kind(path) != "missing"
         placeholder = missing if hold and not exists and link is None else None
         above: tuple[str, ...] = ()
@@ -274,6 +284,7 @@ class _Analysis:
             hooks, sha256 = self.git_settings(repository)
             self.hook_managers(repository, hooks)
             self.submodules(repository, sha256, depth=0)
+        self.enclosing()
         self.person_settings()
         unwalked = self.below()
         return DotFiles(self.top, tuple(self.found.values()), unwalked,
@@ -389,6 +400,47 @@ class _Analysis:
                          f"{self.shown(venv)}: sourcing it runs it in your shell; pip never "
                          "writes it", hold=False)
         return found.unwalked
+
+    # -- the repositories around the top ------------------------------------------------
+
+    def enclosing(self) -> None:
+        """What the settings of each repository around the top name inside it, held as
+        for the top's own repository (`cd ~/proj/sub && lnk sandbox run`: the person's
+        git in ~/proj runs ~/proj/.git/config's core.hooksPath, core.fsmonitor, filters
+        and includes, wherever they point, and hg runs ~/proj/.hg/hgrc's hooks).
+
+        The repository's own metadata lies outside the top and is not writable; what
+        its settings name inside the top is. Every folder above the top is looked at,
+        not only the nearest repository: the person may run git in any of them (a
+        dotfiles repository at home holds every project). Only what lies inside the
+        top is held here: another grant's analysis holds what lies in it.
+        """
+        commit, self.commit, self.inside_only = self.commit, False, True
+        try:
+            for repository in _enclosing_repositories(self.top):
+                hooks, sha256 = self.git_settings(repository)
+                self.hook_managers(repository, hooks)
+                self.submodules(repository, sha256, depth=0)
+            folder = self.top
+            while (parent := os.path.dirname(folder)) != folder:
+                folder = parent
+                self.enclosing_hg(folder)
+        finally:
+            self.commit, self.inside_only = commit, False
+
+    def enclosing_hg(self, folder: str) -> None:
+        """The paths inside the top that the settings of a Mercurial (or Sapling)
+        repository at `folder` name (hg_settings.py), held read-only, held when missing."""
+        for name, settings in (".hg", "hgrc"), (".sl", "config"):
+            if lstat_kind(os.path.join(folder, name)) not in ("folder", "link"):
+                continue
+            from .hg_settings import named_paths
+
+            label = f"the repository {folder} around the folder: "
+            for path, why in named_paths(folder, os.path.join(folder, name, settings),
+                                         self.home):
+                if path != self.top:
+                    self.add(path, "file", f"{label}{why}")
 
     # -- .git and the git directories it names --------------------------------------------
 
@@ -674,7 +726,8 @@ class _Analysis:
             seen.add(real)
             self.runs.setdefault(real, f"{config}: git's settings")
             own = _within(real, repository.git_dir) or _within(real, repository.common_dir)
-            shown = os.path.basename(config) if depth == 0 and own else config
+            shown = os.path.basename(config) if depth == 0 and own and \
+                not self.inside_only else config
             for key, value in parse_git_config(data.decode("utf-8", "surrogateescape")):
                 if value is None:
                     continue
@@ -728,6 +781,8 @@ class _Analysis:
             worktree = os.path.normpath(os.path.join(repository.worktree, path))
             if not _within(worktree, repository.worktree) or worktree == repository.worktree:
                 continue
+            if self.inside_only and (worktree == self.top or not _within(worktree, self.top)):
+                continue  # the top (analysed as it), or elsewhere in a repository around it
             shown = os.path.relpath(worktree, self.top)
             inner = self.git(worktree, f"the submodule {shown}'s ")
             if inner is None:
@@ -819,6 +874,43 @@ def _in_repository(top: str) -> bool:
             return False
         folder = parent
     return False
+
+
+def _enclosing_repositories(top: str) -> list[_Repository]:
+    """Each git repository around `top` (resolved, no links in it), nearest first: a
+    folder above it with a `.git` (a gitfile, or a folder: one git would not take for a
+    git directory now is read all the same, as its settings may run once repaired), or
+    that is itself a bare repository. Where git runs their hooks and reads their
+    relative paths: the folder."""
+    found: list[_Repository] = []
+    seen: set[str] = set()
+    folder = top
+    while (parent := os.path.dirname(folder)) != folder:
+        folder = parent
+        dot_git = os.path.join(folder, ".git")
+        kind = lstat_kind(dot_git)
+        git_dir: str | None = None
+        if kind == "file":
+            target = read_gitfile(dot_git)
+            if target is not None:
+                git_dir = os.path.join(folder, target)
+        elif kind in ("folder", "link"):
+            git_dir = dot_git
+        elif is_git_directory(folder):
+            git_dir = folder
+        if git_dir is None:
+            continue
+        git_dir = os.path.realpath(git_dir)
+        common_dir = git_dir
+        common = read_small(os.path.join(git_dir, "commondir"))
+        if common is not None and common.strip():
+            text = common.decode("utf-8", "surrogateescape").rstrip("\r\n")
+            common_dir = os.path.realpath(os.path.join(git_dir, text))
+        if git_dir not in seen:
+            seen.add(git_dir)
+            found.append(_Repository(folder, git_dir, common_dir,
+                                     f"the repository {folder} around the folder: "))
+    return found
 
 
 # Settings whose value is a command git runs (git-config(1)); `alias.*` only with `!`.

@@ -11,16 +11,20 @@ left failing under `escaped` (support/red_team.py).
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from support.red_team import (
     escaped,
     git_env,
+    host,
     marker,
     markers,
     need,
+    payload,
     person_git,
     plant,
     ran,
@@ -165,11 +169,83 @@ ENCLOSING = {
 }
 
 
-@escaped("dotfiles._Analysis reads the settings of a repository at the written folder's top "
-         "(and below it) and the person's global ones; for a folder written INSIDE the "
-         "person's repository (`cd ~/proj/sub`), the enclosing repository is only asked "
-         "whether it exists (_in_repository): its own .git/config's core.hooksPath, "
-         "program keys and include.path naming files in the written folder are never read")
+def _name() -> str:
+    return "n" + secrets.token_hex(4)
+
+
+def test_the_enclosing_repositorys_settings_by_class(sandbox: Sandbox) -> None:
+    """The class, with names nobody listed: a diff driver, an alias, a hooks folder, a
+    program git runs on status, an include that includes, under random names, each
+    naming an existing or a missing file (in a missing folder) of the written folder
+    ~/proj/sub. Nothing planted there runs at the person's git in ~/proj; the control,
+    the same files written on the host, runs every one."""
+    project = repository(sandbox, sandbox.home / "proj")
+    sub = project / "sub"
+    sub.mkdir()
+    driver, alias, included_alias = _name(), _name(), _name()
+    monitor = sub / f"{_name()}.sh"  # there at launch
+    monitor.write_text("#!/bin/sh\n")
+    monitor.chmod(0o755)
+    textconv = Path(_name()) / _name()  # in a missing folder
+    aliased = Path(f"{_name()}.sh")  # missing, in the folder
+    hooks = Path(_name())  # a missing hooks folder
+    team = sub / f"{_name()}.cfg"  # there at launch, including a missing one
+    deeper = Path(_name()) / "deep.cfg"
+    team.write_text(f"[include]\n\tpath = {deeper}\n")
+    (project / ".gitattributes").write_text(f"*.txt diff={driver}\n")
+    (project / "a.txt").write_text("one\n")
+    for key, value in ((f"diff.{driver}.textconv", f"sub/{textconv}"),
+                       (f"alias.{alias}", f"!sh sub/{aliased}"),
+                       ("core.hooksPath", f"sub/{hooks}"),
+                       ("core.fsmonitor", f"sub/{monitor.name}"),
+                       ("include.path", f"../sub/{team.name}")):
+        person_git(sandbox, project, "config", key, value)
+    person_git(sandbox, project, "add", "a.txt", ".gitattributes")
+    person_git(sandbox, project, "commit", "-q", "-m", "the person's")
+    markers(sandbox)
+    script = sandbox.base / "included.sh"
+    script.write_text(payload(sandbox, "include"))
+    script.chmod(0o755)
+    sandbox.chown()
+    planted = {  # what the sandbox writes, relative to sub: its payload's marker
+        str(monitor.name): "fsmonitor", str(textconv): "textconv", str(aliased): "alias",
+        str(hooks / "post-checkout"): "hook", str(deeper): "include"}
+
+    def body(path: str) -> str:
+        if planted[path] == "include":
+            return f"[alias]\n\t{included_alias} = !sh {script}\n"
+        return payload(sandbox, planted[path])
+
+    actions: list[tuple[str, ...]] = []
+    for path in planted:
+        if os.path.dirname(path):
+            actions.append(("makedirs", os.path.dirname(path)))
+        actions.append(("make", path, body(path)))
+    results = plant(sandbox, actions, cwd=sub)
+
+    def person() -> None:
+        (project / "a.txt").write_text(f"{_name()}\n")
+        sandbox.chown(project / "a.txt")
+        for command in (("status",), ("diff",), (alias,), (included_alias,),
+                        ("checkout", "-q", "-b", _name())):
+            host(sandbox, "git", *command, cwd=project, env=git_env(sandbox))
+
+    person()
+    assert ran(sandbox) == [], results
+    assert all(results[f"make {path}"] != "OK" for path in planted), results
+    for path in planted:  # the control: the same files written on the host
+        target = sub / path
+        if target.is_dir():  # a placeholder left by the run: none is, but be sure
+            target.rmdir()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body(path))
+        target.chmod(0o755)
+    sandbox.chown()
+    person()
+    need(set(ran(sandbox)) == set(planted.values()),
+         f"the control did not run every payload: {ran(sandbox)}")
+
+
 @pytest.mark.parametrize("case", ENCLOSING)
 def test_the_enclosing_repositorys_settings_naming_the_written_folder(
         sandbox: Sandbox, case: str) -> None:
@@ -201,10 +277,6 @@ def test_the_enclosing_repositorys_settings_naming_the_written_folder(
     assert ran(sandbox) == [], results
 
 
-@escaped("dotfiles holds a written top's own .hg whole (runs_as_you.VCS_METADATA), but for "
-         "a folder written inside the person's Mercurial repository (`cd ~/proj/sub`) the "
-         "enclosing .hg/hgrc is never read: a hook it names in the written folder is "
-         "writable and runs at the person's next hg command")
 def test_the_enclosing_hg_repositorys_hook_in_the_written_folder(sandbox: Sandbox) -> None:
     project = sandbox.home / "proj"
     (project / "sub").mkdir(parents=True)
