@@ -51,7 +51,6 @@ from ..errors import LaunchError, SpecError
 from ..grants import Snapshot, depth, is_within
 from .confine import READ, RUN, WRITE
 from .plan import INNER_PARENT, INNER_PARENT_UNDER_ROOT, LaunchPlan, host_access
-from .run_mounts import NONE_RESOLV_REASON
 
 if TYPE_CHECKING:
     from inner.seccomp import Rule
@@ -120,8 +119,6 @@ def desired(plan: LaunchPlan, snapshot: Snapshot, *, extra: Mapping[str, Rights]
         if op.kind in ("symlink", "remount-ro") or op.dest == "/proc/1":
             continue  # the host's own links; nothing to remount; bwrap's own pid 1
         if op.kind in ("ro-bind", "bind") and op.source != op.dest:
-            if op.reason.startswith(NONE_RESOLV_REASON):
-                continue  # a note, never a protection: without a netns no lookup is said
             if any(is_within(op.dest, p) for p in inner_parents):
                 continue  # the inner's package, read before Landlock; git's: `extra`
             raise LaunchError(
