@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from ..proxy.runfolder import RunFolder
     from .bwrap import BwrapInfo
     from .network import NetworkRun
-    from .no_network import NoNetworkNote
     from .socket_relay import SocketRelay
     from .watch import ExecWatch, Judge
 
@@ -75,7 +74,6 @@ class _Prepared(NamedTuple):
     info: BwrapInfo
     watch_factory: Callable[[int], ExecWatch] | None
     network: NetworkRun | None
-    note: NoNetworkNote | None
 
 
 def _prepare(stack: ExitStack, snapshot: Snapshot, *, report: str | None, learn: bool,
@@ -98,15 +96,6 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, *, report: str | None, learn:
         from .network import NetworkRun
 
         network = stack.enter_context(closing(NetworkRun.open(snapshot, events, decide)))
-    # Mode "none": a name looked up inside is said once (no_network.py), no helper
-    # needed; its resolv.conf names 127.0.0.1, where the supervisor answers.
-    note: NoNetworkNote | None = None
-    resolv: str | None = None
-    if snapshot.settings.network_mode == "none":
-        from .no_network import NoNetworkNote, resolv_conf_file
-
-        resolv = resolv_conf_file(snapshot.lnk_home)
-        note = NoNetworkNote() if network is None else None
     # git's files (identity, excludes, trace) and the named sockets' relays are made
     # before the plan, which binds them (Landlock's rules are made from it).
     view = view_for(snapshot, SYSTEM_FOLDERS)
@@ -118,7 +107,7 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, *, report: str | None, learn:
         stack.enter_context(closing(relay[1]))  # the relay's folder goes after the relay
         stack.enter_context(closing(relay[0]))
     plan = plan_for(snapshot, RunMounts(
-        resolv_conf=resolv or (network.resolv_conf() if network is not None else None),
+        resolv_conf=network.resolv_conf() if network is not None else None,
         relays=relay[0].relays() if relay is not None else {},
         git=git.ops if git is not None else (), cwd=cwd, tmp=tmp), view=view,
         inner=choose(file_op=file_op is not None))  # a file operation: Python's
@@ -128,13 +117,13 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, *, report: str | None, learn:
         from inner.config import FileOp as InnerFileOp
 
         config = config.replace(file=InnerFileOp(file_op.op, file_op.path, file_op.limit))
-    for said in plan.notes:  # what the plan could not do, said as macOS says its own
-        say(said)
+    for note in plan.notes:  # what the plan could not do, said as macOS says its own
+        say(note)
     env = sandbox_environment(snapshot)
     env.update(git.env if git is not None else {})
     factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn)
     return _Prepared(plan, config, env, layers, info,
-                     factory if layers.listener else None, network, note)
+                     factory if layers.listener else None, network)
 
 
 def launch_and_supervise(
@@ -205,8 +194,7 @@ def _spawn_and_supervise(run: _Prepared, kept: KeptRun, cgroups: RunCgroups,
                      mark=tuple(tag(kept.keeper.token)), cgroups=cgroups)
     outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout,
                         mounts=watched_mounts(run.plan),
-                        served=(run.network.served(),) if run.network is not None else
-                        (run.note.served(),) if run.note is not None else ())
+                        served=(run.network.served(),) if run.network is not None else ())
     # A run this process killed (a timeout, a failure, a second SIGTERM) may have been
     # killed in bwrap's first milliseconds, as a killed supervisor's is: its keeper
     # looks too (status 137 is also a command killed by the kernel).

@@ -107,8 +107,7 @@ class HostLayout(NamedTuple):
                            and g.target and not os.path.lexists(g.target)),
             unhidden=_unhidden(snapshot),
             home=home_probe(snapshot),
-            resolv_conf=ResolvConfHost.probe()
-            if snapshot.settings.network_mode in ("proxy", "none")
+            resolv_conf=ResolvConfHost.probe() if snapshot.settings.network_mode == "proxy"
             else NO_RESOLV_CONF,
             missing_sockets=frozenset(s.target for s in snapshot.network.sockets()
                                       if s.optional and s.target

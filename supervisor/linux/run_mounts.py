@@ -32,9 +32,6 @@ from .ops import MountOp
 # proxy's resolv.conf comes from: each run makes a folder of its own for it.
 PLAN_SOURCE = "<the run's private folder>/resolv.conf"
 RESOLV_REASON = "proxy mode: names are asked of the helper on 127.0.0.1"
-NONE_SOURCE = "$LNK_HOME/run/resolv-none.conf"
-NONE_RESOLV_REASON = ('network mode "none": a name looked up is answered REFUSED on '
-                      "127.0.0.1, and said once (no_network.py)")
 NO_RESOLV_CONF_NOTE = ("no /etc/resolv.conf on this host: the resolver's default, "
                        "127.0.0.1, is the helper")
 
@@ -75,18 +72,9 @@ def run_notes(view: View, layout: HostLayout) -> tuple[str, ...]:
 
 def _resolv_conf(view: View, layout: HostLayout, run: RunMounts) -> tuple[MountOp, ...]:
     """Proxy mode: the run's resolv.conf bound read-only where /etc/resolv.conf leads
-    (bwrap cannot mount over a link: it would make the file where the link points).
-    Mode "none": one naming 127.0.0.1, where the supervisor answers and says a lookup
-    (no_network.py); left out where the host's leads to nothing (glibc then asks
-    127.0.0.1 all the same), never refused: it is a note, not a protection."""
+    (bwrap cannot mount over a link: it would make the file where the link points)."""
     host = layout.resolv_conf
-    mode = view.snapshot.settings.network_mode
-    if mode == "none" and host.dest is not None and host.exists:
-        reason = NONE_RESOLV_REASON
-        if host.dest != RESOLV_CONF:
-            reason += f" ({RESOLV_CONF} leads here)"
-        return (MountOp("ro-bind", host.dest, run.resolv_conf or NONE_SOURCE, reason),)
-    if mode != "proxy" or host.dest is None:
+    if view.snapshot.settings.network_mode != "proxy" or host.dest is None:
         return ()
     reason = RESOLV_REASON
     if host.dest != RESOLV_CONF:
