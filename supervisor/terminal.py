@@ -229,9 +229,8 @@ def _read_int(fd: int, request: int) -> int | None:
 
 def terminal_modes() -> dict[int, Saved]:
     """The state (termios, line discipline, exclusive mode) of each terminal on stdin,
-    stdout or stderr, one fd each."""
-    import termios
-
+    stdout or stderr, one fd each. termios is imported only where a terminal is: a run
+    without one (a harness's) loads nothing it does not use (test_start_path.py)."""
     modes: dict[int, Saved] = {}
     devices: set[int] = set()
     for fd in (0, 1, 2):
@@ -243,6 +242,8 @@ def terminal_modes() -> dict[int, Saved]:
             continue
         if device in devices:
             continue
+        import termios
+
         try:
             attrs = termios.tcgetattr(fd)
         except termios.error:

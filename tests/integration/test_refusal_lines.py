@@ -73,7 +73,9 @@ def _lines(stderr: str, project: Path, count: int) -> None:
     """Every line of stderr is a whole notice or the shell's whole error line; each
     program named once, before the shell's line for it."""
     notice = re.compile(rf"lnk-sandbox: refused {re.escape(str(project))}/p(\d+) "
-                        r"\(not in \[commands\]\)")
+                        r"\(not in \[commands\]\): built inside a folder the sandbox "
+                        r"writes, so never listed by learn; run it outside or list it by "
+                        r"path")
     shell = re.compile(r"/bin/sh: \d+: \./p(\d+): Permission denied")
     named: dict[int, int] = {}
     failed: dict[int, int] = {}
