@@ -26,7 +26,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -180,23 +180,17 @@ class _End:
 async def _read_end(end: _End) -> bytes:
     """Everything until EOF from a pipe's read end, without blocking the loop."""
     chunks: list[bytes] = []
-    try:
-        while end.fd is not None:
-            try:
-                chunk = os.read(end.fd, CHUNK)
-            except BlockingIOError:
-                await anyio.wait_readable(end.fd)
-                continue
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        end.close()
+    await _drain_fd(end, chunks.append)
+    return b"".join(chunks)
 
 
 async def _drain_end(end: _End, into: _Tail) -> None:
     """A pipe's read end drained into `into` until EOF, without blocking the loop."""
+    await _drain_fd(end, into.add)
+
+
+async def _drain_fd(end: _End, take: Callable[[bytes], object]) -> None:
+    """Each chunk of a pipe's read end handed to `take` until EOF; the end closed."""
     try:
         while end.fd is not None:
             try:
@@ -206,7 +200,7 @@ async def _drain_end(end: _End, into: _Tail) -> None:
                 continue
             if not chunk:
                 break
-            into.add(chunk)
+            take(chunk)
     finally:
         end.close()
 

@@ -135,6 +135,6 @@ def render(learned: list[Learned], left: list[LeftOut], command: list[str]) -> s
     lines += [_comment(f"# left out {out.path}: {out.reason}") for out in left]
     from .terminal import shown_lines
 
-    # What `shown` escapes in a TOML string (U+009B, U+202E) it writes as \uXXXX, TOML's
-    # own escape for the same character: the table still means what it says.
+    # What `shown` escapes in a TOML string (U+009B, U+202E) it writes as a \u escape of
+    # four hex digits, TOML's own for the same character: the table means what it says.
     return shown_lines(lines)

@@ -12,36 +12,18 @@ from pathlib import Path
 import pytest
 
 from supervisor.errors import SpecError
-from supervisor.grants import Snapshot, resolve
 from supervisor.hard_links import hard_linked, startup_files
 from supervisor.home_places import home_places
-from supervisor.policy import Context, effective_policy
 from supervisor.runs_as_you import HOME_PLACES
 from supervisor.settings_named import named_by_settings
-from supervisor.spec import parse_spec
+from support.person_home import person_home, snapshot
+
+TABLE_FILES = [p.name for p in HOME_PLACES if p.kind == "file"]
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path.resolve() / "home"
-    (folder / "proj").mkdir(parents=True)
-    for variable in ("GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME", "ZDOTDIR", "ENV", "BASH_ENV",
-                     "INPUTRC"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("GIT_CONFIG_SYSTEM", "/dev/null")
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    return folder
-
-
-def snapshot(home: Path, grant: str) -> Snapshot:
-    context = Context(home=str(home), cwd=str(home / "proj"), lnk_home=str(home / ".lnk"),
-                      uid=1000, runtime_dir=None, installation=())
-    text = f'[files]\nwrite = ["{grant}"]\n'
-    return resolve(effective_policy(parse_spec(text.encode(), "spec.toml"), context),
-                   context)
-
-
-TABLE_FILES = [p.name for p in HOME_PLACES if p.kind == "file"]
+    return person_home(tmp_path, monkeypatch)
 
 
 def linked_file(home: Path, form: str) -> Path:
