@@ -428,7 +428,8 @@ def test_a_program_the_kernel_refuses_fails_closed(confiner: list[str], tmp_path
     bad = Seccomp(PLAIN.arch, bytes(8))  # one instruction, a load with no return
     ran = start(confiner, Config(-1, ["touch", str(marker)], seccomp=bad))
     assert (ran.status, ran.messages) == (125, [
-        b"Cthe seccomp filter could not be installed: [Errno 22] seccomp: Invalid argument"])
+        b"Cthe seccomp filter could not be installed: [Errno 22] seccomp: Invalid argument"]
+    ), ran.stderr
     assert not marker.exists()
 
 
