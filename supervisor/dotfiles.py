@@ -754,10 +754,15 @@ class _Analysis:
                 elif key == "extensions.objectformat" and own:
                     sha256 = value.lower() == "sha256"
                 else:
-                    for path in value_paths(key, value, self.home):
-                        if path != self.top and _within(path, self.top):
+                    # Any key, listed or not: a word that is a path may be a program
+                    # git runs (remote.NAME.uploadpack, difftool.TOOL.path, the next
+                    # one). A relative one counts where it is a file of the work tree.
+                    absolute = value_paths(key, value, self.home)
+                    for path in value_paths(key, value, self.home, repository.worktree):
+                        if path != self.top and _within(path, self.top) and (
+                                path in absolute or lstat_kind(path) == "file"):
                             self.add(path, "file", f"{repository.label}{key} = {value} "
-                                     f"in {shown}: git reads or runs it")
+                                     f"in {shown}: git may run it")
         return [os.path.join(repository.common_dir, "hooks"), *hooks_paths], sha256
 
     # -- submodules: git at the top runs git in each, with its settings --------------------
@@ -925,6 +930,8 @@ _PROGRAM_SUFFIXES = (
     ("filter.", ".clean"), ("filter.", ".smudge"), ("filter.", ".process"),
     ("difftool.", ".cmd"), ("mergetool.", ".cmd"), ("browser.", ".cmd"), ("pager.", ""),
     ("gpg.", ".program"), ("credential.", ".helper"), ("hook.", ".command"),
+    ("remote.", ".uploadpack"), ("remote.", ".receivepack"), ("difftool.", ".path"),
+    ("mergetool.", ".path"),
 )
 _BOOLEANS = frozenset(("true", "false", "yes", "no", "on", "off", "1", "0", ""))
 _INTERPRETERS = frozenset(("sh", "bash", "dash", "zsh", "env", "python", "python3", "perl",
@@ -962,6 +969,9 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
             break
         if word.startswith("-"):
             continue
+        for variable in ("$HOME/", "${HOME}/"):  # the shell git runs it with expands it
+            if word.startswith(variable):
+                word = home + "/" + word[len(variable):]
         if "/" in word or word.startswith("~"):
             path = _expand(word, worktree, home)
             if path is not None:

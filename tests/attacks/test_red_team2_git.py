@@ -109,14 +109,7 @@ RELATIVE_PROGRAMS = {
         [("diff.tool", "meld"), ("difftool.meld.path", "tools/prog.sh")],
         ("difftool", "-y"), None),
 }
-_KEY_LIST = ("dotfiles._runs_program knows git's program keys by a list (_PROGRAM_KEYS, "
-             "_PROGRAM_SUFFIXES): {key} runs a program git's settings name, is not there, "
-             "and person_settings.value_paths takes only absolute and ~/ words, so the "
-             "relative program of the work tree stays writable")
-RELATIVE_REASONS = {
-    "remote uploadpack": _KEY_LIST.format(key="remote.NAME.uploadpack (and receivepack)"),
-    "difftool path": _KEY_LIST.format(key="difftool.TOOL.path (and mergetool.TOOL.path)"),
-}
+RELATIVE_REASONS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", [

@@ -29,10 +29,6 @@ from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
-_CONCAT = ("tool_settings._PATH takes a path word only where it is one whole: a path "
-           "built in the settings' own language ($HOME or os.getenv('HOME') joined to "
-           "'/work/...') is read as /work/..., outside every grant")
-
 # (the person's settings file or None, its text, the team's file, its first text, what
 # is appended, the variables of the person's environment (lnk's at launch too), the tool)
 CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
@@ -78,26 +74,7 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
         None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
         "echo editor >> {marker}\n", {"EDITOR": "{home}/work/team/{name}.sh"}, "git commit"),
 }
-_SPACE = ("tool_settings._PATH ends a path word at the first blank: a folder name with a "
-          "space (`my\\ team` as vim escapes it, or quoted as ssh takes it) is read as "
-          "~/work/my (or ~/work/my\\), held as a missing file, and the file named is not")
-_HG = ("tool_settings reads the files of runs_as_you.HOME_PLACES and EDITOR_STARTUP only: "
-       "~/.hgrc is neither (nor jj's or Sapling's user settings), so what its [hooks] or "
-       "%include name in a grant is writable; hg runs it on the person's every command")
 REASONS = {
-    "hgrc hook": _HG,
-    "hgrc include": _HG,
-    "nvim source escaped space": _SPACE,
-    "ssh include quoted space": _SPACE,
-    "git fsmonitor $HOME": (
-        "person_settings.value_paths takes absolute and `~/` words only; git runs "
-        "core.fsmonitor (and every program value) through the shell, which expands "
-        "$HOME: dotfiles._Analysis.person_git holds nothing"),
-    "nvim lua getenv": _CONCAT,
-    "nvim execute": _CONCAT,
-    "lesskey LESSOPEN": (
-        "tool_settings._PATH wants a blank, quote, `=`, `(`, `,`, `[`, `{` or `:` before a "
-        "path: lesskey's `LESSOPEN=|~/...` (a pipe first) is not a path word"),
     "LESSOPEN variable": (
         "home_places.CODE_PLACES lists the variables naming code one by one (BASH_ENV, "
         "PYTHONSTARTUP...): LESSOPEN, a command less runs on every file, is not there"),
@@ -192,19 +169,7 @@ CWD_FILES: dict[str, tuple[tuple[str, str] | None, str, str, tuple[str, ...]]] =
     "nvim exrc": ((".config/nvim/init.vim", "set exrc\n"), ".nvimrc",
                   "call writefile(['ran'], '{marker}')\n", ("nvim", "--headless", "+qa")),
 }
-CWD_REASONS = {
-    "perl debugger": (
-        "runs_as_you.AGENT_SETTINGS holds .pdbrc (Python's debugger) but not .perldb: "
-        "`perl -d` in the folder runs ./.perldb (owned by the person, mode 644), as "
-        "`python3 -m pdb` runs .pdbrc"),
-    "gdb safe path": (
-        "tool_settings leaves out a word naming an existing folder: ~/.gdbinit's "
-        "`add-auto-load-safe-path ~/work` lets gdb run ./.gdbinit from anywhere in the "
-        "grant, and no .gdbinit is held at a written folder's top"),
-    "nvim exrc": (
-        "the person's `set exrc` (nvim 0.7 asks nothing) runs ./.nvimrc or ./.exrc in "
-        "the folder nvim starts in; neither is held at a written folder's top"),
-}
+CWD_REASONS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", [
@@ -240,10 +205,6 @@ def test_a_file_the_persons_tool_reads_from_the_folder_runs_nothing(sandbox: San
     need(ran(sandbox) == [label], f"the control did not run: {ran(sandbox)}")
 
 
-@escaped("tool_settings.tool_paths reads a pattern's folder through "
-         "person_settings._folder_files, the first MAX_FOLDER_FILES=64 files, and drops "
-         "the rest unsaid (and stops after MAX_READ=200 files in all): the 65th file of "
-         "~/.ssh/config.d includes the team's file in the grant")
 def test_an_ssh_include_past_the_folder_bound(sandbox: Sandbox) -> None:
     name = "t" + secrets.token_hex(3)
     team = sandbox.home / "work" / "team"
