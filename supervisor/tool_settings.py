@@ -200,17 +200,31 @@ def path_words(text: str) -> list[tuple[str, bool]]:
     return found
 
 
+def rest_of_line(text: str) -> list[str]:
+    """Each path word to the end of its line, blanks unquoted kept: where a tool takes
+    the rest of the line for one name (gdb's `source ~/my team/x`), counted only where
+    such a path is there (_named)."""
+    found = []
+    for line in text.splitlines():
+        for start in _START.finditer(line):
+            end = _END.search(line, start.end())
+            rest = line[start.start():end.start() if end else len(line)].rstrip()
+            if " " in rest or "\t" in rest:
+                found.append(rest)
+    return found
+
+
 def _with_blanks(path: str) -> list[str]:
     """What a path word with blanks in it names: the word cut at each blank (a quoted
     command's arguments follow its program: `"~/bin/x --flag"`), or whole (`"~/my
     team/x"`). Each form that is there; else each whose folder is there and whose last
     name has no blank; else the word cut at its first blank."""
-    parts = path.replace("\t", " ").split(" ")
-    forms = [" ".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    cuts = [m.start() for m in re.finditer(r"[ \t]", path)] + [len(path)]
+    forms = [path[:cut] for cut in cuts if cut > 0]
     there = [form for form in forms if os.path.lexists(form)]
     if there:
         return there
-    likely = [form for form in forms if " " not in os.path.basename(form)
+    likely = [form for form in forms if not re.search(r"[ \t]", os.path.basename(form))
               and os.path.isdir(os.path.dirname(form))]
     return likely or forms[:1]
 
@@ -229,6 +243,15 @@ def _named(text: str, path: str, home: str) -> list[tuple[str, str]]:
 
         spelled_words += [(p, False) for p, _ in named_paths(home, path, home)]
     found = []
+    for rest in rest_of_line(text):
+        for prefix in ("$HOME", "${HOME}", "%d", "~"):
+            if rest.startswith(prefix + "/"):
+                rest = home + rest[len(prefix):]
+        cuts = [m.start() for m in re.finditer(r"[ \t]", rest)] + [len(rest)]
+        for form in (rest[:cut] for cut in cuts[1:]):
+            if os.path.lexists(form) and not _PATTERN.search(form):
+                found.append((os.path.normpath(form), "folder" if os.path.isdir(form)
+                              and not os.path.islink(form) else "file"))
     for spelled, joined in spelled_words:
         word = home + spelled if joined else spelled
         for prefix in ("$HOME", "${HOME}", "%d", "~"):

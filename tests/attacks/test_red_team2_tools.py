@@ -60,6 +60,25 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
     "lesskey LESSOPEN": (
         ".lesskey", "#env\nLESSOPEN=|~/work/team/{name}.sh %s\n", "{name}.sh",
         "#!/bin/sh\n", "echo less >> {marker}\n", {}, "less"),
+    # The class, in forms the red team did not write: a hook of the person's naming, an
+    # include relative to ~/.hgrc's folder, two blanks and a tab, gdb's rest-of-line
+    # name, Neovim's own variable for home.
+    "hgrc hook of any name": (
+        ".hgrc", "[hooks]\npre-status.zq = ~/work/team/{name}.sh\n", "{name}.sh",
+        "#!/bin/sh\n", "echo hg >> {marker}\n", {}, "hg"),
+    "hgrc relative include": (
+        ".hgrc", "%include work/team/{name}.rc\n", "{name}.rc", "# the team\n",
+        "[hooks]\npre-status = echo hg >> {marker}\n", {}, "hg"),
+    "ssh include two spaces tab": (
+        ".ssh/config", 'Include\t"~/work/my  team/{name}.conf"\n', "{name}.conf",
+        "# the team\n", "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n", {}, "ssh"),
+    "gdb source two spaces": (
+        ".gdbinit", "source ~/work/my  team/{name}.gdb\n", "{name}.gdb", "# the team\n",
+        "shell echo gdb >> {marker}\n", {}, "gdb"),
+    "nvim lua vim.env": (
+        ".config/nvim/init.lua", 'dofile(vim.env.HOME .. "/work/team/{name}.lua")\n',
+        "{name}.lua", "-- the team\n", "vim.fn.writefile({{'ran'}}, '{marker}')\n", {},
+        "nvim"),
     "LESSOPEN variable": (
         None, "", "{name}.sh", "#!/bin/sh\n", "echo less >> {marker}\n",
         {"LESSOPEN": "|{home}/work/team/{name}.sh %s"}, "less"),
@@ -96,7 +115,8 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
     ~/work appends to it; the person's tool, started outside, runs nothing planted."""
     name = "t" + secrets.token_hex(3)
     settings, naming, shared_name, first, text, variables, tool = CASES[case]
-    team = sandbox.home / "work" / ("my team" if "space" in case else "team")
+    team = sandbox.home / "work" / ("my  team" if "two spaces" in case else
+                                    "my team" if "space" in case else "team")
     team.mkdir(parents=True)
     shared = team / shared_name.format(name=name)
     shared.write_text(first)
@@ -142,6 +162,9 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
         elif tool == "hg":
             status = host(sandbox, "hg", "status", cwd=sandbox.base / "elsewhere-hg")
             need(status.returncode == 0, status.stderr)
+        elif tool == "gdb":
+            started = host(sandbox, "gdb", "-batch", env=env)
+            need(started.returncode == 0, started.stderr)
         elif tool == "ssh":  # ssh reads the passwd entry's home: the file is named
             host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
                  "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
@@ -168,6 +191,13 @@ CWD_FILES: dict[str, tuple[tuple[str, str] | None, str, str, tuple[str, ...]]] =
                       "shell echo gdb >> {marker}\n", ("gdb", "-batch")),
     "nvim exrc": ((".config/nvim/init.vim", "set exrc\n"), ".nvimrc",
                   "call writefile(['ran'], '{marker}')\n", ("nvim", "--headless", "+qa")),
+    # The same class, names the red team did not try: nvim's other exrc name, and vim's
+    # (`TERM=dumb vim -X`: a real start, not -es, which skips exrc).
+    "nvim dot-exrc": ((".config/nvim/init.vim", "set exrc\n"), ".exrc",
+                      "call writefile(['ran'], '{marker}')\n",
+                      ("nvim", "--headless", "+qa")),
+    "vim exrc": ((".vimrc", "set exrc\n"), ".vimrc",
+                 "call writefile(['ran'], '{marker}')\n", ("vim", "-X", "-c", "qa")),
 }
 CWD_REASONS: dict[str, str] = {}
 
