@@ -22,9 +22,11 @@ Facts this follows:
   "$0")/lib.sh"`): held whole inside a write grant (docs/runs-as-you.md, section 7);
 - readline reads `$INPUTRC`, else `~/.inputrc`, else `/etc/inputrc`, and `$include`
   names more files (readline's manual, "Conditional Init Constructs");
-- a git value names a path where it is one: absolute, or `~/` (git's own expansion of
-  pathname values); a command's words are split as the shell splits them, and every
-  absolute or `~/` word is taken (`--opt=PATH` too): finding more only protects more.
+- a git value names a path where it is one: absolute, `~/` (git's own expansion of
+  pathname values), or `$HOME/` (the shell git runs a command with expands it), and in
+  a repository's analysis a relative word with a `/` (from the work tree, where git runs
+  commands); a command's words are split as the shell splits them, and every such word
+  is taken (`--opt=PATH` too), whatever the key: finding more only protects more.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What the person's other tools' settings name: every absolute or `~/` path in home's
-configuration files, judged for every folder a sandbox writes.
+"""What the person's other tools' settings name: every path in home's configuration files,
+judged for every folder a sandbox writes.
 
 person_settings.py reads the shells' and git's settings; a red team (issue 26, item 8)
 got out through the next tools: `~/.ssh/config`'s `Include` of a team's file in a
@@ -7,21 +7,30 @@ written folder (whose `ProxyCommand` ssh then ran), nvim's `init.vim` `source`-i
 Every tool has its own way to name a file it reads or runs (ssh's `Include`,
 `ProxyCommand`, `Match exec`, `PKCS11Provider`; vim's `source`, `runtimepath`, lua's
 `dofile`; tmux's `source-file`, `run-shell`; psql's `\\i`; kubeconfig's `exec`; AWS's
-`credential_process`), and a list of keys would miss the next. So, as for git's values,
-the rule is the class: each file that runs as the person (runs_as_you.HOME_PLACES' files,
-and the entry files of the editors' places: EDITOR_STARTUP) is read as text, and every
-word that is a path, absolute, or from home (`~/`, `$HOME/`, `${HOME}/`, ssh's `%d/`),
-is a candidate; an existing file among them is read in turn for what it names (at most
-MAX_READ files). Finding more only protects more: a path named in a comment is held too.
+`credential_process`; hg's `[hooks]`), and a list of keys would miss the next. So, as
+for git's values, the rule is the class: each file that runs as the person
+(runs_as_you.HOME_PLACES' files, and EDITOR_STARTUP: the editors' entry files, the other
+version-control systems' user settings, the system's) is read as text, and every path
+word in it is a candidate; an existing file among them is read in turn for what it
+names. Finding more only protects more: a path named in a comment is held too.
 
+- Words are split as the tools split them (`words`): quotes and a backslash keep blanks
+  in a name (`my\\ team`, `"~/my team/x"`); a path starts after any character no name
+  ends in (lesskey's `LESSOPEN=|~/x`), absolute or from home (`~/`, `$HOME/`,
+  `${HOME}/`, ssh's `%d/`), and ends at the settings' punctuation. A line naming home in
+  the settings' own language (`os.getenv("HOME") .. "/work/x"`) joins it to each
+  absolute-looking string there; a path up to the line's end, blanks unquoted (gdb's
+  `source ~/my  team/x`), counts where it is there.
 - A word with a pattern in it (`*`, `?`, `[`, or ssh's `%h` and the like) names every
-  path its literal part's folder may hold: that folder (fail closed, as for the shell).
-- A word naming a folder that is there is left out: settings name folders to work in
-  (tmux's `new-session -c ~/work/proj`), and holding those would keep a sandbox from
-  its work; a folder on a tool's code path (vim's `runtimepath+=~/work/plugin`) is a
-  stated gap (docs/runs-as-you.md, section 7).
+  path its literal part's folder may hold: that folder (fail closed, as for the shell),
+  and each file there is read.
+- A word naming a folder that is there is held as a folder: a tool may run what is in
+  it (gdb's `add-auto-load-safe-path`, vim's `runtimepath+=`).
 - ssh's `Include` with a relative name is relative to `~/.ssh` (the user's file) or
-  `/etc/ssh` (the system's), ssh_config(5).
+  `/etc/ssh` (the system's), ssh_config(5); Mercurial's files are read by
+  hg_settings.named_paths too (a relative `%include`, `python:FILE:func` hooks).
+- Bounds (MAX_READ, MAX_FOLDER_FILES): one reached refuses the launch (SettingsBound,
+  exit status 125) rather than leave the rest unread.
 - Left out: `~/.gitconfig` (git's values are judged by person_settings.value_paths, which
   knows which keys name work, `safe.directory`), and `~/.claude.json`, a state file that
   lists every project folder the person opened, not what runs.
@@ -243,10 +252,11 @@ def _named(text: str, path: str, home: str) -> list[tuple[str, str]]:
 
         spelled_words += [(p, False) for p, _ in named_paths(home, path, home)]
     found = []
-    for rest in rest_of_line(text):
+    for spelled_rest in rest_of_line(text):
+        rest = spelled_rest
         for prefix in ("$HOME", "${HOME}", "%d", "~"):
-            if rest.startswith(prefix + "/"):
-                rest = home + rest[len(prefix):]
+            if spelled_rest.startswith(prefix + "/"):
+                rest = home + spelled_rest[len(prefix):]
         cuts = [m.start() for m in re.finditer(r"[ \t]", rest)] + [len(rest)]
         for form in (rest[:cut] for cut in cuts[1:]):
             if os.path.lexists(form) and not _PATTERN.search(form):
@@ -257,8 +267,8 @@ def _named(text: str, path: str, home: str) -> list[tuple[str, str]]:
         for prefix in ("$HOME", "${HOME}", "%d", "~"):
             if spelled.startswith(prefix + "/"):
                 word = home + spelled[len(prefix):]
-        for form in _with_blanks(word) if " " in word or "\t" in word else [word]:
-            form = form.rstrip(".:")
+        for named in _with_blanks(word) if " " in word or "\t" in word else [word]:
+            form = named.rstrip(".:")
             pattern = _PATTERN.search(form)
             if pattern:
                 folder = form[:pattern.start()]
