@@ -261,3 +261,23 @@ def test_an_ssh_include_past_the_folder_bound(sandbox: Sandbox) -> None:
     host(sandbox, "ssh", "-F", str(ssh / "config"), "-o", "BatchMode=yes", "-o",
          "ConnectTimeout=5", "team-host", "true")
     assert ran(sandbox) == [], done.stdout
+
+
+def test_a_folder_past_the_reading_bound_refuses_the_launch(sandbox: Sandbox) -> None:
+    """Past MAX_FOLDER_FILES files in a folder ~/.ssh/config's pattern names, lnk
+    refuses to start (125), naming the folder and the bound, and runs nothing: the
+    rest is never left unread."""
+    from supervisor.tool_settings import MAX_FOLDER_FILES
+
+    ssh = sandbox.home / ".ssh"
+    (ssh / "config.d").mkdir(parents=True)
+    for index in range(MAX_FOLDER_FILES + 1):
+        (ssh / "config.d" / f"a{index:04d}.conf").write_text("Host h\n")
+    (ssh / "config").write_text("Include ~/.ssh/config.d/*\n")
+    (sandbox.home / "work").mkdir()
+    sandbox.chown()
+    done = sandbox.run("/usr/bin/python3", "-c", "print('STARTED')",
+                       cwd=sandbox.home / "work")
+    assert done.returncode == 125 and "STARTED" not in done.stdout, done
+    assert f"{ssh}/config.d" in done.stderr and "MAX_FOLDER_FILES" in done.stderr
+    assert "hint:" in done.stderr and "Traceback" not in done.stderr, done.stderr
