@@ -270,7 +270,6 @@ def test_agent_settings_cannot_be_planted(sandbox: Sandbox) -> None:
     """Each harness's project settings, made from inside where missing (held for the run)
     and rewritten where there (read-only); afterwards the host shows none of them made
     and the existing one unchanged."""
-    from supervisor.dotfiles import _tool_found
     from supervisor.runs_as_you import AGENT_SETTINGS
 
     claude = sandbox.project / ".claude"
@@ -290,9 +289,6 @@ def test_agent_settings_cannot_be_planted(sandbox: Sandbox) -> None:
         if "*" in setting.name or "/" in setting.name or setting.name == ".claude" or \
                 not setting.hold:  # held below the top, or only when there: their own tests
             continue
-        if setting.found_by and not setting.name.startswith("opencode") and \
-                not _tool_found(setting.found_by, str(sandbox.home)):
-            continue  # a startup file of a tool not installed here: held only where it is
         if setting.kind == "folder":
             expected[("mkdir", setting.name)] = EEXIST  # held: the placeholder is there
             expected[("write", f"{setting.name}/config.toml", "[mcp_servers.x]\n")] = EROFS
