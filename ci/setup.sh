@@ -60,6 +60,7 @@ if [ "$for_tests" = 1 ]; then
     want ip iproute2        # the lab's network namespaces, a host address
     want ps procps          # ps, pgrep (test_inspect), sysctl (test_root_mode)
     want gdb gdb            # the person's debugger outside, after a plant (test_red_team2_tools)
+    want vim vim            # vim's exrc, outside, after a plant (test_red_team2_tools)
     want make make          # learn and run of a project that builds
     want chromium chromium  # a real browser inside, with and without its own sandbox
     # The run without namespaces in a real unprivileged container

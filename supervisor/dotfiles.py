@@ -19,7 +19,9 @@ What is protected (the decision record, "A project's dot files"):
   are read for these too, since a relative `core.hooksPath = .githooks` there names a
   folder in every repository; and a program the settings run (a textconv, a merge
   driver, a filter, core.fsmonitor...) where they name it by a path, as git runs it
-  on any diff, merge or status;
+  on any diff, merge or status; and, whatever the key (the next one no list names:
+  `tar.FORMAT.command`), every word of a value that is a path git may run
+  (person_settings.value_paths), a relative one where it is a file of the work tree;
 - each submodule (a gitlink in the index, which lies in the protected git directory)
   as the top: its `.git` (file or folder, held where missing) and what its settings
   name, since `git status` at the top runs `git status` in every submodule checked
@@ -754,10 +756,15 @@ class _Analysis:
                 elif key == "extensions.objectformat" and own:
                     sha256 = value.lower() == "sha256"
                 else:
-                    for path in value_paths(key, value, self.home):
-                        if path != self.top and _within(path, self.top):
+                    # Any key, listed or not: a word that is a path may be a program
+                    # git runs (remote.NAME.uploadpack, difftool.TOOL.path, the next
+                    # one). A relative one counts where it is a file of the work tree.
+                    absolute = value_paths(key, value, self.home)
+                    for path in value_paths(key, value, self.home, repository.worktree):
+                        if path != self.top and _within(path, self.top) and (
+                                path in absolute or lstat_kind(path) == "file"):
                             self.add(path, "file", f"{repository.label}{key} = {value} "
-                                     f"in {shown}: git reads or runs it")
+                                     f"in {shown}: git may run it")
         return [os.path.join(repository.common_dir, "hooks"), *hooks_paths], sha256
 
     # -- submodules: git at the top runs git in each, with its settings --------------------
@@ -925,6 +932,8 @@ _PROGRAM_SUFFIXES = (
     ("filter.", ".clean"), ("filter.", ".smudge"), ("filter.", ".process"),
     ("difftool.", ".cmd"), ("mergetool.", ".cmd"), ("browser.", ".cmd"), ("pager.", ""),
     ("gpg.", ".program"), ("credential.", ".helper"), ("hook.", ".command"),
+    ("remote.", ".uploadpack"), ("remote.", ".receivepack"), ("difftool.", ".path"),
+    ("mergetool.", ".path"),
 )
 _BOOLEANS = frozenset(("true", "false", "yes", "no", "on", "off", "1", "0", ""))
 _INTERPRETERS = frozenset(("sh", "bash", "dash", "zsh", "env", "python", "python3", "perl",
@@ -957,11 +966,15 @@ def _programs(value: str, worktree: str, home: str) -> list[str]:
     except ValueError:
         words = value.removeprefix("!").split()
     named: list[str] = []
-    for position, word in enumerate(words[:4]):
+    for position, spelled in enumerate(words[:4]):
         if position > 0 and os.path.basename(words[position - 1]) not in _INTERPRETERS:
             break
-        if word.startswith("-"):
+        if spelled.startswith("-"):
             continue
+        word = spelled
+        for variable in ("$HOME/", "${HOME}/"):  # the shell git runs it with expands it
+            if spelled.startswith(variable):
+                word = home + "/" + spelled[len(variable):]
         if "/" in word or word.startswith("~"):
             path = _expand(word, worktree, home)
             if path is not None:

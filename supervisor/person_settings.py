@@ -22,9 +22,11 @@ Facts this follows:
   "$0")/lib.sh"`): held whole inside a write grant (docs/runs-as-you.md, section 7);
 - readline reads `$INPUTRC`, else `~/.inputrc`, else `/etc/inputrc`, and `$include`
   names more files (readline's manual, "Conditional Init Constructs");
-- a git value names a path where it is one: absolute, or `~/` (git's own expansion of
-  pathname values); a command's words are split as the shell splits them, and every
-  absolute or `~/` word is taken (`--opt=PATH` too): finding more only protects more.
+- a git value names a path where it is one: absolute, `~/` (git's own expansion of
+  pathname values), or `$HOME/` (the shell git runs a command with expands it), and in
+  a repository's analysis a relative word with a `/` (from the work tree, where git runs
+  commands); a command's words are split as the shell splits them, and every such word
+  is taken (`--opt=PATH` too), whatever the key: finding more only protects more.
 """
 
 from __future__ import annotations
@@ -178,9 +180,13 @@ _WORK_KEYS = ("safe.directory", "core.worktree")
 _WORK_SUFFIXES = (".url", ".pushurl", ".insteadof", ".pushinsteadof")
 
 
-def value_paths(key: str, value: str, home: str) -> list[str]:
-    """Every absolute or `~/` path a git value names (a command's every word, and
-    `--opt=PATH`), normalized; none for a key that names work rather than settings."""
+def value_paths(key: str, value: str, home: str, relative_to: str | None = None
+                ) -> list[str]:
+    """Every path a git value names (a command's every word, and `--opt=PATH`),
+    normalized: absolute, from home (`~/`, and `$HOME/` or `${HOME}/`, which the shell
+    git runs a command with expands), and with `relative_to` (the work tree, where git
+    runs commands) every relative word with a `/` in it (`tools/run.sh`); none for a
+    key that names work rather than settings."""
     if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES) or not ("/" in value or
                                                                "~" in value):
         return []
@@ -199,6 +205,13 @@ def value_paths(key: str, value: str, home: str) -> list[str]:
     for word in words:
         for part in (word, word.partition("=")[2]):
             path = home + part[1:] if part == "~" or part.startswith("~/") else part
+            for variable in ("$HOME/", "${HOME}/"):
+                if part.startswith(variable):
+                    path = home + "/" + part[len(variable):]
+            path = path.rstrip(";&|)")
             if path.startswith("/") and not path.startswith("//"):
-                found.append(os.path.normpath(path.rstrip(";&|)")))
+                found.append(os.path.normpath(path))
+            elif relative_to is not None and "/" in path and "://" not in path and \
+                    not path.startswith(("-", "~", "$", "(", "{")):
+                found.append(os.path.normpath(os.path.join(relative_to, path)))
     return list(dict.fromkeys(found))

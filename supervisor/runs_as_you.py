@@ -106,6 +106,53 @@ _OPENCODE = ("opencode", "~/.config/opencode", "~/.local/share/opencode",
              "~/.local/state/opencode", "~/.cache/opencode", "~/.opencode")
 
 _PDB = "https://docs.python.org/3/library/pdb.html#debugger-commands"
+_EXRC = ("read at the start from the working directory where the person's settings set "
+         "'exrc' (nvim 0.7 and vim ask nothing; nvim 0.9 asks once per file content): "
+         "its commands run as the editor's own")
+# Startup files tools read from the folder they start in, each run as the tool's
+# commands or code: (name, tool, what runs, source, the programs that show it is used).
+_FOLDER_STARTUP: tuple[tuple[str, str, str, str], ...] = (
+    (".perldb", "perl's debugger (perl -d)",
+     "read from the working directory first, before ~/.perldb, and run as Perl when the "
+     "person owns it and no one else may write it (what a sandbox of theirs writes is)",
+     "https://perldoc.perl.org/perldebug#Debugger-Customization"),
+    (".gdbinit", "gdb",
+     "run as gdb commands (`shell` runs a program) at the start where the folder is on "
+     "the auto-load safe-path the person's settings give (`add-auto-load-safe-path`, "
+     "`set auto-load safe-path /`)",
+     "https://sourceware.org/gdb/current/onlinedocs/gdb.html/Init-File-in-the-Current-"
+     "Directory.html"),
+    (".lldbinit", "lldb",
+     "run as lldb commands (`platform shell`, `script`) at the start where the person's "
+     "settings set target.load-cwd-lldbinit true, or lldb --local-lldbinit",
+     "https://lldb.llvm.org/man/lldb.html"),
+    (".nvim.lua", "Neovim", _EXRC, "https://neovim.io/doc/user/options.html#'exrc'"),
+    (".nvimrc", "Neovim", _EXRC, "https://neovim.io/doc/user/options.html#'exrc'"),
+    (".exrc", "Neovim, Vim", _EXRC, "https://neovim.io/doc/user/options.html#'exrc'"),
+    (".vimrc", "Vim", _EXRC, "https://vimhelp.org/options.txt.html#%27exrc%27"),
+    (".gvimrc", "gVim", _EXRC, "https://vimhelp.org/options.txt.html#%27exrc%27"),
+    (".irbrc", "irb (Ruby)",
+     "run as Ruby at irb's start where the person has no ~/.irbrc (the first found)",
+     "https://ruby.github.io/irb/#configuration-file"),
+    (".pryrc", "pry (Ruby)", "run as Ruby at pry's start, after ~/.pryrc",
+     "https://github.com/pry/pry/wiki/Pry-rc"),
+    (".byebugrc", "byebug (Ruby)", "run as debugger commands at its start, after "
+     "~/.byebugrc", "https://github.com/deivid-rodriguez/byebug/blob/master/GUIDE.md"),
+    (".Rprofile", "R", "run as R at every start in the folder, instead of ~/.Rprofile",
+     "https://stat.ethz.ch/R-manual/R-devel/library/base/html/Startup.html"),
+    (".Renviron", "R", "read at every start in the folder, instead of ~/.Renviron: its "
+     "variables (R_PROFILE_USER) name the code R runs",
+     "https://stat.ethz.ch/R-manual/R-devel/library/base/html/Startup.html"),
+    (".octaverc", "GNU Octave", "run as Octave at its start in the folder",
+     "https://docs.octave.org/latest/Startup-Files.html"),
+    (".ghci", "GHCi (Haskell)", "run as GHCi commands (`:!` runs a program) at its start "
+     "in the folder", "https://downloads.haskell.org/ghc/latest/docs/users_guide/"
+     "ghci.html#the-ghci-and-haskeline-files"),
+    (".ocamlinit", "the OCaml toplevel (ocaml, utop)", "run as OCaml at its start, "
+     "instead of the one in home", "https://ocaml.org/manual/latest/toplevel.html"),
+    (".iex.exs", "IEx (Elixir)", "run as Elixir at its start, instead of ~/.iex.exs",
+     "https://hexdocs.pm/iex/IEx.html#module-the-iex-exs-file"),
+)
 _PYTHON_SITE = "https://docs.python.org/3/library/site.html#rlcompleter-config"
 # The two modules site's interactive hook (site.register_readline) imports by name,
 # every Python 3, and the forms the import system finds one in from the working
@@ -251,6 +298,11 @@ AGENT_SETTINGS: tuple[AgentSetting, ...] = (
         "as debugger commands, `!` Python statements and `alias` included",
         _PDB, True,
     ),
+    # Other tools' startup files read from the folder they start in (the class of
+    # .pdbrc): each runs as commands or code of its tool. Held when missing, as .pdbrc,
+    # whether or not the tool is installed now: a dot name, in no `ls` or `git status`.
+    *(AgentSetting(name, "file", tool, runs, source, True)
+      for name, tool, runs, source in _FOLDER_STARTUP),
     *(AgentSetting(
         f"{module}{form}", kind, "python3",
         f"its interactive start (site's readline hook) imports {module} with the "

@@ -29,10 +29,6 @@ from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
-_CONCAT = ("tool_settings._PATH takes a path word only where it is one whole: a path "
-           "built in the settings' own language ($HOME or os.getenv('HOME') joined to "
-           "'/work/...') is read as /work/..., outside every grant")
-
 # (the person's settings file or None, its text, the team's file, its first text, what
 # is appended, the variables of the person's environment (lnk's at launch too), the tool)
 CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
@@ -64,6 +60,25 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
     "lesskey LESSOPEN": (
         ".lesskey", "#env\nLESSOPEN=|~/work/team/{name}.sh %s\n", "{name}.sh",
         "#!/bin/sh\n", "echo less >> {marker}\n", {}, "less"),
+    # The class, in forms the red team did not write: a hook of the person's naming, an
+    # include relative to ~/.hgrc's folder, two blanks and a tab, gdb's rest-of-line
+    # name, Neovim's own variable for home.
+    "hgrc hook of any name": (
+        ".hgrc", "[hooks]\npre-status.zq = ~/work/team/{name}.sh\n", "{name}.sh",
+        "#!/bin/sh\n", "echo hg >> {marker}\n", {}, "hg"),
+    "hgrc relative include": (
+        ".hgrc", "%include work/team/{name}.rc\n", "{name}.rc", "# the team\n",
+        "[hooks]\npre-status = echo hg >> {marker}\n", {}, "hg"),
+    "ssh include two spaces tab": (
+        ".ssh/config", 'Include\t"~/work/my  team/{name}.conf"\n', "{name}.conf",
+        "# the team\n", "Host *\n  ProxyCommand sh -c 'echo ssh >> {marker}'\n", {}, "ssh"),
+    "gdb source two spaces": (
+        ".gdbinit", "source ~/work/my  team/{name}.gdb\n", "{name}.gdb", "# the team\n",
+        "shell echo gdb >> {marker}\n", {}, "gdb"),
+    "nvim lua vim.env": (
+        ".config/nvim/init.lua", 'dofile(vim.env.HOME .. "/work/team/{name}.lua")\n',
+        "{name}.lua", "-- the team\n", "vim.fn.writefile({{'ran'}}, '{marker}')\n", {},
+        "nvim"),
     "LESSOPEN variable": (
         None, "", "{name}.sh", "#!/bin/sh\n", "echo less >> {marker}\n",
         {"LESSOPEN": "|{home}/work/team/{name}.sh %s"}, "less"),
@@ -78,26 +93,7 @@ CASES: dict[str, tuple[str | None, str, str, str, str, dict[str, str], str]] = {
         None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
         "echo editor >> {marker}\n", {"EDITOR": "{home}/work/team/{name}.sh"}, "git commit"),
 }
-_SPACE = ("tool_settings._PATH ends a path word at the first blank: a folder name with a "
-          "space (`my\\ team` as vim escapes it, or quoted as ssh takes it) is read as "
-          "~/work/my (or ~/work/my\\), held as a missing file, and the file named is not")
-_HG = ("tool_settings reads the files of runs_as_you.HOME_PLACES and EDITOR_STARTUP only: "
-       "~/.hgrc is neither (nor jj's or Sapling's user settings), so what its [hooks] or "
-       "%include name in a grant is writable; hg runs it on the person's every command")
 REASONS = {
-    "hgrc hook": _HG,
-    "hgrc include": _HG,
-    "nvim source escaped space": _SPACE,
-    "ssh include quoted space": _SPACE,
-    "git fsmonitor $HOME": (
-        "person_settings.value_paths takes absolute and `~/` words only; git runs "
-        "core.fsmonitor (and every program value) through the shell, which expands "
-        "$HOME: dotfiles._Analysis.person_git holds nothing"),
-    "nvim lua getenv": _CONCAT,
-    "nvim execute": _CONCAT,
-    "lesskey LESSOPEN": (
-        "tool_settings._PATH wants a blank, quote, `=`, `(`, `,`, `[`, `{` or `:` before a "
-        "path: lesskey's `LESSOPEN=|~/...` (a pipe first) is not a path word"),
     "LESSOPEN variable": (
         "home_places.CODE_PLACES lists the variables naming code one by one (BASH_ENV, "
         "PYTHONSTARTUP...): LESSOPEN, a command less runs on every file, is not there"),
@@ -119,7 +115,8 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
     ~/work appends to it; the person's tool, started outside, runs nothing planted."""
     name = "t" + secrets.token_hex(3)
     settings, naming, shared_name, first, text, variables, tool = CASES[case]
-    team = sandbox.home / "work" / ("my team" if "space" in case else "team")
+    team = sandbox.home / "work" / ("my  team" if "two spaces" in case else
+                                    "my team" if "space" in case else "team")
     team.mkdir(parents=True)
     shared = team / shared_name.format(name=name)
     shared.write_text(first)
@@ -165,6 +162,9 @@ def test_what_the_persons_tools_run_from_a_grant_is_read_only(sandbox: Sandbox,
         elif tool == "hg":
             status = host(sandbox, "hg", "status", cwd=sandbox.base / "elsewhere-hg")
             need(status.returncode == 0, status.stderr)
+        elif tool == "gdb":
+            started = host(sandbox, "gdb", "-batch", env=env)
+            need(started.returncode == 0, started.stderr)
         elif tool == "ssh":  # ssh reads the passwd entry's home: the file is named
             host(sandbox, "ssh", "-F", str(sandbox.home / ".ssh" / "config"), "-o",
                  "BatchMode=yes", "-o", "ConnectTimeout=5", "team-host", "true")
@@ -191,20 +191,15 @@ CWD_FILES: dict[str, tuple[tuple[str, str] | None, str, str, tuple[str, ...]]] =
                       "shell echo gdb >> {marker}\n", ("gdb", "-batch")),
     "nvim exrc": ((".config/nvim/init.vim", "set exrc\n"), ".nvimrc",
                   "call writefile(['ran'], '{marker}')\n", ("nvim", "--headless", "+qa")),
+    # The same class, names the red team did not try: nvim's other exrc name, and vim's
+    # (`TERM=dumb vim -X`: a real start, not -es, which skips exrc).
+    "nvim dot-exrc": ((".config/nvim/init.vim", "set exrc\n"), ".exrc",
+                      "call writefile(['ran'], '{marker}')\n",
+                      ("nvim", "--headless", "+qa")),
+    "vim exrc": ((".vimrc", "set exrc\n"), ".vimrc",
+                 "call writefile(['ran'], '{marker}')\n", ("vim", "-X", "-c", "qa")),
 }
-CWD_REASONS = {
-    "perl debugger": (
-        "runs_as_you.AGENT_SETTINGS holds .pdbrc (Python's debugger) but not .perldb: "
-        "`perl -d` in the folder runs ./.perldb (owned by the person, mode 644), as "
-        "`python3 -m pdb` runs .pdbrc"),
-    "gdb safe path": (
-        "tool_settings leaves out a word naming an existing folder: ~/.gdbinit's "
-        "`add-auto-load-safe-path ~/work` lets gdb run ./.gdbinit from anywhere in the "
-        "grant, and no .gdbinit is held at a written folder's top"),
-    "nvim exrc": (
-        "the person's `set exrc` (nvim 0.7 asks nothing) runs ./.nvimrc or ./.exrc in "
-        "the folder nvim starts in; neither is held at a written folder's top"),
-}
+CWD_REASONS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", [
@@ -240,10 +235,6 @@ def test_a_file_the_persons_tool_reads_from_the_folder_runs_nothing(sandbox: San
     need(ran(sandbox) == [label], f"the control did not run: {ran(sandbox)}")
 
 
-@escaped("tool_settings.tool_paths reads a pattern's folder through "
-         "person_settings._folder_files, the first MAX_FOLDER_FILES=64 files, and drops "
-         "the rest unsaid (and stops after MAX_READ=200 files in all): the 65th file of "
-         "~/.ssh/config.d includes the team's file in the grant")
 def test_an_ssh_include_past_the_folder_bound(sandbox: Sandbox) -> None:
     name = "t" + secrets.token_hex(3)
     team = sandbox.home / "work" / "team"
@@ -270,3 +261,23 @@ def test_an_ssh_include_past_the_folder_bound(sandbox: Sandbox) -> None:
     host(sandbox, "ssh", "-F", str(ssh / "config"), "-o", "BatchMode=yes", "-o",
          "ConnectTimeout=5", "team-host", "true")
     assert ran(sandbox) == [], done.stdout
+
+
+def test_a_folder_past_the_reading_bound_refuses_the_launch(sandbox: Sandbox) -> None:
+    """Past MAX_FOLDER_FILES files in a folder ~/.ssh/config's pattern names, lnk
+    refuses to start (125), naming the folder and the bound, and runs nothing: the
+    rest is never left unread."""
+    from supervisor.tool_settings import MAX_FOLDER_FILES
+
+    ssh = sandbox.home / ".ssh"
+    (ssh / "config.d").mkdir(parents=True)
+    for index in range(MAX_FOLDER_FILES + 1):
+        (ssh / "config.d" / f"a{index:04d}.conf").write_text("Host h\n")
+    (ssh / "config").write_text("Include ~/.ssh/config.d/*\n")
+    (sandbox.home / "work").mkdir()
+    sandbox.chown()
+    done = sandbox.run("/usr/bin/python3", "-c", "print('STARTED')",
+                       cwd=sandbox.home / "work")
+    assert done.returncode == 125 and "STARTED" not in done.stdout, done
+    assert f"{ssh}/config.d" in done.stderr and "MAX_FOLDER_FILES" in done.stderr
+    assert "hint:" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -42,7 +42,7 @@ def test_any_key_in_any_of_homes_settings_files_naming_a_path_is_found(
         assert path in found, (settings, line)
 
 
-def test_what_it_names_is_followed_patterns_fail_closed_and_folders_are_work(
+def test_what_it_names_is_followed_patterns_fail_closed_and_folders_are_held(
         tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
@@ -59,7 +59,9 @@ def test_what_it_names_is_followed_patterns_fail_closed_and_folders_are_work(
     assert found[f"{home}/work/key"] == "file"  # a relative Include is from ~/.ssh
     assert found[f"{home}/work/d"] == "folder" and found[f"{home}/work/cm"] == "folder"
     assert found[f"{home}/work/r"] == "file"
-    assert f"{home}/work/proj" not in found  # a folder that is there: work, not code
+    # A folder that is there may hold what the tool runs (gdb's safe-path, vim's
+    # runtimepath): held, as a folder, where it lies inside a grant below its top.
+    assert found[f"{home}/work/proj"] == "folder"
     kept = {p.path: p for p in analyze(str(home / "work"), home=str(home)).protected}
     assert kept[f"{home}/work/team.conf"].exists
     assert kept[f"{home}/work/bin/proxy"].placeholder == f"{home}/work/bin"
@@ -73,3 +75,64 @@ def test_a_program_named_is_not_read_as_settings(tmp_path: Path) -> None:
     (home / ".tmux.conf").write_text("run-shell ~/bin/tool\n")
     found = {path for path, _, _ in tool_paths(str(home))}
     assert f"{home}/bin/tool" in found and "/never/named" not in found
+
+
+# Blanks, quotes, escapes and punctuation: each way a path is written in a settings file.
+SPELLED = [  # (the line, whether the folder's name may have blanks in it)
+    ("source {e}", True), ('Include "{p}"', True), ("Include '{p}'", True),
+    ("run-shell '{p} --flag  two'", True), ("LESSOPEN=|{p} %s", False),
+    ("x=@{p}", False), ("k: [{p}]", False), ("\tk\t=\t{p}\t# a tab", False),
+    ('dofile(os.getenv("HOME") .. "/{r}")', True),
+    ("execute 'source ' . $HOME . '/{r}'", True),
+    ("let g:x = expand('~') . '/{r}'", True),
+]
+
+
+def test_a_path_with_blanks_or_after_any_punctuation_is_found(tmp_path: Path) -> None:
+    """A folder with two blanks in its name, escaped or quoted; a path after a pipe or
+    `@`; a tab between words; the home folder joined to a path in vim's and lua's own
+    syntax: each names the file, in a settings file of a random tool."""
+    home = tmp_path / "home"
+    rng = random.Random(secrets.randbits(32))
+    for form, blanks in SPELLED:
+        name = secrets.token_hex(3)
+        folder = home / "work" / (rng.choice([f"my  team {name}", f"my\tteam{name}"])
+                                  if blanks else f"team{name}")
+        folder.mkdir(parents=True)
+        target = folder / f"{name}.rc"
+        target.write_text("# the team\n")
+        relative = str(target.relative_to(home))
+        spelled = "~/" + relative
+        escaped = spelled.replace(" ", "\\ ").replace("\t", "\\\t")
+        settings = home / rng.choice(["~/.tmux.conf", "~/.config/nvim/init.vim", "~/.hgrc",
+                                      "~/.ssh/config", "~/.gdbinit"])[2:]
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(form.format(p=spelled, e=escaped, r=relative) + "\n")
+        found = {path: kind for path, _, kind in tool_paths(str(home))}
+        assert found.get(str(target)) == "file", (form, settings, found)
+        assert not any(p.startswith(f"{home}/work/my") and p != str(target)
+                       and not p.startswith(str(folder)) for p in found), found
+        settings.unlink()
+
+
+def test_a_folder_past_the_bound_refuses_the_launch(tmp_path: Path) -> None:
+    """Every file of a pattern's folder is read; past MAX_FOLDER_FILES the launch is
+    refused, the folder and the bound named, never the rest dropped unsaid."""
+    import pytest
+
+    from supervisor.errors import LaunchError
+    from supervisor.tool_settings import MAX_FOLDER_FILES
+
+    home = tmp_path / "home"
+    folder = home / ".ssh" / "config.d"
+    folder.mkdir(parents=True)
+    (home / ".ssh" / "config").write_text("Include ~/.ssh/config.d/*\n")
+    for index in range(MAX_FOLDER_FILES - 1):
+        (folder / f"a{index:04d}").write_text("Host x\n")
+    (folder / "zz").write_text("Include ~/work/last.conf\n")
+    assert f"{home}/work/last.conf" in {p for p, _, _ in tool_paths(str(home))}
+    (folder / "zzz").write_text("Host y\n")
+    with pytest.raises(LaunchError) as refused:
+        tool_paths(str(home))
+    assert str(folder) in refused.value.message and "MAX_FOLDER_FILES" in \
+        refused.value.message and refused.value.hint
