@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.person_settings import shell_sources
-from supervisor.shell_words import UNKNOWN, commands, values
+from supervisor.shell_words import ARGUMENT, BESIDE, UNKNOWN, commands, values
 
 HOME = "/h"
 
@@ -50,11 +50,22 @@ def test_every_form_of_sourcing_is_found_with_random_names() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "echo . ~/x", "printf '%s\\n' '. ~/x'", "# . ~/x", "cat <<EOF\n. ~/x\nEOF\n",
-    "'then' . ~/x", "alias s='. ~/x'", "echo \\\n. ~/x", 'x=". ~/x"', "[ -f . ] && echo ok",
+    "echo . ~/x", "# . ~/x", "'then' . ~/x", "echo \\\n. ~/x", "[ -f . ] && echo ok",
 ])
 def test_what_is_no_command_is_not_sourcing(text: str) -> None:
     assert sourced(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "printf '%s\\n' '. ~/x'", "cat <<EOF\n. ~/x\nEOF\n", "alias s='. ~/x'", 'x=". ~/x"',
+    "eval '. ~/x'", "trap '. ~/x' EXIT", "PROMPT_COMMAND='. ~/x'",
+    "cat <<'E' | . /dev/stdin\n. ~/x\nE\n",
+])
+def test_a_string_the_shell_may_run_later_is_read_as_a_script(text: str) -> None:
+    """Fail closed: a quoted string (and a here-document) may be run as a script later
+    (eval, a trap, an alias, a prompt command, `. /dev/stdin`), so what it sources is
+    followed; a string that stays text only makes more held."""
+    assert [f"{HOME}/x"] in sourced(text)
 
 
 def test_what_a_variable_holds_is_followed() -> None:
@@ -65,7 +76,9 @@ def test_what_a_variable_holds_is_followed() -> None:
                    {"XDG_CONFIG_HOME": "/c"}) == [["/c/x", f"{HOME}/.config/x"]]
     assert sourced(". $ZSH/oh-my-zsh.sh", {"ZSH": "/z"}) == [["/z/oh-my-zsh.sh"]]
     assert sourced(". $UNSET/x") == [[f"{UNKNOWN}/x"]]
-    assert sourced('. "$(dirname "$0")"/lib.sh') == [[f"{UNKNOWN}/lib.sh"]]
+    assert sourced('. "$(dirname "$0")"/lib.sh') == [[f"{BESIDE}/lib.sh"]]
+    assert sourced('. "${BASH_SOURCE%/*}/lib.sh"') == [[f"{BESIDE}/lib.sh"]]
+    assert sourced('. "$1"') == [[ARGUMENT]]
     assert sourced("x=$(. ~/inside; echo)") == [[f"{HOME}/inside"]]
 
 
