@@ -198,6 +198,12 @@ def _pieces(value: str) -> list[str]:
     return list(dict.fromkeys(found + [e for f in found if ":" in f for e in f.split(":")]))
 
 
+def _home(value: str, home: str) -> str:
+    """`~` and `~/` as home: the shell expands them after `=` and each `:` of an
+    assignment too."""
+    return home + value[1:] if value == "~" or value.startswith("~/") else value
+
+
 def _held(value: str) -> str | None:
     """The path an absolute value names (where its start is known: up to its last `/`
     before what is not known, a folder), normalized; None for a relative value."""
@@ -248,6 +254,7 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
             continue
         for value in made:
             for element in value.split(":") if name == "PATH" else [value]:
+                element = _home(element, home)
                 if element in environ_path and element:
                     continue  # lnk's own PATH: judged where lnk starts (home_places)
                 where = f"{shown} line {word.line}"
@@ -270,7 +277,7 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
             continue  # names no path: most words
         for value in values(word.parts, variables, env, home):
             for piece in _pieces(value) if "/" in value else ():
-                held = _held(piece)
+                held = _held(_home(piece, home))
                 if held is None or held in ("/", home):
                     continue
                 where = f"{shown} line {word.line}"
