@@ -253,8 +253,8 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
         if name not in ("PATH", "path"):
             continue
         for value in made:
-            for element in value.split(":") if name == "PATH" else [value]:
-                element = _home(element, home)
+            for element in (_home(e, home) for e in (value.split(":") if name == "PATH"
+                                                     else [value])):
                 if element in environ_path and element:
                     continue  # lnk's own PATH: judged where lnk starts (home_places)
                 where = f"{shown} line {word.line}"
