@@ -1,5 +1,5 @@
-"""What the person's own settings name: the files their shells source and the paths their
-git settings give, judged for every folder a sandbox writes.
+"""What the person's own settings name: the files their shells read and run and the paths
+their git settings give, judged for every folder a sandbox writes.
 
 A name in a table (`~/.bashrc`, `~/.config/git`) misses what those files point at: a
 `.bashrc` that runs `. ~/work/team/aliases`, a `~/.gitconfig` whose `include.path` or
@@ -7,19 +7,20 @@ A name in a table (`~/.bashrc`, `~/.config/git`) misses what those files point a
 person on their next shell or git command, whatever folder it is in, whether or not a
 repository is there. So the settings are read here, on the host, by lnk itself (never
 run), and every path they name is a candidate: `dotfiles.py` keeps the ones inside a
-written folder read-only.
+written folder read-only, `grants.py` refuses a grant that is one.
 
-Facts this follows:
+The shells' files are judged by structure (docs/runs-as-you.md, section 7), not by the
+forms a list knows:
 - bash, zsh, ksh and dash read the startup files listed in SHELL_STARTUP (their manuals'
-  FILES sections); `.` and `source` run a file in the shell itself, found in any form
-  the shell takes by reading the text as it does (shell_words.py); a variable takes
-  what the files assign it, else the environment's value; relative names from home,
-  where a login shell starts; each sourced file is read for what it sources, at most
-  MAX_SOURCED files in all;
-- fail closed: a name that stays not all literal (a command substitution, a variable
-  with no value found, a glob) names the folder it cannot leave, the folder its literal
-  part ends in, or the sourcing file's own where it starts unknown (`"$(dirname
-  "$0")/lib.sh"`): held whole inside a write grant (docs/runs-as-you.md, section 7);
+  FILES sections); the text is read as the shell reads it (shell_words.py), every
+  quoted string and here-document again as a script (it may be run later);
+- every word anywhere that is a path, absolute or from home, is `named` (held inside a
+  written folder); what `.`/`source` names is read in turn; a folder put on PATH, and
+  the folder a sourced or run name not all literal lies in, `runs_in` (a grant that is
+  or lies inside one is refused);
+- fail closed: what cannot be bounded (a name found from the folder the shell is in, a
+  sourced name whose start only the running shell knows, a reader's bound) is one of
+  `refusals`, and a launch that writes anything is refused naming the file and line;
 - readline reads `$INPUTRC`, else `~/.inputrc`, else `/etc/inputrc`, and `$include`
   names more files (readline's manual, "Conditional Init Constructs");
 - a git value names a path where it is one: absolute, or `~/` (git's own expansion of
@@ -223,7 +224,6 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
     from .shell_words import (
         ARGUMENT,
         BESIDE,
-        MAX_CANDIDATES,
         MAX_SCRIPTS,
         commands,
         first_unknown,
@@ -248,8 +248,7 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
     environ_path = set(env.get("PATH", "").split(":"))
     for name, word in script.assigned:
         made = placed(values(word.parts, variables, env, home))
-        variables[name] = list(dict.fromkeys(variables.get(name, []) + made))[
-            :MAX_CANDIDATES]
+        variables[name] = _capped(variables.get(name, []) + made)
         if name not in ("PATH", "path"):
             continue
         for value in made:
@@ -269,8 +268,7 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
                                    "put folders on PATH by their full path (`$HOME/bin`)")
     for name, words in script.loops:
         made = placed([v for w in words for v in values(w.parts, variables, env, home)])
-        variables[name] = list(dict.fromkeys(variables.get(name, []) + made))[
-            :MAX_CANDIDATES]
+        variables[name] = _capped(variables.get(name, []) + made)
     runs = {id(w) for w in script.sourced} | {id(w) for w in script.run}
     for word in script.words:
         if all(isinstance(p, str) and "/" not in p and "~" not in p for p in word.parts):
@@ -347,6 +345,15 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
                                            "literal: what is in this folder may run")
                 if folder not in (home, "/"):
                     _folder(reading, folder, value[len(folder):], where)
+
+
+def _capped(made: list[str]) -> list[str]:
+    """A variable's values, each once; past MAX_CANDIDATES, one more that is not known
+    (never cut short unsaid: a name built from it then starts or goes on unknown)."""
+    from .shell_words import MAX_CANDIDATES, UNKNOWN
+
+    made = list(dict.fromkeys(made))
+    return made if len(made) <= MAX_CANDIDATES else [*made[:MAX_CANDIDATES], UNKNOWN]
 
 
 def _on_path(name: str, reading: _Reading) -> str | None:

@@ -464,8 +464,10 @@ def _parse(tokens: list[Token], script: Script) -> set[int]:
             if literal == "}":
                 continue
         defined = _defines(tokens, index - 1)
-        if defined is not None:
+        if defined is not None:  # its name here defines it: no call
             bodies.append((defined, braces + 1))
+            start = options = False
+            continue
         assignment = _ASSIGNMENT.match(literal or _head(token))
         if assignment:
             value = _after(token, assignment.end())
@@ -592,7 +594,7 @@ def values(parts: tuple[Part, ...], variables: dict[str, list[str]],
     made = [""]
     for part in parts:
         if isinstance(part, str):
-            options = [part]
+            options = _braces(part)
         else:
             name = part.name
             options = [home] if name == "HOME" else ["."] if name in (
@@ -608,6 +610,24 @@ def values(parts: tuple[Part, ...], variables: dict[str, list[str]],
         if len(made) > MAX_CANDIDATES:
             made = [*made[:MAX_CANDIDATES], UNKNOWN]
     return [_tilde(m, home) for m in made]
+
+
+def _braces(text: str) -> list[str]:
+    """Brace expansion (`~/.{path,exports}` → `~/.path`, `~/.exports`), innermost first;
+    a quoted brace is expanded too: finding more only holds more."""
+    made, done = [text], list[str]()
+    while made and len(done) + len(made) <= MAX_CANDIDATES * 4:
+        value = made.pop(0)
+        match = _BRACE.search(value)
+        if match is None:
+            done.append(value)
+            continue
+        made += [value[:match.start()] + choice + value[match.end():]
+                 for choice in match.group(1).split(",")]
+    return done + [UNKNOWN] * bool(made)
+
+
+_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 
 
 def _tilde(value: str, home: str) -> str:

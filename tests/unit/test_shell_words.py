@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.person_settings import shell_sources
-from supervisor.shell_words import ARGUMENT, BESIDE, UNKNOWN, commands, values
+from supervisor.person_settings import MAX_FOLDER_FILES, Sources, shell_sources
+from supervisor.shell_words import ARGUMENT, BESIDE, MAX_SCRIPTS, UNKNOWN, commands, values
 
 HOME = "/h"
 
@@ -19,7 +19,8 @@ def sourced(text: str, environ: dict[str, str] | None = None) -> list[list[str]]
     script = commands(text)
     variables: dict[str, list[str]] = {}
     for name, word in script.assigned:
-        variables[name] = values(word.parts, variables, environ or {}, HOME)
+        variables[name] = variables.get(name, []) + values(word.parts, variables,
+                                                           environ or {}, HOME)
     return [values(w.parts, variables, environ or {}, HOME) for w in script.sourced]
 
 
@@ -118,3 +119,80 @@ def test_a_name_not_all_literal_leaves_its_folder_open(home: Path) -> None:
     files = dict(found.files)
     assert files[f"{home}/from-a"] == "sourced by ~/rc.d/a.sh"
     assert f"{home}/rc.d/a.sh" in files
+
+
+# -- the rule by structure (issue 26, red team 2): every word, what cannot be bounded --
+
+
+def test_forms_of_a_name_are_followed_to_their_values() -> None:
+    assert sourced('t=(~/a ~/b)\n. "${t[1]}"') == [[f"{HOME}/a", f"{HOME}/b"]]
+    assert sourced('t=~/w/\n. "${t%/}/x"') == [[f"{HOME}/w/x"]]
+    assert sourced('t=~/w/x.sh\n. "${t%.sh}.zsh"') == [[f"{HOME}/w/x.zsh"]]
+    assert sourced('t=/a/b/c\n. "${t##*/}"') == [["c"]]
+    assert sourced(". ~/.{path,exports}") == [[f"{HOME}/.path", f"{HOME}/.exports"]]
+    assert sourced(". ~+/x") == [["./x"]]
+    assert sourced('. "${${(%):-%x}:a:h}/x"') == [[f"{BESIDE}/x"]]
+
+
+def _sources(home: Path, bashrc: str) -> Sources:
+    (home / ".bashrc").write_text(bashrc)
+    return shell_sources(str(home), environ={"PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("line", [
+    'eval "$(cat ~/w/x)"', ". <(cat ~/w/x)", "source /dev/stdin < ~/w/x", "eval '. ~/w/x'",
+    "trap '~/w/x' EXIT", "PROMPT_COMMAND='~/w/x'", "complete -C ~/w/x git",
+    "bind -x '\"\\C-t\": ~/w/x'", "f() { exec ~/w/x; }", "[ -x ~/w/x ] && ~/w/x",
+    "alias a='~/w/x --flag'", "export EDITOR=~/w/x", "cmd --config=~/w/x",
+    "cat <<E | sh\n~/w/x\nE",
+])
+def test_every_word_that_names_a_path_is_named(home: Path, line: str) -> None:
+    named = dict(_sources(home, line + "\n").named)
+    assert f"{home}/w/x" in named, line
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    (". ./x", "~/.bashrc line 1: `. ./x`"), (". x", "`. x` is found from the folder"),
+    (". ~+/x", "found from the folder"), ("cd ~/w && . ./x", "found from the folder"),
+    ('. "$(cat ~/.where)/x"', "whose start only"), ('. "$NOWHERE/x"', "whose start only"),
+    ("PATH=.:$PATH", "a folder found from the one"),
+    ("PATH=node_modules/.bin:$PATH", "a folder found from the one"),
+])
+def test_what_cannot_be_bounded_is_a_refusal_naming_the_line(home: Path, line: str,
+                                                             said: str) -> None:
+    refusals = _sources(home, "\n" * 0 + line + "\n").refusals
+    assert any(said in f"{where}: {what}" for where, what, _ in refusals), refusals
+
+
+@pytest.mark.parametrize("line", [
+    ". ~/x", '. "$(dirname "$0")/lib.sh"', '. "${BASH_SOURCE%/*}/lib.sh"',
+    'load() { . "$1"; }\nload ~/x', "alias va='. .venv/bin/activate'",
+    "va() { . .venv/bin/activate; }", ". bash_completion_on_path",
+    'x=~/a\n. "$x"', "echo . ./x",
+])
+def test_what_is_bounded_is_no_refusal(home: Path, line: str) -> None:
+    (home / "bin").mkdir()
+    (home / "bin" / "bash_completion_on_path").write_text("\n")
+    (home / ".bashrc").write_text(line + "\n")
+    found = shell_sources(str(home), environ={"PATH": f"{home}/bin:/usr/bin"})
+    assert found.refusals == [], line
+
+
+def test_a_path_folder_and_an_open_folder_run_what_is_in_them(home: Path) -> None:
+    runs = dict(_sources(home, 'PATH="$HOME/w/bin:$PATH:~/w/tools"\n'
+                               ". ~/w/team/$(hostname).sh\n").runs_in)
+    assert {f"{home}/w/bin", f"{home}/w/tools", f"{home}/w/team"} <= set(runs)
+
+
+def test_a_readers_bound_refuses_rather_than_cutting_short(home: Path) -> None:
+    (home / "rc.d").mkdir()
+    for index in range(MAX_FOLDER_FILES + 1):
+        (home / "rc.d" / f"{index:04d}.sh").write_text("\n")
+    refusals = _sources(home, 'for f in ~/rc.d/*.sh; do . "$f"; done\n').refusals
+    assert any(f"more than {MAX_FOLDER_FILES} files" in what for _, what, _ in refusals)
+    (home / "big").write_text("#" * (1 << 20) + "\n")
+    refusals = _sources(home, ". ~/big\n").refusals
+    assert any("longer than" in what for _, what, _ in refusals)
+    words = " ".join(f"'~/{i} x'" for i in range(MAX_SCRIPTS + 1))
+    refusals = _sources(home, f"echo {words}\n").refusals
+    assert any(f"more than {MAX_SCRIPTS} scripts" in what for _, what, _ in refusals)
