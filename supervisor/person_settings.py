@@ -114,6 +114,7 @@ class _Reading:
         self.variables: dict[str, list[str]] = {}
         self.pending: list[tuple[str, str]] = []
         self.candidates: set[str] = set()  # files read as what a pattern may source
+        self.cds: dict[str, None] = {home: None}  # home, and each folder a `cd` names
 
     def shown(self, path: str) -> str:
         home = self.home
@@ -289,6 +290,18 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
                 else:
                     reading.folders.setdefault(held, f"a word of {where} is not all "
                                                "literal and may name what is here")
+    for word in script.cds:
+        for value in (_home(v, home) for v in values(word.parts, variables, env, home)):
+            if value.startswith("/") and first_unknown(value) < 0:
+                reading.cds[os.path.normpath(value)] = None
+    for word in script.run:  # `cd ~/w && ./run.sh`: from home, and each `cd`'s folder
+        if word.string or script.on_demand(word):
+            continue  # text, or what the person types: as if they typed it
+        for value in values(word.parts, variables, env, home):
+            if "/" in value and not value.startswith("/") and first_unknown(value) < 0:
+                for folder in reading.cds:
+                    reading.named.setdefault(os.path.normpath(os.path.join(folder, value)),
+                                             f"run by {shown} line {word.line}")
     in_home = path.startswith(home + "/") and path not in reading.candidates
     for word in script.sourced:
         where, spelled = f"{shown} line {word.line}", render(word.parts)
@@ -308,8 +321,8 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
                     reading.pending.append((os.path.normpath(os.path.join(home, value)),
                                             f"sourced by {shown}"))
                 else:
-                    reading.pending.append((os.path.normpath(os.path.join(home, value)),
-                                            f"sourced by {shown}"))
+                    reading.pending += [(os.path.normpath(os.path.join(folder, value)),
+                                         f"sourced by {shown}") for folder in reading.cds]
                     reading.refuse(where, f"`. {spelled}` is found from the folder the "
                                    "shell is in, which may be one this run writes (a "
                                    "terminal opened in the project): your next shell "

@@ -355,6 +355,7 @@ class Script(NamedTuple):
     cut: bool
     functions: dict[str, set[int]]  # each function's name: the ids of its words
     demanded: set[int]  # filled by commands(): see on_demand
+    cds: list[Word]  # each `cd` or `pushd`'s folder: where a relative name may be found
 
     def on_demand(self, word: Word) -> bool:
         """Whether `word` runs only when the person types a command, in the folder they
@@ -369,7 +370,7 @@ def commands(text: str) -> Script:
     as a script of its own, since a string may be run as one later: eval's, a trap's,
     an alias's, PROMPT_COMMAND's, `bind -x`'s, `complete -C`'s, a function's caller's.
     Reading a string that is only text finds more, never less (fail closed)."""
-    script = Script([], [], [], [], [], False, {}, set())
+    script = Script([], [], [], [], [], False, {}, set(), [])
     scripts: list[tuple[str, int, bool, bool]] = [(text, 1, False, False)]
     done = 0
     while scripts:
@@ -437,6 +438,7 @@ def _parse(tokens: list[Token], script: Script) -> set[int]:
     aliases: set[int] = set()
     bodies: list[tuple[str, int]] = []  # the functions being defined: (name, brace depth)
     braces = 0
+    cases, patterns = 0, False  # open `case`s; whether the next words are its patterns
     start = True  # the next word is a command's first
     options = False  # after a precommand: its options (`command -p`) come first
     index = 0
@@ -449,14 +451,29 @@ def _parse(tokens: list[Token], script: Script) -> set[int]:
                     script.words.append(target)
                     index += 1  # the redirection's target: the command goes on
                 continue
+            if patterns and token in ("|", "(", "\n"):
+                continue
+            patterns = (patterns and token != ")") or (cases > 0 and token in (
+                ";;", ";&", ";;&"))
             start, options = True, False
             continue
         script.words.append(token)
         for name, _ in bodies:
             script.functions.setdefault(name, set()).add(id(token))
+        literal = token.literal()
+        if patterns or (literal == "esac" and cases and not token.quoted):
+            if literal == "esac" and not token.quoted:
+                cases, patterns, start = cases - 1, False, False
+            continue  # a `case` arm's pattern: no command
         if not start:
             continue
-        literal = token.literal()
+        if literal == "case" and not token.quoted:
+            while (word := _word_at(tokens, index)) and word.literal() != "in":
+                script.words.append(word)
+                index += 1
+            cases, patterns, start = cases + 1, True, False
+            index += 1
+            continue
         if literal in ("{", "}") and not token.quoted:
             braces += 1 if literal == "{" else -1
             while bodies and bodies[-1][1] > braces:
@@ -505,6 +522,13 @@ def _parse(tokens: list[Token], script: Script) -> set[int]:
             elif literal == "for":
                 index = _loop(tokens, index, loops)
                 script.words.extend(w for _, ws in loops[-1:] for w in ws)
+            elif literal in ("cd", "pushd"):
+                while (word := _word_at(tokens, index)) and (word.literal() or "").startswith(
+                        "-"):
+                    index += 1
+                if word:
+                    script.cds.append(word)
+                script.run.append(token)
             elif literal == "alias":
                 while word := _word_at(tokens, index):
                     aliases.add(id(word))

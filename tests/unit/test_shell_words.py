@@ -196,3 +196,10 @@ def test_a_readers_bound_refuses_rather_than_cutting_short(home: Path) -> None:
     words = " ".join(f"'~/{i} x'" for i in range(MAX_SCRIPTS + 1))
     refusals = _sources(home, f"echo {words}\n").refusals
     assert any(f"more than {MAX_SCRIPTS} scripts" in what for _, what, _ in refusals)
+
+
+def test_a_relative_program_is_held_from_home_and_each_cd(home: Path) -> None:
+    named = dict(_sources(home, "cd ~/w && ./run.sh\ncase $x in lts/*) ./c.sh ;; esac\n"
+                                "alias b='cd ~/p && ./build.sh'\n").named)
+    assert {f"{home}/w/run.sh", f"{home}/run.sh", f"{home}/w/c.sh"} <= set(named)
+    assert f"{home}/p/build.sh" not in named and f"{home}/lts" not in named
