@@ -52,6 +52,7 @@ MAX_SOURCED = 400  # files read in all; more refuses the launch (Sources.refusal
 _READ_LIMIT = 1 << 20  # a startup file's bytes read; a longer one refuses the launch
 
 _NAME = re.compile(r"[\w.+~-][\w./+~-]*")  # a relative name as people write them
+_SEPARATED = re.compile(r"[\s;&|()<>`'\"]+")  # what splits a string run later
 _INCLUDE = re.compile(r"^[ \t]*\$include[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
 MAX_FOLDER_FILES = 256  # files read in one folder a pattern sources from (`~/.bashrc.d/*`)
 
@@ -194,7 +195,7 @@ def _included(word: str, home: str) -> str | None:
 def _pieces(value: str) -> list[str]:
     """What in a word's value may be a path: the whole, what follows its first `=`
     (`--opt=PATH`, `NAME=PATH`), and each `:`-separated element of either (a PATH)."""
-    found = [value]
+    found = [value, *_SEPARATED.split(value)[1:]]  # `a;~/w/p`: a string run later
     if "=" in value:
         found.append(value.partition("=")[2])
     return list(dict.fromkeys(found + [e for f in found if ":" in f for e in f.split(":")]))

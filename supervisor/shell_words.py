@@ -65,6 +65,7 @@ class Variable(NamedTuple):
     name: str
     default: tuple[str | Variable, ...] | None = None
     trim: tuple[str, str] | None = None  # `${NAME%PATTERN}`'s ("%", PATTERN), `#`, `%%`, `##`
+    alternative: bool = False  # `${NAME:+WORD}`: WORD (the default's place), or nothing
 
 
 Part = str | Variable  # a literal string (UNKNOWN: what is not known), or a variable
@@ -99,7 +100,8 @@ def render(parts: tuple[Part, ...]) -> str:
         if isinstance(part, str):
             text.append(part)
         elif part.default is not None:
-            text.append("${" + part.name + ":-" + render(part.default) + "}")
+            text.append("${" + part.name + (":+" if part.alternative else ":-") +
+                        render(part.default) + "}")
         else:
             text.append("${" + part.name + "}")
     return "".join(text)
@@ -330,10 +332,11 @@ def _braced(inside: str, inner: Callable[[str], None]) -> Part:
         rest = rest[subscript.end():]
     if not rest:
         return Variable(name.group())
-    operator = re.match(r":?[-=]", rest)
+    operator = re.match(r":?[-=+]", rest)
     if operator:
         scanner = _Scanner(rest[operator.end():], lambda t, _: inner(t))
-        return Variable(name.group(), scanner.word().parts)
+        return Variable(name.group(), scanner.word().parts,
+                        alternative=operator.group().endswith("+"))
     trim = re.match(r"(%%|%|##|#)(.*)", rest, re.DOTALL)
     if trim and not any(c in trim.group(2) for c in "$`\"'"):
         return Variable(name.group(), trim=(trim.group(1), trim.group(2)))
@@ -627,7 +630,9 @@ def values(parts: tuple[Part, ...], variables: dict[str, list[str]],
                 options = [environ[name]]
             if part.trim is not None:
                 options = [_trimmed(o, *part.trim) for o in options]
-            if part.default is not None:
+            if part.alternative and part.default is not None:
+                options = ["", *values(part.default, variables, environ, home)]
+            elif part.default is not None:
                 options += values(part.default, variables, environ, home)
             options = options or [UNKNOWN]
         made = list(dict.fromkeys(m + o for m in made for o in options))

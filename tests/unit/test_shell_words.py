@@ -203,3 +203,14 @@ def test_a_relative_program_is_held_from_home_and_each_cd(home: Path) -> None:
                                 "alias b='cd ~/p && ./build.sh'\n").named)
     assert {f"{home}/w/run.sh", f"{home}/run.sh", f"{home}/w/c.sh"} <= set(named)
     assert f"{home}/p/build.sh" not in named and f"{home}/lts" not in named
+
+
+@pytest.mark.parametrize("line", [
+    'PROMPT_COMMAND="${PROMPT_COMMAND:+$PROMPT_COMMAND;}~/w/x"',
+    'PROMPT_COMMAND="$PROMPT_COMMAND;~/w/x"', "export BASH_ENV=~/w/x",
+    "x=$'a'\n. ~/w/x", "exec 3<~/w/x; . /dev/fd/3", 'eval "$(<~/w/x)"',
+    "mapfile -t a < ~/w/x", ". ~/w/x\\ ", "[[ -f ~/w/x ]] && source ~/w/x",
+])
+def test_more_forms_nobody_listed_are_named(home: Path, line: str) -> None:
+    named = dict(_sources(home, line + "\n").named)
+    assert f"{home}/w/x" in named or f"{home}/w/x " in named, line
