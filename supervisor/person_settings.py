@@ -33,9 +33,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .host_walk import read_small
+
+if TYPE_CHECKING:
+    from .shell_words import Script, Word
 
 # The shells' startup files (bash(1), zsh(1) STARTUP/SHUTDOWN FILES, dash(1), ksh(1),
 # tcsh(1), Xsession(5)), home's and the system's: each is read for what it sources.
@@ -247,27 +250,11 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
     if script.cut:
         reading.refuse(shown, f"it holds more than {MAX_SCRIPTS} scripts (substitutions, "
                        "strings), more than lnk reads", "make it simpler, or split it")
-    environ_path = set(env.get("PATH", "").split(":"))
     for name, word in script.assigned:
         made = placed(values(word.parts, variables, env, home))
         variables[name] = _capped(variables.get(name, []) + made)
-        if name not in ("PATH", "path"):
-            continue
-        for value in made:
-            for element in (_home(e, home) for e in (value.split(":") if name == "PATH"
-                                                     else [value])):
-                if element in environ_path and element:
-                    continue  # lnk's own PATH: judged where lnk starts (home_places)
-                where = f"{shown} line {word.line}"
-                if element.startswith("/") and first_unknown(element) < 0:
-                    reading.runs_in.setdefault(os.path.normpath(element),
-                                                f"put on PATH by {where}")
-                elif first_unknown(element) != 0 and not script.on_demand(word):
-                    reading.refuse(where, f"{name} gets {element or 'an empty element'!r}, "
-                                   "a folder found from the one the shell is in, which may "
-                                   "be one this run writes: every command you type there "
-                                   "would run what the run puts there",
-                                   "put folders on PATH by their full path (`$HOME/bin`)")
+        if name in _code_variables():
+            _code_variable(reading, script, name, word, made=made, shown=shown)
     for name, words in script.loops:
         made = placed([v for w in words for v in values(w.parts, variables, env, home)])
         variables[name] = _capped(variables.get(name, []) + made)
@@ -359,6 +346,49 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
                                            "literal: what is in this folder may run")
                 if folder not in (home, "/"):
                     _folder(reading, folder, value[len(folder):], where)
+
+
+# Variables whose each `:`-element is a folder the shell or a program runs code from, as
+# the person, in every shell they start (zsh: lowercase arrays tied to them).
+_FOLDER_LISTS = ("PATH", "path", "FPATH", "fpath", "BASH_LOADABLES_PATH")
+
+
+def _code_variables() -> dict[str, str]:
+    """Each variable a startup file may set that names code: its kind ("list" of
+    folders, "folder", "file") with the environment's own (home_places.py)."""
+    from .home_places import CODE_PATHS, CODE_PLACES
+
+    found = dict.fromkeys((*_FOLDER_LISTS, *(n for n, _ in CODE_PATHS)), "list")
+    found.update((n, kind) for n, kind, _ in CODE_PLACES)
+    return found
+
+
+def _code_variable(reading: _Reading, script: Script, name: str, word: Word, *,
+                   made: list[str], shown: str) -> None:
+    """A startup file sets `name`, a variable naming code, to the values `made`: each
+    folder is one the shell runs from (`runs_in`), each file is named; an element found
+    from the folder the shell is in refuses the launch, as a relative sourced name."""
+    from .shell_words import first_unknown
+
+    home, where = reading.home, f"{shown} line {word.line}"
+    kind = _code_variables()[name]
+    inherited = set(reading.env.get(name, "").split(":"))
+    for value in made:
+        elements = value.split(":") if kind == "list" and name.isupper() else [value]
+        for element in (_home(e, home) for e in elements):
+            cut = first_unknown(element)
+            if (element in inherited and element) or cut == 0:
+                continue  # lnk's own environment's (home_places judges it), or inherited
+            held = _held(element)
+            if held is not None and kind == "file":
+                reading.named.setdefault(held, f"{name} names it in {where}")
+            elif held is not None:
+                reading.runs_in.setdefault(held, f"{name} names it in {where}")
+            elif not (word.string or script.on_demand(word)):
+                reading.refuse(where, f"{name} gets {element or 'an empty element'!r}, "
+                               "found from the folder the shell is in, which may be one "
+                               "this run writes: what you run there would run what the "
+                               "run puts there", "name it by its full path (`$HOME/...`)")
 
 
 def _capped(made: list[str]) -> list[str]:

@@ -155,8 +155,8 @@ def test_every_word_that_names_a_path_is_named(home: Path, line: str) -> None:
     (". ./x", "~/.bashrc line 1: `. ./x`"), (". x", "`. x` is found from the folder"),
     (". ~+/x", "found from the folder"), ("cd ~/w && . ./x", "found from the folder"),
     ('. "$(cat ~/.where)/x"', "whose start only"), ('. "$NOWHERE/x"', "whose start only"),
-    ("PATH=.:$PATH", "a folder found from the one"),
-    ("PATH=node_modules/.bin:$PATH", "a folder found from the one"),
+    ("PATH=.:$PATH", "PATH gets '.', found from the folder"),
+    ("PATH=node_modules/.bin:$PATH", "found from the folder the shell"),
 ])
 def test_what_cannot_be_bounded_is_a_refusal_naming_the_line(home: Path, line: str,
                                                              said: str) -> None:
@@ -214,3 +214,20 @@ def test_a_relative_program_is_held_from_home_and_each_cd(home: Path) -> None:
 def test_more_forms_nobody_listed_are_named(home: Path, line: str) -> None:
     named = dict(_sources(home, line + "\n").named)
     assert f"{home}/w/x" in named or f"{home}/w/x " in named, line
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("export PYTHONPATH=~/w/x:$PYTHONPATH", "runs_in"), ("fpath=(~/w/x $fpath)", "runs_in"),
+    ("path+=(~/w/x)", "runs_in"), ("export NODE_PATH=~/w/x", "runs_in"),
+    ("export ZDOTDIR=~/w/x", "runs_in"), ("export PYTHONSTARTUP=~/w/x", "named"),
+    ("export LD_LIBRARY_PATH=$HOME/w/x", "runs_in"),
+])
+def test_a_variable_naming_code_that_a_startup_file_sets_is_judged(home: Path, line: str,
+                                                                   kind: str) -> None:
+    found = _sources(home, line + "\n")
+    assert f"{home}/w/x" in dict(getattr(found, kind)), line
+    assert found.refusals == []
+
+
+def test_a_relative_code_folder_refuses(home: Path) -> None:
+    assert _sources(home, "export PYTHONPATH=src\n").refusals
