@@ -93,6 +93,7 @@ def shell_sources(home: str, environ: dict[str, str] | None = None) -> Sources:
     cannot be bounded. Read, never run; a file that cannot be read names nothing. Once
     per start within home_places.found_once (the grants' check, then each written
     folder's analysis, ask)."""
+    home = os.path.normpath(home)
     if environ is None:
         from .home_places import found_once_store
 
