@@ -316,8 +316,8 @@ class _Resolver:
         for where, what, change in shell_sources(self.context.home).refusals[:1]:
             raise self.error(
                 rule,
-                f"resolves to {sorted(paths)[0]}, which this run writes, and {where} is "
-                f"what lnk cannot judge: {what}",
+                f"resolves to {sorted(paths)[0]}, which this run writes, and lnk cannot "
+                f"judge what {where} runs: {what}",
                 hint=f"{change}; lnk reads your shells' startup files for what they run, "
                 "and refuses what it cannot bound (docs/runs-as-you.md)")
         for named in self.named():

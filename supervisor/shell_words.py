@@ -66,6 +66,7 @@ class Variable(NamedTuple):
     default: tuple[str | Variable, ...] | None = None
     trim: tuple[str, str] | None = None  # `${NAME%PATTERN}`'s ("%", PATTERN), `#`, `%%`, `##`
     alternative: bool = False  # `${NAME:+WORD}`: WORD (the default's place), or nothing
+    among: tuple[tuple[str | Variable, ...], ...] = ()  # `$(find A B ...)`: below A or B
 
 
 Part = str | Variable  # a literal string (UNKNOWN: what is not known), or a variable
@@ -264,7 +265,7 @@ class _Scanner:
             script = text[self.pos:inner.pos]
             self.inner(script, self.line_at(self.pos))
             self.pos = inner.pos
-            return BESIDE if _BESIDE.search(script) else UNKNOWN
+            return BESIDE if _BESIDE.search(script) else _listing(script)
         if after == "{":
             end = self.balanced(start + 1, "{", "}", 1)
             self.pos = end
@@ -312,6 +313,29 @@ class _Scanner:
                 depth -= 1
             pos += 1
         return pos
+
+
+def _listing(script: str) -> Part:
+    """`$(find A B -type f ...)`, `$(ls A)`: what they print lies below the folders they
+    are given (sdkman-init.sh sources `$(find "${SDKMAN_DIR}/src" ...)`): those folders,
+    each followed by what is not known; anything else is not known."""
+    found = re.match(r"\s*(?:command\s+)?(find|ls)\s", script)
+    if found is None:
+        return UNKNOWN
+    tokens = list(_Scanner(script[found.end():], lambda t, n: None).tokens())
+    folders: list[tuple[Part, ...]] = []
+    for token in tokens:
+        if isinstance(token, str):
+            if token != "\n":  # a pipe or a list after it: what it prints is not known
+                return UNKNOWN
+            break
+        head = token.literal()
+        if head is not None and head.startswith(("-", "(", "!")):
+            if found.group(1) == "find":
+                break  # find's expression: its start points are before it
+            continue
+        folders.append(token.parts)
+    return Variable("", among=tuple(folders)) if folders else UNKNOWN
 
 
 def _braced(inside: str, inner: Callable[[str], None]) -> Part:
@@ -630,7 +654,10 @@ def values(parts: tuple[Part, ...], variables: dict[str, list[str]],
                 options = [environ[name]]
             if part.trim is not None:
                 options = [_trimmed(o, *part.trim) for o in options]
-            if part.alternative and part.default is not None:
+            if part.among:
+                options = [v.rstrip("/") + "/" + UNKNOWN for w in part.among
+                           for v in values(w, variables, environ, home)]
+            elif part.alternative and part.default is not None:
                 options = ["", *values(part.default, variables, environ, home)]
             elif part.default is not None:
                 options += values(part.default, variables, environ, home)

@@ -23,7 +23,7 @@ from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
-CANNOT_JUDGE = "is what lnk cannot judge"  # grants.check_named's refusal of a startup line
+CANNOT_JUDGE = "lnk cannot judge what"  # grants.check_named's refusal of a startup line
 
 
 class Case(NamedTuple):

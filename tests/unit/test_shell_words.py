@@ -231,3 +231,15 @@ def test_a_variable_naming_code_that_a_startup_file_sets_is_judged(home: Path, l
 
 def test_a_relative_code_folder_refuses(home: Path) -> None:
     assert _sources(home, "export PYTHONPATH=src\n").refusals
+
+
+def test_a_listing_is_below_the_folders_it_is_given(home: Path) -> None:
+    """sdkman-init.sh's form: the files `find` prints lie below its start points."""
+    (home / "s" / "src").mkdir(parents=True)
+    (home / "s" / "src" / "a.sh").write_text(". ~/from-a\n")
+    found = _sources(home, 'D="$HOME/s"\nscripts=($(find "${D}/src" "$D/ext" -type f))\n'
+                           'for f in "${scripts[@]}"; do source "$f"; done\n')
+    assert found.refusals == []
+    assert {f"{home}/s/src", f"{home}/s/ext"} <= set(dict(found.runs_in))
+    assert f"{home}/from-a" in dict(found.files)
+    assert _sources(home, 'for f in $(find ~/s | sed s/a/b/); do . "$f"; done\n').refusals
