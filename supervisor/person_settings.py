@@ -369,7 +369,7 @@ def _code_variable(reading: _Reading, script: Script, name: str, word: Word, *,
     """A startup file sets `name`, a variable naming code, to the values `made`: each
     folder is one the shell runs from (`runs_in`), each file is named; an element found
     from the folder the shell is in refuses the launch, as a relative sourced name."""
-    from .shell_words import first_unknown
+    from .shell_words import first_unknown, render
 
     home, where = reading.home, f"{shown} line {word.line}"
     kind = _code_variables()[name]
@@ -385,11 +385,30 @@ def _code_variable(reading: _Reading, script: Script, name: str, word: Word, *,
                 reading.named.setdefault(held, f"{name} names it in {where}")
             elif held is not None:
                 reading.runs_in.setdefault(held, f"{name} names it in {where}")
-            elif not (word.string or script.on_demand(word)):
-                reading.refuse(where, f"{name} gets {element or 'an empty element'!r}, "
-                               "found from the folder the shell is in, which may be one "
-                               "this run writes: what you run there would run what the "
-                               "run puts there", "name it by its full path (`$HOME/...`)")
+    if word.string or script.on_demand(word):
+        return
+    # A relative element written in the line itself (`.`, `node_modules/.bin`, an empty
+    # one: `$PATH:`); one a variable's value makes is left to the values above, since
+    # loops that rebuild PATH (asdf.sh) make empty ones no shell ever sees.
+    for element in _elements(render(word.parts)) if kind == "list" else []:
+        if "$" not in element and first_unknown(element) < 0 and not element.startswith(
+                ("/", "~")):
+            reading.refuse(where, f"{name} gets {element or 'an empty element'!r}, found "
+                           "from the folder the shell is in, which may be one this run "
+                           "writes: what you run there would run what the run puts there",
+                           "name it by its full path (`$HOME/...`)")
+            break
+
+
+def _elements(text: str) -> list[str]:
+    """The `:`-separated elements of a value's text, a `${...}` whole."""
+    found, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if char == ":" and depth == 0:
+            found.append(text[start:index])
+            start = index + 1
+    return [*found, text[start:]]
 
 
 def _capped(made: list[str]) -> list[str]:

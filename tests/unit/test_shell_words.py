@@ -243,3 +243,13 @@ def test_a_listing_is_below_the_folders_it_is_given(home: Path) -> None:
     assert {f"{home}/s/src", f"{home}/s/ext"} <= set(dict(found.runs_in))
     assert f"{home}/from-a" in dict(found.files)
     assert _sources(home, 'for f in $(find ~/s | sed s/a/b/); do . "$f"; done\n').refusals
+
+
+@pytest.mark.parametrize(("line", "refused"), [
+    ("PATH=$PATH:", True), ("PATH=.:$PATH", True), ("PATH=$PATH::/usr/bin", True),
+    ('PATH="${PATH:+${PATH}:}$HOME/.fzf/bin"', False),
+    ('p=""\nfor x in a b; do p="$p${p:+:}$x"; done\nPATH=$p', False),  # asdf.sh's loop
+])
+def test_a_relative_path_element_refuses_where_the_line_writes_it(home: Path, line: str,
+                                                                  refused: bool) -> None:
+    assert bool(_sources(home, line + "\n").refusals) == refused, line
