@@ -311,6 +311,15 @@ class _Resolver:
         holding it read-only would leave it nothing to write. One that holds what they
         name keeps it read-only instead (dotfiles.py)."""
         self.check_repository_hooks(rule, paths)
+        from .person_settings import shell_sources
+
+        for where, what, change in shell_sources(self.context.home).refusals[:1]:
+            raise self.error(
+                rule,
+                f"resolves to {sorted(paths)[0]}, which this run writes, and lnk cannot "
+                f"judge what {where} runs: {what}",
+                hint=f"{change}; lnk reads your shells' startup files for what they run, "
+                "and refuses what it cannot bound (docs/runs-as-you.md)")
         for named in self.named():
             for path in sorted(paths):
                 link = next((link for link in named.links if is_within(link, path)), None)

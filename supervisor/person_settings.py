@@ -1,5 +1,5 @@
-"""What the person's own settings name: the files their shells source and the paths their
-git settings give, judged for every folder a sandbox writes.
+"""What the person's own settings name: the files their shells read and run and the paths
+their git settings give, judged for every folder a sandbox writes.
 
 A name in a table (`~/.bashrc`, `~/.config/git`) misses what those files point at: a
 `.bashrc` that runs `. ~/work/team/aliases`, a `~/.gitconfig` whose `include.path` or
@@ -7,19 +7,20 @@ A name in a table (`~/.bashrc`, `~/.config/git`) misses what those files point a
 person on their next shell or git command, whatever folder it is in, whether or not a
 repository is there. So the settings are read here, on the host, by lnk itself (never
 run), and every path they name is a candidate: `dotfiles.py` keeps the ones inside a
-written folder read-only.
+written folder read-only, `grants.py` refuses a grant that is one.
 
-Facts this follows:
+The shells' files are judged by structure (docs/runs-as-you.md, section 7), not by the
+forms a list knows:
 - bash, zsh, ksh and dash read the startup files listed in SHELL_STARTUP (their manuals'
-  FILES sections); `.` and `source` run a file in the shell itself, found in any form
-  the shell takes by reading the text as it does (shell_words.py); a variable takes
-  what the files assign it, else the environment's value; relative names from home,
-  where a login shell starts; each sourced file is read for what it sources, at most
-  MAX_SOURCED files in all;
-- fail closed: a name that stays not all literal (a command substitution, a variable
-  with no value found, a glob) names the folder it cannot leave, the folder its literal
-  part ends in, or the sourcing file's own where it starts unknown (`"$(dirname
-  "$0")/lib.sh"`): held whole inside a write grant (docs/runs-as-you.md, section 7);
+  FILES sections); the text is read as the shell reads it (shell_words.py), every
+  quoted string and here-document again as a script (it may be run later);
+- every word anywhere that is a path, absolute or from home, is `named` (held inside a
+  written folder); what `.`/`source` names is read in turn; a folder put on PATH, and
+  the folder a sourced or run name not all literal lies in, `runs_in` (a grant that is
+  or lies inside one is refused);
+- fail closed: what cannot be bounded (a name found from the folder the shell is in, a
+  sourced name whose start only the running shell knows, a reader's bound) is one of
+  `refusals`, and a launch that writes anything is refused naming the file and line;
 - readline reads `$INPUTRC`, else `~/.inputrc`, else `/etc/inputrc`, and `$include`
   names more files (readline's manual, "Conditional Init Constructs");
 - a git value names a path where it is one: absolute, `~/` (git's own expansion of
@@ -31,11 +32,15 @@ Facts this follows:
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .host_walk import read_small
+
+if TYPE_CHECKING:
+    from .shell_words import Script, Word
 
 # The shells' startup files (bash(1), zsh(1) STARTUP/SHUTDOWN FILES, dash(1), ksh(1),
 # tcsh(1), Xsession(5)), home's and the system's: each is read for what it sources.
@@ -48,20 +53,33 @@ SHELL_STARTUP = (
     "/etc/zsh/zshrc", "/etc/zsh/zlogin", "/etc/zshenv", "/etc/zshrc",
 )
 READLINE_STARTUP = ("~/.inputrc", "/etc/inputrc")
-MAX_SOURCED = 200
-_READ_LIMIT = 1 << 20
+MAX_SOURCED = 400  # files read in all; more refuses the launch (Sources.refusals)
+_READ_LIMIT = 1 << 20  # a startup file's bytes read; a longer one refuses the launch
 
+_NAME = re.compile(r"[\w.+~-][\w./+~-]*")  # a relative name as people write them
+_SEPARATED = re.compile(r"[\s;&|()<>`'\"]+")  # what splits a string run later
 _INCLUDE = re.compile(r"^[ \t]*\$include[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
-MAX_FOLDER_FILES = 64  # files read in one folder a pattern sources from (`~/.bashrc.d/*`)
+MAX_FOLDER_FILES = 256  # files read in one folder a pattern sources from (`~/.bashrc.d/*`)
 
 
 class Sources(NamedTuple):
     """What the person's shells and readline read at their start: `files`, each file
     (path, what names it), the startup files themselves first; `folders`, each folder a
-    name that is not all literal may source from (path, what names it)."""
+    name that is not all literal may source from (path, what names it); `named`, every
+    path any word of these files names, anywhere (path, what names it): held inside a
+    written folder, the file, or a folder whole (docs/runs-as-you.md, section 7);
+    `runs_in`, each folder the shell runs what is in it from: a PATH folder the files
+    add, the folder a sourced or run name not all literal lies in (a write grant that
+    is or lies inside one is refused; one inside a grant held whole); `refusals`, what
+    lnk cannot bound (a name found from the folder the shell is in, a name whose start
+    only the running shell knows, a reader's bound): each refuses a launch that writes
+    anything."""
 
     files: list[tuple[str, str]]
     folders: list[tuple[str, str]]
+    named: list[tuple[str, str]]
+    runs_in: list[tuple[str, str]]
+    refusals: list[tuple[str, str, str]]  # (where: file and line, what, change)
 
 
 def sourced_files(home: str, environ: dict[str, str] | None = None
@@ -72,10 +90,48 @@ def sourced_files(home: str, environ: dict[str, str] | None = None
 
 def shell_sources(home: str, environ: dict[str, str] | None = None) -> Sources:
     """Each file the person's shells and readline read at their start, followed through
-    what they source (`.`, `source`, `$include`), and each folder a sourced name that is
-    not all literal leaves open. Read, never run; a file that cannot be read names
-    nothing."""
-    env = os.environ if environ is None else environ
+    what they source (`.`, `source`, `$include`), each folder a sourced name that is
+    not all literal leaves open, every path a word names, each PATH folder, and what
+    cannot be bounded. Read, never run; a file that cannot be read names nothing. Once
+    per start within home_places.found_once (the grants' check, then each written
+    folder's analysis, ask)."""
+    home = os.path.normpath(home)
+    if environ is None:
+        from .home_places import found_once_store
+
+        store = found_once_store("shell_sources")
+        if store is not None:
+            if home not in store:
+                store[home] = _read_sources(home, os.environ)
+            known: Sources = store[home]
+            return known
+    return _read_sources(home, os.environ if environ is None else environ)
+
+
+class _Reading:
+    """What the startup files name so far, as they are read one by one."""
+
+    def __init__(self, home: str, env: dict[str, str] | os._Environ[str]) -> None:
+        self.home, self.env = home, env
+        self.found: dict[str, str] = {}
+        self.folders: dict[str, str] = {}
+        self.named: dict[str, str] = {}
+        self.runs_in: dict[str, str] = {}
+        self.refusals: list[tuple[str, str, str]] = []
+        self.variables: dict[str, list[str]] = {}
+        self.pending: list[tuple[str, str]] = []
+        self.candidates: set[str] = set()  # files read as what a pattern may source
+        self.cds: dict[str, None] = {home: None}  # home, and each folder a `cd` names
+
+    def shown(self, path: str) -> str:
+        home = self.home
+        return "~" + path[len(home):] if path.startswith(home + "/") else path
+
+    def refuse(self, where: str, what: str, change: str) -> None:
+        self.refusals.append((where, what, change))
+
+
+def _read_sources(home: str, env: dict[str, str] | os._Environ[str]) -> Sources:
     starts: list[tuple[str, str]] = []
     zdotdir = env.get("ZDOTDIR", "")
     for name in SHELL_STARTUP:
@@ -90,37 +146,49 @@ def shell_sources(home: str, environ: dict[str, str] | None = None) -> Sources:
     for name in ((inputrc,) if inputrc.startswith("/") else READLINE_STARTUP):
         path = home + name[1:] if name.startswith("~") else name
         starts.append((path, "readline's startup file"))
-    found: dict[str, str] = {}
-    folders: dict[str, str] = {}
-    variables: dict[str, list[str]] = {}
-    pending = list(starts)
-    while pending and len(found) < MAX_SOURCED:
-        path, why = pending.pop(0)
+    reading = _Reading(home, env)
+    reading.pending = list(starts)
+    while reading.pending:
+        path, why = reading.pending.pop(0)
         path = os.path.normpath(path)
-        if path in found:
+        if path in reading.found:
             continue
-        found[path] = why
-        data = read_small(path, limit=_READ_LIMIT)
+        if len(reading.found) >= MAX_SOURCED:
+            reading.refuse(f"{reading.shown(path)} ({why})", f"more than {MAX_SOURCED} "
+                           "files are sourced from your shells' startup files, more than "
+                           "lnk reads", "source fewer files, or join some")
+            break
+        reading.found[path] = why
+        data = read_small(path, limit=_READ_LIMIT + 1)
         if data is None:
             continue
-        shown = "~" + path[len(home):] if path.startswith(home + "/") else path
+        shown = reading.shown(path)
+        if len(data) > _READ_LIMIT:
+            reading.refuse(f"{shown} ({why})", f"it is longer than {_READ_LIMIT} bytes, "
+                           "more than lnk reads", "make it shorter, or split it")
+            continue
         text = data.decode("utf-8", "surrogateescape")
         if why.startswith("readline") or "inputrc" in os.path.basename(path):
-            for match in _INCLUDE.finditer(text):
-                named = _included(match.group(1), home)
-                if named is not None:
-                    pending.append((named, f"included by {shown}"))
+            _readline(reading, text, path, shown)
             continue
-        for named, kind in _sourced(text, path, home, env, variables):
-            if kind == "file":
-                pending.append((named, f"sourced by {shown}"))
-                continue
-            folders.setdefault(named, f"a name {shown} sources that is not all literal "
-                               "may lead into this folder")
-            if kind == "folder" and named not in (home, "/"):
-                pending += [(f, f"sourced from a folder by {shown}") for f in
-                            _folder_files(named)]
-    return Sources(list(found.items()), list(folders.items()))
+        _script(reading, text, path, shown)
+    return Sources(list(reading.found.items()), list(reading.folders.items()),
+                   list(reading.named.items()), list(reading.runs_in.items()),
+                   reading.refusals)
+
+
+def _readline(reading: _Reading, text: str, path: str, shown: str) -> None:
+    """readline's file: what `$include` names; a macro bound to `shell-...`, any word
+    that is a path: named."""
+    for match in _INCLUDE.finditer(text):
+        named = _included(match.group(1), reading.home)
+        if named is not None:
+            reading.pending.append((named, f"included by {shown}"))
+    for number, line in enumerate(text.splitlines(), 1):
+        for word in re.split(r"[\s\"':]+", line):
+            value = _included(word, reading.home) if word.startswith(("~/", "/")) else None
+            if value is not None:
+                reading.named.setdefault(value, f"named by {shown} line {number}")
 
 
 def _included(word: str, home: str) -> str | None:
@@ -130,46 +198,268 @@ def _included(word: str, home: str) -> str | None:
     return os.path.normpath(os.path.join(home, word)) if word else None
 
 
-def _sourced(text: str, path: str, home: str, environ: dict[str, str] | os._Environ[str],
-             variables: dict[str, list[str]]) -> list[tuple[str, str]]:
-    """What the script `text` (the file `path`) sources: (PATH, "file"); where a name
-    is not all literal, (the folder its literal part ends in, "folder"), or where it
-    starts with what is not known (`"$(dirname "$0")/lib.sh"`, a variable with no
-    value found), (the folder of `path` itself, "beside")."""
-    from .shell_words import MAX_CANDIDATES, UNKNOWN, commands, values
+def _pieces(value: str) -> list[str]:
+    """What in a word's value may be a path: the whole, what follows its first `=`
+    (`--opt=PATH`, `NAME=PATH`), and each `:`-separated element of either (a PATH)."""
+    found = [value, *_SEPARATED.split(value)[1:]]  # `a;~/w/p`: a string run later
+    if "=" in value:
+        found.append(value.partition("=")[2])
+    return list(dict.fromkeys(found + [e for f in found if ":" in f for e in f.split(":")]))
+
+
+def _home(value: str, home: str) -> str:
+    """`~` and `~/` as home: the shell expands them after `=` and each `:` of an
+    assignment too."""
+    return home + value[1:] if value == "~" or value.startswith("~/") else value
+
+
+def _held(value: str) -> str | None:
+    """The path an absolute value names (where its start is known: up to its last `/`
+    before what is not known, a folder), normalized; None for a relative value."""
+    from .shell_words import first_unknown
+
+    cut = first_unknown(value)
+    if cut == 0 or not value.startswith("/") or value.startswith("//"):
+        return None
+    if cut > 0:
+        value = value[:value.rfind("/", 0, cut) + 1]
+    return os.path.normpath(value.rstrip(";&|)"))
+
+
+def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
+    """A shell script's file: what it sources (followed), what its words name, what
+    it puts on PATH, and what cannot be bounded."""
+    from .shell_words import (
+        ARGUMENT,
+        BESIDE,
+        MAX_SCRIPTS,
+        commands,
+        first_unknown,
+        render,
+        values,
+    )
+
+    home, env, variables = reading.home, reading.env, reading.variables
+    beside = list(dict.fromkeys((os.path.dirname(path),
+                                 os.path.dirname(os.path.realpath(path)))))
+
+    def placed(made: list[str]) -> list[str]:
+        """Values as this file made them: its own folder where it said so."""
+        return list(dict.fromkeys(f + v[1:] if v.startswith(BESIDE) else v
+                                  for v in made for f in (beside if v.startswith(BESIDE)
+                                                          else [""])))
 
     script = commands(text)
+    if script.cut:
+        reading.refuse(shown, f"it holds more than {MAX_SCRIPTS} scripts (substitutions, "
+                       "strings), more than lnk reads", "make it simpler, or split it")
     for name, word in script.assigned:
-        made = values(word.parts, variables, environ, home)
-        variables[name] = list(dict.fromkeys(variables.get(name, []) + made))[
-            :MAX_CANDIDATES]
+        made = placed(values(word.parts, variables, env, home))
+        variables[name] = _capped(variables.get(name, []) + made)
+        if name in _code_variables():
+            _code_variable(reading, script, name, word, made=made, shown=shown)
     for name, words in script.loops:
-        made = [v for w in words for v in values(w.parts, variables, environ, home)]
-        variables[name] = list(dict.fromkeys(variables.get(name, []) + made))[
-            :MAX_CANDIDATES]
-    named: list[tuple[str, str]] = []
+        made = placed([v for w in words for v in values(w.parts, variables, env, home)])
+        variables[name] = _capped(variables.get(name, []) + made)
+    runs = {id(w) for w in script.sourced} | {id(w) for w in script.run}
+    for word in script.words:
+        if all(isinstance(p, str) and "/" not in p and "~" not in p for p in word.parts):
+            continue  # names no path: most words
+        for value in values(word.parts, variables, env, home):
+            for piece in _pieces(value) if "/" in value else ():
+                held = _held(_home(piece, home))
+                if held is None or held in ("/", home):
+                    continue
+                where = f"{shown} line {word.line}"
+                if first_unknown(piece) < 0:
+                    if not os.path.isdir(held) or os.path.islink(held):
+                        reading.named.setdefault(held, f"named by {where}")
+                elif id(word) in runs:  # `~/w/bin/$x`: what the shell runs is in there
+                    reading.runs_in.setdefault(held, f"a name {where} sources or runs "
+                                               "is not all literal: what is in this "
+                                               "folder may run")
+                else:
+                    reading.folders.setdefault(held, f"a word of {where} is not all "
+                                               "literal and may name what is here")
+    for word in script.cds:
+        for value in (_home(v, home) for v in values(word.parts, variables, env, home)):
+            if value.startswith("/") and first_unknown(value) < 0:
+                reading.cds[os.path.normpath(value)] = None
+    for word in script.run:  # `cd ~/w && ./run.sh`: from home, and each `cd`'s folder
+        if word.string or script.on_demand(word):
+            continue  # text, or what the person types: as if they typed it
+        for value in values(word.parts, variables, env, home):
+            if "/" in value and not value.startswith("/") and first_unknown(value) < 0:
+                for folder in reading.cds:
+                    reading.named.setdefault(os.path.normpath(os.path.join(folder, value)),
+                                             f"run by {shown} line {word.line}")
+    in_home = path.startswith(home + "/") and path not in reading.candidates
     for word in script.sourced:
-        for value in values(word.parts, variables, environ, home):
-            if UNKNOWN not in value:
-                if value:
-                    named.append((os.path.normpath(os.path.join(home, value)), "file"))
-                continue
-            prefix = value[:value.index(UNKNOWN)]
-            if not prefix:
-                named.append((os.path.dirname(path), "beside"))
+        where, spelled = f"{shown} line {word.line}", render(word.parts)
+        # What the person types runs where they choose; a string may be only text; a
+        # system file is the system's: a name found from the shell's folder there
+        # holds at home only (docs/runs-as-you.md, section 7: the stated gap).
+        demand = script.on_demand(word) or word.string or not in_home
+        for value in values(word.parts, variables, env, home):
+            cut = first_unknown(value)
+            if cut < 0 and value.startswith("/"):
+                reading.pending.append((value, f"sourced by {shown}"))
+            elif cut < 0 and value:
+                found = _on_path(value, reading)
+                if found is not None:
+                    reading.pending.append((found, f"sourced by {shown} (found on PATH)"))
+                elif demand or not _NAME.fullmatch(value):
+                    reading.pending.append((os.path.normpath(os.path.join(home, value)),
+                                            f"sourced by {shown}"))
+                else:
+                    reading.pending += [(os.path.normpath(os.path.join(folder, value)),
+                                         f"sourced by {shown}") for folder in reading.cds]
+                    reading.refuse(where, f"`. {spelled}` is found from the folder the "
+                                   "shell is in, which may be one this run writes (a "
+                                   "terminal opened in the project): your next shell "
+                                   "there would run what the run puts there",
+                                   f"name it from home (`~/{value.removeprefix('./')}`) or "
+                                   "by its full path")
+            elif cut == 0 and value[0] == ARGUMENT:
+                continue  # what the function's caller gives: its words are judged
+            elif cut == 0 and (value[0] == BESIDE or not in_home):
+                # the sourcing file's own folder (or, in a system file, where it lies)
+                for folder in beside:
+                    reading.folders.setdefault(folder, f"a name {shown} sources that is "
+                                               "not all literal may lead into this folder")
+                    rest = value[1:]
+                    if first_unknown(rest) < 0 and rest.startswith("/"):
+                        reading.pending.append((folder + rest, f"sourced by {shown}"))
+            elif cut == 0 and not word.string:
+                reading.refuse(where, f"`. {spelled}` sources a name whose start only the "
+                               "running shell knows: lnk cannot tell whether it lies in a "
+                               "folder this run writes", "write its start as a path (`~/`, "
+                               "`$HOME/`, `/...`), or a variable the file sets to one")
+            elif not value.startswith("/"):
+                if not demand and _NAME.fullmatch(value[:cut]):
+                    reading.refuse(where, f"`. {spelled}` is found from the folder the "
+                                   "shell is in, which may be one this run writes",
+                                   "name it from home (`~/...`) or by its full path")
             else:
-                folder = os.path.join(home, prefix)
-                named.append((os.path.normpath(folder[:folder.rfind("/") + 1]), "folder"))
-    return named
+                prefix = value[:cut]
+                folder = os.path.normpath(prefix[:prefix.rfind("/") + 1])
+                reading.folders.setdefault(folder, f"a name {shown} sources that is not "
+                                           "all literal may lead into this folder")
+                reading.runs_in.setdefault(folder, f"a name {where} sources is not all "
+                                           "literal: what is in this folder may run")
+                if folder not in (home, "/"):
+                    _folder(reading, folder, value[len(folder):], where)
 
 
-def _folder_files(folder: str) -> list[str]:
-    """The regular files in `folder` a pattern may source, read for what they source
-    in turn (at most MAX_FOLDER_FILES)."""
+# Variables whose each `:`-element is a folder the shell or a program runs code from, as
+# the person, in every shell they start (zsh: lowercase arrays tied to them).
+_FOLDER_LISTS = ("PATH", "path", "FPATH", "fpath", "BASH_LOADABLES_PATH")
+
+
+def _code_variables() -> dict[str, str]:
+    """Each variable a startup file may set that names code: its kind ("list" of
+    folders, "folder", "file") with the environment's own (home_places.py)."""
+    from .home_places import CODE_PATHS, CODE_PLACES
+
+    found = dict.fromkeys((*_FOLDER_LISTS, *(n for n, _ in CODE_PATHS)), "list")
+    found.update((n, kind) for n, kind, _ in CODE_PLACES)
+    return found
+
+
+def _code_variable(reading: _Reading, script: Script, name: str, word: Word, *,
+                   made: list[str], shown: str) -> None:
+    """A startup file sets `name`, a variable naming code, to the values `made`: each
+    folder is one the shell runs from (`runs_in`), each file is named; an element found
+    from the folder the shell is in refuses the launch, as a relative sourced name."""
+    from .shell_words import first_unknown, render
+
+    home, where = reading.home, f"{shown} line {word.line}"
+    kind = _code_variables()[name]
+    inherited = set(reading.env.get(name, "").split(":"))
+    for value in made:
+        elements = value.split(":") if kind == "list" and name.isupper() else [value]
+        for element in (_home(e, home) for e in elements):
+            cut = first_unknown(element)
+            if (element in inherited and element) or cut == 0:
+                continue  # lnk's own environment's (home_places judges it), or inherited
+            held = _held(element)
+            if held is not None and kind == "file":
+                reading.named.setdefault(held, f"{name} names it in {where}")
+            elif held is not None:
+                reading.runs_in.setdefault(held, f"{name} names it in {where}")
+    if word.string or script.on_demand(word):
+        return
+    # A relative element written in the line itself (`.`, `node_modules/.bin`, an empty
+    # one: `$PATH:`); one a variable's value makes is left to the values above, since
+    # loops that rebuild PATH (asdf.sh) make empty ones no shell ever sees.
+    for element in _elements(render(word.parts)) if kind == "list" else []:
+        if "$" not in element and first_unknown(element) < 0 and not element.startswith(
+                ("/", "~")):
+            reading.refuse(where, f"{name} gets {element or 'an empty element'!r}, found "
+                           "from the folder the shell is in, which may be one this run "
+                           "writes: what you run there would run what the run puts there",
+                           "name it by its full path (`$HOME/...`)")
+            break
+
+
+def _elements(text: str) -> list[str]:
+    """The `:`-separated elements of a value's text, a `${...}` whole."""
+    found, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if char == ":" and depth == 0:
+            found.append(text[start:index])
+            start = index + 1
+    return [*found, text[start:]]
+
+
+def _capped(made: list[str]) -> list[str]:
+    """A variable's values, each once; past MAX_CANDIDATES, one more that is not known
+    (never cut short unsaid: a name built from it then starts or goes on unknown)."""
+    from .shell_words import MAX_CANDIDATES, UNKNOWN
+
+    made = list(dict.fromkeys(made))
+    return made if len(made) <= MAX_CANDIDATES else [*made[:MAX_CANDIDATES], UNKNOWN]
+
+
+def _on_path(name: str, reading: _Reading) -> str | None:
+    """Where bash finds a sourced name without a `/` on PATH (lnk's and what the files
+    put there), or None: it then looks in the folder it is in."""
+    if "/" in name:
+        return None
+    folders = [*reading.env.get("PATH", "").split(":"), *reading.runs_in]
+    for folder in folders:
+        if folder.startswith("/") and os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return None
+
+
+def _folder(reading: _Reading, folder: str, rest: str, where: str) -> None:
+    """A folder a pattern sources from: its files the pattern's `rest` may match (what
+    is not known matching anything), read for what they source in turn; more than
+    MAX_FOLDER_FILES refuses the launch."""
+    from .shell_words import NOT_KNOWN
+
+    pattern = "".join("*" if c in NOT_KNOWN else "[*]" if c == "*" else
+                      "[?]" if c == "?" else "[[]" if c == "[" else c
+                      for c in rest.lstrip("/"))
+    files = [f for f in _folder_files(folder, 1 << 16) if "/" in pattern
+             or fnmatch.fnmatchcase(os.path.basename(f), pattern)]
+    if len(files) > MAX_FOLDER_FILES:
+        reading.refuse(where, f"it sources from {reading.shown(folder)}, which holds more "
+                       f"than {MAX_FOLDER_FILES} files, more than lnk reads",
+                       "keep fewer files there")
+        files = files[:MAX_FOLDER_FILES]
+    reading.candidates.update(files)
+    reading.pending += [(f, f"sourced from a folder by {where}") for f in files]
+
+
+def _folder_files(folder: str, limit: int = 64) -> list[str]:
+    """The regular files in `folder` a pattern may source (at most `limit`)."""
     try:
         with os.scandir(folder) as entries:
             return sorted(e.path for e in entries if e.is_file(follow_symlinks=False)
-                          )[:MAX_FOLDER_FILES]
+                          )[:limit]
     except OSError:
         return []
 

@@ -135,7 +135,7 @@ def named_by_settings(home: str) -> tuple[Named, ...]:
     never run, once per start within home_places.found_once (resolving the grants and
     analysing each written folder ask), again on every start."""
     from .home_places import _Resolver, found_once_store
-    from .person_settings import sourced_files
+    from .person_settings import shell_sources
 
     home = os.path.normpath(home)
     store = found_once_store("settings_named")  # resolving, then each written folder
@@ -150,8 +150,13 @@ def named_by_settings(home: str) -> tuple[Named, ...]:
             real, links = resolver.resolve(path)
             found[path] = Named(path, real, kind, why, links)
 
-    for path, why in sourced_files(home):
+    sources = shell_sources(home)
+    for path, why in sources.files:
         add(path, "file", f"{why}: it runs in your shell")
+    for path, why in sources.runs_in:
+        add(path, "folder", f"{why} in your shell")
+    for path, why in sources.named:
+        add(path, "file", f"{why}, which your shell may read or run")
     for config in person_git_configs(home):
         add(os.path.normpath(config), "file", "git's own settings, read in every "
             "repository")

@@ -14,7 +14,7 @@ import secrets
 
 import pytest
 
-from support.red_team import escaped, host, marker, markers, need, plant, ran
+from support.red_team import host, marker, markers, need, plant, plant_or_refused, ran
 from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -26,55 +26,38 @@ def _bash(box: Sandbox) -> None:
     need("BASH-RAN" in done.stdout, f"the person's bash did not run: {done.stderr}")
 
 
-_EVAL = ("person_settings._sourced / shell_words._parse: only the word after `.`/`source` "
-         "is taken; a file read by another command whose output the shell then runs")
-_RUN = ("person_settings reads what the shell SOURCES only; a program the startup file "
-        "RUNS (a command word that is a path) in a write grant is never held")
-_STRING = ("shell_words._parse does not read a string the shell later runs as a script "
-           "(eval's, trap's, alias's argument)")
-
 # The person's ~/.bashrc, each reaching ~/work/team/NAME.sh (or its folder) in a form of
-# its own; `{name}` is random, `{home}` the person's home.
+# its own; `{name}` is random, `{home}` the person's home. Each held by the rule by
+# structure (person_settings.py): every word anywhere names what it names; the forms in
+# REFUSED name a file from the folder the shell is in, or by a start only the running
+# shell knows, and lnk refuses a launch that writes anything, naming the line.
 FORMS = {
-    "control": (". ~/work/team/{name}.sh", None),
-    "eval cat": ('eval "$(cat ~/work/team/{name}.sh)"', _EVAL),
-    "process substitution": (". <(cat ~/work/team/{name}.sh)", _EVAL),
-    "stdin": ("source /dev/stdin < ~/work/team/{name}.sh", _EVAL),
-    "eval string": ("eval '. ~/work/team/{name}.sh'", _STRING),
-    "trap": ("trap '. ~/work/team/{name}.sh' EXIT", _STRING),
-    "alias": ("alias t{name}='. ~/work/team/{name}.sh'\nt{name}", _STRING),
-    "executed": ("[ -x ~/work/team/{name}.sh ] && ~/work/team/{name}.sh", _RUN),
-    "eval program": ('eval "$(~/work/team/{name}.sh)"', _RUN),
-    "cd then relative": ("cd ~/work/team && . ./{name}.sh; cd", (
-        "person_settings._sourced joins a relative name to home: a `cd` (or pushd) "
-        "before it is not followed")),
-    "tilde plus": (". ~+/work/team/{name}.sh", (
-        "shell_words.values expands `~` and `~/` only: `~+/` ($PWD, home at a login) is "
-        "taken as a relative name ~/~+/work/...")),
-    "array": ("t{name}=(~/work/team/{name}.sh)\n. \"${{t{name}[0]}}\"", (
-        "shell_words._braced: `${a[0]}` is UNKNOWN at the name's start, which "
-        "person_settings._sourced takes as the sourcing file's own folder (home): nothing "
-        "held in ~/work")),
-    "trimmed": ('t{name}=~/work/team/\n. "${{t{name}%/}}/{name}.sh"', (
-        "shell_words._braced: `${x%/}` is UNKNOWN though x's value is known; an unknown "
-        "start is taken as the sourcing file's folder (home), not where x leads")),
-    "path from a file": ('. "$(cat ~/.t{name})/{name}.sh"', (
-        "person_settings._sourced: a name starting with a command substitution is taken "
-        "as beside the sourcing file (home); the path read from ~/.tNAME leads into the "
-        "grant and nothing there is held")),
-    "past the folder bound": ('for f in ~/.bashrc.d/*.sh; do . "$f"; done', (
-        "person_settings._folder_files reads the first MAX_FOLDER_FILES=64 files of a "
-        "sourced folder and drops the rest unsaid: the 65th sources the team's file")),
+    "control": ". ~/work/team/{name}.sh",
+    "eval cat": 'eval "$(cat ~/work/team/{name}.sh)"',
+    "process substitution": ". <(cat ~/work/team/{name}.sh)",
+    "stdin": "source /dev/stdin < ~/work/team/{name}.sh",
+    "eval string": "eval '. ~/work/team/{name}.sh'",
+    "trap": "trap '. ~/work/team/{name}.sh' EXIT",
+    "alias": "alias t{name}='. ~/work/team/{name}.sh'\nt{name}",
+    "executed": "[ -x ~/work/team/{name}.sh ] && ~/work/team/{name}.sh",
+    "eval program": 'eval "$(~/work/team/{name}.sh)"',
+    "cd then relative": "cd ~/work/team && . ./{name}.sh; cd",
+    "tilde plus": ". ~+/work/team/{name}.sh",
+    "array": "t{name}=(~/work/team/{name}.sh)\n. \"${{t{name}[0]}}\"",
+    "trimmed": 't{name}=~/work/team/\n. "${{t{name}%/}}/{name}.sh"',
+    "path from a file": '. "$(cat ~/.t{name})/{name}.sh"',
+    "past the folder bound": 'for f in ~/.bashrc.d/*.sh; do . "$f"; done',
 }
+REFUSED = {"cd then relative", "tilde plus", "path from a file"}
+REFUSAL = "lnk cannot judge what"
 
 
-@pytest.mark.parametrize("form", [
-    pytest.param(form, marks=escaped(reason)) if reason else form
-    for form, (_, reason) in FORMS.items()])
+@pytest.mark.parametrize("form", FORMS)
 def test_what_bashrc_reaches_in_another_form_is_read_only(sandbox: Sandbox,
                                                          form: str) -> None:
     """A run writing ~/work cannot change what the person's next bash runs, whatever
-    form their ~/.bashrc reaches ~/work/team/NAME.sh in."""
+    form their ~/.bashrc reaches ~/work/team/NAME.sh in: held, or the launch refused
+    naming the line."""
     name = "f" + secrets.token_hex(4)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
@@ -88,14 +71,17 @@ def test_what_bashrc_reaches_in_another_form_is_read_only(sandbox: Sandbox,
         for index in range(64):
             (folder / f"a{index:02d}.sh").write_text(f"A{index}=1\n")
         (folder / "zz.sh").write_text(f". ~/work/team/{name}.sh\n")
-    (sandbox.home / ".bashrc").write_text(FORMS[form][0].format(name=name) + "\n")
+    (sandbox.home / ".bashrc").write_text(FORMS[form].format(name=name) + "\n")
     markers(sandbox)
     sandbox.chown()
     line = f"echo {form.replace(' ', '-')} >> {marker(sandbox, name)}\n"
-    results = plant(sandbox, [("append", f"team/{name}.sh", line),
-                              ("write", "notes.txt", "the rest stays writable\n")],
-                    cwd=sandbox.home / "work")
-    need(results["write notes.txt"] == "OK", results)
+    results = plant_or_refused(sandbox, [("append", f"team/{name}.sh", line),
+                                         ("write", "notes.txt", "the rest stays writable\n")],
+                               refusal=REFUSAL, cwd=sandbox.home / "work")
+    if form in REFUSED:
+        assert "~/.bashrc line" in results.get("refused", ""), results
+    else:
+        need(results.get("write notes.txt") == "OK", results)
     _bash(sandbox)
     assert ran(sandbox) == [], results
     with open(shared, "a") as planted:  # the control: the same append made on the host
@@ -127,20 +113,20 @@ def test_a_sourced_file_reached_through_a_link_in_the_grant(sandbox: Sandbox) ->
     assert ran(sandbox) == [], done.stdout + done.stderr
 
 
-@escaped("person_settings._sourced resolves a relative name from home (where a login "
-         "shell starts), but bash resolves it from the working directory: an interactive "
-         "bash started in the project (an editor's terminal, a tmux pane) sources the "
-         "project's own file of that name, which nothing holds")
 def test_a_relative_name_sourced_by_a_shell_started_in_the_project(sandbox: Sandbox
                                                                    ) -> None:
     """~/.bashrc has `[ -f .tNAME ] && . .tNAME` (meant as home's file); the person's
-    editor opens its terminal in the project, where a run planted .tNAME."""
+    editor opens its terminal in the project, where a run planted .tNAME. bash finds the
+    name from the folder it starts in, which may be any folder a run writes: nothing
+    bounded can be held, so the launch is refused, naming the line."""
     name = secrets.token_hex(4)
     (sandbox.home / ".bashrc").write_text(f"[ -f .t{name} ] && . ./.t{name}\n")
     markers(sandbox)
     sandbox.chown()
-    results = plant(sandbox, [("write", f".t{name}",
-                               f"echo relative >> {marker(sandbox, name)}\n")])
+    results = plant_or_refused(sandbox, [("write", f".t{name}",
+                                          f"echo relative >> {marker(sandbox, name)}\n")],
+                               refusal=REFUSAL)
+    assert "~/.bashrc line 1" in results.get("refused", ""), results
 
     def person() -> None:
         done = host(sandbox, "bash", "-i", "-c", "echo BASH-RAN", cwd=sandbox.project,
@@ -157,11 +143,6 @@ def test_a_relative_name_sourced_by_a_shell_started_in_the_project(sandbox: Sand
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
 
 
-@escaped("home_places reads PATH from lnk's own environment only; a folder the person's "
-         "~/.bashrc puts on PATH (export PATH=~/work/bin:$PATH) is their command folder "
-         "in every shell, but lnk started from a program with another PATH (an editor, "
-         "an agent, cron) lets the sandbox write it. shell_words already follows the "
-         "assignment; nothing judges PATH's value")
 def test_a_path_folder_the_bashrc_adds(sandbox: Sandbox) -> None:
     """~/.bashrc puts ~/work/bin first on PATH; lnk runs with the system's PATH; a
     planted ~/work/bin/ls runs when the person next types `ls`."""

@@ -165,7 +165,7 @@ def test_a_grant_the_settings_do_not_name_is_not_refused(home: Path) -> None:
         "[core]\n\thooksPath = .githooks\n"  # relative: each repository's own
         "[remote \"o\"]\n\turl = ~/proj\n"  # work, not settings
         "[safe]\n\tdirectory = ~/proj\n")
-    (home / ".bashrc").write_text(". $OTHER/proj/x\n")
+    (home / ".bashrc").write_text(". ~/other/proj/x\n")
     assert snapshot(home, "~/proj").written() == (str(home / "proj"),)
     assert os.path.isdir(home / "proj")
 
