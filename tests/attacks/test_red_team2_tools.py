@@ -98,15 +98,6 @@ REASONS = {
     "lesskey LESSOPEN": (
         "tool_settings._PATH wants a blank, quote, `=`, `(`, `,`, `[`, `{` or `:` before a "
         "path: lesskey's `LESSOPEN=|~/...` (a pipe first) is not a path word"),
-    "LESSOPEN variable": (
-        "home_places.CODE_PLACES lists the variables naming code one by one (BASH_ENV, "
-        "PYTHONSTARTUP...): LESSOPEN, a command less runs on every file, is not there"),
-    "VIMINIT variable": (
-        "home_places.CODE_PLACES has no VIMINIT (nor EXINIT, MYVIMRC): the file it "
-        "sources in a grant is writable; vim and nvim run it at every start"),
-    "EDITOR variable": (
-        "home_places.CODE_PLACES has no EDITOR/VISUAL/PAGER/GIT_EDITOR...: a program the "
-        "person's environment names, in a write grant, is writable"),
 }
 
 
