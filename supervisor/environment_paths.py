@@ -51,6 +51,8 @@ LNK_PREFIX = "LNK_"  # lnk-sandbox's own variables: its settings, denied to ever
 MAX_VALUE = 1 << 16  # characters of one value read; the rest of a longer one is judged
                      # as a list of paths only (each part of a huge PATH-like list)
 
+_BLANK = re.compile(r"\s")
+_QUOTING = re.compile(r"['\"\\]")
 _EXPAND = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 # A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>(, a `-`
 # opening the word, or a one-letter option (-I/x); running to the next : ; , quote or bracket.
@@ -75,6 +77,8 @@ def _words(value: str) -> list[str]:
     """`value` split into words as `sh` splits a command line: blanks between words,
     quotes and backslashes kept together and removed. An unclosed quote ends the word
     there (a program would refuse it; its words are judged anyway)."""
+    if not _QUOTING.search(value):
+        return value.split()  # most values: no quote, no backslash
     words: list[str] = []
     word: list[str] = []
     started = False
@@ -130,10 +134,10 @@ def value_paths(value: str, home: str, environ: Mapping[str, str]) -> list[str]:
     listed = all(not p or p.startswith(("/", "~/")) for p in parts)
     if listed:  # a path, or a list of them, spaces kept
         found = [p for p in (_as_path(part, home) for part in parts) if p]
-    if not listed or any(c.isspace() for c in value):  # a command (`/x/ed --wait`)
+    if not listed or _BLANK.search(value):  # a command (`/x/ed --wait`)
         # a listed part with a blank is kept only where it is there (`/x/My Notes`):
         # `/x/ed --wait` names /x/ed, and holding a missing `ed --wait` would make it
-        found = [p for p in found if not any(c.isspace() for c in p) or os.path.lexists(p)]
+        found = [p for p in found if not _BLANK.search(p) or os.path.lexists(p)]
         for word in _words(value[:MAX_VALUE]):
             for match in _PATH.finditer(word):
                 path = _as_path(match.group(1).rstrip(), home)
