@@ -16,7 +16,7 @@ A value is read as a shell would hand it to a program:
 - anything else is read as a command or options (`nvim -u ~/x`, `|~/bin/f %s`,
   `--require=/x/hook.js`, `-I/x/lib`, `unix:path=/run/x.sock`): split into words as
   `sh` splits them (quotes and backslashes), and in each word every absolute or `~/`
-  path that starts it or follows one of `=|:,;@<>(`, a `-` opening the word or a
+  path that starts it or follows one of `=|:,;@<>([{`, a `-` opening the word or a
   one-letter option (`-I`).
 `$NAME` and `${NAME}` are expanded from the same environment first (a program that runs
 the value through `sh -c` does). A path ends at `:`, `;`, `,`, a quote or a bracket;
@@ -54,9 +54,11 @@ MAX_VALUE = 1 << 16  # characters of one value read; the rest of a longer one is
 _BLANK = re.compile(r"\s")
 _QUOTING = re.compile(r"['\"\\]")
 _EXPAND = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-# A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>(, a `-`
-# opening the word, or a one-letter option (-I/x); running to the next : ; , quote or bracket.
-_PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(])|(?<=^-)|(?<=^-[A-Za-z]))(~?/[^:;,'\"`()<>|]*)")
+# A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>([{, a `-`
+# opening the word, or a one-letter option (-I/x); running to the next : ; , quote or
+# bracket (a JSON or TOML list: `["/x"]`).
+_PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{])|(?<=^-)|(?<=^-[A-Za-z]))"
+                   r"(~?/[^:;,'\"`()<>|\[\]{}]*)")
 
 
 class EnvironmentPath(NamedTuple):

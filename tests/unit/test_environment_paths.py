@@ -39,6 +39,9 @@ H = "/home/u"
     ("ssh -i '/home/u/my keys/id' -o X=1", ["/home/u/my keys/id"]),
     ("/home/u/bin/ed --wait", ["/home/u/bin/ed"]),  # a command: the blank ends the path
     ("file:///srv/f", ["/srv/f"]),
+    ('["/srv/a.sh", "~/b"]', ["/srv/a.sh", f"{H}/b"]),  # a JSON list
+    ('{"hook": "/srv/h"}', ["/srv/h"]),
+    ("@/srv/args.txt", ["/srv/args.txt"]),
     ("https://host/path", []),  # a URL's authority is no path
     ("*.tar=01;31:*.tgz=01;31", []),
     ("/", []), ("~", []), ("en_US.UTF-8", []),
