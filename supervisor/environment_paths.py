@@ -15,7 +15,8 @@ A value is read as a shell would hand it to a program:
   KUBECONFIG's) gives each part, spaces kept;
 - anything else is read as a command or options (`nvim -u ~/x`, `|~/bin/f %s`,
   `--require=/x/hook.js`, `-I/x/lib`, `unix:path=/run/x.sock`): split into words as
-  `sh` splits them (quotes and backslashes), and in each word every absolute or `~/`
+  `sh` splits them (quotes and backslashes; a quoted word with a blank is read again as
+  the script `sh -c` would run), and in each word every absolute or `~/`
   path that starts it or follows one of `=|:,;@<>([{`, a `-` opening the word or a
   one-letter option (`-I`).
 `$NAME` and `${NAME}` are expanded from the same environment first (a program that runs
@@ -48,6 +49,7 @@ NOT_PATHS: Mapping[str, str] = {
     "TEMPDIR": "the same",
 }
 LNK_PREFIX = "LNK_"  # lnk-sandbox's own variables: its settings, denied to every sandbox
+MAX_DEPTH = 3  # scripts in quoted scripts read (sh -c "bash -c '...'")
 MAX_VALUE = 1 << 16  # characters of one value read; the rest of a longer one is judged
                      # as a list of paths only (each part of a huge PATH-like list)
 
@@ -140,12 +142,24 @@ def value_paths(value: str, home: str, environ: Mapping[str, str]) -> list[str]:
         # a listed part with a blank is kept only where it is there (`/x/My Notes`):
         # `/x/ed --wait` names /x/ed, and holding a missing `ed --wait` would make it
         found = [p for p in found if not _BLANK.search(p) or os.path.lexists(p)]
-        for word in _words(value[:MAX_VALUE]):
-            for match in _PATH.finditer(word):
-                path = _as_path(match.group(1).rstrip(), home)
-                if path:
-                    found.append(path)
+        found += _command_paths(value[:MAX_VALUE], home, 1)
     return list(dict.fromkeys(found))
+
+
+def _command_paths(text: str, home: str, depth: int) -> list[str]:
+    """The paths in the words of `text`; a quoted word with a blank is both a word (a
+    path with a space: `'/x/my keys/id'`) and a script a shell runs (`sh -c 'col -b |
+    ~/bin/pager'`), whose own words are read the same way, MAX_DEPTH deep."""
+    found: list[str] = []
+    for word in _words(text):
+        whole = [p for p in (_as_path(m.group(1).rstrip(), home)
+                             for m in _PATH.finditer(word)) if p]
+        found += whole
+        if depth < MAX_DEPTH and _BLANK.search(word):
+            # a path of the script that is a path with a space cut at it is that path
+            found += [p for p in _command_paths(word, home, depth + 1) if not any(
+                w.startswith(p) and w[len(p):len(p) + 1].isspace() for w in whole)]
+    return found
 
 
 def environment_paths(environ: Mapping[str, str], home: str) -> tuple[EnvironmentPath, ...]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from support.red_team import host, marker, markers, need, ran
+from support.red_team import git_env, host, marker, markers, need, ran, repository
 from support.sandbox import PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
@@ -219,3 +219,38 @@ def test_a_value_that_is_the_grant_or_holds_it_leaves_it_written(sandbox: Sandbo
     found = write_inside(sandbox, work / "free.txt", f"{work}/sub/x.txt", f"{work}/sub/",
                          env=env, cwd=work)
     assert set(found.values()) == {"WROTE"}, found
+
+
+def test_a_script_in_a_quoted_command_value_is_read_only(sandbox: Sandbox) -> None:
+    """An instance no red-team case used: GIT_EXTERNAL_DIFF names a shell script whose
+    own words name a program in the grant (`sh -c '~/work/tools/NAME.sh ...'`); the
+    sandbox cannot append to it, and the person's `git diff` outside runs nothing
+    planted (the control appends on the host, and git runs it)."""
+    home = sandbox.home
+    tools = home / "work" / "tools"
+    tools.mkdir(parents=True)
+    name = "d" + secrets.token_hex(3)
+    script = tools / f"{name}.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    repo = repository(sandbox, sandbox.base / "elsewhere")
+    (repo / "notes.txt").write_text("one\n")
+    person = {**git_env(sandbox),
+              "GIT_EXTERNAL_DIFF": f"sh -c 'cat /dev/null; {script} \"$@\"' diff"}
+    need(host(sandbox, "git", "add", "notes.txt", cwd=repo, env=person).returncode == 0,
+         "git add")
+    (repo / "notes.txt").write_text("two\n")
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo diff >> {marker(sandbox, name)}\n"
+    found = write_inside(sandbox, home / "work" / "free.txt", str(script),
+                         env={"GIT_EXTERNAL_DIFF": person["GIT_EXTERNAL_DIFF"]},
+                         cwd=home / "work", line=line)
+    assert found[str(script)] != "WROTE", found
+    diff = host(sandbox, "git", "diff", cwd=repo, env=person)
+    need(diff.returncode == 0, diff.stderr)
+    assert ran(sandbox) == [], found
+    with open(script, "a") as planted:  # the control: appended on the host
+        planted.write(line)
+    host(sandbox, "git", "diff", cwd=repo, env=person)
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")

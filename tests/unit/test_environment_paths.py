@@ -42,6 +42,8 @@ H = "/home/u"
     ('["/srv/a.sh", "~/b"]', ["/srv/a.sh", f"{H}/b"]),  # a JSON list
     ('{"hook": "/srv/h"}', ["/srv/h"]),
     ("@/srv/args.txt", ["/srv/args.txt"]),
+    ("sh -c 'col -bx | ~/work/pager.sh'", [f"{H}/work/pager.sh"]),  # a script in a word
+    ("""sh -c "bash -c 'x=1 /srv/deep.sh'" """, ["/srv/deep.sh"]),
     ("https://host/path", []),  # a URL's authority is no path
     ("*.tar=01;31:*.tgz=01;31", []),
     ("/", []), ("~", []), ("en_US.UTF-8", []),
