@@ -50,8 +50,6 @@ NOT_PATHS: Mapping[str, str] = {
 }
 LNK_PREFIX = "LNK_"  # lnk-sandbox's own variables: its settings, denied to every sandbox
 MAX_DEPTH = 3  # scripts in quoted scripts read (sh -c "bash -c '...'")
-MAX_VALUE = 1 << 16  # characters of one value read; the rest of a longer one is judged
-                     # as a list of paths only (each part of a huge PATH-like list)
 
 _BLANK = re.compile(r"\s")
 _QUOTING = re.compile(r"['\"\\]")
@@ -142,7 +140,7 @@ def value_paths(value: str, home: str, environ: Mapping[str, str]) -> list[str]:
         # a listed part with a blank is kept only where it is there (`/x/My Notes`):
         # `/x/ed --wait` names /x/ed, and holding a missing `ed --wait` would make it
         found = [p for p in found if not _BLANK.search(p) or os.path.lexists(p)]
-        found += _command_paths(value[:MAX_VALUE], home, 1)
+        found += _command_paths(value, home, 1)  # Linux bounds a value: 128 KiB
     return list(dict.fromkeys(found))
 
 

@@ -451,7 +451,9 @@ class _Resolver:
                 f"{place.name} to {place.real} ({place.what}); a sandbox writing there "
                 "could point it elsewhere, and change what runs as you",
                 hint=f"grant a folder inside {path} that holds neither {link} nor "
-                f"{place.real}, or replace the link with what it points to",
+                f"{place.real}, or replace the link with what it points to"
+                + (f", or run lnk without {place.environment} (env -u "
+                   f"{place.environment} lnk ...)" if place.environment else ""),
             )
 
     def resolve(self) -> Snapshot:

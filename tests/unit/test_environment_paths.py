@@ -163,3 +163,4 @@ def test_a_link_on_the_way_inside_the_grant_refuses(
     with pytest.raises(SpecError) as refused:
         snapshot(home, '[files]\nwrite = ["."]\n')
     assert "ZQ_CONFIG" in refused.value.message
+    assert "env -u ZQ_CONFIG" in (refused.value.hint or "")
