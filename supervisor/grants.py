@@ -538,7 +538,7 @@ class _Resolver:
         there, as `read = ["~", "~/.config/pip"]` does."""
         from .environment_paths import environment_paths
         from .home_config import REOPENED
-        from .home_hidden import PROGRAMS_REASON, found
+        from .home_hidden import ENVIRONMENT_START, PROGRAMS_REASON, found
         from .home_places import CODE_PATHS, home_links, path_folders
 
         home = self.home_real
@@ -556,11 +556,12 @@ class _Resolver:
                 continue
             hides.setdefault(item.path, Grant("~" + item.path[len(home):], item.path, "hide",
                                               item.reason, None, None, is_dir=item.is_dir))
-        # A folder of programs inside a hidden one is shown again, as PATH shows it
-        # (GOPATH=~/go hidden, ~/go/bin on PATH read), where it really is.
+        # A folder of programs inside one the environment names is shown again, as
+        # PATH shows it (GOPATH=~/go hidden, ~/go/bin on PATH read), where it really is.
         shown = []
         for folder in dict.fromkeys(os.path.realpath(p) for p in programs):
             hidden = next((h for h in hides.values() if h.is_dir and h.target != folder
+                           and h.reason.startswith(ENVIRONMENT_START)
                            and is_within(folder, h.target or "")), None)
             rule = deepest(folder, rules)
             if hidden is not None and rule is not None and rule.access == "read" and \

@@ -57,12 +57,12 @@ UNDOTTED_REASONS = frozenset((LINKED_REASON, PREFIX_REASON,
 ENVIRONMENT_REASON = ("default hide: home's configuration (your environment's {variable} "
                       "names it)")
 PROGRAMS_REASON = "home's configuration: reopened, a folder of your PATH (programs)"
-_ENVIRONMENT_START = ENVIRONMENT_REASON.split("{", 1)[0]
+ENVIRONMENT_START = ENVIRONMENT_REASON.split("{", 1)[0]
 
 
 def is_undotted(reason: str) -> bool:
     """Whether `reason` is one of this module's hides (a variable's name in some)."""
-    return reason in UNDOTTED_REASONS or reason.startswith(_ENVIRONMENT_START)
+    return reason in UNDOTTED_REASONS or reason.startswith(ENVIRONMENT_START)
 MAX_LISTED = 512  # entries of one folder looked through for a prefix
 CONDA_MARK = "conda-meta"  # a conda prefix's record of what is installed in it
 VENV_MARK = "pyvenv.cfg"  # a virtual environment's (PEP 405), read by Python at start
