@@ -41,7 +41,7 @@ def home_configuration(view: View) -> HomeConfiguration | None:
     shows home: its entries read from the host now (the rule is by structure: a dot
     entry made later is hidden as these are)."""
     from .home_config import DOT_ENTRIES, SHOW_HINT
-    from .home_hidden import UNDOTTED_REASONS
+    from .home_hidden import is_undotted
     from .policy import profile_names
 
     snapshot = view.snapshot
@@ -62,7 +62,7 @@ def home_configuration(view: View) -> HomeConfiguration | None:
     hidden = [f"~/{e}" for e in entries if configuration(os.path.join(home, e))
               and view.access(os.path.join(home, e)) == "hide"]
     hidden += [g.name for g in snapshot.grants if g.access == "hide" and g.key is None
-               and g.reason in UNDOTTED_REASONS and g.target and os.path.lexists(g.target)]
+               and is_undotted(g.reason) and g.target and os.path.lexists(g.target)]
     shown = [Described(g.name, g.target, g.key or g.reason)
              for g in (*snapshot.grants, *snapshot.patterns)
              if g.access in ("read", "write") and g.target and configuration(g.target)

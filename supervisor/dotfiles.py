@@ -288,6 +288,7 @@ class _Analysis:
             self.submodules(repository, sha256, depth=0)
         self.enclosing()
         self.person_settings()
+        self.home_places(environment=True)
         unwalked = self.below()
         return DotFiles(self.top, tuple(self.found.values()), unwalked,
                         below=self.below_found, hard_linked=self.hard_linked())
@@ -553,16 +554,22 @@ class _Analysis:
             self.add(path, setting.kind, reason, hold=hold, parents=True,
                      lingers=setting.lingers)
 
-    def home_places(self) -> None:
+    def home_places(self, *, environment: bool = False) -> None:
         """The places that run as the person (home_places.py: the table's, PATH's
         folders and what their commands run) inside a write grant that holds them:
         read-only, held when missing, by their name and where their links lead (a
         dotfiles repository that `~/.bashrc` links into). A grant that is or holds a
         holder, lies inside a place or holds a link on the way is refused before
-        (grants.py); a link planted since inside this folder refuses the launch."""
+        (grants.py); a link planted since inside this folder refuses the launch.
+        `environment`: the places the launch environment names instead (one it names
+        that is the top or holds it is not held: the grant is the person's choice)."""
         from .home_places import home_places
 
         for place in self.places if self.places is not None else home_places(self.home):
+            if place.environment and not environment:
+                continue  # after what the settings name, whose reasons say more
+            if environment and not place.environment:
+                continue
             if place.path != self.top and _within(place.path, self.top) and not place.linked:
                 self.add(place.path, place.kind, f"{place.what} ({place.name})")
             if place.real not in (place.path, self.top) and _within(place.real, self.top):

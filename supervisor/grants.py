@@ -421,7 +421,7 @@ class _Resolver:
         """Whether a link lies below a folder place (a virtual environment's
         bin/python): read-only with it wherever a grant holds it, so it cannot be
         re-pointed; only a link at or above a place could."""
-        return any(p.kind == "folder" and not p.holder and any(
+        return any(p.kind == "folder" and not p.holder and not p.environment and any(
             link != folder and is_within(link, folder) for folder in (p.path, p.real))
             for p in self.places())
 
@@ -429,6 +429,9 @@ class _Resolver:
         """Refuse `path` (a write grant, as written or resolved) when it is or holds
         `place` as a holder, lies inside it as a place, or holds a link on its way."""
         led = f" (a link to {place.real})" if place.real != place.path else ""
+        if place.environment and any(is_within(path, p) for p in (place.path, place.real)):
+            return  # the grant is what the variable names, or inside it: the person's
+                    # choice (PROJECTS=~/src and a grant of ~/src/x), judged no further
         if place.holder:
             held = next((p for p in (place.path, place.real) if is_within(p, path)), None)
             if held is not None:
@@ -457,7 +460,9 @@ class _Resolver:
                 f"{place.name} to {place.real} ({place.what}); a sandbox writing there "
                 "could point it elsewhere, and change what runs as you",
                 hint=f"grant a folder inside {path} that holds neither {link} nor "
-                f"{place.real}, or replace the link with what it points to",
+                f"{place.real}, or replace the link with what it points to"
+                + (f", or run lnk without {place.environment} (env -u "
+                   f"{place.environment} lnk ...)" if place.environment else ""),
             )
 
     def resolve(self) -> Snapshot:
@@ -540,21 +545,39 @@ class _Resolver:
         read grant holding home decides for it: a spec's own rule at it or between it
         and home (the person named it) decides instead, and one inside it decides
         there, as `read = ["~", "~/.config/pip"]` does."""
+        from .environment_paths import environment_paths
         from .home_config import REOPENED
-        from .home_hidden import found
-        from .home_places import home_links
+        from .home_hidden import ENVIRONMENT_START, PROGRAMS_REASON, found
+        from .home_places import CODE_PATHS, home_links, path_folders
 
         home = self.home_real
         rules = [(g.target, g) for g in grants if g.target and g.access != "protect"]
         code = [home + entry.name[1:] for entry in REOPENED]
-        hides = []
-        for item in found(home, self.context.xdg, home_links(home).links, code):
+        named = [(n.variable, n.path) for n in environment_paths(os.environ,
+                                                                 self.context.home)]
+        programs = [folder for name in ("PATH", *(v for v, _ in CODE_PATHS))
+                    for folder in path_folders(os.environ.get(name, ""))]
+        hides: dict[str, Grant] = {}
+        for item in found(home, self.context.xdg, home_links(home).links, code,
+                          named=named, programs=programs, cwd=self.context.cwd):
             rule = deepest(item.path, rules)
             if rule is None or rule.access != "read" or not is_within(home, rule.target or ""):
                 continue
-            hides.append(Grant("~" + item.path[len(home):], item.path, "hide", item.reason,
-                               None, None, is_dir=item.is_dir))
-        return list({g.target: g for g in hides}.values())
+            hides.setdefault(item.path, Grant("~" + item.path[len(home):], item.path, "hide",
+                                              item.reason, None, None, is_dir=item.is_dir))
+        # A folder of programs inside one the environment names is shown again, as
+        # PATH shows it (GOPATH=~/go hidden, ~/go/bin on PATH read), where it really is.
+        shown = []
+        for folder in dict.fromkeys(os.path.realpath(p) for p in programs):
+            hidden = next((h for h in hides.values() if h.is_dir and h.target != folder
+                           and h.reason.startswith(ENVIRONMENT_START)
+                           and is_within(folder, h.target or "")), None)
+            rule = deepest(folder, rules)
+            if hidden is not None and rule is not None and rule.access == "read" and \
+                    is_within(home, rule.target or "") and os.path.isdir(folder):
+                shown.append(Grant("~" + folder[len(home):], folder, "read",
+                                   PROGRAMS_REASON, None, None, is_dir=True))
+        return [*hides.values(), *shown]
 
     def caches(self, grants: tuple[Grant, ...]) -> tuple[Cache, ...]:
         """Each private cache where it is mounted, refused where it could run as the
@@ -574,7 +597,8 @@ class _Resolver:
                                      "a cache is mounted at a real folder in home",
                                      hint="name the folder the tool really uses")
             for home in dict.fromkeys((self.context.home, self.home_real)):
-                for place, where in ((p, w) for p in home_places(home) if not p.linked
+                for place, where in ((p, w) for p in home_places(home)
+                                     if not p.linked and not p.environment
                                      for w in dict.fromkeys((p.path, p.real))):
                     # A cache is a tool's store of downloads (wheels, npx's packages):
                     # what one run leaves there the next runs of its scope may run,

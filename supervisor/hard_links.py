@@ -19,7 +19,11 @@ cannot be linked from the grant. The fix is the person's, once: a symbolic link 
 is followed and held) or a copy in place of the hard link.
 
 Only these files are looked at (about a hundred stats, most of them of missing files):
-a folder place's own files (`~/.config/nvim/init.vim`) are not, as a stated gap.
+a folder place's own files (`~/.config/nvim/init.vim`) are not, as a stated gap. Nor
+is a file only the launch environment names (environment_paths.py), a stated gap too:
+conda links its environments' programs from its package cache by hard links
+(`CONDA_PYTHON_EXE=~/miniconda3/bin/python` has two names), so judging those would
+refuse every conda user's launch in their home's filesystem.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def startup_files(places: tuple[Place, ...], named: tuple[Named, ...]
     """(path, real, what) of every file that runs as the person, each once."""
     found: dict[str, tuple[str, str, str]] = {}
     for place in places:
-        if place.kind == "file":
+        if place.kind == "file" and not place.environment:  # see the module's note
             found.setdefault(place.real, (place.path, place.real,
                                           f"{place.name}: {place.what}"))
     for item in named:

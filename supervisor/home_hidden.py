@@ -14,6 +14,13 @@ never by a tool's name, and hidden the same way (grants.home_rule adds the hides
   (`XDG_CONFIG_HOME=~/cfg`): every XDG tool keeps its settings and logins there
   instead of ~/.config (and its data, state and cache instead of ~/.local/share,
   ~/.local/state and ~/.cache, which the rule hides too);
+- each path the person's launch environment names (environment_paths.py: any
+  variable, `GNUPGHOME=~/gnupg`, `KUBECONFIG=~/kube/config`, `ZQ_CREDENTIALS=~/zq/c`),
+  where it lies in home without a dot: a tool's settings and secrets moved out of its
+  dot folder. Not where the person is (the working directory, or a folder holding it)
+  nor a program (a folder of PATH or of a code path, or what lies in one: `EDITOR=
+  ~/bin/ed`), which PATH shows; a PATH folder inside a hidden one (`GOPATH=~/go`,
+  `~/go/bin`) is shown again (grants.py);
 - a Python prefix in home without a dot: a folder whose `bin/` holds a Python
   (`python3`, `python3.12`: that Python's sys.prefix), a conda installation or
   environment (a folder holding `conda-meta/`: `~/miniconda3`, its `envs/NAME`) or a
@@ -47,6 +54,15 @@ PREFIX_REASON = ("default hide: a Python prefix's settings (its top's files: pip
 XDG_VARIABLES = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 UNDOTTED_REASONS = frozenset((LINKED_REASON, PREFIX_REASON,
                               *(XDG_REASON.format(variable=v) for v in XDG_VARIABLES)))
+ENVIRONMENT_REASON = ("default hide: home's configuration (your environment's {variable} "
+                      "names it)")
+PROGRAMS_REASON = "home's configuration: reopened, a folder of your PATH (programs)"
+ENVIRONMENT_START = ENVIRONMENT_REASON.split("{", 1)[0]
+
+
+def is_undotted(reason: str) -> bool:
+    """Whether `reason` is one of this module's hides (a variable's name in some)."""
+    return reason in UNDOTTED_REASONS or reason.startswith(ENVIRONMENT_START)
 MAX_LISTED = 512  # entries of one folder looked through for a prefix
 CONDA_MARK = "conda-meta"  # a conda prefix's record of what is installed in it
 VENV_MARK = "pyvenv.cfg"  # a virtual environment's (PEP 405), read by Python at start
@@ -70,10 +86,14 @@ def xdg_homes(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def found(home: str, xdg: Iterable[tuple[str, str]], links: Iterable[str],
-          code_places: Iterable[str]) -> list[Found]:
+          code_places: Iterable[str], *, named: Iterable[tuple[str, str]] = (),
+          programs: Iterable[str] = (), cwd: str = "") -> list[Found]:
     """What of home's configuration lies outside its dot entries now. `home` is
     resolved; `links` are the links among home's dot entries (home_places.home_links);
-    `code_places`, the places reopened as code, whose links lead to programs."""
+    `code_places`, the places reopened as code, whose links lead to programs; `named`,
+    (variable, path) of each path the launch environment names (environment_paths.py),
+    hidden but where the person is (`cwd` or a folder holding it) and in or at a folder
+    of `programs` (PATH's and the code paths' folders: programs, shown as PATH is)."""
     places = tuple(code_places)
     out: list[Found] = []
     for link in links:
@@ -86,6 +106,14 @@ def found(home: str, xdg: Iterable[tuple[str, str]], links: Iterable[str],
         real = os.path.realpath(path)
         if _outside_dot_entries(home, real) and os.path.isdir(real):
             out.append(Found(real, True, XDG_REASON.format(variable=variable)))
+    program_folders = [os.path.realpath(folder) for folder in programs]
+    for variable, path in named:
+        real = os.path.realpath(path)
+        if not _outside_dot_entries(home, real) or (cwd and is_within(cwd, real)) or any(
+                is_within(real, folder) for folder in program_folders):
+            continue
+        out.append(Found(real, os.path.isdir(real), ENVIRONMENT_REASON.format(
+            variable=variable)))
     for prefix in prefixes(home):
         out.extend(_prefix_settings(prefix))
     return out

@@ -38,6 +38,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
+from .environment_paths import environment_paths
 from .policy import clean_path
 from .system import traits
 
@@ -77,6 +78,9 @@ class Place(NamedTuple):
     instead: str = ""
     linked: bool = False  # found by the link walk (home_links), not by a name: only
                           # what it leads to is kept read-only, no grant is refused for it
+    environment: str = ""  # the variable of the launch environment naming it
+                           # (environment_paths.py): read-only strictly inside a write
+                           # grant; no grant is refused for being it or inside it
 
 
 def _within(path: str, folder: str) -> bool:
@@ -357,7 +361,8 @@ def found_once_store(kind: str) -> dict[str, Any] | None:
 
 
 # The places found within `found_once`, by home and PATH; None outside it.
-_found: dict[tuple[tuple[str, str], tuple[str, ...]], tuple[Place, ...]] | None = None
+_found: dict[tuple[tuple[str, str], tuple[tuple[str, str], ...]], tuple[Place, ...]] | None \
+    = None
 
 
 @contextlib.contextmanager
@@ -502,15 +507,15 @@ def home_places(home: str, path_env: str | None = None) -> tuple[Place, ...]:
     """
     key = (os.path.normpath(home), os.environ.get("PATH", "") if path_env is None
            else path_env)
-    codes = tuple(os.environ.get(name, "") for name, _ in CODE_PATHS) + tuple(
-        os.environ.get(name, "") for name in (*(v for v, _, _ in CODE_PLACES),
-                                              *(v for v, _, _ in CODE_OPTIONS),
-                                              "PYTHONUSERBASE"))
-    if _found is not None and (key, codes) in _found:
-        return _found[(key, codes)]
+    codes = tuple(os.environ.get(name, "") for name, _ in CODE_PATHS)
+    # Every variable may name a place (environment_paths.py): the whole environment is
+    # the key, which a start reads in microseconds.
+    environment = tuple(sorted(os.environ.items()))
+    if _found is not None and (key, environment) in _found:
+        return _found[(key, environment)]
     places = _home_places(*key, codes)
     if _found is not None:
-        _found[(key, codes)] = places
+        _found[(key, environment)] = places
     return places
 
 
@@ -523,12 +528,15 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
     places: dict[str, Place] = {}
 
     def add(path: str, name: str, kind: Kind, what: str, *, holder: bool,
-            instead: str = "", linked: bool = False) -> None:
+            instead: str = "", linked: bool = False, environment: str = "") -> None:
         path = clean_path(path)  # a home of `/` gives `//.bashrc`, which grants never match
         if path in places:
             return
         real, links = resolver.resolve(path)
-        places[path] = Place(path, name, kind, what, holder, real, links, instead, linked)
+        if environment:  # its kind is what is there: a folder held whole, else a file
+            kind = "folder" if os.path.isdir(real) else "file"
+        places[path] = Place(path, name, kind, what, holder, real, links, instead, linked,
+                             environment)
 
     for entry in HOME_PLACES:
         add(os.path.normpath(home + entry.name[1:]), entry.name, entry.kind, entry.what,
@@ -550,10 +558,15 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
         if path != home:
             add(path, _shown(path, home), "file" if code_kind == "file" else "folder", what,
                 holder=code_kind == "holder")
+    for named in environment_paths(os.environ, home):
+        add(named.path, _shown(named.path, home), "file",
+            f"your environment's {named.variable} names it: a program of yours reads it "
+            "as yours (its settings, a program it runs, a file it loads)",
+            holder=False, environment=named.variable)
     holders = [p for place in places.values() if place.holder
                for p in (place.path, place.real)]
     tool_homes = [p for place in places.values() if not place.holder and place.kind ==
-                  "folder" for p in (place.path, place.real)]
+                  "folder" and not place.environment for p in (place.path, place.real)]
     for folder in folders:
         real, _ = resolver.resolve(folder)
         if any(_within(real, d) for d in DISTRIBUTION_FOLDERS):

@@ -1,0 +1,166 @@
+"""What the launch environment names (supervisor/environment_paths.py), judged without a
+sandbox: every form a value takes, what is left out by structure, and what a snapshot
+then hides, reopens and holds. Sandboxes read and write through them in
+tests/attacks/test_environment_paths.py."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+
+from supervisor.described import home_configuration
+from supervisor.dotfiles import analyze
+from supervisor.environment_paths import NOT_PATHS, environment_paths, value_paths
+from supervisor.errors import SpecError
+from supervisor.grants import Snapshot, resolve
+from supervisor.home_hidden import PROGRAMS_REASON, is_undotted
+from supervisor.home_places import home_places
+from supervisor.policy import Context, effective_policy
+from supervisor.spec import parse_spec
+from supervisor.view import view_for
+
+H = "/home/u"
+
+
+@pytest.mark.parametrize(("value", "paths"), [
+    ("/a/b", ["/a/b"]),
+    ("~/kube/config", [f"{H}/kube/config"]),
+    ("/a:/b c:~/d:", ["/a", f"{H}/d", "/b"]),  # a list; `/b c` is missing: its words
+    ("|~/bin/lessfilter %s", [f"{H}/bin/lessfilter"]),
+    ("nvim -u ~/x.vim", [f"{H}/x.vim"]),
+    ("source $HOME/work/t.vim", [f"{H}/work/t.vim"]),
+    ("${HOME}/k", [f"{H}/k"]),
+    ("--max-old-space-size=100 --require=/p/hook.js", ["/p/hook.js"]),
+    ("-I/x/lib -Mstrict", ["/x/lib"]),
+    ("unix:path=/run/x.sock", ["/run/x.sock"]),
+    ("ssh -i '/home/u/my keys/id' -o X=1", ["/home/u/my keys/id"]),
+    ("/home/u/bin/ed --wait", ["/home/u/bin/ed"]),  # a command: the blank ends the path
+    ("file:///srv/f", ["/srv/f"]),
+    ('["/srv/a.sh", "~/b"]', ["/srv/a.sh", f"{H}/b"]),  # a JSON list
+    ('{"hook": "/srv/h"}', ["/srv/h"]),
+    ("@/srv/args.txt", ["/srv/args.txt"]),
+    ("sh -c 'col -bx | ~/work/pager.sh'", [f"{H}/work/pager.sh"]),  # a script in a word
+    ("""sh -c "bash -c 'x=1 /srv/deep.sh'" """, ["/srv/deep.sh"]),
+    ("https://host/path", []),  # a URL's authority is no path
+    ("*.tar=01;31:*.tgz=01;31", []),
+    ("/", []), ("~", []), ("en_US.UTF-8", []),
+])
+def test_each_form_of_a_value_names_its_paths(value: str, paths: list[str]) -> None:
+    assert value_paths(value, H, {"HOME": H}) == paths
+
+
+def test_a_listed_part_with_a_blank_is_kept_where_it_is(tmp_path: Path) -> None:
+    folder = tmp_path / "My Notes"
+    folder.mkdir()
+    found = value_paths(f"{folder}:/x", H, {})
+    assert found[:2] == [str(folder), "/x"]  # and its words' (`.../My`), fail closed
+
+
+def test_what_is_left_out_by_structure() -> None:
+    """Where the person is, scratch folders, lnk's own, and home or what holds it."""
+    environ = {**dict.fromkeys(NOT_PATHS, f"{H}/work"), "LNK_HOME": f"{H}/lnk",
+               "A": H, "B": "/home", "C": f"{H}/work/x", "D": "/"}
+    assert environment_paths(environ, H) == (("C", f"{H}/work/x"),)
+
+
+# -- a snapshot ---------------------------------------------------------------------------
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path.resolve() / "home"
+    (folder / "work").mkdir(parents=True)
+    for variable in list(os.environ):
+        if variable not in ("PATH", "LANG", "LC_ALL"):
+            monkeypatch.delenv(variable)
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", "/dev/null")
+    return folder
+
+
+def snapshot(home: Path, text: str) -> Snapshot:
+    context = Context(home=str(home), cwd=str(home / "work"), lnk_home=str(home / ".lnk"),
+                      uid=1000, runtime_dir=None, installation=())
+    return resolve(effective_policy(parse_spec(text.encode(), "spec.toml"), context),
+                   context)
+
+
+def hidden(found: Snapshot) -> dict[str, str]:
+    return {g.name: g.reason for g in found.grants if g.access == "hide"
+            and is_undotted(g.reason)}
+
+
+def test_a_made_up_variables_secret_is_hidden_and_said(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "ZQ" + secrets.token_hex(3).upper()
+    (home / "zq").mkdir()
+    (home / "zq" / "creds.json").write_text("{}")
+    monkeypatch.setenv(name, "~/zq/creds.json")
+    found = snapshot(home, '[files]\nread = ["~"]\nwrite = ["."]\n')
+    assert hidden(found) == {"~/zq/creds.json": "default hide: home's configuration "
+                             f"(your environment's {name} names it)"}
+    said = home_configuration(view_for(found, ()))
+    assert said is not None and "~/zq/creds.json" in said.hidden
+    # the person names it: shown (a spec's rule between it and home decides)
+    assert hidden(snapshot(home, '[files]\nread = ["~", "~/zq"]\nwrite = ["."]\n')) == {}
+    # no read grant of home: nothing of this
+    assert hidden(snapshot(home, '[files]\nwrite = ["."]\n')) == {}
+
+
+def test_a_folder_of_programs_stays_shown(home: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program on PATH is not hidden; a tool home holding a PATH folder is, but the
+    PATH folder is reopened; the working directory is never hidden."""
+    for folder in ("bin", "tool/bin"):
+        (home / folder).mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{home}/bin:{home}/tool/bin:/usr/bin")
+    monkeypatch.setenv("ZQ_EDITOR", f"{home}/bin/ed --wait")
+    monkeypatch.setenv("ZQ_HOME", f"{home}/tool")
+    monkeypatch.setenv("ZQ_HERE", f"{home}/work")
+    found = snapshot(home, '[files]\nread = ["~"]\n')
+    assert set(hidden(found)) == {"~/tool"}
+    assert [(g.name, g.access) for g in found.grants if g.reason == PROGRAMS_REASON] == [
+        ("~/tool/bin", "read")]
+
+
+def test_inside_a_write_grant_it_is_held_and_never_refused(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held read-only strictly inside the grant (missing ones too); the grant itself
+    named, or a folder holding it, refuses nothing and holds nothing."""
+    work = home / "work"
+    (work / "hook.sh").write_text("")
+    (work / "zqdir").mkdir()
+    monkeypatch.setenv("ZQ_HOOK", f"{work}/hook.sh")
+    monkeypatch.setenv("ZQ_DIR", "~/work/zqdir")
+    monkeypatch.setenv("ZQ_LATER", f"{work}/later.sh")
+    monkeypatch.setenv("ZQ_TOP", str(work))
+    monkeypatch.setenv("ZQ_ABOVE", str(home))
+    snapshot(home, '[files]\nwrite = ["."]\n')  # not refused
+    snapshot(home, '[files]\nwrite = ["./zqdir"]\n')  # a grant inside what one names
+    places = {p.path: p for p in home_places(str(home)) if p.environment}
+    assert places[f"{work}/zqdir"].kind == "folder"
+    assert places[f"{work}/hook.sh"].kind == "file"
+    held = {p.path: p.exists for p in analyze(str(work), home=str(home)).protected
+            if "your environment's" in p.reason}
+    assert held == {f"{work}/hook.sh": True, f"{work}/zqdir": True,
+                    f"{work}/later.sh": False}
+    assert analyze(str(work / "zqdir"), home=str(home)).protected == () or all(
+        "your environment's" not in p.reason
+        for p in analyze(str(work / "zqdir"), home=str(home)).protected)
+
+
+def test_a_link_on_the_way_inside_the_grant_refuses(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox could point a link on the way elsewhere before the next run: as for
+    every place, the grant holding it is refused, naming the variable."""
+    work = home / "work"
+    (work / "v2").mkdir()
+    (work / "current").symlink_to("v2")
+    monkeypatch.setenv("ZQ_CONFIG", f"{work}/current/app.toml")
+    with pytest.raises(SpecError) as refused:
+        snapshot(home, '[files]\nwrite = ["."]\n')
+    assert "ZQ_CONFIG" in refused.value.message
+    assert "env -u ZQ_CONFIG" in (refused.value.hint or "")
