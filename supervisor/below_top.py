@@ -31,7 +31,10 @@ What a walk finds is remembered per written folder (`Memory`, in `$LNK_HOME`, wh
 sandbox sees): what was the person's at one launch stays theirs, so each later run
 holds every remembered checkout, bare repository and environment that is still there,
 whatever the walk finds now. A run cannot hide what an earlier launch found, with more
-folders, a mark or a mode.
+folders, a mark or a mode. The memory of a folder holds what launches at it and at every
+folder below it found, and a launch reads its own and each folder's above it
+(view._remembered): a run writing `~/src/zz` holds what a launch at `~/src` found there,
+and the other way, however many folders a first run made to exhaust the walk.
 """
 
 from __future__ import annotations

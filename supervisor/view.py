@@ -29,6 +29,7 @@ The dot files are read from the host once (`view_for`); everything else is pure.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Literal, NamedTuple
@@ -273,26 +274,57 @@ def dot_files_of(snapshot: Snapshot, *, opened_too: bool = False) -> dict[str, D
 
 
 def _remembered(lnk_home: str, top: str) -> tuple[tuple[str, str], ...]:
-    """What earlier launches found below the written folder `top` ($LNK_HOME/below)."""
+    """What earlier launches found below the written folder `top` ($LNK_HOME/below): the
+    memory of `top` and of each folder above it. A launch at `~/src` that found
+    `~/src/zz/app` holds it for a run that writes `~/src/zz`, whose own walk a first run
+    can exhaust; what a launch below `top` found is in `top`'s memory already
+    (`_remember` keeps it in every folder's above)."""
     from . import state
     from .below_top import memory_name, parse_memory
 
-    try:
-        return parse_memory(state.read(lnk_home, memory_name(top), limit=1 << 20), top)
-    except OSError:
-        return ()
+    found: dict[tuple[str, str], None] = {}
+    for folder in _up_from(top):
+        try:
+            kept = parse_memory(state.read(lnk_home, memory_name(folder), limit=1 << 20),
+                                folder)
+        except OSError:
+            continue
+        found.update((item, None) for item in kept
+                     if item[0] == top or item[0].startswith(top.rstrip("/") + "/"))
+    return tuple(found)
+
+
+def _up_from(top: str) -> list[str]:
+    """`top` and each folder above it, to `/`."""
+    chain = [top]
+    while (parent := os.path.dirname(chain[-1])) != chain[-1]:
+        chain.append(parent)
+    return chain
 
 
 def _remember(lnk_home: str, top: str, items: tuple[tuple[str, str], ...]) -> None:
-    """Keep what this launch holds below `top` for the next ones: a write that fails
-    (a full disk) leaves the memory as it was, and this launch holds what it found."""
+    """Keep what this launch holds below `top` for the next ones, in `top`'s memory and
+    added to the memory of each folder above it, so that a later run writing a folder
+    above finds it without its walk reaching it. A write that fails (a full disk) leaves
+    a memory as it was, and this launch holds what it found."""
     from . import state
-    from .below_top import memory_data, memory_name
+    from .below_top import memory_data, memory_name, parse_memory
 
-    try:
-        state.write_atomically(lnk_home, memory_name(top), memory_data(top, items))
-    except OSError:
-        pass
+    for folder in _up_from(top):
+        kept: tuple[tuple[str, str], ...] = ()
+        if folder != top:
+            try:
+                kept = parse_memory(state.read(lnk_home, memory_name(folder),
+                                               limit=1 << 20), folder)
+            except OSError:
+                kept = ()
+            if set(items) <= set(kept):
+                continue
+        merged = tuple(dict.fromkeys((*kept, *items)))
+        try:
+            state.write_atomically(lnk_home, memory_name(folder), memory_data(folder, merged))
+        except OSError:
+            pass
 
 
 def view_of(snapshot: Snapshot, system: tuple[str, ...],

@@ -142,9 +142,6 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-@escaped("view.remembered / below_top.memory_name key the memory by the exact written "
-         "folder: what a launch at ~/src found (~/src/zz/app) is not held by a run that "
-         "writes ~/src/zz, whose own walk 300 folders made by the first run exhaust")
 def test_a_remembered_repository_from_a_written_folder_inside(sandbox: Sandbox) -> None:
     """Run one at ~/src finds and holds the person's ~/src/zz/app, and fills ~/src/zz
     with folders sorting first; run two starts in ~/src/zz and writes app's hooks."""
@@ -156,6 +153,22 @@ def test_a_remembered_repository_from_a_written_folder_inside(sandbox: Sandbox) 
                    _hook(sandbox, "zz/app"), cwd=src)
     need("PLANT=0" not in first.stdout, f"the first run's plant was not refused: {first.stdout}")
     second = inside(sandbox, _hook(sandbox, "app"), cwd=src / "zz")
+    person_git(sandbox, app, "checkout", "-q", "-b", "side")
+    assert ran(sandbox) == [], second.stdout + second.stderr
+
+
+def test_a_remembered_repository_from_a_written_folder_above(sandbox: Sandbox) -> None:
+    """The other way: run one at ~/src/zz finds and holds the person's ~/src/zz/app and
+    fills ~/src/zz with folders sorting first; run two starts in ~/src, whose walk the
+    first run's folders exhaust, and writes app's hooks."""
+    src = sandbox.home / "src"
+    app = repository(sandbox, src / "zz" / "app")
+    markers(sandbox)
+    sandbox.chown()
+    first = inside(sandbox, "for i in $(seq 100 400); do mkdir a$i; done; " +
+                   _hook(sandbox, "app"), cwd=src / "zz")
+    need("PLANT=0" not in first.stdout, f"the first run's plant was not refused: {first.stdout}")
+    second = inside(sandbox, _hook(sandbox, "zz/app"), cwd=src)
     person_git(sandbox, app, "checkout", "-q", "-b", "side")
     assert ran(sandbox) == [], second.stdout + second.stderr
 
