@@ -203,6 +203,13 @@ PROMISES: tuple[Promise, ...] = (
             "the folder holding a hidden path gets no READ_DIR (it would be inherited) and "
             "each other entry a rule of its own: that folder cannot be listed, and what "
             "is made there during the run cannot be read"),
+    Promise("a file's mode, times and extended attributes outside the written grants",
+            "holds narrower",
+            "Landlock has no right for them: chmod and utimensat go to the listener, which "
+            "does them only on a file the rules write (and, run by root, root's), else "
+            "EPERM (all of them without a listener); extended attributes are refused "
+            "(EOPNOTSUPP); below Landlock ABI 3 truncate() and an open for reading that "
+            "truncates are refused"),
     Promise("dot files at the top of written folders (and what runs as you below it)",
             "holds narrower",
             "the written folder keeps read rights, each other entry the grant's: nothing "
@@ -226,7 +233,8 @@ PROMISES: tuple[Promise, ...] = (
             "the machine would be reachable); from ABI 9 they hold, by RESOLVE_UNIX"),
     Promise("pid isolation", "does not hold",
             "other processes are seen in /proc; ptrace access outside is refused by "
-            "Landlock, signals by its scope (ABI 6)"),
+            "Landlock, signals by its scope (ABI 6), another process's limits and "
+            "scheduling (prlimit, setpriority, sched_set*, ioprio_set) by the filter"),
     Promise("ipc isolation", "holds narrower",
             "System V IPC and POSIX message queues refused (ENOSYS), no /dev/shm"),
     Promise("root mode's uid-0 doors", "holds narrower",

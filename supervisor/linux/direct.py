@@ -49,9 +49,10 @@ from ..nonamespace import ANNOUNCEMENT, FORCED, Facts, forced_off
 from ..nonamespace import judge as judge_spec
 from ..run_types import FileOp
 from ..view import view_for
-from .capabilities import landlock_abi, watch_reads, without_namespaces
+from .capabilities import landlock_abi, watch_reads, watch_support, without_namespaces
 from .cgroups import RunCgroups
 from .confine import Layers, filters, limit_records
+from .direct_metadata import MetadataGuard
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
 from .direct_spawn import end_leftovers, spawn_inner, subreaper
 from .inner_program import COMPILED
@@ -61,6 +62,8 @@ from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
+    from inner.seccomp import Rule
+
     from ..netpolicy import Decide
     from ..view import View
     from .gitrun import GitRun
@@ -148,6 +151,10 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, cgroups: RunCgroups, *,
     if learn:
         snapshot = snapshot._replace(programs=None)
     layers = decide_layers(snapshot, cache, learn=learn)
+    if not layers.listener and watch_support(cache)[0] and watch_reads(cache):
+        # A file's mode and times are done by the listener (direct_metadata.py): a run
+        # without namespaces has one wherever the machine offers it, list or not.
+        layers = layers._replace(listener=True)
     cgroups.entered()  # what holds depends on whether a cgroup counts the processes
     # 2. What holds, judged before anything is made; said once.
     judgement = judge_spec(snapshot, facts(snapshot, cache, cgroups))
@@ -186,7 +193,9 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, cgroups: RunCgroups, *,
         terminals=terminals(), shown=shown), snapshot=snapshot, layers=layers)
     if file_op is not None:
         config = config.replace(file=InnerFileOp(file_op.op, file_op.path, file_op.limit))
-    factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn)
+    handlers = MetadataGuard(config.landlock.rules).handlers if config.landlock else None
+    factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn,
+                           handlers=handlers)
     return _Prepared(config, env, plan.chdir, factory if layers.listener else None)
 
 
@@ -235,11 +244,17 @@ def inner_config(rules: Landlock, *, snapshot: Snapshot, layers: Layers) -> Conf
     """The inner's configuration without namespaces: step 0 (this process its parent),
     the filter with the rules a run without namespaces adds (direct_rules.filter_rules:
     unix sockets below Landlock ABI 9, other families in network "none", System V and
-    POSIX IPC, other processes' limits), `rules`, the limits. The spawn adds the command
-    and the status socket."""
+    POSIX IPC, other processes' limits and scheduling, a file's metadata: to the
+    listener where the filter has one, refused in the one without), `rules`, the
+    limits. The spawn adds the command and the status socket."""
     unix = layers.landlock_abi >= UNIX_SOCKETS_ABI
-    extra = filter_rules(network_mode=snapshot.settings.network_mode, unix=unix)
-    return Config(-1, (), parent=os.getpid(), seccomp=filters(layers, extra),
+
+    def extra(listener: bool) -> tuple[Rule, ...]:
+        return filter_rules(network_mode=snapshot.settings.network_mode, unix=unix,
+                            abi=layers.landlock_abi, listener=listener)
+
+    return Config(-1, (), parent=os.getpid(),
+                  seccomp=filters(layers, extra(layers.listener), extra(False)),
                   landlock=rules, rlimits=limit_records(snapshot))
 
 
