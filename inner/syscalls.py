@@ -175,6 +175,11 @@ _X86_64 = {
     "utimes": 235,
     "futimesat": 261,
     "utimensat": 280,
+    "chown": 92,
+    "fchown": 93,
+    "lchown": 94,
+    "fchownat": 260,
+    "inotify_add_watch": 254,
     **_COMMON,
 }
 
@@ -269,6 +274,9 @@ _AARCH64 = {
     "lremovexattr": 15,
     "fremovexattr": 16,
     "utimensat": 88,
+    "fchownat": 54,
+    "fchown": 55,
+    "inotify_add_watch": 27,
     **_COMMON,
 }
 

@@ -203,13 +203,14 @@ PROMISES: tuple[Promise, ...] = (
             "the folder holding a hidden path gets no READ_DIR (it would be inherited) and "
             "each other entry a rule of its own: that folder cannot be listed, and what "
             "is made there during the run cannot be read"),
-    Promise("a file's mode, times and extended attributes outside the written grants",
-            "holds narrower",
-            "Landlock has no right for them: chmod and utimensat go to the listener, which "
-            "does them only on a file the rules write (and, run by root, root's), else "
-            "EPERM (all of them without a listener); extended attributes are refused "
-            "(EOPNOTSUPP); below Landlock ABI 3 truncate() and an open for reading that "
-            "truncates are refused"),
+    Promise("a file's mode, owner, times and extended attributes, and watches, outside "
+            "the grants", "holds narrower",
+            "Landlock has no right for them: chmod, chown, utimensat and "
+            "inotify_add_watch go to the listener, which does them only on a file the "
+            "rules write (a watch: read; run by root, as root without capabilities "
+            "may), else EPERM (all of them without a listener); extended attributes are "
+            "refused (EOPNOTSUPP); below Landlock ABI 3 truncate() and an open for "
+            "reading that truncates are refused"),
     Promise("dot files at the top of written folders (and what runs as you below it)",
             "holds narrower",
             "the written folder keeps read rights, each other entry the grant's: nothing "

@@ -244,12 +244,15 @@ OTHER_PROCESS_FIRST = ("sched_setaffinity", "sched_setparam", "sched_setschedule
                        "sched_setattr")
 PRIO_PROCESS = 0
 IOPRIO_WHO_PROCESS = 1
-# A file's metadata: Landlock has no right for a file's mode, times or extended
-# attributes, so any file the uid owns would get them, hidden or outside every grant.
-# Mode and times go to the listener, which does them on a file the grants write
-# (direct_metadata.py), or are refused (EPERM) without one; extended attributes are
-# refused as by a file system without them (EOPNOTSUPP: cp -a, rsync -X, tar go on).
-METADATA_CALLS = ("chmod", "fchmod", "fchmodat", "fchmodat2", "utimensat")
+# A file's metadata: Landlock has no right for a file's mode, owner, times or extended
+# attributes, so any file the uid owns would get them, hidden or outside every grant;
+# nor does it judge an inotify watch (names made and opened in a hidden folder). Mode,
+# owner, times and watches go to the listener, which does them on a file the grants
+# write (a watch: read; direct_metadata.py), or are refused (EPERM) without one;
+# extended attributes are refused as by a file system without them (EOPNOTSUPP: cp -a,
+# rsync -X, tar go on).
+METADATA_CALLS = ("chmod", "fchmod", "fchmodat", "fchmodat2", "utimensat", "chown",
+                  "fchown", "lchown", "fchownat", "inotify_add_watch")
 LEGACY_TIMES = ("utime", "utimes", "futimesat")
 XATTR_SETTERS = ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
                  "fremovexattr", "setxattrat", "removexattrat")

@@ -33,11 +33,12 @@ WRITE = '[files]\nwrite = ["."]\nread = ["~"]\n'
 ATTACK = r"""
 import ctypes, errno, json, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
-def sc(*args):
-    r = libc.syscall(*args)
+def ok(r):
     if r < 0:
         raise OSError(ctypes.get_errno(), "")
     return r
+def sc(*args):
+    return ok(libc.syscall(*args))
 print("STARTED", os.getpid(), flush=True)
 results = {}
 for name, expression in json.loads(sys.argv[1]).items():
@@ -179,6 +180,49 @@ def test_root_changes_no_system_files_metadata(root_sandbox: Sandbox) -> None:
         os.chmod("/etc", etc_mode & 0o7777)
         secret.unlink()
         program.unlink()
+
+
+@pytest.mark.usefixtures("inner")
+def test_the_group_of_files_the_grants_do_not_write(sandbox: Sandbox) -> None:
+    """chown without CAP_CHOWN still gives a file the owner has a group of the owner's
+    own: a secret of 0640 given a group others are in is theirs to read."""
+    files = _owned_files(sandbox)
+    theirs = 0 if not sandbox.who.is_root else 65534
+    for path in files.values():
+        os.chown(path, sandbox.who.uid, theirs)
+    steps = {f"chgrp {name}": f"os.chown({str(path)!r}, -1, {sandbox.who.gid})"
+             for name, path in files.items()}
+    steps["lchown"] = f"os.lchown({str(files['hidden'])!r}, -1, {sandbox.who.gid})"
+    results = attack(sandbox, steps)
+    groups = {name: path.stat().st_gid for name, path in files.items()}
+    assert groups == dict.fromkeys(files, theirs), (groups, results)
+    assert set(results.values()) == {"EPERM"}, results
+
+
+def test_a_watch_on_a_hidden_folder(sandbox: Sandbox) -> None:
+    """inotify tells the names made and opened in the folder it watches: a hidden one
+    (~/.ssh, $LNK_HOME) or one that cannot be listed (home, holding them) is refused,
+    a written one watched as ever (the control: its event read)."""
+    _owned_files(sandbox)
+    (sandbox.project / "sub").mkdir()
+    sandbox.chown()
+    add = "ok(libc.inotify_add_watch(watcher, {!r}.encode(), 0xfff))"
+    results = attack(sandbox, {
+        "watcher": "globals().__setitem__('watcher', libc.inotify_init1(0))",
+        "~/.ssh": add.format(str(sandbox.home / ".ssh")),
+        "a file in it": add.format(str(sandbox.home / ".ssh" / "id_ed25519")),
+        "$LNK_HOME": add.format(str(sandbox.lnk_home)),
+        "home": add.format(str(sandbox.home)),
+        "/proc/self/cwd, home's": "os.chdir(os.environ['HOME']) or " + add.format(
+            "/proc/self/cwd") + " and os.chdir(os.environ['PWD'])",
+        "the written folder": add.format(str(sandbox.project / "sub")),
+        "its event": f"open({str(sandbox.project / 'sub' / 'made')!r}, 'w').close() or "
+                     "ok(os.read(watcher, 4096).find(b'made'))",
+    })
+    assert results == {"watcher": "OK", "~/.ssh": "EACCES", "a file in it": "EACCES",
+                       "$LNK_HOME": "EACCES", "home": "EACCES",
+                       "/proc/self/cwd, home's": "EACCES", "the written folder": "OK",
+                       "its event": "OK"}, results
 
 
 def test_times_of_files_the_grants_do_not_write(sandbox: Sandbox) -> None:

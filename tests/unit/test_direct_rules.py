@@ -22,6 +22,7 @@ from supervisor.linux.direct_rules import (
     AF_UNIX,
     CONNECTED_PAIRS,
     IPC_CALLS,
+    METADATA_CALLS,
     NONE,
     Entry,
     Listing,
@@ -260,8 +261,13 @@ def test_what_landlock_does_not_hold_is_the_filters(arch: str) -> None:
     assert verdict("fchmodat", AT_FDCWD, 0, 0o4755) == errno.EPERM
     assert verdict("fchmod", 3, 0o644) == "notify"
     assert verdict("utimensat", AT_FDCWD, 0, 0, 0) == "notify"
+    assert verdict("fchownat", AT_FDCWD, 0, 0, 0, 0) == "notify"
+    assert verdict("fchown", 3, 0, 0) == "notify"
+    assert verdict("inotify_add_watch", 3, 0, 0xFFF) == "notify"
     assert _verdict(program(listener=False), arch, "fchmodat", AT_FDCWD, 0, 0o755) == errno.EPERM
-    assert _verdict(program(listener=False), arch, "utimensat", 3, 0, 0, 0) == errno.EPERM
+    for name in METADATA_CALLS:
+        if name in syscalls.TABLES[arch]:
+            assert _verdict(program(listener=False), arch, name, 3, 0, 0) == errno.EPERM
     for name in ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "fremovexattr",
                  "setxattrat", "removexattrat"):
         assert verdict(name, 0, 0, 0) == errno.EOPNOTSUPP, name
