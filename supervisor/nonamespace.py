@@ -202,7 +202,9 @@ PROMISES: tuple[Promise, ...] = (
             "$LNK_HOME)", "holds narrower",
             "the folder holding a hidden path gets no READ_DIR (it would be inherited) and "
             "each other entry a rule of its own: that folder cannot be listed, and what "
-            "is made there during the run cannot be read"),
+            "is made there during the run cannot be read; a hidden path's existence, "
+            "size, times and link target are seen by stat and readlink, given its name "
+            "(Landlock has no hook for them)"),
     Promise("a file's mode, owner, times and extended attributes, and watches, outside "
             "the grants", "holds narrower",
             "Landlock has no right for them: chmod, chown, utimensat and "

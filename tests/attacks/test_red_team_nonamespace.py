@@ -250,6 +250,40 @@ def test_a_hard_link_of_a_read_file_into_a_written_folder(sandbox: Sandbox) -> N
     assert not link.exists()
 
 
+@escaped("Landlock has no hook for stat, readlink or getxattr: a hidden path's existence, "
+         "size, times and link target are seen, given its name (nothing lists it)")
+def test_what_stat_tells_of_a_hidden_file(sandbox: Sandbox) -> None:
+    files = _owned_files(sandbox)
+    os.symlink("/the/target/of/a/hidden/link", sandbox.home / ".ssh" / "link")
+    sandbox.chown()
+    results = attack(sandbox, {
+        "stat": f"os.stat({str(files['hidden'])!r})",
+        "readlink": f"os.readlink({str(sandbox.home / '.ssh' / 'link')!r})",
+        "listxattr": f"os.listxattr({str(files['hidden'])!r})",
+        "read": f"open({str(files['hidden'])!r}).read()",
+    })
+    assert results["read"] == "EACCES"
+    assert {results["stat"], results["readlink"], results["listxattr"]} <= {
+        "ENOENT", "EACCES"}, results
+
+
+def test_a_hard_link_of_a_held_dot_file_into_a_written_folder(sandbox: Sandbox) -> None:
+    """A link made below the top, where everything is written, to a dot file held
+    read-only at the top (.envrc, a hook's config) would write it there."""
+    files = _owned_files(sandbox)
+    (sandbox.project / "sub").mkdir()
+    sandbox.chown()
+    link = sandbox.project / "sub" / "envrc"
+    results = attack(sandbox, {
+        "link": f"os.link({str(files['held'])!r}, {str(link)!r})",
+        "rename": f"os.rename({str(files['held'])!r}, {str(link)!r})",
+        "write": f"open({str(files['held'])!r}, 'a').write('x')",
+    })
+    assert results["link"] in ("EXDEV", "EACCES") and results["rename"] in (
+        "EXDEV", "EACCES") and results["write"] == "EACCES", results
+    assert files["held"].read_text() == "the person's\n" and not link.exists()
+
+
 # -- the person's other processes: same uid, no pid namespace ---------------------------------
 
 def test_the_scheduling_of_the_persons_processes(sandbox: Sandbox) -> None:
@@ -445,6 +479,30 @@ def _leaves_the_group(box: Sandbox) -> None:
             os.kill(left, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_a_process_hopping_pids_outlives_no_run(sandbox: Sandbox) -> None:
+    """A daemon that leaves its session and forks and exits in a loop (a new pid each
+    turn, its parent gone before the supervisor's round sees it) is still caught by
+    the end of the run: the supervisor is the subreaper of every orphan."""
+    hopper = ("import os, sys, time\n"
+              "for _ in range(4):\n"
+              "    if os.fork() == 0:\n"
+              "        os.setsid()\n"
+              "        while True:\n"
+              "            try:\n"
+              "                if os.fork():\n"
+              "                    os._exit(0)\n"
+              "            except OSError:\n"
+              "                time.sleep(0.001)\n"
+              "print('STARTED', flush=True)\n"
+              "time.sleep(0.5)\n")
+    done = sandbox.run(PYTHON_INSIDE, "-c", hopper, env=OFF, timeout=120)
+    need(done.stdout.startswith("STARTED"), f"never started inside:\n{done.stderr}")
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-u", str(sandbox.who.uid), "-f", "for _ in range"],
+                          capture_output=True, text=True).stdout.split()
+    assert not left, left
 
 
 @pytest.mark.requires_root
