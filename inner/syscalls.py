@@ -180,6 +180,7 @@ _X86_64 = {
     "lchown": 94,
     "fchownat": 260,
     "inotify_add_watch": 254,
+    "kill": 62,
     **_COMMON,
 }
 
@@ -277,6 +278,7 @@ _AARCH64 = {
     "fchownat": 54,
     "fchown": 55,
     "inotify_add_watch": 27,
+    "kill": 129,
     **_COMMON,
 }
 

@@ -257,6 +257,8 @@ LEGACY_TIMES = ("utime", "utimes", "futimesat")
 XATTR_SETTERS = ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
                  "fremovexattr", "setxattrat", "removexattrat")
 TRUNCATE_ABI = 3  # Landlock's TRUNCATE right
+SCOPES_ABI = 6  # Landlock's signal scope
+EVERY_PROCESS = 0xFFFFFFFF  # kill(-1, ...), as the filter reads its low word
 O_ACCMODE = 0o3
 O_TRUNC = 0o1000
 
@@ -270,10 +272,11 @@ def filter_rules(*, network_mode: str, unix: bool, abi: int = TRUNCATE_ABI,
     any other family (there is no namespace with a loopback of its own); "host": the
     host's. Always: System V IPC and POSIX message queues (ENOSYS), another process's
     resource limits and scheduling (the supervisor's and the person's other processes
-    share the uid), and a file's metadata (mode and times to the listener where
-    `listener`, else refused; extended attributes refused). Below Landlock ABI 3
-    (`abi`), which cannot refuse cutting a file, truncate() by path and an open for
-    reading that truncates (the only ones no write right is asked for)."""
+    share the uid), and a file's metadata (mode, owner, times and inotify watches to
+    the listener where `listener`, else refused; extended attributes refused). Below
+    Landlock ABI 6 (`abi`), which has no signal scope, kill(-1); below ABI 3, which
+    cannot refuse cutting a file, truncate() by path and an open for reading that
+    truncates (the only ones no write right is asked for)."""
     from inner.seccomp import NOTIFY
 
     rules: list[Rule] = [
@@ -288,6 +291,11 @@ def filter_rules(*, network_mode: str, unix: bool, abi: int = TRUNCATE_ABI,
         *((name, errno.EPERM, ()) for name in LEGACY_TIMES),
         *((name, errno.EOPNOTSUPP, ()) for name in XATTR_SETTERS),
     ]
+    if abi < SCOPES_ABI:
+        # No signal scope: kill(-1) would end every process of the uid (the person's
+        # whole session). A signal to one process of theirs still reaches it (check
+        # says so: nonamespace.lost).
+        rules.append(("kill", errno.EPERM, ((0, "in", (EVERY_PROCESS,)),)))
     if abi < TRUNCATE_ABI:
         rules += [
             ("truncate", errno.EPERM, ()),

@@ -280,6 +280,10 @@ def test_what_landlock_does_not_hold_is_the_filters(arch: str) -> None:
     assert _verdict(old, arch, "openat", AT_FDCWD, 0, o_trunc | o_wronly) == "allow"
     assert _verdict(old, arch, "openat", AT_FDCWD, 0, 0) == "allow"
     assert _verdict(old, arch, "truncate", 0, 0) == errno.EPERM
+    # No signal scope below ABI 6: kill(-1) would end every process of the uid.
+    assert verdict("kill", 0xFFFFFFFF, 9) == "allow"  # scoped: the sandbox's own
+    assert _verdict(program(abi=5), arch, "kill", 0xFFFFFFFF, 9) == errno.EPERM
+    assert _verdict(program(abi=5), arch, "kill", 4242, 9) == "allow"
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
