@@ -173,9 +173,12 @@ def lost(facts: Facts) -> list[str]:
             if facts.landlock_abi >= SCOPES_ABI else
             f"; signals reach every process of this user (Landlock ABI "
             f"{facts.landlock_abi} has no signal scope, which ABI {SCOPES_ABI} adds)"),
-        "a process the sandbox moved out of its process group that outlives a killed "
-        "lnk-sandbox is not ended, unless a cgroup of the run's own could be made",
     ]
+    if facts.landlock_abi < SCOPES_ABI:
+        found.append(
+            "a process the sandbox moved out of its process group that outlives a killed "
+            "lnk-sandbox is not ended, unless a cgroup of the run's own could be made "
+            f"(from Landlock ABI {SCOPES_ABI} the reaper left in the sandbox ends it)")
     if facts.root:
         found.append(
             "run by root: the sandbox is uid 0 without capabilities; /etc's files only "
@@ -251,6 +254,7 @@ PROMISES: tuple[Promise, ...] = (
             "Landlock's EXECUTE and the seccomp listener need no namespace"),
     Promise("nothing outlives the run", "holds narrower",
             "the supervisor reaps its sandbox as a subreaper; after a SIGKILL of "
-            "lnk-sandbox its keeper kills the sandbox's process group, not a process "
-            "that left it"),
+            "lnk-sandbox its keeper kills the sandbox's process group, and the reaper "
+            "left in the sandbox's Landlock domain (ABI 6) every process of it, one "
+            "that left the group included; below ABI 6 not those"),
 )

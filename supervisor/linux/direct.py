@@ -45,7 +45,7 @@ from ..events import EventLog, say
 from ..grants import Snapshot, is_within
 from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI
-from ..nonamespace import ANNOUNCEMENT, FORCED, Facts, forced_off
+from ..nonamespace import ANNOUNCEMENT, FORCED, SCOPES_ABI, Facts, forced_off
 from ..nonamespace import judge as judge_spec
 from ..run_types import FileOp
 from ..view import view_for
@@ -111,8 +111,9 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
         refuse_unheld_limits(snapshot, cgroups)
         kept.clean = False
         stack.enter_context(subreaper())
+        reaper = _reaper_pipe(stack, run.config)
         launched = spawn_inner(argv, env=run.env, cwd=run.cwd, config=run.config,
-                               mark=tuple(tag(token)), cgroups=cgroups)
+                               mark=tuple(tag(token)), cgroups=cgroups, reaper=reaper)
         stack.callback(end_leftovers, launched.pid, keep=kept.keeper.pid)
         kept.keeper.kill_group(launched.pid)
         outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout)
@@ -230,6 +231,26 @@ def preflight_direct(snapshot: Snapshot, cache: CheckCache) -> None:
     plan = plan_for(snapshot, RunMounts(), inner=COMPILED)
     landlock_config(plan, snapshot, program_loaders(snapshot), abi=layers.landlock_abi,
                     tmp=None, terminals=(), listing=lambda _: [])
+
+
+def _reaper_pipe(stack: ExitStack, config: Config) -> int | None:
+    """The pipe the inner's reaper watches (inner/reaper.py): its read end, handed to
+    the inner; the write end held by this process alone (close-on-exec), closed once
+    what the sandbox left is ended (so the reaper, ended too, never sees it close while
+    the run lasts); when this process is killed, the kernel closes it and the reaper
+    ends the sandbox, every process of it, wherever it moved. None below Landlock ABI 6
+    (the kernel's own answer; the inner asks again), where kill(-1) is not scoped."""
+    from inner import landlock
+
+    try:
+        abi = landlock.abi_version()
+    except OSError:
+        abi = 0
+    if config.landlock is None or abi < SCOPES_ABI:
+        return None
+    read, write = os.pipe2(os.O_CLOEXEC)
+    stack.callback(os.close, write)
+    return read
 
 
 def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:

@@ -512,8 +512,6 @@ def test_a_process_that_left_the_group_outlives_a_killed_run_by_root(
     _leaves_the_group(root_sandbox)
 
 
-@escaped("run by a person no cgroup of the run's own holds it: the keeper kills the "
-         "sandbox's process group, and a process that called setsid is in none of it")
 def test_a_process_that_left_the_group_outlives_a_killed_run_by_a_person(
         tmp_path: Path) -> None:
     if os.geteuid() != 0:

@@ -48,6 +48,7 @@ EVERYTHING = Config(
     watch_mounts=True,
     file=FileOp("read", "out.txt", 0),
     parent=4242,
+    reaper=9,
 )
 INFO = BwrapInfo("/usr/bin/bwrap", "0.8.0", bind_fd=True, disable_userns=True)
 
@@ -55,7 +56,8 @@ INFO = BwrapInfo("/usr/bin/bwrap", "0.8.0", bind_fd=True, disable_userns=True)
 def test_a_configuration_reads_back_as_it_was_written() -> None:
     assert decode(EVERYTHING.encode()) == EVERYTHING
     assert decode(EVERYTHING.encode()).parent == 4242
-    with_bwrap = EVERYTHING.replace(parent=None, landlock=Landlock(
+    assert decode(EVERYTHING.encode()).reaper == 9
+    with_bwrap = EVERYTHING.replace(parent=None, reaper=None, landlock=Landlock(
         True, [(0xF, 0, 0, 8)], 0b101, [("/", 8)]))
     assert decode(with_bwrap.encode()) == with_bwrap
     assert decode(with_bwrap.encode()).parent is None
@@ -193,6 +195,8 @@ def test_learn_has_no_fallback_and_no_list_leaves_memory_files_alone() -> None:
     (Config(3, ["true"], landlock=Landlock(False, [(1, 0, 3, 16)], 0, [])), "scopes"),
     (Config(3, ["true"], parent=0), "pid 0"),
     (Config(3, ["true"], parent=1 << 22 | 1), "pid"),
+    (Config(3, ["true"], reaper=5), "without namespaces only"),  # bwrap's: no reaper
+    (Config(3, ["true"], parent=5, reaper=2), "reaper's pipe as fd 2"),
     (Config(3, ["true"], rlimits=[Rlimit("X", 1, -1)]), "64 bits"),
     (Config(3, ["true"], file=FileOp("delete", "f")), "no file operation"),
 ])
