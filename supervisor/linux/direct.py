@@ -30,6 +30,7 @@ go in the reverse order on every way out:
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -115,6 +116,8 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
         launched = spawn_inner(argv, env=run.env, cwd=run.cwd, config=run.config,
                                mark=tuple(tag(token)), cgroups=cgroups, reaper=reaper)
         stack.callback(end_leftovers, launched.pid, keep=kept.keeper.pid)
+        launched.ended = functools.partial(end_leftovers, launched.pid,
+                                           keep=kept.keeper.pid)
         kept.keeper.kill_group(launched.pid)
         outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout)
         # Whatever the command left is killed and reaped on the way out (end_leftovers),

@@ -65,8 +65,14 @@ def attack(box: Sandbox, steps: dict[str, str], *, spec: str = WRITE,
 
 
 def victim(box: Sandbox) -> subprocess.Popen[bytes]:
-    """One of the person's own processes, outside the sandbox, with the sandbox's uid."""
-    return subprocess.Popen([*box.who.prefix, "sleep", "120"])
+    """One of the person's own processes, outside the sandbox, with the sandbox's uid
+    (setpriv, root, becomes it at its exec: waited for)."""
+    other = subprocess.Popen([*box.who.prefix, "sleep", "120"])
+    end = time.monotonic() + 10
+    while Path(f"/proc/{other.pid}/comm").read_text().strip() != "sleep" \
+            and time.monotonic() < end:
+        time.sleep(0.01)
+    return other
 
 
 # -- the metadata of files the uid owns: Landlock has no hook for it -------------------------
