@@ -97,6 +97,9 @@ def test_chmod_of_files_the_grants_do_not_write(sandbox: Sandbox) -> None:
     steps = {f"chmod {name}": f"os.chmod({str(path)!r}, 0o777)" for name, path in files.items()}
     steps["fchmod of one read"] = (
         f"os.fchmod(os.open({str(sandbox.home)!r}, os.O_RDONLY), 0o777)")
+    # fchmodat2(fd, "", mode, AT_EMPTY_PATH) on an O_PATH fd, which Landlock never checks
+    steps["fchmodat2 of an O_PATH fd"] = (
+        f"sc(452, os.open({str(files['hidden'])!r}, os.O_PATH), b'', 0o777, 0x1000)")
     results = attack(sandbox, steps)
     modes = {name: oct(path.stat().st_mode & 0o7777) for name, path in files.items()}
     modes["home"] = oct(sandbox.home.stat().st_mode & 0o7777)
@@ -338,6 +341,27 @@ def test_the_supervisors_proc_memory_signals_and_ptrace(sandbox: Sandbox) -> Non
         "prlimit": "sc(302, os.getppid(), 7, 0, ctypes.byref((ctypes.c_ulong * 2)()))",
     })
     assert all(r in ("EACCES", "EPERM") for r in results.values()), results
+
+
+def test_the_supervisors_other_children_are_not_reached(sandbox: Sandbox) -> None:
+    """The supervisor's other children, the sandbox's siblings: its keeper (outside the
+    domain) and the reaper the inner left in the sandbox's domain, which the command's
+    nested domain may neither signal nor trace (it would end the reaper, then leave)."""
+    results = attack(sandbox, {
+        "siblings": "globals().__setitem__('siblings', [int(n) for n in os.listdir('/proc') "
+                    "if n.isdigit() and int(n) != os.getpid() and open(f'/proc/{n}/stat')"
+                    ".read().rsplit(')', 1)[1].split()[1] == str(os.getppid())])",
+        "two of them": "ok(len(siblings) - 2)",
+        **{f"{what} {i}": f"{call} if len(siblings) > {i} else None"
+           for i in range(2)
+           for what, call in (("SIGKILL", f"os.kill(siblings[{i}], 9)"),
+                              ("SIGSTOP", f"os.kill(siblings[{i}], 19)"),
+                              ("ptrace", f"sc(101, 16, siblings[{i}], 0, 0)"),
+                              ("mem", f"open(f'/proc/{{siblings[{i}]}}/mem', 'rb')"),
+                              ("renice", f"os.setpriority(0, siblings[{i}], 19)"))},
+    })
+    assert results.pop("siblings") == "OK" and results.pop("two of them") == "OK", results
+    assert set(results.values()) <= {"EPERM", "EACCES"}, results
 
 
 def test_a_process_of_the_person_is_not_reached(sandbox: Sandbox) -> None:
