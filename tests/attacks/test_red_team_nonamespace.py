@@ -476,6 +476,56 @@ def test_other_runs_folders_and_lnk_home(sandbox: Sandbox) -> None:
     assert not (other / "f").exists()
 
 
+SWEEP = r"""
+import os, sys
+print("STARTED", flush=True)
+skip = {"/proc", "/sys", "/dev"}
+own = {os.path.realpath(p) for p in sys.argv[1:]}
+made = []
+def sweep(folder, depth):
+    if folder in skip or any(folder == p or folder.startswith(p + "/") for p in own):
+        return
+    name = os.path.join(folder, ".lnk-red-team-sweep")
+    try:
+        os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        made.append(folder)
+        os.unlink(name)
+    except OSError:
+        pass
+    if depth == 0:
+        return
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            sweep(entry.path, depth - 1)
+sweep("/", 3)
+print("MADE", made, flush=True)
+"""
+
+
+def test_nothing_but_the_grants_is_written(sandbox: Sandbox) -> None:
+    """Every folder of the machine three deep (a system one, another person's, the
+    host's /run, /var/tmp, $LNK_HOME's): a file is made in none but the grants'. Run by
+    root the sandbox is their owner; a person owns their home."""
+    (sandbox.home / ".config").mkdir()
+    sandbox.chown()
+    done = sandbox.run(PYTHON_INSIDE, "-c", SWEEP, str(sandbox.project), spec=WRITE, env={
+        **OFF}, timeout=300)
+    need(done.stdout.startswith("STARTED"), f"never started inside:\n{done.stderr}")
+    made = next(line for line in done.stdout.splitlines() if line.startswith("MADE "))
+    assert made == "MADE []", made
+    # The control: the same sweep outside, as the same user, makes files (in /tmp at
+    # least, and the home).
+    outside = subprocess.run([*sandbox.who.prefix, PYTHON_INSIDE, "-c", SWEEP,
+                              str(sandbox.project)], capture_output=True, text=True,
+                             timeout=300)
+    assert "'/tmp'" in outside.stdout and f"'{sandbox.home}'" in outside.stdout, \
+        outside.stdout[-2000:]
+
+
 def test_no_fd_of_the_supervisor_is_inherited(sandbox: Sandbox) -> None:
     done = sandbox.run(PYTHON_INSIDE, "-c", "import os; print('STARTED', sorted("
                        "int(n) for n in os.listdir('/proc/self/fd')))", env=OFF)
