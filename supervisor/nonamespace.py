@@ -53,11 +53,13 @@ def forced_off(environ: Mapping[str, str]) -> bool:
 
 class Facts(NamedTuple):
     """What the machine offers that the judgement needs: the Landlock ABI, whether
-    lnk-sandbox runs as root, and whether a cgroup of the run's own holds its processes."""
+    lnk-sandbox runs as root, whether a cgroup of the run's own holds its processes, and
+    whether a seccomp listener can judge a file's metadata (direct_metadata.py)."""
 
     landlock_abi: int
     root: bool
     cgroup_pids: bool = False
+    listener: bool = True  # a seccomp listener the supervisor can read callers through
 
 
 class Refusal(NamedTuple):
@@ -157,6 +159,11 @@ def judge(snapshot: Snapshot, facts: Facts) -> Judgement:
             "reachable otherwise; connected socket pairs still work")
     narrower.append("ipc isolation: no System V IPC, POSIX message queue or /dev/shm at "
                     "all (refused rather than shared with the machine)")
+    if not facts.listener:
+        narrower.append(
+            "no seccomp listener the supervisor can read callers through here: chmod, "
+            "chown, utimensat and inotify watches are refused (EPERM) even in the written "
+            "folders, since Landlock cannot hold them to the grants")
     if settings.network_mode == "none":
         narrower.append("network none: no socket but unix ones can be made (no loopback "
                         "of the sandbox's own without a network namespace)")

@@ -78,7 +78,13 @@ ETC_BOUND = 8192  # entries of /etc walked for root-only files; past it, /etc is
 
 def facts(snapshot: Snapshot, cache: CheckCache, cgroups: RunCgroups | None) -> Facts:
     return Facts(landlock_abi(cache), os.geteuid() == 0,
-                 cgroups is not None and cgroups.held.pids)
+                 cgroups is not None and cgroups.held.pids, metadata_listener(cache))
+
+
+def metadata_listener(cache: CheckCache) -> bool:
+    """Whether a run here has the listener that does a file's mode, owner, times and
+    watches (direct_metadata.py): a seccomp listener, and the caller's memory readable."""
+    return watch_support(cache)[0] and watch_reads(cache)
 
 
 def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
@@ -155,7 +161,7 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, cgroups: RunCgroups, *,
     if learn:
         snapshot = snapshot._replace(programs=None)
     layers = decide_layers(snapshot, cache, learn=learn)
-    if not layers.listener and watch_support(cache)[0] and watch_reads(cache):
+    if not layers.listener and metadata_listener(cache):
         # A file's mode and times are done by the listener (direct_metadata.py): a run
         # without namespaces has one wherever the machine offers it, list or not.
         layers = layers._replace(listener=True)
