@@ -259,8 +259,8 @@ class _Call:
         try:
             taken = self.guard.libc.syscall(ctypes.c_long(_PIDFD_GETFD), ctypes.c_long(pidfd),
                                             ctypes.c_long(instance), ctypes.c_long(0))
-            if taken < 0:
-                raise Refused(errno.EBADF)
+            if taken < 0:  # a runtime's profile refuses pidfd_getfd (Docker's, without
+                raise Refused(errno.EACCES)  # CAP_SYS_PTRACE): the watch cannot be added
         finally:
             os.close(pidfd)
         try:
