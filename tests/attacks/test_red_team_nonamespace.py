@@ -276,6 +276,24 @@ def test_what_stat_tells_of_a_hidden_file(sandbox: Sandbox) -> None:
         "ENOENT", "EACCES"}, results
 
 
+def test_an_o_path_fd_reopened_through_proc(sandbox: Sandbox) -> None:
+    """O_PATH opens anything (Landlock never checks it); reopening that fd through
+    /proc/self/fd is an open of the file itself, judged as one."""
+    files = _owned_files(sandbox)
+    (sandbox.home / "notes.txt").write_text("the person's\n")
+    sandbox.chown()
+    reopen = "os.open('/proc/self/fd/%d' % os.open({!r}, os.O_PATH), {})"
+    results = attack(sandbox, {
+        "hidden, read": reopen.format(str(files["hidden"]), "os.O_RDONLY"),
+        "held, written": reopen.format(str(files["held"]), "os.O_WRONLY"),
+        "read grant, written": reopen.format(str(sandbox.home / "notes.txt"), "os.O_WRONLY"),
+        "outside, read": reopen.format(str(files["outside"]), "os.O_RDONLY"),
+        "read grant, read": reopen.format(str(sandbox.home / "notes.txt"), "os.O_RDONLY"),
+    })
+    assert results.pop("read grant, read") == "OK"
+    assert set(results.values()) == {"EACCES"}, results
+
+
 def test_a_hard_link_of_a_held_dot_file_into_a_written_folder(sandbox: Sandbox) -> None:
     """A link made below the top, where everything is written, to a dot file held
     read-only at the top (.envrc, a hook's config) would write it there."""
