@@ -70,8 +70,7 @@ def check_direct(machine: Machine, report: Report, spec_path: str | None,
     probe.end()
     abi = machine.landlock_abi
     listener = bool(getattr(machine, "seccomp_listener", False)
-                    and not getattr(machine, "listener_taken", False)
-                    and getattr(machine, "watch_reads", False))
+                    and not getattr(machine, "listener_taken", False))
     judgement = judge(snapshot, Facts(abi, os.geteuid() == 0, pids, listener))
     report.problems += [Problem(f"{r.what} (this sandbox runs without namespaces)",
                                 file=snapshot.source, key=r.key, hint=r.hint,

@@ -17,10 +17,11 @@ its own). The call is done on that open file, never by its path again, so a link
 swapped after the check changes nothing. Everything else is EPERM, as a file the
 sandbox may not change.
 
-The caller's path is read once (process_vm_readv); /proc/self and /proc/thread-self in
-it are the caller's, not the supervisor's. A path the supervisor reaches that the
-sandbox could not (another process's /proc/PID/cwd) ends at a file judged the same way:
-what decides is the file reached, never the way there.
+The caller's path is read once (process_vm_readv, else /proc/PID/mem: `Reader`);
+/proc/self and /proc/thread-self in it are the caller's, not the supervisor's. A path
+the supervisor reaches that the sandbox could not (another process's /proc/PID/cwd)
+ends at a file judged the same way: what decides is the file reached, never the way
+there.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ class _Call:
         self.guard, self.listener, self.name = guard, listener, name
 
     def __call__(self, notification: notify.Notification) -> None:
-        reader = notify.MemoryReader()  # its buffer is one call's: receivers run at once
+        reader = Reader()  # its buffer is one call's: receivers run at once
         try:
             value = self._do(notification, reader)
         except Refused as refused:
@@ -120,7 +121,7 @@ class _Call:
         else:
             notify.send_value(self.listener, notification.id, value)
 
-    def _do(self, notification: notify.Notification, reader: notify.MemoryReader) -> int:
+    def _do(self, notification: notify.Notification, reader: Reader) -> int:
         pid, args = notification.pid, notification.args
         name = self.name
         flags = 0
@@ -167,7 +168,7 @@ class _Call:
         finally:
             os.close(fd)
 
-    def _open(self, reader: notify.MemoryReader, pid: int, dirfd: int, pointer: int,
+    def _open(self, reader: Reader, pid: int, dirfd: int, pointer: int,
               flags: int) -> int:
         """The file a path names, as the caller would reach it: O_PATH, its link
         followed unless AT_SYMLINK_NOFOLLOW; "" with AT_EMPTY_PATH is `dirfd` itself."""
@@ -271,6 +272,56 @@ class _Call:
             return wd
         finally:
             os.close(taken)
+
+
+class Reader:
+    """The caller's path and times: by process_vm_readv (notify.MemoryReader), or,
+    where a runtime's seccomp profile refuses it (Docker's default one, without
+    CAP_SYS_PTRACE), from /proc/PID/mem, which the same uid may read without it. That
+    one reads a page the caller protected too: its own memory, which it passed."""
+
+    def __init__(self) -> None:
+        self.fast = notify.MemoryReader()
+
+    def read_string(self, pid: int, address: int, limit: int = 4096) -> bytes | None:
+        found = self.fast.read_string(pid, address, limit)
+        if found is not None:
+            return found
+        data = self._mem(pid, address, limit)
+        if data is None:
+            return None
+        end = data.find(b"\0")
+        return data[:end] if end >= 0 else None  # no end within the limit: unread
+
+    def read_bytes(self, pid: int, address: int, size: int) -> bytes | None:
+        found = self.fast.read_bytes(pid, address, size)
+        if found is not None:
+            return found
+        data = self._mem(pid, address, size)
+        return data if data is not None and len(data) == size else None
+
+    @staticmethod
+    def _mem(pid: int, address: int, size: int) -> bytes | None:
+        try:
+            fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            out = b""
+            while len(out) < size:  # page by page: a string may end before a hole
+                step = min(size - len(out), 4096 - (address + len(out)) % 4096)
+                try:
+                    chunk = os.pread(fd, step, address + len(out))
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if b"\0" in chunk:
+                    break
+            return out or None
+        finally:
+            os.close(fd)
 
 
 def _thread_group(tid: int) -> int:

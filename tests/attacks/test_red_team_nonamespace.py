@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pytest
 
 from support.processes import alive, wait_gone
 from support.red_team import escaped, need
-from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
+from support.sandbox import LNK, PYTHON_INSIDE, SUPPORT, Sandbox
 
 pytestmark = [pytest.mark.requires_landlock(abi=6), pytest.mark.requires_seccomp_notify]
 OFF = {"LNK_NAMESPACES": "off"}
@@ -157,6 +158,34 @@ def test_what_the_grants_write_keeps_its_metadata_calls(sandbox: Sandbox,
     assert (sub / "run.sh").stat().st_mtime == 86400
     assert os.lstat(sub / "run.sh.link").st_mtime == 0
     assert (sandbox.home / "notes.txt").stat().st_mode & 0o777 == 0o644
+
+
+def test_metadata_calls_where_process_vm_readv_is_refused(sandbox: Sandbox) -> None:
+    """Docker's default profile refuses process_vm_readv without CAP_SYS_PTRACE: the
+    supervisor reads the caller's path from /proc/PID/mem instead, so chmod and touch
+    still work in a written folder, and are still judged (support/no_vm_read.py)."""
+    files = _owned_files(sandbox)
+    (sandbox.project / "build").mkdir()
+    (sandbox.project / "build" / "run.sh").write_text("#!/bin/sh\n")
+    sandbox.chown()
+    script = str(sandbox.project / "build" / "run.sh")
+    steps = {"chmod +x": f"os.chmod({script!r}, 0o755)",
+             "touch": f"os.utime({script!r}, (86400, 86400))",
+             "vm_readv refused": "ok(libc.process_vm_readv(os.getpid(), 0, 0, 0, 0, 0))",
+             "chmod hidden": f"os.chmod({str(files['hidden'])!r}, 0o777)"}
+    done = subprocess.run(
+        [*sandbox.who.prefix, sys.executable, str(SUPPORT / "no_vm_read.py"), LNK, "sandbox",
+         "run", "--spec", str(sandbox.write_spec(WRITE)), "--yes", "--", PYTHON_INSIDE, "-c",
+         ATTACK, json.dumps(steps)],
+        cwd=sandbox.project, env=sandbox.env(OFF), capture_output=True, text=True,
+        timeout=120)
+    lines = done.stdout.splitlines()
+    need(lines and lines[-1].startswith("RESULTS "), f"never ran inside:\n{done.stderr}")
+    results = json.loads(lines[-1].removeprefix("RESULTS "))
+    assert results == {"chmod +x": "OK", "touch": "OK", "vm_readv refused": "EPERM",
+                       "chmod hidden": "EPERM"}, results
+    assert (sandbox.project / "build" / "run.sh").stat().st_mode & 0o777 == 0o755
+    assert files["hidden"].stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.requires_root
