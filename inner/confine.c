@@ -782,7 +782,10 @@ static void reaper_step(const struct config *c, char **argv) {
     int fd = (int)c->reaper;
     long abi = syscall(SYS_landlock_create_ruleset_, NULL, 0ul,
                        (unsigned long)LANDLOCK_CREATE_RULESET_VERSION_);
-    if (abi < 6) {
+    /* Only where this domain scopes signals (the row applied says so): else kill(-1)
+     * would reach every process of the uid. */
+    if (abi < 6 || !(c->flags & F_LANDLOCK) || c->nabis == 0
+        || !(c->abis[((size_t)abi < c->nabis ? (size_t)abi : c->nabis) - 1].scoped & 2u)) {
         close(fd);
         return;
     }

@@ -247,7 +247,8 @@ def main(config_fd: int) -> NoReturn:
             _landlock(config.landlock, status)
         if config.reaper is not None:
             try:
-                reaper.leave(config.reaper)
+                reaper.leave(config.reaper,
+                             config.landlock.abis if config.landlock is not None else ())
             except OSError as err:
                 raise ConfinementFailure(f"the reaper could not be left: {err}") from None
         _rlimits(config.rlimits)

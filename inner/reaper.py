@@ -35,10 +35,14 @@ _IGNORED = (1, 2, 3, 15, 20, 21, 22)  # SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTST
 #                                       SIGTTOU
 
 
-def leave(fd: int) -> bool:
+def leave(fd: int, abis: tuple[tuple[int, int, int, int], ...]) -> bool:
     """Leave the reaper on `fd` and nest this process in a scoped domain of its own;
-    False (fd closed, nothing left) where Landlock has no signal scope."""
-    if landlock.abi_version() < landlock.SCOPES_ABI:
+    False (fd closed, nothing left) where the domain applied (its row of `abis`, the
+    record's table) does not scope signals: kill(-1) would reach every process of the
+    uid."""
+    abi = landlock.abi_version()
+    row = abis[min(abi, len(abis)) - 1] if abi > 0 and abis else None
+    if abi < landlock.SCOPES_ABI or row is None or not row[2] & landlock.SCOPE_SIGNAL:
         os.close(fd)
         return False
     child = os.fork()
