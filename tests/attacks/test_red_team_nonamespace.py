@@ -639,8 +639,11 @@ def test_a_process_that_left_the_group_outlives_a_killed_run_by_root(
     _leaves_the_group(root_sandbox)
 
 
+@pytest.mark.usefixtures("inner")
 def test_a_process_that_left_the_group_outlives_a_killed_run_by_a_person(
         tmp_path: Path) -> None:
+    """The reaper left in the sandbox's Landlock domain (inner/reaper.py, each inner's)
+    ends it when the keeper's kill of the process group misses it."""
     if os.geteuid() != 0:
         pytest.skip("needs the unprivileged test user, made by root")
     from support import capabilities as caps
