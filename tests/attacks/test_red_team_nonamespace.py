@@ -98,6 +98,10 @@ def test_chmod_of_files_the_grants_do_not_write(sandbox: Sandbox) -> None:
     steps = {f"chmod {name}": f"os.chmod({str(path)!r}, 0o777)" for name, path in files.items()}
     steps["fchmod of one read"] = (
         f"os.fchmod(os.open({str(sandbox.home)!r}, os.O_RDONLY), 0o777)")
+    (sandbox.project / "sub").mkdir(exist_ok=True)
+    sandbox.chown()
+    steps["through a link made in a written folder"] = (
+        f"os.symlink({str(files['hidden'])!r}, 'sub/link') or os.chmod('sub/link', 0o777)")
     # fchmodat2(fd, "", mode, AT_EMPTY_PATH) on an O_PATH fd, which Landlock never checks
     steps["fchmodat2 of an O_PATH fd"] = (
         f"sc(452, os.open({str(files['hidden'])!r}, os.O_PATH), b'', 0o777, 0x1000)")
