@@ -11,6 +11,7 @@ many bytes; a `str` holds no NUL, and is empty only as an argument after the pro
 
     "LNKINNER"  u32 VERSION  u32 status_fd  u32 flags
     if flags & DIRECT:    u32 parent                          the supervisor's pid
+    if flags & REAPER:    u32 reaper_fd       (DIRECT only: the pipe the reaper reads)
     u32 argc, str * argc                                      argv, argc >= 1
     if flags & SECCOMP:   u32 arch, blob program, blob fallback   (fallback empty: none)
     if flags & LANDLOCK:  u32 n, (u64 handled, u64 net, u64 scoped, u32 attr size) * n,
@@ -23,7 +24,7 @@ many bytes; a `str` holds no NUL, and is empty only as an argument after the pro
 and nothing after. The flags not named below are refused. The form is canonical: what
 either reader takes, `encode` writes again byte for byte. Version 2 added what a run
 without namespaces needs (supervisor/linux/direct.py): DIRECT and its parent, the network
-rights of each ABI, LANDLOCK_NOFOLLOW and LANDLOCK_OPTIONAL.
+rights of each ABI, LANDLOCK_NOFOLLOW and LANDLOCK_OPTIONAL; then REAPER.
 
 Facts: a program is sock_filter bytes (8 per instruction, 1 to 4096 of them); the
 reader copies nothing it has not bounded first, and a count is checked against the bytes
@@ -55,8 +56,9 @@ FILE_LIMIT = 1 << 6
 DIRECT = 1 << 7
 LANDLOCK_NOFOLLOW = 1 << 8
 LANDLOCK_OPTIONAL = 1 << 9
+REAPER = 1 << 10
 FLAGS = (WATCH_MOUNTS | SECCOMP | LISTENER | LANDLOCK | LANDLOCK_REQUIRED | FILE | FILE_LIMIT
-         | DIRECT | LANDLOCK_NOFOLLOW | LANDLOCK_OPTIONAL)
+         | DIRECT | LANDLOCK_NOFOLLOW | LANDLOCK_OPTIONAL | REAPER)
 
 BPF_INSN = 8
 BPF_MAXINSNS = 4096
@@ -174,13 +176,17 @@ class Config(_Record):
     the mount table before the go (linux/mount_watch.py). `parent`: a run without
     namespaces, started by the supervisor itself, whose pid this is (step 0: the
     parent-death signal, the parent looked at, no_new_privs, every capability dropped);
-    None: started by bwrap."""
+    None: started by bwrap. `reaper`: with `parent`, the fd of a pipe only the
+    supervisor writes, read by the reaper the inner leaves behind in the sandbox's
+    Landlock domain (inner/reaper.py), which ends the sandbox when the supervisor is
+    gone."""
 
     __slots__ = (
         "argv",
         "file",
         "landlock",
         "parent",
+        "reaper",
         "rlimits",
         "seccomp",
         "status_fd",
@@ -189,6 +195,7 @@ class Config(_Record):
     status_fd: int
     argv: tuple[str, ...]
     parent: int | None
+    reaper: int | None
     seccomp: Seccomp | None
     landlock: Landlock | None
     rlimits: tuple[Rlimit, ...]
@@ -198,10 +205,11 @@ class Config(_Record):
     def __init__(self, status_fd: int, argv: Sequence[str], *, seccomp: Seccomp | None = None,
                  landlock: Landlock | None = None, rlimits: Sequence[Rlimit] = (),
                  watch_mounts: bool = False, file: FileOp | None = None,
-                 parent: int | None = None) -> None:
+                 parent: int | None = None, reaper: int | None = None) -> None:
         self.status_fd, self.argv = status_fd, tuple(argv)
         self.seccomp, self.landlock, self.rlimits = seccomp, landlock, tuple(rlimits)
         self.watch_mounts, self.file, self.parent = watch_mounts, file, parent
+        self.reaper = reaper
 
     def replace(self, **changes: object) -> Config:
         """A copy with `changes` (the launch adds argv and the status fd last)."""
@@ -268,6 +276,13 @@ def _encode(config: Config) -> bytes:
             raise ValueError(f"the supervisor's pid {config.parent}")
         flags |= DIRECT
         out.append(_u32(config.parent))
+        if config.reaper is not None:
+            if not 3 <= config.reaper <= (1 << 30):
+                raise ValueError(f"the reaper's pipe as fd {config.reaper}")
+            flags |= REAPER
+            out.append(_u32(config.reaper))
+    elif config.reaper is not None:
+        raise ValueError("a reaper without namespaces only")
     out += [_u32(len(config.argv))] + [_str(a, "the argument") for a in config.argv]
     seccomp = config.seccomp
     if seccomp is not None:
@@ -380,13 +395,19 @@ def decode(data: bytes) -> Config:
         raise ValueError(f"the status socket as fd {status_fd}")
     if flags & ~FLAGS or (flags & LISTENER and not flags & SECCOMP) or (
             flags & (LANDLOCK_REQUIRED | LANDLOCK_NOFOLLOW | LANDLOCK_OPTIONAL)
-            and not flags & LANDLOCK) or (flags & FILE_LIMIT and not flags & FILE):
+            and not flags & LANDLOCK) or (flags & FILE_LIMIT and not flags & FILE) or (
+            flags & REAPER and not flags & DIRECT):
         raise ValueError(f"flags {flags:#x}")
     parent = None
     if flags & DIRECT:
         parent = read.u32()
         if not 0 < parent <= PID_LIMIT:
             raise ValueError(f"the supervisor's pid {parent}")
+    reaper = None
+    if flags & REAPER:
+        reaper = read.u32()
+        if not 3 <= reaper <= (1 << 30):
+            raise ValueError(f"the reaper's pipe as fd {reaper}")
     argc = read.count(4)
     if argc == 0:
         raise ValueError("the command is empty")
@@ -429,7 +450,8 @@ def decode(data: bytes) -> Config:
     if read.at != len(data):
         raise ValueError(f"{len(data) - read.at} bytes after its end")
     return Config(status_fd, argv, seccomp=seccomp, landlock=landlock, rlimits=rlimits,
-                  watch_mounts=bool(flags & WATCH_MOUNTS), file=file, parent=parent)
+                  watch_mounts=bool(flags & WATCH_MOUNTS), file=file, parent=parent,
+                  reaper=reaper)
 
 
 def read(fd: int) -> Config:

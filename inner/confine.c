@@ -20,7 +20,8 @@
  *    any call the filter hands to it could wait on a listener nobody holds;
  * 3. (the Python inner finishes its imports here; nothing is loaded later in C);
  * 4. Landlock, which holds the file grants again inside the mounts; any error fails
- *    closed, whatever a cached check said;
+ *    closed, whatever a cached check said; without namespaces (F_REAPER), the reaper
+ *    left in its domain and this process nested in a scoped one (inner/reaper.py);
  * 5. the run's limits (setrlimit), then default signal dispositions and an empty mask:
  *    bwrap was started with SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored, and exec keeps
  *    an ignored signal ignored;
@@ -69,6 +70,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) && !defined(__ILP32__)
@@ -93,7 +95,8 @@
 #define F_DIRECT (1u << 7)
 #define F_LANDLOCK_NOFOLLOW (1u << 8)
 #define F_LANDLOCK_OPTIONAL (1u << 9)
-#define F_ALL 0x3FFu
+#define F_REAPER (1u << 10)
+#define F_ALL 0x7FFu
 #define ABI_ROW 28u
 #define PID_LIMIT (1u << 22)
 #define BPF_INSN 8u
@@ -139,7 +142,7 @@ struct closed { char *folder; size_t n; char **hidden; };
 struct limit { char *name; uint32_t resource; uint64_t value; };
 
 struct config {
-    uint32_t status_fd, flags, parent;
+    uint32_t status_fd, flags, parent, reaper;
     size_t argc;
     char **argv;
     uint32_t arch;
@@ -273,11 +276,15 @@ static void parse(const uint8_t *data, size_t size, struct config *c) {
     if ((f & ~F_ALL) || ((f & F_LISTENER) && !(f & F_SECCOMP))
         || ((f & (F_LANDLOCK_REQUIRED | F_LANDLOCK_NOFOLLOW | F_LANDLOCK_OPTIONAL))
             && !(f & F_LANDLOCK))
-        || ((f & F_FILE_LIMIT) && !(f & F_FILE)))
+        || ((f & F_FILE_LIMIT) && !(f & F_FILE)) || ((f & F_REAPER) && !(f & F_DIRECT)))
         malformed("its flags");
     if (f & F_DIRECT) {
         c->parent = u32(&r);
         if (c->parent == 0 || c->parent > PID_LIMIT) malformed("the supervisor's pid");
+    }
+    if (f & F_REAPER) {
+        c->reaper = u32(&r);
+        if (c->reaper < 3 || c->reaper > (1u << 30)) malformed("the reaper's pipe");
     }
     c->argc = count(&r, 4);
     if (c->argc == 0) malformed("the command is empty");
@@ -766,6 +773,58 @@ static void landlock_step(const struct config *c) {
     close((int)ruleset);
 }
 
+/* Step 4b, without namespaces (inner/reaper.py says why): a reaper left in this
+ * domain, a grandchild the supervisor (the subreaper) inherits, that ends every process
+ * it may signal, the sandbox's alone by Landlock's scope, once the supervisor's pipe
+ * reads EOF; then this process nested in a domain that scopes signals alone, so that
+ * nothing the command starts can signal or ptrace the reaper. Below ABI 6 none. */
+static void reaper_step(const struct config *c, char **argv) {
+    int fd = (int)c->reaper;
+    long abi = syscall(SYS_landlock_create_ruleset_, NULL, 0ul,
+                       (unsigned long)LANDLOCK_CREATE_RULESET_VERSION_);
+    /* Only where this domain scopes signals (the row applied says so): else kill(-1)
+     * would reach every process of the uid. */
+    if (abi < 6 || !(c->flags & F_LANDLOCK) || c->nabis == 0
+        || !(c->abis[((size_t)abi < c->nabis ? (size_t)abi : c->nabis) - 1].scoped & 2u)) {
+        close(fd);
+        return;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        int e = errno;
+        fail("the reaper could not be left: [Errno %d] fork: %s", e, strerror(e));
+    }
+    if (child == 0) {
+        if (fork() == 0) {
+            static const int ignored[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP,
+                                          SIGTTIN, SIGTTOU};
+            for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++)
+                signal(ignored[i], SIG_IGN);
+            setpgid(0, 0); /* out of the group the keeper kills, lest it end this first */
+            /* The run's mark wiped from the command line: the keeper kills it too. */
+            for (size_t i = 1; argv[i]; i++) memset(argv[i], 0, strlen(argv[i]));
+            if (dup2(fd, 0) == 0) syscall(SYS_close_range_, 1u, ~0u, 0u);
+            char byte[64];
+            for (;;) {
+                ssize_t n = read(0, byte, sizeof byte);
+                if (n > 0 || (n < 0 && errno == EINTR)) continue;
+                break;
+            }
+            kill(-1, SIGKILL);
+        }
+        _exit(0);
+    }
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+    close(fd);
+    /* handled fs, handled net, scoped: abstract unix sockets (1) and signals (2) */
+    uint64_t attr[3] = {0, 0, 3};
+    long ruleset = syscall(SYS_landlock_create_ruleset_, attr, sizeof attr, 0ul);
+    if (ruleset < 0) landlock_failed(errno, "create_ruleset(scopes)", NULL);
+    if (syscall(SYS_landlock_restrict_self_, (int)ruleset, 0ul) != 0)
+        landlock_failed(errno, "restrict_self", NULL);
+    close((int)ruleset);
+}
+
 /* -- step 5: limits and signals --------------------------------------------------- */
 
 static void limits_step(const struct config *c) {
@@ -964,6 +1023,7 @@ int main(int argc, char **argv) {
     if (c.flags & F_DIRECT) direct_step(&c);
     if (c.flags & F_SECCOMP) seccomp_step(&c);
     if (c.flags & F_LANDLOCK) landlock_step(&c);
+    if (c.flags & F_REAPER) reaper_step(&c, argv);
     limits_step(&c);
     signals_step();
     fds_step();

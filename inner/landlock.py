@@ -275,6 +275,22 @@ def _restrict_self(ruleset_fd: int) -> None:
         raise _fail(err, "restrict_self")
 
 
+def restrict_scoped() -> None:
+    """This process nested in a domain of its own that only scopes signals and abstract
+    unix sockets (ABI 6): it and what it starts reach no process of the domain above
+    (inner/reaper.py)."""
+    attr = _RulesetAttr(handled_access_fs=0, handled_access_net=0,
+                        scoped=SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL)
+    fd, err = _call(_SYS_CREATE_RULESET, ctypes.c_void_p(ctypes.addressof(attr)),
+                    ctypes.c_size_t(ruleset_attr_size(SCOPES_ABI)), ctypes.c_ulong(0))
+    if fd < 0:
+        raise _fail(err, "create_ruleset(scopes)")
+    try:
+        _restrict_self(fd)
+    finally:
+        os.close(fd)
+
+
 def _open_no_links(path: str) -> int:
     """An O_PATH fd of `path`, opened one component at a time from `/`, none of them
     followed: a link on the way (a folder the host, or another sandbox writing there,

@@ -15,7 +15,8 @@ form the supervisor writes) from the inherited fd and applies its steps in this 
 2. the listener fd (when the filter has one) sent to the supervisor at once, before any
    call the filter hands to it could wait on a listener nobody holds;
 3. every import finished, since Landlock may close the interpreter's own files;
-4. Landlock, which holds the file grants again inside the mounts;
+4. Landlock, which holds the file grants again inside the mounts; without namespaces,
+   the reaper left in its domain, and this process nested in a scoped one (reaper.py);
 5. the run's per-process limits (processes, open files, CPU time) with setrlimit; then
    default signal dispositions and an empty mask: Python ignores SIGPIPE and SIGXFSZ, bwrap
    was started with SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored, and exec keeps an
@@ -239,9 +240,17 @@ def main(config_fd: int) -> NoReturn:
             import resource  # noqa: F401
         if config.file is not None:
             from . import fileop
+        if config.reaper is not None:
+            from . import reaper
 
         if config.landlock is not None:
             _landlock(config.landlock, status)
+        if config.reaper is not None:
+            try:
+                reaper.leave(config.reaper,
+                             config.landlock.abis if config.landlock is not None else ())
+            except OSError as err:
+                raise ConfinementFailure(f"the reaper could not be left: {err}") from None
         _rlimits(config.rlimits)
         _restore_signals()
         _close_fds(status.fd)

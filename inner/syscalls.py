@@ -59,6 +59,9 @@ _COMMON = {
     "openat2": 437,
     "fchmodat2": 452,
     "open_tree_attr": 467,
+    # Extended attributes by a folder's fd and a path (Linux 6.13): direct mode's.
+    "setxattrat": 463,
+    "removexattrat": 466,
 }
 
 _X86_64 = {
@@ -153,6 +156,31 @@ _X86_64 = {
     "mq_timedreceive": 243,
     "mq_notify": 244,
     "mq_getsetattr": 245,
+    # Another process's scheduling, a file's metadata by path, a file cut by its path:
+    # what Landlock does not hold without namespaces (direct_rules.filter_rules).
+    "setpriority": 141,
+    "sched_setparam": 142,
+    "sched_setscheduler": 144,
+    "sched_setaffinity": 203,
+    "sched_setattr": 314,
+    "ioprio_set": 251,
+    "truncate": 76,
+    "setxattr": 188,
+    "lsetxattr": 189,
+    "fsetxattr": 190,
+    "removexattr": 197,
+    "lremovexattr": 198,
+    "fremovexattr": 199,
+    "utime": 132,
+    "utimes": 235,
+    "futimesat": 261,
+    "utimensat": 280,
+    "chown": 92,
+    "fchown": 93,
+    "lchown": 94,
+    "fchownat": 260,
+    "inotify_add_watch": 254,
+    "kill": 62,
     **_COMMON,
 }
 
@@ -233,6 +261,24 @@ _AARCH64 = {
     "mq_timedreceive": 183,
     "mq_notify": 184,
     "mq_getsetattr": 185,
+    "setpriority": 140,
+    "sched_setparam": 118,
+    "sched_setscheduler": 119,
+    "sched_setaffinity": 122,
+    "sched_setattr": 274,
+    "ioprio_set": 30,
+    "truncate": 45,
+    "setxattr": 5,
+    "lsetxattr": 6,
+    "fsetxattr": 7,
+    "removexattr": 14,
+    "lremovexattr": 15,
+    "fremovexattr": 16,
+    "utimensat": 88,
+    "fchownat": 54,
+    "fchown": 55,
+    "inotify_add_watch": 27,
+    "kill": 129,
     **_COMMON,
 }
 

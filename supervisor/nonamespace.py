@@ -53,11 +53,13 @@ def forced_off(environ: Mapping[str, str]) -> bool:
 
 class Facts(NamedTuple):
     """What the machine offers that the judgement needs: the Landlock ABI, whether
-    lnk-sandbox runs as root, and whether a cgroup of the run's own holds its processes."""
+    lnk-sandbox runs as root, whether a cgroup of the run's own holds its processes, and
+    whether a seccomp listener can judge a file's metadata (direct_metadata.py)."""
 
     landlock_abi: int
     root: bool
     cgroup_pids: bool = False
+    listener: bool = True  # a seccomp listener the supervisor can read callers through
 
 
 class Refusal(NamedTuple):
@@ -157,6 +159,11 @@ def judge(snapshot: Snapshot, facts: Facts) -> Judgement:
             "reachable otherwise; connected socket pairs still work")
     narrower.append("ipc isolation: no System V IPC, POSIX message queue or /dev/shm at "
                     "all (refused rather than shared with the machine)")
+    if not facts.listener:
+        narrower.append(
+            "no seccomp listener the supervisor can read callers through here: chmod, "
+            "chown, utimensat and inotify watches are refused (EPERM) even in the written "
+            "folders, since Landlock cannot hold them to the grants")
     if settings.network_mode == "none":
         narrower.append("network none: no socket but unix ones can be made (no loopback "
                         "of the sandbox's own without a network namespace)")
@@ -173,9 +180,12 @@ def lost(facts: Facts) -> list[str]:
             if facts.landlock_abi >= SCOPES_ABI else
             f"; signals reach every process of this user (Landlock ABI "
             f"{facts.landlock_abi} has no signal scope, which ABI {SCOPES_ABI} adds)"),
-        "a process the sandbox moved out of its process group that outlives a killed "
-        "lnk-sandbox is not ended, unless a cgroup of the run's own could be made",
     ]
+    if facts.landlock_abi < SCOPES_ABI:
+        found.append(
+            "a process the sandbox moved out of its process group that outlives a killed "
+            "lnk-sandbox is not ended, unless a cgroup of the run's own could be made "
+            f"(from Landlock ABI {SCOPES_ABI} the reaper left in the sandbox ends it)")
     if facts.root:
         found.append(
             "run by root: the sandbox is uid 0 without capabilities; /etc's files only "
@@ -202,7 +212,17 @@ PROMISES: tuple[Promise, ...] = (
             "$LNK_HOME)", "holds narrower",
             "the folder holding a hidden path gets no READ_DIR (it would be inherited) and "
             "each other entry a rule of its own: that folder cannot be listed, and what "
-            "is made there during the run cannot be read"),
+            "is made there during the run cannot be read; a hidden path's existence, "
+            "size, times and link target are seen by stat and readlink, given its name "
+            "(Landlock has no hook for them)"),
+    Promise("a file's mode, owner, times and extended attributes, and watches, outside "
+            "the grants", "holds narrower",
+            "Landlock has no right for them: chmod, chown, utimensat and "
+            "inotify_add_watch go to the listener, which does them only on a file the "
+            "rules write (a watch: read; run by root, as root without capabilities "
+            "may), else EPERM (all of them without a listener); extended attributes are "
+            "refused (EOPNOTSUPP); below Landlock ABI 3 truncate() and an open for "
+            "reading that truncates are refused"),
     Promise("dot files at the top of written folders (and what runs as you below it)",
             "holds narrower",
             "the written folder keeps read rights, each other entry the grant's: nothing "
@@ -226,7 +246,8 @@ PROMISES: tuple[Promise, ...] = (
             "the machine would be reachable); from ABI 9 they hold, by RESOLVE_UNIX"),
     Promise("pid isolation", "does not hold",
             "other processes are seen in /proc; ptrace access outside is refused by "
-            "Landlock, signals by its scope (ABI 6)"),
+            "Landlock, signals by its scope (ABI 6), another process's limits and "
+            "scheduling (prlimit, setpriority, sched_set*, ioprio_set) by the filter"),
     Promise("ipc isolation", "holds narrower",
             "System V IPC and POSIX message queues refused (ENOSYS), no /dev/shm"),
     Promise("root mode's uid-0 doors", "holds narrower",
@@ -240,6 +261,7 @@ PROMISES: tuple[Promise, ...] = (
             "Landlock's EXECUTE and the seccomp listener need no namespace"),
     Promise("nothing outlives the run", "holds narrower",
             "the supervisor reaps its sandbox as a subreaper; after a SIGKILL of "
-            "lnk-sandbox its keeper kills the sandbox's process group, not a process "
-            "that left it"),
+            "lnk-sandbox its keeper kills the sandbox's process group, and the reaper "
+            "left in the sandbox's Landlock domain (ABI 6) every process of it, one "
+            "that left the group included; below ABI 6 not those"),
 )

@@ -69,7 +69,9 @@ def check_direct(machine: Machine, report: Report, spec_path: str | None,
     pids = probe.held.pids
     probe.end()
     abi = machine.landlock_abi
-    judgement = judge(snapshot, Facts(abi, os.geteuid() == 0, pids))
+    listener = bool(getattr(machine, "seccomp_listener", False)
+                    and not getattr(machine, "listener_taken", False))
+    judgement = judge(snapshot, Facts(abi, os.geteuid() == 0, pids, listener))
     report.problems += [Problem(f"{r.what} (this sandbox runs without namespaces)",
                                 file=snapshot.source, key=r.key, hint=r.hint,
                                 line=key_line(snapshot.source, r.key))
@@ -77,7 +79,10 @@ def check_direct(machine: Machine, report: Report, spec_path: str | None,
     report.layers.append(
         "seccomp filter: the calls a sandboxed program does not need are refused with "
         "an errno; TIOCSTI and fexecve closed; and without namespaces: no System V IPC "
-        "or POSIX message queue, no other process's limits")
+        "or POSIX message queue, no other process's limits or scheduling, no extended "
+        "attribute set; a file's mode, owner, times and inotify watches "
+        + ("done by the supervisor on the files the grants write (or read, for a watch)"
+           if listener else "refused (no seccomp listener here)"))
     if abi:
         report.layers.append(
             f"Landlock ABI {abi}: the file grants, on the host's own paths (a folder "

@@ -180,18 +180,20 @@ def inner_config(
                   watch_mounts=bool(watched_mounts(plan)))
 
 
-def filters(layers: Layers, extra: tuple[Rule, ...] = ()) -> Seccomp:
+def filters(layers: Layers, extra: tuple[Rule, ...] = (),
+            fallback_extra: tuple[Rule, ...] | None = None) -> Seccomp:
     """The filter for this machine's architecture, and, when it has a listener that
     another filter's may have taken (EBUSY), the one without it: memory files refused
     (ENOSYS) unless left alone, execs not handed over. learn has none: it needs the
     listener. `extra`: a run without namespaces' own rules (direct_rules.filter_rules),
-    in both."""
+    in both; `fallback_extra` the ones for a filter without a listener, where they
+    differ (what `extra` hands to the listener is refused there)."""
     arch = syscalls.native_arch()
     program = _program(arch, layers.memfd, layers.exec_notify, extra)
     fallback = None
     if layers.listener and not layers.listener_required:
         fallback = _program(arch, "allow" if layers.memfd == "allow" else "enosys", False,
-                            extra)
+                            extra if fallback_extra is None else fallback_extra)
     return Seccomp(syscalls.AUDIT_ARCH[arch], program, layers.listener, fallback)
 
 

@@ -30,6 +30,7 @@ go in the reverse order on every way out:
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -45,13 +46,14 @@ from ..events import EventLog, say
 from ..grants import Snapshot, is_within
 from ..host_files import open_report
 from ..netpolicy import UNIX_SOCKETS_ABI
-from ..nonamespace import ANNOUNCEMENT, FORCED, Facts, forced_off
+from ..nonamespace import ANNOUNCEMENT, FORCED, SCOPES_ABI, Facts, forced_off
 from ..nonamespace import judge as judge_spec
 from ..run_types import FileOp
 from ..view import view_for
-from .capabilities import landlock_abi, watch_reads, without_namespaces
+from .capabilities import landlock_abi, watch_reads, watch_support, without_namespaces
 from .cgroups import RunCgroups
 from .confine import Layers, filters, limit_records
+from .direct_metadata import MetadataGuard
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
 from .direct_spawn import end_leftovers, spawn_inner, subreaper
 from .inner_program import COMPILED
@@ -61,6 +63,8 @@ from .runs import RunList, tag, this_token
 from .supervise import Outcome, supervise
 
 if TYPE_CHECKING:
+    from inner.seccomp import Rule
+
     from ..netpolicy import Decide
     from ..view import View
     from .gitrun import GitRun
@@ -74,7 +78,14 @@ ETC_BOUND = 8192  # entries of /etc walked for root-only files; past it, /etc is
 
 def facts(snapshot: Snapshot, cache: CheckCache, cgroups: RunCgroups | None) -> Facts:
     return Facts(landlock_abi(cache), os.geteuid() == 0,
-                 cgroups is not None and cgroups.held.pids)
+                 cgroups is not None and cgroups.held.pids, metadata_listener(cache))
+
+
+def metadata_listener(cache: CheckCache) -> bool:
+    """Whether a run here has the listener that does a file's mode, owner, times and
+    watches (direct_metadata.py): a seccomp listener (the caller's memory is read by
+    process_vm_readv, else /proc/PID/mem, which Docker's default profile leaves)."""
+    return watch_support(cache)[0]
 
 
 def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = None,
@@ -108,9 +119,12 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
         refuse_unheld_limits(snapshot, cgroups)
         kept.clean = False
         stack.enter_context(subreaper())
+        reaper = _reaper_pipe(stack, run.config)
         launched = spawn_inner(argv, env=run.env, cwd=run.cwd, config=run.config,
-                               mark=tuple(tag(token)), cgroups=cgroups)
+                               mark=tuple(tag(token)), cgroups=cgroups, reaper=reaper)
         stack.callback(end_leftovers, launched.pid, keep=kept.keeper.pid)
+        launched.ended = functools.partial(end_leftovers, launched.pid,
+                                           keep=kept.keeper.pid)
         kept.keeper.kill_group(launched.pid)
         outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout)
         # Whatever the command left is killed and reaped on the way out (end_leftovers),
@@ -148,6 +162,10 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, cgroups: RunCgroups, *,
     if learn:
         snapshot = snapshot._replace(programs=None)
     layers = decide_layers(snapshot, cache, learn=learn)
+    if not layers.listener and metadata_listener(cache):
+        # A file's mode and times are done by the listener (direct_metadata.py): a run
+        # without namespaces has one wherever the machine offers it, list or not.
+        layers = layers._replace(listener=True)
     cgroups.entered()  # what holds depends on whether a cgroup counts the processes
     # 2. What holds, judged before anything is made; said once.
     judgement = judge_spec(snapshot, facts(snapshot, cache, cgroups))
@@ -186,7 +204,9 @@ def _prepare(stack: ExitStack, snapshot: Snapshot, cgroups: RunCgroups, *,
         terminals=terminals(), shown=shown), snapshot=snapshot, layers=layers)
     if file_op is not None:
         config = config.replace(file=InnerFileOp(file_op.op, file_op.path, file_op.limit))
-    factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn)
+    handlers = MetadataGuard(config.landlock.rules).handlers if config.landlock else None
+    factory = WatchFactory(snapshot, loaders, layers, events, judge, learn=learn,
+                           handlers=handlers)
     return _Prepared(config, env, plan.chdir, factory if layers.listener else None)
 
 
@@ -223,6 +243,26 @@ def preflight_direct(snapshot: Snapshot, cache: CheckCache) -> None:
                     tmp=None, terminals=(), listing=lambda _: [])
 
 
+def _reaper_pipe(stack: ExitStack, config: Config) -> int | None:
+    """The pipe the inner's reaper watches (inner/reaper.py): its read end, handed to
+    the inner; the write end held by this process alone (close-on-exec), closed once
+    what the sandbox left is ended (so the reaper, ended too, never sees it close while
+    the run lasts); when this process is killed, the kernel closes it and the reaper
+    ends the sandbox, every process of it, wherever it moved. None below Landlock ABI 6
+    (the kernel's own answer; the inner asks again), where kill(-1) is not scoped."""
+    from inner import landlock
+
+    try:
+        abi = landlock.abi_version()
+    except OSError:
+        abi = 0
+    if config.landlock is None or abi < SCOPES_ABI:
+        return None
+    read, write = os.pipe2(os.O_CLOEXEC)
+    stack.callback(os.close, write)
+    return read
+
+
 def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:
     if keeper.failure is not None:
         say(f"could not start the run's keeper ({keeper.failure.strerror}): if lnk-sandbox "
@@ -235,11 +275,17 @@ def inner_config(rules: Landlock, *, snapshot: Snapshot, layers: Layers) -> Conf
     """The inner's configuration without namespaces: step 0 (this process its parent),
     the filter with the rules a run without namespaces adds (direct_rules.filter_rules:
     unix sockets below Landlock ABI 9, other families in network "none", System V and
-    POSIX IPC, other processes' limits), `rules`, the limits. The spawn adds the command
-    and the status socket."""
+    POSIX IPC, other processes' limits and scheduling, a file's metadata: to the
+    listener where the filter has one, refused in the one without), `rules`, the
+    limits. The spawn adds the command and the status socket."""
     unix = layers.landlock_abi >= UNIX_SOCKETS_ABI
-    extra = filter_rules(network_mode=snapshot.settings.network_mode, unix=unix)
-    return Config(-1, (), parent=os.getpid(), seccomp=filters(layers, extra),
+
+    def extra(listener: bool) -> tuple[Rule, ...]:
+        return filter_rules(network_mode=snapshot.settings.network_mode, unix=unix,
+                            abi=layers.landlock_abi, listener=listener)
+
+    return Config(-1, (), parent=os.getpid(),
+                  seccomp=filters(layers, extra(layers.listener), extra(False)),
                   landlock=rules, rlimits=limit_records(snapshot))
 
 

@@ -237,19 +237,71 @@ def landlock_config(plan: LaunchPlan, snapshot: Snapshot, loaders: dict[str, str
                     nofollow=True, optional=True)
 
 
-def filter_rules(*, network_mode: str, unix: bool) -> tuple[Rule, ...]:
+# Another process's scheduling: the calls below take any process of the uid (the person's
+# editor, shell and agent, the supervisor) with no capability, and Landlock has no scope
+# for them; only the caller itself (pid 0) is left (prlimit's `who` the same).
+OTHER_PROCESS_FIRST = ("sched_setaffinity", "sched_setparam", "sched_setscheduler",
+                       "sched_setattr")
+PRIO_PROCESS = 0
+IOPRIO_WHO_PROCESS = 1
+# A file's metadata: Landlock has no right for a file's mode, owner, times or extended
+# attributes, so any file the uid owns would get them, hidden or outside every grant;
+# nor does it judge an inotify watch (names made and opened in a hidden folder). Mode,
+# owner, times and watches go to the listener, which does them on a file the grants
+# write (a watch: read; direct_metadata.py), or are refused (EPERM) without one;
+# extended attributes are refused as by a file system without them (EOPNOTSUPP: cp -a,
+# rsync -X, tar go on).
+METADATA_CALLS = ("chmod", "fchmod", "fchmodat", "fchmodat2", "utimensat", "chown",
+                  "fchown", "lchown", "fchownat", "inotify_add_watch")
+LEGACY_TIMES = ("utime", "utimes", "futimesat")
+XATTR_SETTERS = ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+                 "fremovexattr", "setxattrat", "removexattrat")
+TRUNCATE_ABI = 3  # Landlock's TRUNCATE right
+SCOPES_ABI = 6  # Landlock's signal scope
+EVERY_PROCESS = 0xFFFFFFFF  # kill(-1, ...), as the filter reads its low word
+O_ACCMODE = 0o3
+O_TRUNC = 0o1000
+
+
+def filter_rules(*, network_mode: str, unix: bool, abi: int = TRUNCATE_ABI,
+                 listener: bool = False) -> tuple[Rule, ...]:
     """The seccomp rules added without namespaces (inner/seccomp.rules' `extra`).
 
     `unix`: unix sockets may be made (Landlock ABI 9 holds path sockets); else
     socket(AF_UNIX) and datagram socket pairs are refused. Network "none": no socket of
     any other family (there is no namespace with a loopback of its own); "host": the
-    host's. Always: System V IPC and POSIX message queues (ENOSYS), and another
-    process's resource limits (prlimit with a pid: the supervisor's and the person's
-    other processes share the uid)."""
+    host's. Always: System V IPC and POSIX message queues (ENOSYS), another process's
+    resource limits and scheduling (the supervisor's and the person's other processes
+    share the uid), and a file's metadata (mode, owner, times and inotify watches to
+    the listener where `listener`, else refused; extended attributes refused). Below
+    Landlock ABI 6 (`abi`), which has no signal scope, kill(-1); below ABI 3, which
+    cannot refuse cutting a file, truncate() by path and an open for reading that
+    truncates (the only ones no write right is asked for)."""
+    from inner.seccomp import NOTIFY
+
     rules: list[Rule] = [
         ("prlimit64", errno.EPERM, ((0, "not in", (0,)),)),
+        *((name, errno.EPERM, ((0, "not in", (0,)),)) for name in OTHER_PROCESS_FIRST),
+        ("setpriority", errno.EPERM, ((0, "not in", (PRIO_PROCESS,)),)),
+        ("setpriority", errno.EPERM, ((1, "not in", (0,)),)),
+        ("ioprio_set", errno.EPERM, ((0, "not in", (IOPRIO_WHO_PROCESS,)),)),
+        ("ioprio_set", errno.EPERM, ((1, "not in", (0,)),)),
         *((name, errno.ENOSYS, ()) for name in IPC_CALLS),
+        *((name, NOTIFY if listener else errno.EPERM, ()) for name in METADATA_CALLS),
+        *((name, errno.EPERM, ()) for name in LEGACY_TIMES),
+        *((name, errno.EOPNOTSUPP, ()) for name in XATTR_SETTERS),
     ]
+    if abi < SCOPES_ABI:
+        # No signal scope: kill(-1) would end every process of the uid (the person's
+        # whole session). A signal to one process of theirs still reaches it (check
+        # says so: nonamespace.lost).
+        rules.append(("kill", errno.EPERM, ((0, "in", (EVERY_PROCESS,)),)))
+    if abi < TRUNCATE_ABI:
+        rules += [
+            ("truncate", errno.EPERM, ()),
+            ("openat", errno.EACCES, ((2, "any", O_TRUNC), (2, "none", O_ACCMODE))),
+            ("open", errno.EACCES, ((1, "any", O_TRUNC), (1, "none", O_ACCMODE))),
+        ]
     if not unix:
         rules.append(("socket", errno.EACCES, ((0, "in", (AF_UNIX,)),)))
         rules.append(("socketpair", errno.EACCES, ((0, "in", (AF_UNIX,)),

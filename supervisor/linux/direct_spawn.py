@@ -52,13 +52,20 @@ def inner_args(config_fd: int, *, file_op: bool, mark: tuple[str, ...] = ()) -> 
 
 
 def spawn_inner(argv: list[str], *, env: dict[str, str], cwd: str, config: Config,
-                mark: tuple[str, ...] = (), cgroups: RunCgroups | None = None) -> Launched:
+                mark: tuple[str, ...] = (), cgroups: RunCgroups | None = None,
+                reaper: int | None = None) -> Launched:
     """Start the inner, in `cwd`, with only `env`, its configuration (inner/config.py,
     with `argv` and the status socket added) on an inherited fd, in a process group of
     its own made the terminal's foreground group; born in the run's cgroups. SIGINT,
     SIGTERM, SIGHUP and SIGQUIT reach it ignored (the inner restores them before its
-    exec): Ctrl-C during its set-up must not kill it half done."""
+    exec): Ctrl-C during its set-up must not kill it half done. `reaper`: the read end
+    of the pipe the inner's reaper watches (inner/reaper.py), handed over and closed
+    here; the caller keeps the write end open until the sandbox has ended."""
     inherited: list[int] = []
+    if reaper is not None:
+        inherited.append(reaper)
+        os.set_inheritable(reaper, True)
+        config = config.replace(reaper=reaper)
     try:
         status_parent, status_child = _socket.socketpair(_socket.AF_UNIX,
                                                          _socket.SOCK_SEQPACKET)

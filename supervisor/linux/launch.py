@@ -32,6 +32,8 @@ from .pinning import LinkInPath, PinnedPath, pin
 from .plan import LaunchPlan
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from inner.config import Config
 
     from .cgroups import RunCgroups
@@ -52,6 +54,10 @@ class Launched:
         self.terminal_fd = terminal_fd
         self.direct = direct
         self.closing: list[int] = []
+        # Without namespaces: what ends the rest of the sandbox once the command has
+        # ended (direct_spawn.end_leftovers), before the watch is waited for, which a
+        # process left under the filter (the reaper, a daemon) would hold up.
+        self.ended: Callable[[], None] | None = None
 
     def close(self) -> None:
         for fd in (self.pidfd, self.json_status, *self.closing):

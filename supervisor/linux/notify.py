@@ -92,6 +92,11 @@ def send_error(listener: int, notification_id: int, error: int) -> None:
     _send(listener, _RESP.pack(notification_id, 0, -error, 0))
 
 
+def send_value(listener: int, notification_id: int, value: int) -> None:
+    """Make `value` the call's result: the supervisor did the call itself."""
+    _send(listener, _RESP.pack(notification_id, value, 0, 0))
+
+
 def _send(listener: int, response: bytes) -> None:
     try:
         fcntl.ioctl(listener, NOTIF_SEND, response)
@@ -150,6 +155,19 @@ class MemoryReader:
             if count < size:
                 return out[:limit]
         return out[:limit]
+
+
+    def read_bytes(self, pid: int, address: int, size: int) -> bytes | None:
+        """`size` bytes at `address` in `pid` (at most a page), None if unreadable."""
+        if not 0 < size <= self.PAGE:
+            raise ValueError(f"read_bytes reads 1 to {self.PAGE} bytes, not {size}")
+        buffer = ctypes.create_string_buffer(size)
+        local = _Iovec(ctypes.cast(buffer, ctypes.c_void_p), size)
+        remote = _Iovec(address, size)
+        count = self._call(pid, ctypes.addressof(local), 1, ctypes.addressof(remote), 1, 0)
+        if count != size:
+            return None
+        return buffer.raw[:size]
 
 
 class _Iovec(ctypes.Structure):

@@ -29,8 +29,11 @@ __all__ = ["KeptRun", "RunMounts", "WatchFactory", "allowed_files", "decide_laye
            "watch_receivers"]
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .cgroups import RunCgroups
     from .keeper import Keeper
+    from .notify import Notification
     from .watch import ExecWatch, Judge
 
 
@@ -140,9 +143,12 @@ class WatchFactory:
     one made here from the spec's list."""
 
     def __init__(self, snapshot: Snapshot, loaders: dict[str, str | None], layers: Layers,
-                 events: EventLog, judge: Judge | None, *, learn: bool) -> None:
+                 events: EventLog, judge: Judge | None, *, learn: bool,
+                 handlers: Callable[[int], dict[int, Callable[[Notification], None]]]
+                 | None = None) -> None:
         self.snapshot, self.loaders, self.layers = snapshot, loaders, layers
         self.events, self.judge, self.learn = events, judge, learn
+        self.handlers = handlers  # a run without namespaces' own (direct_metadata.py)
 
     def __call__(self, listener: int) -> ExecWatch:
         from inner.syscalls import number
@@ -159,7 +165,8 @@ class WatchFactory:
         return ExecWatch(listener, numbers=numbers, judge=judge, events=self.events,
                          seal_memfd=self.layers.memfd == "notify",
                          receivers=watch_receivers(),
-                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python")
+                         compiled=os.environ.get("LNK_EXEC_WATCH") != "python",
+                         handlers=self.handlers)
 
 
 class KeptRun:

@@ -332,6 +332,8 @@ class Supervision:
     def finish(self) -> Outcome:
         """Reap bwrap, give the terminal back, and say how the run ended."""
         _, wait_status = os.waitpid(self.launched.pid, 0)
+        if self.launched.ended is not None:
+            self.launched.ended()
         self._control.join(timeout=5)
         if self.mount_watch is not None:
             self.mount_watch.stop()

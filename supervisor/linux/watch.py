@@ -133,6 +133,8 @@ class ExecWatch:
         seal_memfd: bool,
         receivers: int = RECEIVERS,
         compiled: bool = True,
+        handlers: Callable[[int], dict[int, Callable[[notify.Notification], None]]]
+        | None = None,
     ):
         self.listener = listener
         self.judge = judge
@@ -163,6 +165,8 @@ class ExecWatch:
             self._execveat: self._on_exec,
             self._memfd: self._on_memfd,
         }
+        if handlers is not None:  # a run without namespaces' (direct_metadata.py)
+            self._handlers.update(handlers(listener))
 
     def start(self) -> None:
         for thread in self._threads:

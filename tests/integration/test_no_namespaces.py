@@ -165,6 +165,11 @@ def test_no_unix_socket_is_made_below_abi_9(sandbox: Sandbox) -> None:
 def test_other_processes_are_not_reached(sandbox: Sandbox) -> None:
     other = subprocess.Popen([*sandbox.who.prefix, "sleep", "60"])
     try:
+        # setpriv (root) becomes the user's sleep only at its exec: wait for it.
+        end = time.monotonic() + 10
+        while Path(f"/proc/{other.pid}/comm").read_text().strip() != "sleep" \
+                and time.monotonic() < end:
+            time.sleep(0.01)
         # The control: its environment is readable to its user outside.
         outside = subprocess.run([*sandbox.who.prefix, "cat", f"/proc/{other.pid}/environ"],
                                  capture_output=True)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inner import seccomp
+from inner import seccomp, syscalls
 from inner.landlock import abi_table, rights_mask
 from supervisor.errors import LaunchError
 from supervisor.grants import Grant, Snapshot, depth, is_within
@@ -22,6 +22,7 @@ from supervisor.linux.direct_rules import (
     AF_UNIX,
     CONNECTED_PAIRS,
     IPC_CALLS,
+    METADATA_CALLS,
     NONE,
     Entry,
     Listing,
@@ -33,6 +34,8 @@ from supervisor.linux.direct_rules import (
 from supervisor.linux.plan import HostLayout, LaunchPlan, MountOp, build_plan
 from support.snapshots import a_snapshot
 from support.views import linux_view
+
+from . import test_seccomp_program as bpf
 
 R = frozenset(READ)
 W = frozenset(WRITE)
@@ -198,9 +201,11 @@ def test_the_inner_settings() -> None:
 
 
 def test_the_filter_rules_without_namespaces() -> None:
-    assert filter_rules(network_mode="host", unix=True) == (
-        ("prlimit64", errno.EPERM, ((0, "not in", (0,)),)),
-        *((name, errno.ENOSYS, ()) for name in IPC_CALLS))
+    opened = filter_rules(network_mode="host", unix=True)
+    assert opened[0] == ("prlimit64", errno.EPERM, ((0, "not in", (0,)),))
+    assert {r for r in opened if r[0] in IPC_CALLS} == {
+        (name, errno.ENOSYS, ()) for name in IPC_CALLS}
+    assert not any(r[0] in ("socket", "socketpair") for r in opened)
     closed = filter_rules(network_mode="none", unix=False)
     assert closed[-3:] == (
         ("socket", errno.EACCES, ((0, "in", (AF_UNIX,)),)),
@@ -208,6 +213,77 @@ def test_the_filter_rules_without_namespaces() -> None:
         ("socket", errno.EACCES, ((0, "not in", (AF_UNIX,)),)),
     )
     assert CONNECTED_PAIRS == (1, 0x801, 0x80001, 0x80801, 5, 0x805, 0x80005, 0x80805)
+
+
+AT_FDCWD = 0xFFFFFF9C  # -100, as the filter reads its low word
+
+
+def _verdict(program: bytes, arch: str, name: str, *args: int) -> int | str:
+    """What the filter answers a call: "allow", "notify" or the errno."""
+    value: int = bpf.run(program, syscalls.TABLES[arch][name], syscalls.AUDIT_ARCH[arch],
+                         args)
+    if value == seccomp.SECCOMP_RET_ALLOW:
+        return "allow"
+    if value == seccomp.SECCOMP_RET_USER_NOTIF:
+        return "notify"
+    assert value & ~seccomp.SECCOMP_RET_DATA == seccomp.SECCOMP_RET_ERRNO, hex(value)
+    return value & seccomp.SECCOMP_RET_DATA
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_what_landlock_does_not_hold_is_the_filters(arch: str) -> None:
+    """Red team, issue 30: another process's scheduling, a file's metadata, and below
+    Landlock ABI 3 a file cut without a write right. The filter as built, run."""
+    def program(*, abi: int = 7, listener: bool = True) -> bytes:
+        return seccomp.build_program(arch, memfd="allow", exec_notify=False,
+                                     extra=filter_rules(network_mode="host", unix=True,
+                                                        abi=abi, listener=listener))
+
+    held = program()
+
+    def verdict(name: str, *args: int) -> int | str:
+        return _verdict(held, arch, name, *args)
+
+    # Scheduling: the caller itself only (pid or who 0, PRIO_PROCESS, IOPRIO_WHO_PROCESS).
+    assert verdict("setpriority", 0, 0, 10) == "allow"
+    assert verdict("setpriority", 0, 4242, 10) == errno.EPERM
+    assert verdict("setpriority", 2, 1000, 10) == errno.EPERM  # PRIO_USER
+    assert verdict("setpriority", 1, 0, 10) == errno.EPERM  # PRIO_PGRP
+    for name in ("sched_setaffinity", "sched_setscheduler", "sched_setparam",
+                 "sched_setattr"):
+        assert verdict(name, 0, 0, 0) == "allow", name
+        assert verdict(name, 4242, 0, 0) == errno.EPERM, name
+    assert verdict("ioprio_set", 1, 0, 0) == "allow"
+    assert verdict("ioprio_set", 1, 4242, 0) == errno.EPERM
+    assert verdict("ioprio_set", 3, 0, 0) == errno.EPERM  # IOPRIO_WHO_USER, uid 0: root's
+    # A file's mode and times: the listener's, a set-user-ID bit refused before it.
+    assert verdict("fchmodat", AT_FDCWD, 0, 0o755) == "notify"
+    assert verdict("fchmodat", AT_FDCWD, 0, 0o4755) == errno.EPERM
+    assert verdict("fchmod", 3, 0o644) == "notify"
+    assert verdict("utimensat", AT_FDCWD, 0, 0, 0) == "notify"
+    assert verdict("fchownat", AT_FDCWD, 0, 0, 0, 0) == "notify"
+    assert verdict("fchown", 3, 0, 0) == "notify"
+    assert verdict("inotify_add_watch", 3, 0, 0xFFF) == "notify"
+    assert _verdict(program(listener=False), arch, "fchmodat", AT_FDCWD, 0, 0o755) == errno.EPERM
+    for name in METADATA_CALLS:
+        if name in syscalls.TABLES[arch]:
+            assert _verdict(program(listener=False), arch, name, 3, 0, 0) == errno.EPERM
+    for name in ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "fremovexattr",
+                 "setxattrat", "removexattrat"):
+        assert verdict(name, 0, 0, 0) == errno.EOPNOTSUPP, name
+    # Cutting a file: Landlock's from ABI 3; below it, no cut asks a write right.
+    o_trunc, o_wronly = 0o1000, 0o1
+    assert verdict("openat", AT_FDCWD, 0, o_trunc) == "allow"
+    assert verdict("truncate", 0, 0) == "allow"
+    old = program(abi=2)
+    assert _verdict(old, arch, "openat", AT_FDCWD, 0, o_trunc) == errno.EACCES
+    assert _verdict(old, arch, "openat", AT_FDCWD, 0, o_trunc | o_wronly) == "allow"
+    assert _verdict(old, arch, "openat", AT_FDCWD, 0, 0) == "allow"
+    assert _verdict(old, arch, "truncate", 0, 0) == errno.EPERM
+    # No signal scope below ABI 6: kill(-1) would end every process of the uid.
+    assert verdict("kill", 0xFFFFFFFF, 9) == "allow"  # scoped: the sandbox's own
+    assert _verdict(program(abi=5), arch, "kill", 0xFFFFFFFF, 9) == errno.EPERM
+    assert _verdict(program(abi=5), arch, "kill", 4242, 9) == "allow"
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])

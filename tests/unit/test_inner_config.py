@@ -48,6 +48,7 @@ EVERYTHING = Config(
     watch_mounts=True,
     file=FileOp("read", "out.txt", 0),
     parent=4242,
+    reaper=9,
 )
 INFO = BwrapInfo("/usr/bin/bwrap", "0.8.0", bind_fd=True, disable_userns=True)
 
@@ -55,7 +56,8 @@ INFO = BwrapInfo("/usr/bin/bwrap", "0.8.0", bind_fd=True, disable_userns=True)
 def test_a_configuration_reads_back_as_it_was_written() -> None:
     assert decode(EVERYTHING.encode()) == EVERYTHING
     assert decode(EVERYTHING.encode()).parent == 4242
-    with_bwrap = EVERYTHING.replace(parent=None, landlock=Landlock(
+    assert decode(EVERYTHING.encode()).reaper == 9
+    with_bwrap = EVERYTHING.replace(parent=None, reaper=None, landlock=Landlock(
         True, [(0xF, 0, 0, 8)], 0b101, [("/", 8)]))
     assert decode(with_bwrap.encode()) == with_bwrap
     assert decode(with_bwrap.encode()).parent is None
@@ -144,13 +146,16 @@ def test_the_supervisors_record_without_namespaces() -> None:
                             listing=lambda _: [])
     config = direct.inner_config(rules, snapshot=snap, layers=layers)
     assert config.parent == os.getpid()
-    extra = filter_rules(network_mode="none", unix=False)
+    extra = filter_rules(network_mode="none", unix=False, abi=7, listener=True)
+    # Without the listener, what it would do (a file's mode and times) is refused.
+    fallback = filter_rules(network_mode="none", unix=False, abi=7, listener=False)
     arch = syscalls.native_arch()
     assert config.seccomp == Seccomp(
         syscalls.AUDIT_ARCH[arch],
         seccomp.build_program(arch, memfd="notify", exec_notify=True, extra=extra),
         listener=True,
-        fallback=seccomp.build_program(arch, memfd="enosys", exec_notify=False, extra=extra))
+        fallback=seccomp.build_program(arch, memfd="enosys", exec_notify=False,
+                                       extra=fallback))
     assert config.landlock is not None
     assert config.landlock.nofollow and config.landlock.optional and config.landlock.required
     assert config.landlock.abis == landlock.abi_table(net=True)
@@ -190,6 +195,8 @@ def test_learn_has_no_fallback_and_no_list_leaves_memory_files_alone() -> None:
     (Config(3, ["true"], landlock=Landlock(False, [(1, 0, 3, 16)], 0, [])), "scopes"),
     (Config(3, ["true"], parent=0), "pid 0"),
     (Config(3, ["true"], parent=1 << 22 | 1), "pid"),
+    (Config(3, ["true"], reaper=5), "without namespaces only"),  # bwrap's: no reaper
+    (Config(3, ["true"], parent=5, reaper=2), "reaper's pipe as fd 2"),
     (Config(3, ["true"], rlimits=[Rlimit("X", 1, -1)]), "64 bits"),
     (Config(3, ["true"], file=FileOp("delete", "f")), "no file operation"),
 ])

@@ -72,6 +72,13 @@ def test_limits_that_cannot_hold_without_namespaces() -> None:
     assert judge(snap, Facts(7, True)).refused == ()  # the defaults: said, not refused
 
 
+def test_without_a_listener_the_metadata_calls_are_said_refused() -> None:
+    said = [line for line in judge(a_snapshot(WRITE), Facts(7, False, listener=False)
+                                   ).narrower if "chmod" in line]
+    assert len(said) == 1 and "refused (EPERM)" in said[0]
+    assert not [line for line in judge(a_snapshot(WRITE), HERE).narrower if "chmod" in line]
+
+
 def test_the_refusal_names_the_spec_the_key_and_the_fix() -> None:
     error = judge(a_snapshot(WRITE, network_mode="proxy"), HERE).error("/w/agent.toml")
     assert error is not None
