@@ -76,6 +76,7 @@ _START = re.compile(r"(?<![\w.~$%/\\-])(?:~|\$HOME|\$\{HOME\}|%d)?/(?!/)")
 _END = re.compile(r"""[`,;:()\[\]{}|<>'"]""")
 # The home folder spelled in the settings' own language, joined to an absolute-looking
 # string (`os.getenv("HOME") .. "/work/x"`, `$HOME . '/work/x'`, `expand('~')`).
+_BLANKS = re.compile(r"[ \t\r\v\f]+")  # what words() splits at outside quotes
 _HOME_JOINED = re.compile(r"HOME|~|homedir|home_dir", re.IGNORECASE)
 _SSH_INCLUDE = re.compile(r"^[ \t]*include(?:[ \t]*=[ \t]*|[ \t]+)(.+?)[ \t]*$",
                           re.MULTILINE | re.IGNORECASE)
@@ -160,6 +161,10 @@ def words(line: str) -> list[tuple[str, bool]]:
     split them: quotes (' and ") removed, a backslash escaping the next character, an
     unclosed quote running to the line's end. Each with whether a blank, quoted or
     escaped, is in it."""
+    if "'" not in line and '"' not in line and "\\" not in line:
+        # Most lines (and every line of data a setting names, a CA bundle's 3600) have
+        # neither quotes nor escapes: split() splits them as the loop below would.
+        return [(word, False) for word in _BLANKS.split(line) if word]
     found: list[tuple[str, bool]] = []
     word: list[str] = []
     quote = ""
@@ -198,6 +203,8 @@ def path_words(text: str) -> list[tuple[str, bool]]:
     `os.getenv("HOME") .. "/work/x"`)."""
     found: list[tuple[str, bool]] = []
     for line in text.splitlines():
+        if "\\" not in line and not _START.search(line):
+            continue  # no path starts in it, quotes taken off or not (a CA bundle's data)
         joined = bool(_HOME_JOINED.search(line))
         for word, _ in words(line):
             for start in _START.finditer(word):
@@ -215,6 +222,8 @@ def rest_of_line(text: str) -> list[str]:
     such a path is there (_named)."""
     found = []
     for line in text.splitlines():
+        if " " not in line and "\t" not in line:
+            continue  # no blank for a path to run on through
         for start in _START.finditer(line):
             end = _END.search(line, start.end())
             rest = line[start.start():end.start() if end else len(line)].rstrip()
