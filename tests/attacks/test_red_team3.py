@@ -1,0 +1,529 @@
+"""Red team 3 (issue 26): the three rules that judge what the person's own settings name,
+attacked with instances their own tests do not use.
+
+1. supervisor/environment_paths.py: every variable of the launch environment whose value
+   names a path (hidden under a read grant of home, read-only inside a write grant);
+2. supervisor/shell_words.py + person_settings.py: every word of the person's shell and
+   readline startup files that names a path is held in a written folder, unbounded
+   forms refuse the launch;
+3. supervisor/tool_settings.py + person_settings.value_paths: paths in tools' settings
+   files (git, ssh, nvim, gdb, pdb, perl) split as the tools split them.
+
+Each attack first proves its program ran inside (support/red_team.py: `plant`, `need`),
+then runs the person's real tool outside (git, bash at a terminal, nvim, gdb, ssh,
+python, perl) and looks for the planted marker; a control makes the same change on the
+host and sees the tool run it, so the test can catch what it judges. An attack that gets
+out is a strict xfail under `escaped(...)`, its reason naming the module and why.
+
+As root (root mode) and as the unprivileged user, through the `sandbox` fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.processes import at_terminal
+from support.red_team import (
+    SYSTEM_PATH,
+    escaped,
+    git_env,
+    host,
+    marker,
+    markers,
+    need,
+    plant,
+    plant_or_refused,
+    ran,
+    repository,
+)
+from support.sandbox import PYTHON_INSIDE, Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+HOME_READ = '[files]\nread = ["~"]\nwrite = ["."]\n'
+
+READER = r"""
+import errno, json, sys
+print("STARTED", flush=True)
+found = {}
+for path in sys.argv[1:]:
+    try:
+        with open(path, errors="replace") as handle:
+            found[path] = handle.read()
+    except OSError as err:
+        found[path] = errno.errorcode.get(err.errno, str(err.errno))
+print("READ " + json.dumps(found), flush=True)
+"""
+
+
+def made_up() -> str:
+    """A variable name no list has."""
+    return "ZQ" + secrets.token_hex(4).upper()
+
+
+def secret(path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = f"token-{secrets.token_hex(8)}\n"
+    path.write_text(text)
+    return text
+
+
+def read_inside(box: Sandbox, *paths: Path, env: dict[str, str] | None = None,
+                spec: str = HOME_READ, cwd: Path | None = None) -> dict[str, str]:
+    done = box.run(PYTHON_INSIDE, "-c", READER, *map(str, paths), spec=spec, env=env,
+                   cwd=cwd)
+    lines = done.stdout.splitlines()
+    need(lines[:1] == ["STARTED"] and lines[-1:] and lines[-1].startswith("READ "),
+         f"the reader never ran inside (exit {done.returncode}):\n{done.stderr}")
+    found: dict[str, str] = json.loads(lines[-1][5:])
+    return found
+
+
+def ok(done: object, what: str) -> None:
+    """The person's tool ran (exit 0)."""
+    need(getattr(done, "returncode", 1) == 0,
+         f"the person's {what} failed: {getattr(done, 'stderr', done)}")
+
+
+# == rule 1: what the launch environment names ================================================
+
+def test_env_value_forms_under_a_home_read_are_hidden(sandbox: Sandbox) -> None:
+    """Forms the rule's tests do not use, each naming a secret in home without a dot: a
+    file URL, a `key=value,key2=PATH` list, `..` segments, a folder with a trailing
+    slash, a JSON value with escaped slashes, a path through a link in home (read at
+    the link's target), a path after `user@`, a path in a script quoted inside a
+    command. Hidden under read = ["~"]; the control (no variables) reads them all."""
+    home = sandbox.home
+    tag = secrets.token_hex(3)
+    files = {
+        "url": home / f"zqurl{tag}" / "creds.json",
+        "key list": home / f"zqkv{tag}" / "token",
+        "dot dot": home / f"zqdd{tag}" / "creds.json",
+        "trailing slash": home / f"zqts{tag}" / "deep" / "key.pem",
+        "json": home / f"zqjs{tag}" / "key",
+        "link target": home / f"zqreal{tag}" / "creds.json",
+        "at": home / f"zqat{tag}" / "id",
+        "nested script": home / f"zqsh{tag}" / "pass",
+    }
+    texts = {kind: secret(path) for kind, path in files.items()}
+    (home / f"zqlink{tag}").symlink_to(f"zqreal{tag}")
+    (home / "notes.txt").write_text("the person's notes\n")
+    sandbox.chown()
+    escaped_home = str(home).replace("/", "\\/")
+    env = {
+        made_up(): f"file://{home}/zqurl{tag}/creds.json",
+        made_up(): f"mode=ro,keyfile={home}/zqkv{tag}/token",
+        made_up(): f"{home}/zqdd{tag}/sub/../creds.json",
+        made_up(): f"{home}/zqts{tag}/",
+        made_up(): '{"key":"' + escaped_home + f'\\/zqjs{tag}\\/key"}}',
+        made_up(): f"{home}/zqlink{tag}/creds.json",
+        made_up(): f"git@{home}/zqat{tag}/id",
+        made_up(): f"sh -c \"tool --pass-file '{home}/zqsh{tag}/pass' run\"",
+    }
+    control = read_inside(sandbox, home / "notes.txt", *files.values())
+    need(all(text in control.values() for text in texts.values()),
+         f"the control read not every secret: {control}")
+    found = read_inside(sandbox, home / "notes.txt", *files.values(), env=env)
+    need(found[str(home / "notes.txt")] == "the person's notes\n", found)
+    leaked = [kind for kind, text in texts.items() if text in found.values()]
+    assert leaked == [], found
+
+
+@escaped("home_hidden.found (via grants.undotted): a path a variable names is shown "
+         "when it lies in any folder of PATH, and PATH may hold home itself "
+         "(`PATH=$PATH:$HOME`): then every secret any variable names in home is shown")
+def test_a_path_folder_that_is_home_shows_no_named_secret(sandbox: Sandbox) -> None:
+    """The person's PATH ends in their home (`export PATH=$PATH:~`, an old habit); a
+    made-up variable names a token at ~/zqcloud/token. Under read = ["~"] the token
+    must stay hidden (the control: without PATH holding home, it is)."""
+    home = sandbox.home
+    tag = secrets.token_hex(3)
+    text = secret(home / f"zqcloud{tag}" / "token")
+    (home / "notes.txt").write_text("the person's notes\n")
+    sandbox.chown()
+    variable = {made_up(): f"{home}/zqcloud{tag}/token"}
+    held = read_inside(sandbox, home / "notes.txt", home / f"zqcloud{tag}" / "token",
+                       env=variable)
+    need(text not in held.values(), f"the control read the token: {held}")
+    found = read_inside(sandbox, home / "notes.txt", home / f"zqcloud{tag}" / "token",
+                        env={**variable, "PATH": f"{SYSTEM_PATH}:{home}"})
+    need(found[str(home / "notes.txt")] == "the person's notes\n", found)
+    assert text not in found.values(), found
+
+
+# (the person's settings file or None, its text, the team's file below ~/work/team, its
+# first text, what is appended inside, the person's environment, the person's command,
+# where it runs: "elsewhere" (an unrelated repository of theirs), "home" or "work")
+Case = tuple[str | None, str, str, str, str, dict[str, str], tuple[str, ...], str]
+CASES: dict[str, Case] = {
+    # -- rule 1: the environment -------------------------------------------------------
+    "env git alias in GIT_CONFIG_VALUE": (
+        None, "", "{name}.sh", "#!/bin/sh\n", "echo alias >> {marker}\n",
+        {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "alias.zq",
+         "GIT_CONFIG_VALUE_0": "!~/work/team/{name}.sh"}, ("git", "zq"), "elsewhere"),
+    "env git alias in GIT_CONFIG_PARAMETERS": (
+        None, "", "{name}.sh", "#!/bin/sh\n", "echo alias >> {marker}\n",
+        {"GIT_CONFIG_PARAMETERS": "'alias.zq=!{home}/work/team/{name}.sh'"},
+        ("git", "zq"), "elsewhere"),
+    "env editor through a default": (  # ${VAR:-x}: a form sh expands, the rule does not
+        None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
+        "echo editor >> {marker}\n",
+        {"GIT_EDITOR": "${{ZQ_TOOLS:-$HOME/work/team}}/{name}.sh"},
+        ("git", "commit", "-q", "--allow-empty"), "elsewhere"),
+    # -- rule 3: git's settings ------------------------------------------------------------
+    "git alias sh -c script": (
+        ".gitconfig", "[alias]\n\tzq = \"!sh -c 'git status -s && ~/work/team/{name}.sh'\"\n",
+        "{name}.sh", "#!/bin/sh\n", "echo alias >> {marker}\n", {}, ("git", "zq"),
+        "elsewhere"),
+    "git alias command substitution": (
+        ".gitconfig", "[alias]\n\tzq = \"!git log -1 $(~/work/team/{name}.sh)\"\n",
+        "{name}.sh", "#!/bin/sh\n", "echo alias >> {marker}\n", {}, ("git", "zq"),
+        "elsewhere"),
+    "git sshCommand -F$HOME": (
+        ".gitconfig", "[core]\n\tsshCommand = ssh -F$HOME/work/team/{name}.conf "
+        "-oBatchMode=yes -oConnectTimeout=3\n",
+        "{name}.conf", "# the team\n", "Match exec \"echo ssh >> {marker}\"\n", {},
+        ("git", "ls-remote", "team-host.invalid:x"), "elsewhere"),
+    "git textconv sh -c": (  # held: a quoted script's first word
+        ".gitconfig", "[diff \"zq\"]\n\ttextconv = \"sh -c '~/work/team/{name}.sh \\\"$0\\\"'\"\n",
+        "{name}.sh", "#!/bin/sh\ncat \"$1\"\n", "echo textconv >> {marker}\n", {},
+        ("git", "log", "-p", "-1", "--", "a.zq"), "elsewhere"),
+    # -- rule 3: other tools ---------------------------------------------------------------
+    "nvim lua home on its own line": (
+        ".config/nvim/init.lua", 'local home = os.getenv("HOME")\n'
+        'dofile(home .. "/work/team/{name}.lua")\n', "{name}.lua", "-- the team\n",
+        "vim.fn.writefile({{'ran'}}, '{marker}')\n", {}, ("nvim", "--headless", "+qa"),
+        "home"),
+    "nvim lua table.concat": (
+        ".config/nvim/init.lua", 'dofile(table.concat({{os.getenv("HOME"), "work", '
+        '"team", "{name}.lua"}}, "/"))\n', "{name}.lua", "-- the team\n",
+        "vim.fn.writefile({{'ran'}}, '{marker}')\n", {}, ("nvim", "--headless", "+qa"),
+        "home"),
+    "ssh ProxyCommand ssh -F$HOME": (
+        ".ssh/config", "Host team-host\n  ProxyCommand ssh -F$HOME/work/team/{name}.conf "
+        "-W %h:%p jump.invalid\n", "{name}.conf", "# the team\n",
+        "Match exec \"echo ssh >> {marker}\"\n", {},
+        ("ssh", "-F", "{home}/.ssh/config", "-oBatchMode=yes", "-oConnectTimeout=3",
+         "team-host", "true"), "home"),
+    "ssh Match exec quoted script": (  # held
+        ".ssh/config", "Match exec \"sh -c 'true; ~/work/team/{name}.sh'\"\n  User x\n",
+        "{name}.sh", "#!/bin/sh\nexit 1\n", "echo ssh >> {marker}\n", {},
+        ("ssh", "-F", "{home}/.ssh/config", "-G", "team-host"), "home"),
+    "hg alias shell": (  # held
+        ".hgrc", "[alias]\nzq = !~/work/team/{name}.sh\n", "{name}.sh", "#!/bin/sh\n",
+        "echo hg >> {marker}\n", {}, ("hg", "zq"), "elsewhere-hg"),
+    "pdb home pdbrc": (
+        ".pdbrc", "exec(open('{home}/work/team/{name}.py').read())\n", "{name}.py",
+        "# the team\n", "open('{marker}', 'a').write('pdb')\n", {},
+        ("python3", "-m", "pdb", "-c", "continue", "{home}/script.py"), "home"),
+    "perl debugger home perldb": (
+        ".perldb", "do '{home}/work/team/{name}.pl';\n", "{name}.pl", "1;\n",
+        "system(q{{echo perl >> {marker}}});\n", {"PERLDB_OPTS": "NonStop=1"},
+        ("perl", "-d", "-e", "1"), "home"),
+}
+REASONS: dict[str, str] = {
+    "env git alias in GIT_CONFIG_VALUE": (
+        "environment_paths._PATH: a path after `!` (git's shell alias) starts no path, so "
+        "GIT_CONFIG_VALUE_0='!~/work/x' leaves ~/work/x writable; `git zq` runs it"),
+    "env git alias in GIT_CONFIG_PARAMETERS": (
+        "environment_paths._PATH: `=!/path` (a path after `!` after `=`) is no path"),
+    "env editor through a default": (
+        "environment_paths._expand: only $NAME and ${NAME} are expanded; "
+        "${NAME:-WORD}, which the sh git runs the editor with expands, names nothing"),
+    "git alias sh -c script": (
+        "person_settings.value_paths: a quoted script (sh -c '... && ~/x') is one word, "
+        "never read again as a script (environment_paths does, MAX_DEPTH)"),
+    "git alias command substitution": (
+        "person_settings.value_paths: a word `$(~/x)` starts with `$(`, no path taken"),
+    "git sshCommand -F$HOME": (
+        "person_settings.value_paths: $HOME/ is taken only at a word's start or after "
+        "`=`; `-F$HOME/x` (an option glued to it) names nothing"),
+    "nvim lua home on its own line": (
+        "tool_settings: home is joined only to strings on the line that names it; "
+        "`local home = os.getenv('HOME')` then `home .. '/work/x'` is missed"),
+    "nvim lua table.concat": (
+        "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
+        "has no path word"),
+    "ssh ProxyCommand ssh -F$HOME": (
+        "tool_settings._START: $HOME after a letter (`-F$HOME/x`) starts no path; the "
+        "inner ssh's config runs its Match exec"),
+    "pdb home pdbrc": (
+        "tool_settings: ~/.pdbrc is not among the files read (runs_as_you lists .pdbrc "
+        "for written tops only), so what it runs from a grant is writable"),
+    "perl debugger home perldb": (
+        "tool_settings: ~/.perldb is not among the files read, so a file it `do`es from "
+        "a grant is writable"),
+}
+
+
+def _team(box: Sandbox, case: str, name: str) -> Path:
+    settings, naming, shared_name, first, _, _, _, where = CASES[case]
+    team = box.home / "work" / "team"
+    team.mkdir(parents=True)
+    shared = team / shared_name.format(name=name)
+    shared.write_text(first)
+    shared.chmod(0o755)
+    if settings is not None:
+        path = box.home / settings
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(naming.format(name=name, home=box.home))
+        if settings.startswith(".ssh"):
+            path.parent.chmod(0o700)
+            path.chmod(0o600)
+    (box.home / "script.py").write_text("x = 1\n")
+    if where == "elsewhere":
+        repo = repository(box, box.base / "elsewhere")
+        (repo / ".gitattributes").write_text("*.zq diff=zq\n")
+        (repo / "a.zq").write_text("one\n")
+        host(box, "git", "add", ".", cwd=repo, env=git_env(box))
+        host(box, "git", "commit", "-q", "-m", "zq", cwd=repo, env=git_env(box))
+    if where == "elsewhere-hg":
+        made = host(box, "hg", "init", str(box.base / "elsewhere-hg"))
+        need(made.returncode == 0, made.stderr)
+    return shared
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=escaped(REASONS[case])) if case in REASONS else case
+    for case in CASES])
+def test_what_the_persons_settings_name_in_a_grant_runs_nothing(sandbox: Sandbox,
+                                                               case: str) -> None:
+    """The person's settings or environment reach ~/work/team/NAME in a form of its
+    own; a run writing ~/work appends to it; the person's tool, started outside, runs
+    nothing planted (the control appends on the host, and the tool runs it)."""
+    name = "t" + secrets.token_hex(3)
+    _, _, _, _, text, variables, command, where = CASES[case]
+    shared = _team(sandbox, case, name)
+    env = {k: v.format(home=sandbox.home, name=name) for k, v in variables.items()}
+    markers(sandbox)
+    sandbox.chown()
+    appended = text.format(marker=marker(sandbox, name))
+    done = sandbox.run("/usr/bin/python3", "-c", (
+        "import os, sys; print('STARTED', flush=True)\n"
+        "try:\n fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+        " os.write(fd, sys.argv[2].encode()); print('APPENDED')\n"
+        "except OSError as err: print('REFUSED', err)\n"), str(shared), appended,
+        cwd=sandbox.home / "work", env=env)
+    need(done.stdout.startswith("STARTED\n"), f"never started inside: {done.stderr}")
+    argv = [word.format(home=sandbox.home) for word in command]
+    cwd = {"home": sandbox.home, "work": sandbox.home / "work"}.get(
+        where, sandbox.base / where)
+
+    def person() -> None:
+        person_env = {**git_env(sandbox), **env} if argv[0] == "git" else env
+        host(sandbox, *argv, cwd=cwd, env=person_env)
+
+    person()
+    assert ran(sandbox) == [], done.stdout + done.stderr
+    with open(shared, "a") as planted:  # the control: the same, appended on the host
+        planted.write(appended)
+    person()
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+@escaped("environment_paths/home_places: a value that is the write grant is left open "
+         "(stated: what a tool reads below it by a name of its own), and VIMRUNTIME is "
+         "not in CODE_PLACES; nvim runs $VIMRUNTIME/plugin/*.vim at every start")
+def test_vimruntime_that_is_the_grant(sandbox: Sandbox) -> None:
+    """A Neovim developer runs a sandbox in their runtime checkout, which their
+    environment's VIMRUNTIME names; the run adds plugin/NAME.vim; the person's next
+    nvim, anywhere, must not run it (the control writes it on the host)."""
+    runtime = sandbox.home / "src" / "runtime"
+    (runtime / "plugin").mkdir(parents=True)
+    (runtime / "plugin" / "base.vim").write_text('" the runtime\n')
+    markers(sandbox)
+    sandbox.chown()
+    name = "v" + secrets.token_hex(3)
+    env = {"VIMRUNTIME": str(runtime)}
+    body = f"call writefile(['ran'], '{marker(sandbox, name)}')\n"
+    results = plant(sandbox, [("write", f"plugin/{name}.vim", body)], cwd=runtime,
+                    spec='[files]\nwrite = ["."]\n')
+
+    def person() -> None:
+        host(sandbox, "nvim", "--headless", "+qa", env=env)
+
+    person()
+    assert ran(sandbox) == [], results
+    (runtime / "plugin" / f"{name}.vim").write_text(body)
+    sandbox.chown()
+    person()
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+# == rule 2: the shells' startup files ========================================================
+
+# ~/.bashrc (or the file named first) reaching ~/work/team/NAME.sh in a form the rule's
+# tests do not use, and the person's command (bash's arguments).
+SHELL_FORMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "builtin source": (".bashrc", "builtin source ~/work/team/{name}.sh", ()),
+    "command dot": (".bashrc", "command . ~/work/team/{name}.sh", ()),
+    "eval of a file read": (".bashrc", 'eval "$(< ~/work/team/{name}.sh)"', ()),
+    "mapfile then eval": (".bashrc", "mapfile -t L < ~/work/team/{name}.sh\n"
+                          'eval "${{L[*]}}"', ()),
+    "CRLF line end": (".bashrc", ". ~/work/team/{name}.sh\r\n", ()),
+    "line continuation": (".bashrc", ". ~/work/te\\\nam/{name}.sh", ()),
+    "backslash in a word": (".bashrc", ". ~/work/te\\am/{name}.sh", ()),
+    "HOME with a default": (".bashrc", ". ${{HOME-/}}/work/team/{name}.sh", ()),
+    "ANSI-C tilde": (".bashrc", "source $'\\x7e/work/team/{name}.sh'", ()),
+    "hash -p": (".bashrc", "hash -p ~/work/team/{name}.sh zq{name}",
+                ("-i", "-c", "zq{name}; echo BASH-RAN")),
+    "export BASH_ENV": (".bashrc", "export BASH_ENV=~/work/team/{name}.sh",
+                        ("-i", "-c", "bash -c true; echo BASH-RAN")),
+    "bash_login": (".bash_login", ". ~/work/team/{name}.sh", ("-l", "-c", "echo BASH-RAN")),
+    "bash_logout": (".bash_logout", ". ~/work/team/{name}.sh",
+                    ("-l", "-c", "echo BASH-RAN; exit")),
+    "extglob": (".bashrc", "shopt -s extglob\n. ~/work/@(team)/{name}.sh", ()),
+}
+SHELL_REFUSED = {"ANSI-C tilde"}
+SHELL_REASONS = {
+    "extglob": ("shell_words: `@(team)` (extglob, on from the line before) is cut at `(` "
+                "into ~/work/@ and /NAME.sh; bash sources ~/work/team/NAME.sh"),
+}
+
+
+@pytest.mark.parametrize("form", [
+    pytest.param(form, marks=escaped(SHELL_REASONS[form])) if form in SHELL_REASONS
+    else form for form in SHELL_FORMS])
+def test_what_a_startup_file_reaches_in_another_form_is_read_only(sandbox: Sandbox,
+                                                                  form: str) -> None:
+    name = "f" + secrets.token_hex(4)
+    where, text, args = SHELL_FORMS[form]
+    team = sandbox.home / "work" / "team"
+    team.mkdir(parents=True)
+    shared = team / f"{name}.sh"
+    shared.write_text("#!/bin/sh\nTEAM=1\n")
+    shared.chmod(0o755)
+    (sandbox.home / where).write_bytes((text.format(name=name) + "\n").encode())
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo {form.replace(' ', '-')} >> {marker(sandbox, name)}\n"
+    results = plant_or_refused(sandbox, [("append", f"team/{name}.sh", line),
+                                         ("write", "notes.txt", "the rest stays writable\n")],
+                               refusal="lnk cannot judge what", cwd=sandbox.home / "work")
+    if form in SHELL_REFUSED:
+        assert f"~/{where} line" in results.get("refused", ""), results
+    else:
+        need(results.get("write notes.txt") == "OK", results)
+    argv = [a.format(name=name) for a in (args or ("-i", "-c", "echo BASH-RAN"))]
+
+    def person() -> None:
+        done = host(sandbox, "bash", *argv, env={"TERM": "xterm"})
+        need("BASH-RAN" in done.stdout, f"the person's bash did not run: {done.stderr}")
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(shared, "a") as planted:  # the control: the same append made on the host
+        planted.write(line)
+    person()
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+@escaped("person_settings._readline: a macro's words are split at blanks, quotes and `:` "
+         "only, so the path typed before `\\C-j` is read as `~/work/team/NAME.sh\\C-j` "
+         "and the real file stays writable; the person's next Enter runs it")
+def test_a_readline_macro_that_types_a_path(sandbox: Sandbox) -> None:
+    """~/.inputrc binds Enter to a macro that types a team script's path after the line
+    and accepts it (`"\\C-m": "\\C-e; ~/work/team/NAME.sh\\C-j"`); a run writing ~/work
+    appends to the script; the person's next Enter in bash at a terminal must run
+    nothing planted (the control appends on the host, and it runs)."""
+    name = "r" + secrets.token_hex(3)
+    team = sandbox.home / "work" / "team"
+    team.mkdir(parents=True)
+    shared = team / f"{name}.sh"
+    shared.write_text("#!/bin/sh\n")
+    shared.chmod(0o755)
+    (sandbox.home / ".inputrc").write_text(
+        f'"\\C-m": "\\C-e; ~/work/team/{name}.sh\\C-j"\n')
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo readline >> {marker(sandbox, name)}\n"
+    results = plant(sandbox, [("append", f"team/{name}.sh", line)],
+                    cwd=sandbox.home / "work")
+
+    def person() -> None:
+        env = {"PATH": SYSTEM_PATH, "HOME": str(sandbox.home), "LANG": "C.UTF-8",
+               "TERM": "xterm", "PS1": "$ "}
+        _status, output = at_terminal(
+            [*sandbox.who.prefix, "bash", "--norc", "--noprofile", "-i"],
+            cwd=sandbox.home, env=env,
+            typed=((b"$ ", b"echo FIRST\r"), (b"FIRST", b"exit\r")))
+        need(b"FIRST" in output, output)
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(shared, "a") as planted:
+        planted.write(line)
+    person()
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+# == rule 3: tools' files found by a rule of the tool, not a word ==============================
+
+@escaped("tool_settings: `set auto-load safe-path /` names no file, and what gdb then "
+         "auto-loads beside a program it debugs (PROGRAM-gdb.gdb, -gdb.py) is held nowhere")
+def test_gdb_auto_load_beside_the_program(sandbox: Sandbox) -> None:
+    """The person's ~/.gdbinit has `set auto-load safe-path /` (gdb's own warning
+    suggests it); they debug a program they build in ~/work/build. A run writing ~/work
+    adds build/app-gdb.gdb; the person's next `gdb -batch ~/work/build/app` must run
+    nothing planted (the control writes it on the host, and gdb runs it)."""
+    build = sandbox.home / "work" / "build"
+    build.mkdir(parents=True)
+    shutil.copy("/bin/true", build / "app")
+    (sandbox.home / ".gdbinit").write_text("set auto-load safe-path /\n")
+    markers(sandbox)
+    sandbox.chown()
+    body = f"shell echo gdb >> {marker(sandbox, 'gdb')}\n"
+    results = plant(sandbox, [("write", "build/app-gdb.gdb", body),
+                              ("write", "notes.txt", "the rest stays writable\n")],
+                    cwd=sandbox.home / "work")
+    need(results.get("write notes.txt") == "OK", results)
+
+    def person() -> None:
+        done = host(sandbox, "gdb", "-batch", str(build / "app"))
+        ok(done, "gdb")
+
+    person()
+    assert ran(sandbox) == [], results
+    (build / "app-gdb.gdb").write_text(body)
+    sandbox.chown()
+    person()
+    need(ran(sandbox) == ["gdb"], f"the control did not run: {ran(sandbox)}")
+
+
+@escaped("tool_settings: vim's resolve(expand('<sfile>:p')) (the folder a linked init "
+         "file really lies in) names no path; the file it sources beside the link's "
+         "target is writable (only the target itself is held)")
+def test_nvim_sources_beside_its_linked_init(sandbox: Sandbox) -> None:
+    """GNU Stow's layout: ~/.config/nvim/init.vim -> ~/dotfiles/nvim/init.vim, which
+    sources local.vim from the folder it really lies in (a common dotfiles idiom). A run
+    writing ~/dotfiles appends to local.vim; the person's next nvim must run nothing
+    planted (the control appends on the host, and nvim runs it)."""
+    dotfiles = sandbox.home / "dotfiles" / "nvim"
+    dotfiles.mkdir(parents=True)
+    (dotfiles / "init.vim").write_text(
+        "exe 'source' fnamemodify(resolve(expand('<sfile>:p')), ':h') . '/local.vim'\n")
+    (dotfiles / "local.vim").write_text('" machine settings\n')
+    config = sandbox.home / ".config" / "nvim"
+    config.mkdir(parents=True)
+    (config / "init.vim").symlink_to(dotfiles / "init.vim")
+    markers(sandbox)
+    sandbox.chown()
+    line = f"call writefile(['ran'], '{marker(sandbox, 'nvim')}')\n"
+    results = plant(sandbox, [("append", "nvim/local.vim", line)],
+                    cwd=sandbox.home / "dotfiles")
+
+    def person() -> None:
+        ok(host(sandbox, "nvim", "--headless", "+qa"), "nvim")
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(dotfiles / "local.vim", "a") as planted:
+        planted.write(line)
+    person()
+    need(ran(sandbox) == ["nvim"], f"the control did not run: {ran(sandbox)}")
+
