@@ -189,7 +189,7 @@ CASES: dict[str, Case] = {
         "-oBatchMode=yes -oConnectTimeout=3\n",
         "{name}.conf", "# the team\n", "Match exec \"echo ssh >> {marker}\"\n", {},
         ("git", "ls-remote", "team-host.invalid:x"), "elsewhere"),
-    "git textconv sh -c": (  # held: a quoted script's first word
+    "git textconv sh -c": (
         ".gitconfig", "[diff \"zq\"]\n\ttextconv = \"sh -c '~/work/team/{name}.sh \\\"$0\\\"'\"\n",
         "{name}.sh", "#!/bin/sh\ncat \"$1\"\n", "echo textconv >> {marker}\n", {},
         ("git", "log", "-p", "-1", "--", "a.zq"), "elsewhere"),
@@ -212,7 +212,7 @@ CASES: dict[str, Case] = {
          "team-host", "true"), "home"),
     "ssh Match exec quoted script": (  # held
         ".ssh/config", "Match exec \"sh -c 'true; ~/work/team/{name}.sh'\"\n  User x\n",
-        "{name}.sh", "#!/bin/sh\nexit 1\n", "echo ssh >> {marker}\n", {},
+        "{name}.sh", "#!/bin/sh\n", "echo ssh >> {marker}\n", {},
         ("ssh", "-F", "{home}/.ssh/config", "-G", "team-host"), "home"),
     "hg alias shell": (  # held
         ".hgrc", "[alias]\nzq = !~/work/team/{name}.sh\n", "{name}.sh", "#!/bin/sh\n",
@@ -238,14 +238,14 @@ REASONS: dict[str, str] = {
     "git alias sh -c script": (
         "person_settings.value_paths: a quoted script (sh -c '... && ~/x') is one word, "
         "never read again as a script (environment_paths does, MAX_DEPTH)"),
+    "git textconv sh -c": (
+        "person_settings.value_paths: a quoted script (sh -c '~/x \"$0\"') is one word: "
+        "the path taken is `~/x \"$0\"` with the quotes, never ~/x"),
     "git alias command substitution": (
         "person_settings.value_paths: a word `$(~/x)` starts with `$(`, no path taken"),
     "git sshCommand -F$HOME": (
         "person_settings.value_paths: $HOME/ is taken only at a word's start or after "
         "`=`; `-F$HOME/x` (an option glued to it) names nothing"),
-    "nvim lua home on its own line": (
-        "tool_settings: home is joined only to strings on the line that names it; "
-        "`local home = os.getenv('HOME')` then `home .. '/work/x'` is missed"),
     "nvim lua table.concat": (
         "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
         "has no path word"),
@@ -363,13 +363,13 @@ SHELL_FORMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "builtin source": (".bashrc", "builtin source ~/work/team/{name}.sh", ()),
     "command dot": (".bashrc", "command . ~/work/team/{name}.sh", ()),
     "eval of a file read": (".bashrc", 'eval "$(< ~/work/team/{name}.sh)"', ()),
-    "mapfile then eval": (".bashrc", "mapfile -t L < ~/work/team/{name}.sh\n"
-                          'eval "${{L[*]}}"', ()),
-    "CRLF line end": (".bashrc", ". ~/work/team/{name}.sh\r\n", ()),
+    "read loop then eval": (".bashrc", 'while read -r l; do eval "$l"; done '
+                            "< ~/work/team/{name}.sh", ()),
+    "CRLF line ends around": (".bashrc", "true\r\n. ~/work/team/{name}.sh\n#\r", ()),
     "line continuation": (".bashrc", ". ~/work/te\\\nam/{name}.sh", ()),
     "backslash in a word": (".bashrc", ". ~/work/te\\am/{name}.sh", ()),
     "HOME with a default": (".bashrc", ". ${{HOME-/}}/work/team/{name}.sh", ()),
-    "ANSI-C tilde": (".bashrc", "source $'\\x7e/work/team/{name}.sh'", ()),
+    "ANSI-C in a word": (".bashrc", "source ~/work/$'\\x74'eam/{name}.sh", ()),
     "hash -p": (".bashrc", "hash -p ~/work/team/{name}.sh zq{name}",
                 ("-i", "-c", "zq{name}; echo BASH-RAN")),
     "export BASH_ENV": (".bashrc", "export BASH_ENV=~/work/team/{name}.sh",
@@ -379,7 +379,7 @@ SHELL_FORMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
                     ("-l", "-c", "echo BASH-RAN; exit")),
     "extglob": (".bashrc", "shopt -s extglob\n. ~/work/@(team)/{name}.sh", ()),
 }
-SHELL_REFUSED = {"ANSI-C tilde"}
+SHELL_REFUSED = {"ANSI-C in a word"}
 SHELL_REASONS = {
     "extglob": ("shell_words: `@(team)` (extglob, on from the line before) is cut at `(` "
                 "into ~/work/@ and /NAME.sh; bash sources ~/work/team/NAME.sh"),
@@ -404,7 +404,7 @@ def test_what_a_startup_file_reaches_in_another_form_is_read_only(sandbox: Sandb
     line = f"echo {form.replace(' ', '-')} >> {marker(sandbox, name)}\n"
     results = plant_or_refused(sandbox, [("append", f"team/{name}.sh", line),
                                          ("write", "notes.txt", "the rest stays writable\n")],
-                               refusal="lnk cannot judge what", cwd=sandbox.home / "work")
+                               refusal=f"~/{where} line", cwd=sandbox.home / "work")
     if form in SHELL_REFUSED:
         assert f"~/{where} line" in results.get("refused", ""), results
     else:
