@@ -17,7 +17,8 @@ A value is read as a shell would hand it to a program:
   `--require=/x/hook.js`, `-I/x/lib`, `unix:path=/run/x.sock`): split into words as
   `sh` splits them (quotes and backslashes; a quoted word with a blank is read again as
   the script `sh -c` would run), and in each word every absolute or `~/`
-  path that starts it or follows one of `=|:,;@<>([{`, a `-` opening the word or a
+  path that starts it or follows one of `=|:,;@<>([{!&` and a backquote, a `-`
+  opening the word or a
   one-letter option (`-I`).
 `$NAME` and `${NAME}` are expanded from the same environment first (a program that runs
 the value through `sh -c` does). A path ends at `:`, `;`, `,`, a quote or a bracket;
@@ -54,10 +55,11 @@ MAX_DEPTH = 3  # scripts in quoted scripts read (sh -c "bash -c '...'")
 _BLANK = re.compile(r"\s")
 _QUOTING = re.compile(r"['\"\\]")
 _EXPAND = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-# A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>([{, a `-`
+# A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>([{!&` (`!`:
+# git's shell alias, `GIT_CONFIG_VALUE_0='!~/x'`; `&&~/x`, a backquote), a `-`
 # opening the word, or a one-letter option (-I/x); running to the next : ; , quote or
 # bracket (a JSON or TOML list: `["/x"]`).
-_PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{])|(?<=^-)|(?<=^-[A-Za-z]))"
+_PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{!&`])|(?<=^-)|(?<=^-[A-Za-z]))"
                    r"(~?/[^:;,'\"`()<>|\[\]{}]*)")
 
 

@@ -161,7 +161,7 @@ def test_a_path_folder_that_is_home_shows_no_named_secret(sandbox: Sandbox) -> N
 # where it runs: "elsewhere" (an unrelated repository of theirs), "home" or "work")
 Case = tuple[str | None, str, str, str, str, dict[str, str], tuple[str, ...], str]
 CASES: dict[str, Case] = {
-    # -- rule 1: the environment -------------------------------------------------------
+    # -- rule 1: the environment (the two aliases fixed by red team 3: `!` starts a path)
     "env git alias in GIT_CONFIG_VALUE": (
         None, "", "{name}.sh", "#!/bin/sh\n", "echo alias >> {marker}\n",
         {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "alias.zq",
@@ -227,11 +227,6 @@ CASES: dict[str, Case] = {
         ("perl", "-d", "-e", "1"), "home"),
 }
 REASONS: dict[str, str] = {
-    "env git alias in GIT_CONFIG_VALUE": (
-        "environment_paths._PATH: a path after `!` (git's shell alias) starts no path, so "
-        "GIT_CONFIG_VALUE_0='!~/work/x' leaves ~/work/x writable; `git zq` runs it"),
-    "env git alias in GIT_CONFIG_PARAMETERS": (
-        "environment_paths._PATH: `=!/path` (a path after `!` after `=`) is no path"),
     "env editor through a default": (
         "environment_paths._expand: only $NAME and ${NAME} are expanded; "
         "${NAME:-WORD}, which the sh git runs the editor with expands, names nothing"),
