@@ -504,4 +504,12 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None
             elif relative_to is not None and "/" in path and "://" not in path and \
                     not path.startswith(("-", "~", "$", "(", "{")):
                 found.append(os.path.normpath(os.path.join(relative_to, path)))
+    # And every path as the environment rule reads a command (environment_paths.py): a
+    # quoted script read again as the script `sh -c` runs (`!sh -c 'git x && ~/w/y'`,
+    # textconv `sh -c '~/w/c "$0"'`), a path after `$(`, `;`, `&`, a backquote, or a
+    # one-letter option (`ssh -F$HOME/w/c`): red team 3 ran each from a grant.
+    from .environment_paths import _command_paths
+
+    expanded = text.replace("${HOME}/", home + "/").replace("$HOME/", home + "/")
+    found += _command_paths(expanded, home, 1)
     return list(dict.fromkeys(found))

@@ -175,7 +175,8 @@ CASES: dict[str, Case] = {
         "echo editor >> {marker}\n",
         {"GIT_EDITOR": "${{ZQ_TOOLS:-$HOME/work/team}}/{name}.sh"},
         ("git", "commit", "-q", "--allow-empty"), "elsewhere"),
-    # -- rule 3: git's settings ------------------------------------------------------------
+    # -- rule 3: git's settings (all four fixed by red team 3: value_paths reads a command
+    # as environment_paths does) ---------------------------------------------------------
     "git alias sh -c script": (
         ".gitconfig", "[alias]\n\tzq = \"!sh -c 'git status -s && ~/work/team/{name}.sh'\"\n",
         "{name}.sh", "#!/bin/sh\n", "echo alias >> {marker}\n", {}, ("git", "zq"),
@@ -230,17 +231,6 @@ REASONS: dict[str, str] = {
     "env editor through a default": (
         "environment_paths._expand: only $NAME and ${NAME} are expanded; "
         "${NAME:-WORD}, which the sh git runs the editor with expands, names nothing"),
-    "git alias sh -c script": (
-        "person_settings.value_paths: a quoted script (sh -c '... && ~/x') is one word, "
-        "never read again as a script (environment_paths does, MAX_DEPTH)"),
-    "git textconv sh -c": (
-        "person_settings.value_paths: a quoted script (sh -c '~/x \"$0\"') is one word: "
-        "the path taken is `~/x \"$0\"` with the quotes, never ~/x"),
-    "git alias command substitution": (
-        "person_settings.value_paths: a word `$(~/x)` starts with `$(`, no path taken"),
-    "git sshCommand -F$HOME": (
-        "person_settings.value_paths: $HOME/ is taken only at a word's start or after "
-        "`=`; `-F$HOME/x` (an option glued to it) names nothing"),
     "nvim lua table.concat": (
         "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
         "has no path word"),
