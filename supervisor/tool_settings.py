@@ -70,7 +70,8 @@ _READ_LIMIT = 1 << 20
 
 # Where a path word may start in a word of the settings: absolute or from home, after
 # the word's start or any character no path name ends in (`LESSOPEN=|~/...`, `(~/x`).
-_START = re.compile(r"(?<![\w.~$%/\\-])(?:~|\$HOME|\$\{HOME\}|%d)?/(?!/)")
+# `$HOME` after a letter too (`ProxyCommand ssh -F$HOME/x`: the shell expands it there).
+_START = re.compile(r"(?:(?<![\w.~$%/\\-])(?:~|%d)?|\$HOME|\$\{HOME\})/(?!/)")
 # Where it ends: the settings' punctuation (a blank only where quoted or escaped: the
 # words are split first, as the tools split them).
 _END = re.compile(r"""[`,;:()\[\]{}|<>'"]""")

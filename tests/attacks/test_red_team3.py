@@ -205,7 +205,7 @@ CASES: dict[str, Case] = {
         '"team", "{name}.lua"}}, "/"))\n', "{name}.lua", "-- the team\n",
         "vim.fn.writefile({{'ran'}}, '{marker}')\n", {}, ("nvim", "--headless", "+qa"),
         "home"),
-    "ssh ProxyCommand ssh -F$HOME": (
+    "ssh ProxyCommand ssh -F$HOME": (  # fixed by red team 3 (tool_settings._START)
         ".ssh/config", "Host team-host\n  ProxyCommand ssh -F$HOME/work/team/{name}.conf "
         "-W %h:%p jump.invalid\n", "{name}.conf", "# the team\n",
         "Match exec \"echo ssh >> {marker}\"\n", {},
@@ -234,9 +234,6 @@ REASONS: dict[str, str] = {
     "nvim lua table.concat": (
         "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
         "has no path word"),
-    "ssh ProxyCommand ssh -F$HOME": (
-        "tool_settings._START: $HOME after a letter (`-F$HOME/x`) starts no path; the "
-        "inner ssh's config runs its Match exec"),
     "pdb home pdbrc": (
         "tool_settings: ~/.pdbrc is not among the files read (runs_as_you lists .pdbrc "
         "for written tops only), so what it runs from a grant is writable"),
