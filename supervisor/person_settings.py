@@ -58,6 +58,10 @@ _READ_LIMIT = 1 << 20  # a startup file's bytes read; a longer one refuses the l
 
 _NAME = re.compile(r"[\w.+~-][\w./+~-]*")  # a relative name as people write them
 _SEPARATED = re.compile(r"[\s;&|()<>`'\"]+")  # what splits a string run later
+# A readline line's words: split at blanks, quotes, `:` and each backslash escape of a
+# key or macro (`\C-j`, `\M-x`, `\e`, `\n`, `\x0a`, `\012`): a macro typing a path
+# before `\C-j` (accept-line) names the path (red team 3 ran it on the next Enter).
+_MACRO_SPLIT = re.compile(r"[\s\"':]+|\\(?:[CM]-|x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)")
 _INCLUDE = re.compile(r"^[ \t]*\$include[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
 MAX_FOLDER_FILES = 256  # files read in one folder a pattern sources from (`~/.bashrc.d/*`)
 
@@ -185,7 +189,7 @@ def _readline(reading: _Reading, text: str, path: str, shown: str) -> None:
         if named is not None:
             reading.pending.append((named, f"included by {shown}"))
     for number, line in enumerate(text.splitlines(), 1):
-        for word in re.split(r"[\s\"':]+", line):
+        for word in _MACRO_SPLIT.split(line):
             value = _included(word, reading.home) if word.startswith(("~/", "/")) else None
             if value is not None:
                 reading.named.setdefault(value, f"named by {shown} line {number}")

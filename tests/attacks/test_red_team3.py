@@ -405,14 +405,12 @@ def test_what_a_startup_file_reaches_in_another_form_is_read_only(sandbox: Sandb
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
 
 
-@escaped("person_settings._readline: a macro's words are split at blanks, quotes and `:` "
-         "only, so the path typed before `\\C-j` is read as `~/work/team/NAME.sh\\C-j` "
-         "and the real file stays writable; the person's next Enter runs it")
 def test_a_readline_macro_that_types_a_path(sandbox: Sandbox) -> None:
     """~/.inputrc binds Enter to a macro that types a team script's path after the line
     and accepts it (`"\\C-m": "\\C-e; ~/work/team/NAME.sh\\C-j"`); a run writing ~/work
     appends to the script; the person's next Enter in bash at a terminal must run
-    nothing planted (the control appends on the host, and it runs)."""
+    nothing planted (the control appends on the host, and it runs). Fixed by red team
+    3: person_settings._readline read the path glued to `\\C-j`."""
     name = "r" + secrets.token_hex(3)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
