@@ -134,13 +134,11 @@ def test_env_value_forms_under_a_home_read_are_hidden(sandbox: Sandbox) -> None:
     assert leaked == [], found
 
 
-@escaped("home_hidden.found (via grants.undotted): a path a variable names is shown "
-         "when it lies in any folder of PATH, and PATH may hold home itself "
-         "(`PATH=$PATH:$HOME`): then every secret any variable names in home is shown")
 def test_a_path_folder_that_is_home_shows_no_named_secret(sandbox: Sandbox) -> None:
     """The person's PATH ends in their home (`export PATH=$PATH:~`, an old habit); a
     made-up variable names a token at ~/zqcloud/token. Under read = ["~"] the token
-    must stay hidden (the control: without PATH holding home, it is)."""
+    must stay hidden (the control: without PATH holding home, it is). Fixed by red
+    team 3: home_hidden.found showed whatever lay in a PATH folder at any depth."""
     home = sandbox.home
     tag = secrets.token_hex(3)
     text = secret(home / f"zqcloud{tag}" / "token")
