@@ -46,8 +46,9 @@ from .host_walk import read_small
 
 # The editors' own entry files inside their places (vim's and nvim's manuals, "vimrc",
 # "config"; tmux(1); Emacs' "Init File"), the other version-control systems' user
-# settings (hgrc(5) "Files"; Sapling's and Jujutsu's configuration pages), and the
-# system's files read as the person. A name with `*` is each file its folder holds.
+# settings (hgrc(5) "Files"; Sapling's and Jujutsu's configuration pages), the
+# system's files read as the person, and the debuggers' and REPLs' home startup
+# files. A name with `*` is each file its folder holds.
 EDITOR_STARTUP = (
     "~/.config/nvim/init.vim", "~/.config/nvim/init.lua", "~/.vim/vimrc", "~/.vim/gvimrc",
     "~/.gvimrc", "~/.exrc", "~/.config/tmux/tmux.conf", "~/.emacs.d/init.el",
@@ -57,6 +58,11 @@ EDITOR_STARTUP = (
     "/etc/ssh/ssh_config", "/etc/vim/vimrc", "/etc/vim/vimrc.local", "/etc/vim/gvimrc",
     "/etc/xdg/nvim/sysinit.vim", "/usr/share/nvim/sysinit.vim", "/etc/tmux.conf",
     "/etc/mercurial/hgrc", "/etc/mercurial/hgrc.d/*",
+    # The home copies of the folder startup files (runs_as_you._FOLDER_STARTUP): each
+    # runs as its tool's code at every start (red team 3 ran what ~/.pdbrc and ~/.perldb
+    # named from a grant).
+    "~/.pdbrc", "~/.perldb", "~/.lldbinit", "~/.irbrc", "~/.pryrc", "~/.byebugrc",
+    "~/.Rprofile", "~/.octaverc", "~/.ghci", "~/.ocamlinit", "~/.iex.exs",
 )
 # Read by their own rules: the shells' files by person_settings.py (which knows which
 # words are commands: `cd ~/work/proj` names no code), git's by value_paths.

@@ -216,7 +216,7 @@ CASES: dict[str, Case] = {
     "hg alias shell": (  # held
         ".hgrc", "[alias]\nzq = !~/work/team/{name}.sh\n", "{name}.sh", "#!/bin/sh\n",
         "echo hg >> {marker}\n", {}, ("hg", "zq"), "elsewhere-hg"),
-    "pdb home pdbrc": (
+    "pdb home pdbrc": (  # this and the next fixed by red team 3 (EDITOR_STARTUP)
         ".pdbrc", "exec(open('{home}/work/team/{name}.py').read())\n", "{name}.py",
         "# the team\n", "open('{marker}', 'a').write('pdb')\n", {},
         ("python3", "-m", "pdb", "-c", "continue", "{home}/script.py"), "home"),
@@ -232,12 +232,6 @@ REASONS: dict[str, str] = {
     "nvim lua table.concat": (
         "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
         "has no path word"),
-    "pdb home pdbrc": (
-        "tool_settings: ~/.pdbrc is not among the files read (runs_as_you lists .pdbrc "
-        "for written tops only), so what it runs from a grant is writable"),
-    "perl debugger home perldb": (
-        "tool_settings: ~/.perldb is not among the files read, so a file it `do`es from "
-        "a grant is writable"),
 }
 
 
