@@ -192,6 +192,15 @@ CASES: dict[str, Case] = {
         ".gitconfig", "[diff \"zq\"]\n\ttextconv = \"sh -c '~/work/team/{name}.sh \\\"$0\\\"'\"\n",
         "{name}.sh", "#!/bin/sh\ncat \"$1\"\n", "echo textconv >> {marker}\n", {},
         ("git", "log", "-p", "-1", "--", "a.zq"), "elsewhere"),
+    "git include relative to an included file": (  # held
+        ".gitconfig", "[include]\n\tpath = ~/work/team/main.gitconfig\n", "{name}.inc",
+        "# the team\n", "[core]\n\tfsmonitor = \"sh -c 'echo git >> {marker}'\"\n", {},
+        ("git", "status"), "elsewhere"),
+    "git ext remote in a url subsection": (
+        ".gitconfig", "[protocol \"ext\"]\n\tallow = always\n"
+        "[url \"ext::{home}/work/team/{name}.sh %S\"]\n\tinsteadOf = team:\n",
+        "{name}.sh", "#!/bin/sh\n", "echo ext >> {marker}\n", {},
+        ("git", "ls-remote", "team:x"), "elsewhere"),
     # -- rule 3: other tools ---------------------------------------------------------------
     "nvim lua home on its own line": (
         ".config/nvim/init.lua", 'local home = os.getenv("HOME")\n'
@@ -225,7 +234,16 @@ CASES: dict[str, Case] = {
         "system(q{{echo perl >> {marker}}});\n", {"PERLDB_OPTS": "NonStop=1"},
         ("perl", "-d", "-e", "1"), "home"),
 }
+# Files of the person's made before, below home, for a case: (path, text).
+EXTRA: dict[str, tuple[tuple[str, str], ...]] = {
+    "git include relative to an included file": (
+        ("work/team/main.gitconfig", "[include]\n\tpath = {name}.inc\n"),),
+}
 REASONS: dict[str, str] = {
+    "git ext remote in a url subsection": (
+        "person_settings.value_paths / settings_named: a program named in a key's "
+        "subsection (url.\"ext::PROGRAM %S\".insteadOf) is never read: only values are, "
+        "and .insteadof values are left out as work"),
     "env editor through a default": (
         "environment_paths._expand: only $NAME and ${NAME} are expanded; "
         "${NAME:-WORD}, which the sh git runs the editor with expands, names nothing"),
@@ -249,6 +267,8 @@ def _team(box: Sandbox, case: str, name: str) -> Path:
         if settings.startswith(".ssh"):
             path.parent.chmod(0o700)
             path.chmod(0o600)
+    for path, text in EXTRA.get(case, ()):
+        (box.home / path).write_text(text.format(name=name, home=box.home))
     (box.home / "script.py").write_text("x = 1\n")
     if where == "elsewhere":
         repo = repository(box, box.base / "elsewhere")
@@ -352,8 +372,13 @@ SHELL_FORMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "bash_logout": (".bash_logout", ". ~/work/team/{name}.sh",
                     ("-l", "-c", "echo BASH-RAN; exit")),
     "extglob": (".bashrc", "shopt -s extglob\n. ~/work/@(team)/{name}.sh", ()),
+    "NUL in the path": (".bashrc", ". ~/work/te\0am/{name}.sh", ()),  # bash drops NUL
+    "after a 600 KB line": (".bashrc", 'A="' + "x" * 600_000 + '"\n. ~/work/team/{name}.sh',
+                            ()),
+    "function named like a command": (".bashrc", 'git() {{ ~/work/team/{name}.sh; }}',
+                                      ("-i", "-c", "git; echo BASH-RAN")),
 }
-SHELL_REFUSED = {"ANSI-C in a word"}
+SHELL_REFUSED = {"ANSI-C in a word", "NUL in the path"}
 SHELL_REASONS = {
     "extglob": ("shell_words: `@(team)` (extglob, on from the line before) is cut at `(` "
                 "into ~/work/@ and /NAME.sh; bash sources ~/work/team/NAME.sh"),
@@ -499,3 +524,39 @@ def test_nvim_sources_beside_its_linked_init(sandbox: Sandbox) -> None:
     person()
     need(ran(sandbox) == ["nvim"], f"the control did not run: {ran(sandbox)}")
 
+
+
+def test_a_relative_hooks_path_in_the_persons_settings(sandbox: Sandbox) -> None:
+    """The person's ~/.gitconfig says `core.hooksPath = .githooks` (each repository
+    keeps its own hooks, tracked); a run in their repository adds
+    .githooks/post-checkout; the person's next `git checkout` there must run nothing
+    planted (the control writes the hook on the host, and git runs it)."""
+    (sandbox.home / ".gitconfig").write_text("[core]\n\thooksPath = .githooks\n")
+    project = repository(sandbox, sandbox.project)
+    (project / ".githooks").mkdir()
+    (project / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    host(sandbox, "git", "add", ".githooks", cwd=project, env=git_env(sandbox))
+    host(sandbox, "git", "commit", "-q", "-m", "hooks", cwd=project, env=git_env(sandbox))
+    markers(sandbox)
+    sandbox.chown()
+    hook = f"#!/bin/sh\necho hook >> {marker(sandbox, 'hook')}\n"
+    results = plant(sandbox, [("make", ".githooks/post-checkout", hook),
+                              ("write", "notes.txt", "the rest stays writable\n")],
+                    cwd=project)
+    need(results.get("write notes.txt") == "OK", results)
+
+    def person(branch: str) -> None:
+        done = host(sandbox, "git", "checkout", "-q", "-b", branch, cwd=project,
+                    env=git_env(sandbox))
+        ok(done, "git checkout")
+
+    person("one")
+    assert ran(sandbox) == [], results
+    planted = project / ".githooks" / "post-checkout"
+    if planted.is_dir():
+        planted.rmdir()
+    planted.write_text(hook)
+    planted.chmod(0o755)
+    sandbox.chown()
+    person("two")
+    need(ran(sandbox) == ["hook"], f"the control did not run: {ran(sandbox)}")
