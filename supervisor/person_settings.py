@@ -472,6 +472,7 @@ def _folder_files(folder: str, limit: int = 64) -> list[str]:
 # address (a local one's repository below a written folder is held as a repository).
 _WORK_KEYS = ("safe.directory", "core.worktree")
 _WORK_SUFFIXES = (".url", ".pushurl", ".insteadof", ".pushinsteadof")
+_EXT = "ext::"  # git-remote-ext(1): the rest is a program and its arguments
 
 
 def value_paths(key: str, value: str, home: str, relative_to: str | None = None
@@ -480,7 +481,14 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None
     normalized: absolute, from home (`~/`, and `$HOME/` or `${HOME}/`, which the shell
     git runs a command with expands), and with `relative_to` (the work tree, where git
     runs commands) every relative word with a `/` in it (`tools/run.sh`); none for a
-    key that names work rather than settings."""
+    key that names work rather than settings. git's ext:: transport runs a program: the
+    command of an `ext::` url, or of the url subsection an insteadOf rewrites to
+    (`[url "ext::/x/run %S"] insteadOf = team:`), is read as a command's value."""
+    ext = value[len(_EXT):] if value.startswith(_EXT) else None
+    if key.startswith("url." + _EXT) and key.endswith(_WORK_SUFFIXES[2:]):
+        ext = key[len("url." + _EXT):key.rindex(".")]
+    if ext is not None:
+        return value_paths("core.ext", ext, home, relative_to)
     if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES) or not ("/" in value or
                                                                "~" in value):
         return []

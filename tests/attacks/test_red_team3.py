@@ -196,7 +196,7 @@ CASES: dict[str, Case] = {
         ".gitconfig", "[include]\n\tpath = ~/work/team/main.gitconfig\n", "{name}.inc",
         "# the team\n", "[core]\n\tfsmonitor = \"sh -c 'echo git >> {marker}'\"\n", {},
         ("git", "status"), "elsewhere"),
-    "git ext remote in a url subsection": (
+    "git ext remote in a url subsection": (  # fixed by red team 3 (value_paths)
         ".gitconfig", "[protocol \"ext\"]\n\tallow = always\n"
         "[url \"ext::{home}/work/team/{name}.sh %S\"]\n\tinsteadOf = team:\n",
         "{name}.sh", "#!/bin/sh\n", "echo ext >> {marker}\n", {},
@@ -240,10 +240,6 @@ EXTRA: dict[str, tuple[tuple[str, str], ...]] = {
         ("work/team/main.gitconfig", "[include]\n\tpath = {name}.inc\n"),),
 }
 REASONS: dict[str, str] = {
-    "git ext remote in a url subsection": (
-        "person_settings.value_paths / settings_named: a program named in a key's "
-        "subsection (url.\"ext::PROGRAM %S\".insteadOf) is never read: only values are, "
-        "and .insteadof values are left out as work"),
     "env editor through a default": (
         "environment_paths._expand: only $NAME and ${NAME} are expanded; "
         "${NAME:-WORD}, which the sh git runs the editor with expands, names nothing"),
