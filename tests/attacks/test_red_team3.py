@@ -168,7 +168,7 @@ CASES: dict[str, Case] = {
         None, "", "{name}.sh", "#!/bin/sh\n", "echo alias >> {marker}\n",
         {"GIT_CONFIG_PARAMETERS": "'alias.zq=!{home}/work/team/{name}.sh'"},
         ("git", "zq"), "elsewhere"),
-    "env editor through a default": (  # ${VAR:-x}: a form sh expands, the rule does not
+    "env editor through a default": (  # ${VAR:-x}: fixed by red team 3 (_expand)
         None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
         "echo editor >> {marker}\n",
         {"GIT_EDITOR": "${{ZQ_TOOLS:-$HOME/work/team}}/{name}.sh"},
@@ -240,9 +240,6 @@ EXTRA: dict[str, tuple[tuple[str, str], ...]] = {
         ("work/team/main.gitconfig", "[include]\n\tpath = {name}.inc\n"),),
 }
 REASONS: dict[str, str] = {
-    "env editor through a default": (
-        "environment_paths._expand: only $NAME and ${NAME} are expanded; "
-        "${NAME:-WORD}, which the sh git runs the editor with expands, names nothing"),
     "nvim lua table.concat": (
         "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
         "has no path word"),
