@@ -371,11 +371,8 @@ SHELL_FORMS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "function named like a command": (".bashrc", 'git() {{ ~/work/team/{name}.sh; }}',
                                       ("-i", "-c", "git; echo BASH-RAN")),
 }
-SHELL_REFUSED = {"ANSI-C in a word", "NUL in the path"}
-SHELL_REASONS = {
-    "extglob": ("shell_words: `@(team)` (extglob, on from the line before) is cut at `(` "
-                "into ~/work/@ and /NAME.sh; bash sources ~/work/team/NAME.sh"),
-}
+SHELL_REFUSED = {"ANSI-C in a word", "NUL in the path", "extglob"}
+SHELL_REASONS: dict[str, str] = {}  # extglob fixed by red team 3 (shell_words)
 
 
 @pytest.mark.parametrize("form", [
