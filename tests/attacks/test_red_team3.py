@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from support.actions import SCRIPT
 from support.processes import at_terminal
 from support.red_team import (
     SYSTEM_PATH,
@@ -313,13 +314,11 @@ def test_what_the_persons_settings_name_in_a_grant_runs_nothing(sandbox: Sandbox
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
 
 
-@escaped("environment_paths/home_places: a value that is the write grant is left open "
-         "(stated: what a tool reads below it by a name of its own), and VIMRUNTIME is "
-         "not in CODE_PLACES; nvim runs $VIMRUNTIME/plugin/*.vim at every start")
 def test_vimruntime_that_is_the_grant(sandbox: Sandbox) -> None:
     """A Neovim developer runs a sandbox in their runtime checkout, which their
     environment's VIMRUNTIME names; the run adds plugin/NAME.vim; the person's next
-    nvim, anywhere, must not run it (the control writes it on the host)."""
+    nvim, anywhere, must not run it (the control writes it on the host). Fixed by red
+    team 3: VIMRUNTIME is one of home_places.CODE_PLACES (the launch is refused)."""
     runtime = sandbox.home / "src" / "runtime"
     (runtime / "plugin").mkdir(parents=True)
     (runtime / "plugin" / "base.vim").write_text('" the runtime\n')
@@ -328,8 +327,14 @@ def test_vimruntime_that_is_the_grant(sandbox: Sandbox) -> None:
     name = "v" + secrets.token_hex(3)
     env = {"VIMRUNTIME": str(runtime)}
     body = f"call writefile(['ran'], '{marker(sandbox, name)}')\n"
-    results = plant(sandbox, [("write", f"plugin/{name}.vim", body)], cwd=runtime,
-                    spec='[files]\nwrite = ["."]\n')
+    done = sandbox.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps(
+        [["write", f"plugin/{name}.vim", body]]), cwd=runtime, env=env,
+        spec='[files]\nwrite = ["."]\n')
+    if done.returncode == 125 and "STARTED" not in done.stdout:  # refused: held
+        assert "VIMRUNTIME" in done.stderr, done.stderr
+    else:
+        need(done.stdout.startswith("STARTED "), f"never started inside: {done.stderr}")
+    results = done.stdout + done.stderr
 
     def person() -> None:
         host(sandbox, "nvim", "--headless", "+qa", env=env)
