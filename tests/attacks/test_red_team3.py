@@ -158,6 +158,7 @@ def test_a_path_folder_that_is_home_shows_no_named_secret(sandbox: Sandbox) -> N
 # (the person's settings file or None, its text, the team's file below ~/work/team, its
 # first text, what is appended inside, the person's environment, the person's command,
 # where it runs: "elsewhere" (an unrelated repository of theirs), "home" or "work")
+MANY = "ZQ_MANY"  # the case's environment gets this many made-up path variables more
 Case = tuple[str | None, str, str, str, str, dict[str, str], tuple[str, ...], str]
 CASES: dict[str, Case] = {
     # -- rule 1: the environment (the two aliases fixed by red team 3: `!` starts a path)
@@ -173,6 +174,19 @@ CASES: dict[str, Case] = {
         None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
         "echo editor >> {marker}\n",
         {"GIT_EDITOR": "${{ZQ_TOOLS:-$HOME/work/team}}/{name}.sh"},
+        ("git", "commit", "-q", "--allow-empty"), "elsewhere"),
+    "env editor through a link in home": (  # held
+        None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
+        "echo editor >> {marker}\n", {"GIT_EDITOR": "~/teamlink/{name}.sh"},
+        ("git", "commit", "-q", "--allow-empty"), "elsewhere"),
+    "env editor after a 100 KB word": (  # held
+        None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
+        "echo editor >> {marker}\n",
+        {"GIT_EDITOR": "env ZQ=" + "x" * 100_000 + " ~/work/team/{name}.sh"},
+        ("git", "commit", "-q", "--allow-empty"), "elsewhere"),
+    "env editor among 3000 variables": (  # held
+        None, "", "{name}.sh", "#!/bin/sh\necho message > \"$1\"\n",
+        "echo editor >> {marker}\n", {"GIT_EDITOR": "~/work/team/{name}.sh", MANY: "3000"},
         ("git", "commit", "-q", "--allow-empty"), "elsewhere"),
     # -- rule 3: git's settings (all four fixed by red team 3: value_paths reads a command
     # as environment_paths does) ---------------------------------------------------------
@@ -202,6 +216,15 @@ CASES: dict[str, Case] = {
         "[url \"ext::{home}/work/team/{name}.sh %S\"]\n\tinsteadOf = team:\n",
         "{name}.sh", "#!/bin/sh\n", "echo ext >> {marker}\n", {},
         ("git", "ls-remote", "team:x"), "elsewhere"),
+    "git includeIf relative to home's file": (  # held
+        ".gitconfig", "[includeIf \"gitdir:/\"]\n\tpath = work/team/{name}.inc\n",
+        "{name}.inc", "# the team\n",
+        "[core]\n\tfsmonitor = \"sh -c 'echo git >> {marker}'\"\n", {},
+        ("git", "status"), "elsewhere"),
+    "git XDG config fsmonitor": (  # held
+        ".config/git/config", "[core]\n\tfsmonitor = ~/work/team/{name}.sh\n",
+        "{name}.sh", "#!/bin/sh\n", "echo git >> {marker}\n", {}, ("git", "status"),
+        "elsewhere"),
     # -- rule 3: other tools ---------------------------------------------------------------
     "nvim lua home on its own line": (
         ".config/nvim/init.lua", 'local home = os.getenv("HOME")\n'
@@ -236,7 +259,8 @@ CASES: dict[str, Case] = {
         ("perl", "-d", "-e", "1"), "home"),
 }
 # Files of the person's made before, below home, for a case: (path, text).
-EXTRA: dict[str, tuple[tuple[str, str], ...]] = {
+EXTRA: dict[str, tuple[tuple[str, str], ...]] = {  # "-> TARGET": a link
+    "env editor through a link in home": (("teamlink", "-> work/team"),),
     "git include relative to an included file": (
         ("work/team/main.gitconfig", "[include]\n\tpath = {name}.inc\n"),),
 }
@@ -262,7 +286,10 @@ def _team(box: Sandbox, case: str, name: str) -> Path:
             path.parent.chmod(0o700)
             path.chmod(0o600)
     for path, text in EXTRA.get(case, ()):
-        (box.home / path).write_text(text.format(name=name, home=box.home))
+        if text.startswith("-> "):
+            (box.home / path).symlink_to(text[3:])
+        else:
+            (box.home / path).write_text(text.format(name=name, home=box.home))
     (box.home / "script.py").write_text("x = 1\n")
     if where == "elsewhere":
         repo = repository(box, box.base / "elsewhere")
@@ -287,7 +314,10 @@ def test_what_the_persons_settings_name_in_a_grant_runs_nothing(sandbox: Sandbox
     name = "t" + secrets.token_hex(3)
     _, _, _, _, text, variables, command, where = CASES[case]
     shared = _team(sandbox, case, name)
-    env = {k: v.format(home=sandbox.home, name=name) for k, v in variables.items()}
+    env = {k: v.format(home=sandbox.home, name=name) for k, v in variables.items()
+           if k != MANY}
+    for index in range(int(variables.get(MANY, "0"))):
+        env[f"ZQ{index}_{secrets.token_hex(2).upper()}"] = f"{sandbox.home}/zq{index}/f"
     markers(sandbox)
     sandbox.chown()
     appended = text.format(marker=marker(sandbox, name))
@@ -555,3 +585,36 @@ def test_a_relative_hooks_path_in_the_persons_settings(sandbox: Sandbox) -> None
     sandbox.chown()
     person("two")
     need(ran(sandbox) == ["hook"], f"the control did not run: {ran(sandbox)}")
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed here")
+@escaped("person_settings.SHELL_STARTUP: fish's ~/.config/fish/config.fish is read, not "
+         "conf.d/*.fish, which fish sources first at every start (nor functions/*.fish, "
+         "autoloaded by name); a file a conf.d snippet sources from a grant is writable")
+def test_a_fish_conf_d_snippet_sources_from_a_grant(sandbox: Sandbox) -> None:
+    """~/.config/fish/conf.d/team.fish sources ~/work/team/NAME.fish; a run writing
+    ~/work appends to it; the person's next fish must run nothing planted."""
+    name = "s" + secrets.token_hex(3)
+    team = sandbox.home / "work" / "team"
+    team.mkdir(parents=True)
+    shared = team / f"{name}.fish"
+    shared.write_text("set -g TEAM 1\n")
+    conf = sandbox.home / ".config" / "fish" / "conf.d"
+    conf.mkdir(parents=True)
+    (conf / "team.fish").write_text(f"source ~/work/team/{name}.fish\n")
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo fish >> {marker(sandbox, name)}\n"
+    results = plant(sandbox, [("append", f"team/{name}.fish", line)],
+                    cwd=sandbox.home / "work")
+
+    def person() -> None:
+        done = host(sandbox, "fish", "-c", "echo FISH-RAN")
+        need("FISH-RAN" in done.stdout, f"the person's fish did not run: {done.stderr}")
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(shared, "a") as planted:
+        planted.write(line)
+    person()
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
