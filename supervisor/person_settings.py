@@ -52,6 +52,8 @@ SHELL_STARTUP = (
     "/etc/profile", "/etc/bash.bashrc", "/etc/zsh/zshenv", "/etc/zsh/zprofile",
     "/etc/zsh/zshrc", "/etc/zsh/zlogin", "/etc/zshenv", "/etc/zshrc",
 )
+# fish's folders of startup files (fish(1) "Configuration files"; functions autoload).
+FISH_FOLDERS = ("~/.config/fish/conf.d", "~/.config/fish/functions")
 READLINE_STARTUP = ("~/.inputrc", "/etc/inputrc")
 MAX_SOURCED = 400  # files read in all; more refuses the launch (Sources.refusals)
 _READ_LIMIT = 1 << 20  # a startup file's bytes read; a longer one refuses the launch
@@ -152,6 +154,15 @@ def _read_sources(home: str, env: dict[str, str] | os._Environ[str]) -> Sources:
         starts.append((path, "readline's startup file"))
     reading = _Reading(home, env)
     reading.pending = list(starts)
+    for name in FISH_FOLDERS:  # fish sources conf.d/*.fish at every start, autoloads
+        folder = home + name[1:]  # functions/NAME.fish when NAME is typed (red team 3)
+        files = [f for f in _folder_files(folder, 1 << 16) if f.endswith(".fish")]
+        if len(files) > MAX_FOLDER_FILES:
+            reading.refuse(f"{reading.shown(folder)} (fish's startup files)", "it holds "
+                           f"more than {MAX_FOLDER_FILES} files, more than lnk reads",
+                           "keep fewer files there")
+            files = files[:MAX_FOLDER_FILES]
+        reading.pending += [(f, "fish's startup file") for f in files]
     while reading.pending:
         path, why = reading.pending.pop(0)
         path = os.path.normpath(path)

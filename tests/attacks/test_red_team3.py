@@ -588,12 +588,10 @@ def test_a_relative_hooks_path_in_the_persons_settings(sandbox: Sandbox) -> None
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed here")
-@escaped("person_settings.SHELL_STARTUP: fish's ~/.config/fish/config.fish is read, not "
-         "conf.d/*.fish, which fish sources first at every start (nor functions/*.fish, "
-         "autoloaded by name); a file a conf.d snippet sources from a grant is writable")
 def test_a_fish_conf_d_snippet_sources_from_a_grant(sandbox: Sandbox) -> None:
     """~/.config/fish/conf.d/team.fish sources ~/work/team/NAME.fish; a run writing
-    ~/work appends to it; the person's next fish must run nothing planted."""
+    ~/work appends to it; the person's next fish must run nothing planted. Fixed by red
+    team 3 (person_settings.FISH_FOLDERS); skipped where fish is not installed."""
     name = "s" + secrets.token_hex(3)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
