@@ -236,6 +236,10 @@ CASES: dict[str, Case] = {
         '"team", "{name}.lua"}}, "/"))\n', "{name}.lua", "-- the team\n",
         "vim.fn.writefile({{'ran'}}, '{marker}')\n", {}, ("nvim", "--headless", "+qa"),
         "home"),
+    "gdb python os.path.join": (
+        ".gdbinit", "python\nimport os\nexec(open(os.path.join(os.environ['HOME'], "
+        "'work/team/{name}.py')).read())\nend\n", "{name}.py", "# the team\n",
+        "open('{marker}', 'a').write('gdb')\n", {}, ("gdb", "-batch"), "home"),
     "ssh ProxyCommand ssh -F$HOME": (  # fixed by red team 3 (tool_settings._START)
         ".ssh/config", "Host team-host\n  ProxyCommand ssh -F$HOME/work/team/{name}.conf "
         "-W %h:%p jump.invalid\n", "{name}.conf", "# the team\n",
@@ -265,6 +269,9 @@ EXTRA: dict[str, tuple[tuple[str, str], ...]] = {  # "-> TARGET": a link
         ("work/team/main.gitconfig", "[include]\n\tpath = {name}.inc\n"),),
 }
 REASONS: dict[str, str] = {
+    "gdb python os.path.join": (
+        "tool_settings: a path joined from parts (os.path.join(os.environ['HOME'], "
+        "'work/x.py')) has no absolute word; home is joined only to absolute strings"),
     "nvim lua table.concat": (
         "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
         "has no path word"),
