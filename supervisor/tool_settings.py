@@ -84,6 +84,10 @@ _END = re.compile(r"""[`,;:()\[\]{}|<>'"]""")
 # The home folder spelled in the settings' own language, joined to an absolute-looking
 # string (`os.getenv("HOME") .. "/work/x"`, `$HOME . '/work/x'`, `expand('~')`).
 _HOME_JOINED = re.compile(r"HOME|~|homedir|home_dir", re.IGNORECASE)
+# A quoted relative string with a `/` in it, on a line that names home: a part a
+# settings' language joins to home (red team 3: gdb's python `os.path.join(os.environ[
+# 'HOME'], 'work/x.py')`).
+_RELATIVE_PART = re.compile(r"""(['"])([^'"\s/$~%][^'"\s]*/[^'"\s]*)\1""")
 _SSH_INCLUDE = re.compile(r"^[ \t]*include(?:[ \t]*=[ \t]*|[ \t]+)(.+?)[ \t]*$",
                           re.MULTILINE | re.IGNORECASE)
 _PATTERN = re.compile(r"[*?\[]|%[^d%]")
@@ -213,6 +217,9 @@ def path_words(text: str) -> list[tuple[str, bool]]:
                 found.append((spelled, False))
                 if joined and spelled.startswith("/"):
                     found.append((spelled, True))
+        if joined:  # a relative part joined to home (os.path.join(HOME, 'work/x.py'))
+            found += [("/" + m.group(2), True) for m in _RELATIVE_PART.finditer(line)
+                      if "://" not in m.group(2)]
     return found
 
 

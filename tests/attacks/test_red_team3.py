@@ -236,7 +236,7 @@ CASES: dict[str, Case] = {
         '"team", "{name}.lua"}}, "/"))\n', "{name}.lua", "-- the team\n",
         "vim.fn.writefile({{'ran'}}, '{marker}')\n", {}, ("nvim", "--headless", "+qa"),
         "home"),
-    "gdb python os.path.join": (
+    "gdb python os.path.join": (  # fixed by red team 3 (tool_settings._RELATIVE_PART)
         ".gdbinit", "python\nimport os\nexec(open(os.path.join(os.environ['HOME'], "
         "'work/team/{name}.py')).read())\nend\n", "{name}.py", "# the team\n",
         "open('{marker}', 'a').write('gdb')\n", {}, ("gdb", "-batch"), "home"),
@@ -269,9 +269,6 @@ EXTRA: dict[str, tuple[tuple[str, str], ...]] = {  # "-> TARGET": a link
         ("work/team/main.gitconfig", "[include]\n\tpath = {name}.inc\n"),),
 }
 REASONS: dict[str, str] = {
-    "gdb python os.path.join": (
-        "tool_settings: a path joined from parts (os.path.join(os.environ['HOME'], "
-        "'work/x.py')) has no absolute word; home is joined only to absolute strings"),
     "nvim lua table.concat": (
         "tool_settings: a path joined from parts (table.concat({HOME, 'work', ...}, '/')) "
         "has no path word"),
