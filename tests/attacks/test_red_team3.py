@@ -620,3 +620,32 @@ def test_a_fish_conf_d_snippet_sources_from_a_grant(sandbox: Sandbox) -> None:
         planted.write(line)
     person()
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+def test_a_linked_bashrc_sources_beside_its_real_file(sandbox: Sandbox) -> None:
+    """The bash form of nvim's escape above: ~/.bashrc -> ~/dotfiles/bashrc, which
+    sources local.sh from the folder it really lies in (`readlink -f` of BASH_SOURCE).
+    A run writing ~/dotfiles appends to local.sh; the person's next bash must run
+    nothing planted (the control appends on the host, and bash runs it)."""
+    dotfiles = sandbox.home / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "bashrc").write_text(
+        '. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/local.sh"\n')
+    (dotfiles / "local.sh").write_text("LOCAL=1\n")
+    (sandbox.home / ".bashrc").symlink_to("dotfiles/bashrc")
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo local >> {marker(sandbox, 'local')}\n"
+    results = plant_or_refused(sandbox, [("append", "local.sh", line)],
+                               refusal="~/.bashrc", cwd=dotfiles)
+
+    def person() -> None:
+        done = host(sandbox, "bash", "-i", "-c", "echo BASH-RAN", env={"TERM": "xterm"})
+        need("BASH-RAN" in done.stdout, f"the person's bash did not run: {done.stderr}")
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(dotfiles / "local.sh", "a") as planted:
+        planted.write(line)
+    person()
+    need(ran(sandbox) == ["local"], f"the control did not run: {ran(sandbox)}")
