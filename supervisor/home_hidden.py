@@ -40,6 +40,7 @@ the person named it.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import stat
@@ -109,7 +110,13 @@ def found(home: str, xdg: Iterable[tuple[str, str]], links: Iterable[str],
     program_folders = [os.path.realpath(folder) for folder in programs]
     for variable, path in named:
         real = os.path.realpath(path)
-        if not _outside_dot_entries(home, real) or (cwd and is_within(cwd, real)) or any(
+        # in a dot entry reopened as code (~/.local/lib, ~/.rustup), what a variable
+        # names is a setting all the same (red team 3 read a token kept there)
+        reopened = os.path.lexists(real) and any(
+            fnmatch.fnmatchcase(real, place) or fnmatch.fnmatchcase(real, place + "/*")
+            for place in places)
+        if not (_outside_dot_entries(home, real) or reopened) or (
+                cwd and is_within(cwd, real)) or any(
                 _program(real, folder, home) for folder in program_folders):
             continue
         out.append(Found(real, os.path.isdir(real), ENVIRONMENT_REASON.format(

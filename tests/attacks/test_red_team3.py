@@ -649,3 +649,22 @@ def test_a_linked_bashrc_sources_beside_its_real_file(sandbox: Sandbox) -> None:
         planted.write(line)
     person()
     need(ran(sandbox) == ["local"], f"the control did not run: {ran(sandbox)}")
+
+
+def test_a_secret_a_variable_names_in_a_reopened_dot_folder(sandbox: Sandbox) -> None:
+    """Home's dot entries are hidden under read = ["~"], and a short list of them is
+    reopened as code without secrets (~/.local/lib, ~/.rustup). A made-up variable names
+    a token the person keeps in one of them: what the environment names is a setting,
+    hidden like the others (the control, without the variable, reads it: reopened)."""
+    home = sandbox.home
+    tag = secrets.token_hex(3)
+    paths = [home / ".local" / "lib" / f"zq{tag}" / "token", home / ".rustup" / f"zq{tag}"]
+    texts = [secret(path) for path in paths]
+    (home / "notes.txt").write_text("the person's notes\n")
+    sandbox.chown()
+    control = read_inside(sandbox, home / "notes.txt", *paths)
+    need(all(text in control.values() for text in texts), f"not reopened: {control}")
+    env = {made_up(): str(paths[0].parent), made_up(): f"--token-file={paths[1]}"}
+    found = read_inside(sandbox, home / "notes.txt", *paths, env=env)
+    need(found[str(home / "notes.txt")] == "the person's notes\n", found)
+    assert [text for text in texts if text in found.values()] == [], found
