@@ -16,7 +16,7 @@ A value is read as a shell would hand it to a program:
 - anything else is read as a command or options (`nvim -u ~/x`, `|~/bin/f %s`,
   `--require=/x/hook.js`, `-I/x/lib`, `unix:path=/run/x.sock`): split into words as
   `sh` splits them (quotes and backslashes; a quoted word with a blank is read again as
-  the script `sh -c` would run), and in each word every absolute or `~/`
+  the script `sh -c` would run), and in each word every absolute, `~/` or `~name/`
   path that starts it or follows one of `=|:,;@<>([{!&` and a backquote, a `-`
   opening the word or a
   one-letter option (`-I`).
@@ -61,7 +61,7 @@ _EXPAND = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*
 # opening the word, or a one-letter option (-I/x); running to the next : ; , quote or
 # bracket (a JSON or TOML list: `["/x"]`).
 _PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{!&`])|(?<=^-)|(?<=^-[A-Za-z]))"
-                   r"(~?/[^:;,'\"`()<>|\[\]{}]*)")
+                   r"((?:~[a-z_][a-z0-9_.-]*)?~?/[^:;,'\"`()<>|\[\]{}]*)")
 
 
 class EnvironmentPath(NamedTuple):
@@ -136,6 +136,13 @@ def _as_path(text: str, home: str) -> str | None:
         text = home + text[1:]
     elif text == "~":
         return None
+    elif text.startswith("~") and "/" in text:  # `~name/`: name's home, as sh expands it
+        import pwd  # only for such a value (a start imports no module it does not need)
+
+        try:
+            text = pwd.getpwnam(text[1:text.index("/")]).pw_dir + text[text.index("/"):]
+        except (KeyError, ValueError):
+            return None
     if not text.startswith("/") or (text.startswith("//") and not text.startswith("///")):
         return None
     path = os.path.normpath(text)
