@@ -348,24 +348,43 @@ def test_what_the_persons_settings_name_in_a_grant_runs_nothing(sandbox: Sandbox
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
 
 
-def test_vimruntime_that_is_the_grant(sandbox: Sandbox) -> None:
+# (the variable, the folder it names below home, where nvim runs a plugin from in it)
+RUNTIMES = {
+    "VIMRUNTIME": ("src/runtime", "plugin"),
+    "XDG_DATA_HOME": ("data", "nvim/site/plugin"),
+}
+RUNTIME_REASONS: dict[str, str] = {
+    "XDG_DATA_HOME": (
+        "environment_paths/home_places: a value that is the write grant is left open and "
+        "XDG_DATA_HOME is not one of CODE_PLACES; nvim runs $XDG_DATA_HOME/nvim/site/"
+        "plugin/*.vim at every start"),
+}
+
+
+@pytest.mark.parametrize("variable", [
+    pytest.param(v, marks=escaped(RUNTIME_REASONS[v])) if v in RUNTIME_REASONS else v
+    for v in RUNTIMES])
+def test_a_runtime_folder_the_environment_names_that_is_the_grant(sandbox: Sandbox,
+                                                                  variable: str) -> None:
     """A Neovim developer runs a sandbox in their runtime checkout, which their
-    environment's VIMRUNTIME names; the run adds plugin/NAME.vim; the person's next
-    nvim, anywhere, must not run it (the control writes it on the host). Fixed by red
-    team 3: VIMRUNTIME is one of home_places.CODE_PLACES (the launch is refused)."""
-    runtime = sandbox.home / "src" / "runtime"
-    (runtime / "plugin").mkdir(parents=True)
-    (runtime / "plugin" / "base.vim").write_text('" the runtime\n')
+    environment's VIMRUNTIME names (or in the folder XDG_DATA_HOME names); the run adds
+    a plugin; the person's next nvim, anywhere, must not run it (the control writes it
+    on the host). VIMRUNTIME fixed by red team 3: one of home_places.CODE_PLACES (the
+    launch is refused)."""
+    folder, plugins = RUNTIMES[variable]
+    runtime = sandbox.home / folder
+    (runtime / plugins).mkdir(parents=True)
+    (runtime / plugins / "base.vim").write_text('" the runtime\n')
     markers(sandbox)
     sandbox.chown()
     name = "v" + secrets.token_hex(3)
-    env = {"VIMRUNTIME": str(runtime)}
+    env = {variable: str(runtime)}
     body = f"call writefile(['ran'], '{marker(sandbox, name)}')\n"
     done = sandbox.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps(
-        [["write", f"plugin/{name}.vim", body]]), cwd=runtime, env=env,
+        [["write", f"{plugins}/{name}.vim", body]]), cwd=runtime, env=env,
         spec='[files]\nwrite = ["."]\n')
     if done.returncode == 125 and "STARTED" not in done.stdout:  # refused: held
-        assert "VIMRUNTIME" in done.stderr, done.stderr
+        assert variable in done.stderr, done.stderr
     else:
         need(done.stdout.startswith("STARTED "), f"never started inside: {done.stderr}")
     results = done.stdout + done.stderr
@@ -375,7 +394,7 @@ def test_vimruntime_that_is_the_grant(sandbox: Sandbox) -> None:
 
     person()
     assert ran(sandbox) == [], results
-    (runtime / "plugin" / f"{name}.vim").write_text(body)
+    (runtime / plugins / f"{name}.vim").write_text(body)
     sandbox.chown()
     person()
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
