@@ -289,11 +289,11 @@ def _team(box: Sandbox, case: str, name: str) -> Path:
         if settings.startswith(".ssh"):
             path.parent.chmod(0o700)
             path.chmod(0o600)
-    for path, text in EXTRA.get(case, ()):
+    for extra, text in EXTRA.get(case, ()):
         if text.startswith("-> "):
-            (box.home / path).symlink_to(text[3:])
+            (box.home / extra).symlink_to(text[3:])
         else:
-            (box.home / path).write_text(text.format(name=name, home=box.home))
+            (box.home / extra).write_text(text.format(name=name, home=box.home))
     (box.home / "script.py").write_text("x = 1\n")
     if where == "elsewhere":
         repo = repository(box, box.base / "elsewhere")
