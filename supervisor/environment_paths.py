@@ -16,12 +16,13 @@ A value is read as a shell would hand it to a program:
 - anything else is read as a command or options (`nvim -u ~/x`, `|~/bin/f %s`,
   `--require=/x/hook.js`, `-I/x/lib`, `unix:path=/run/x.sock`): split into words as
   `sh` splits them (quotes and backslashes; a quoted word with a blank is read again as
-  the script `sh -c` would run), and in each word every absolute or `~/`
-  path that starts it or follows one of `=|:,;@<>([{`, a `-` opening the word or a
+  the script `sh -c` would run), and in each word every absolute, `~/` or `~name/`
+  path that starts it or follows one of `=|:,;@<>([{!&` and a backquote, a `-`
+  opening the word or a
   one-letter option (`-I`).
-`$NAME` and `${NAME}` are expanded from the same environment first (a program that runs
-the value through `sh -c` does). A path ends at `:`, `;`, `,`, a quote or a bracket;
-`//host/...` (a URL's authority) is no path.
+`$NAME`, `${NAME}` and `${NAME:-WORD}` (and `-`, `=`, `?`, `+`) are expanded from the
+same environment first (a program that runs the value through `sh -c` does). A path ends
+at `:`, `;`, `,`, a quote or a bracket; `//host/...` (a URL's authority) is no path.
 
 Left out, by what they are, not by a list of bad names (`NOT_PATHS`): the variables
 that say where the person is (PWD, OLDPWD, HOME) and where programs write their
@@ -53,12 +54,14 @@ MAX_DEPTH = 3  # scripts in quoted scripts read (sh -c "bash -c '...'")
 
 _BLANK = re.compile(r"\s")
 _QUOTING = re.compile(r"['\"\\]")
+_OPERATOR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)([-=?+])([^{}]*)\}")
 _EXPAND = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-# A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>([{, a `-`
+# A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>([{!&` (`!`:
+# git's shell alias, `GIT_CONFIG_VALUE_0='!~/x'`; `&&~/x`, a backquote), a `-`
 # opening the word, or a one-letter option (-I/x); running to the next : ; , quote or
 # bracket (a JSON or TOML list: `["/x"]`).
-_PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{])|(?<=^-)|(?<=^-[A-Za-z]))"
-                   r"(~?/[^:;,'\"`()<>|\[\]{}]*)")
+_PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{!&`])|(?<=^-)|(?<=^-[A-Za-z]))"
+                   r"((?:~[a-z_][a-z0-9_.-]*)?~?/[^:;,'\"`()<>|\[\]{}]*)")
 
 
 class EnvironmentPath(NamedTuple):
@@ -69,10 +72,22 @@ class EnvironmentPath(NamedTuple):
 
 
 def _expand(value: str, environ: Mapping[str, str]) -> str:
-    """`$NAME` and `${NAME}` replaced by their value in `environ`; an unknown one kept."""
+    """`$NAME` and `${NAME}` replaced by their value in `environ`; an unknown one kept.
+    First `${NAME:-WORD}` and its kin (`-`, `=`, `?`, `+`, with or without `:`) as sh
+    expands them with this environment (red team 3: GIT_EDITOR='${X:-$HOME/w}/ed')."""
     if "$" not in value:
         return value
+    value = _OPERATOR.sub(lambda m: _operator(m, environ), value)
     return _EXPAND.sub(lambda m: environ.get(m.group(1) or m.group(2), m.group(0)), value)
+
+
+def _operator(match: re.Match[str], environ: Mapping[str, str]) -> str:
+    name, colon, operator, word = match.groups()
+    known = environ.get(name)
+    is_set = known is not None and (known != "" or not colon)
+    if operator == "+":
+        return word if is_set else ""
+    return known if is_set and known is not None else ("" if operator == "?" else word)
 
 
 def _words(value: str) -> list[str]:
@@ -121,6 +136,13 @@ def _as_path(text: str, home: str) -> str | None:
         text = home + text[1:]
     elif text == "~":
         return None
+    elif text.startswith("~") and "/" in text:  # `~name/`: name's home, as sh expands it
+        import pwd  # only for such a value (a start imports no module it does not need)
+
+        try:
+            text = pwd.getpwnam(text[1:text.index("/")]).pw_dir + text[text.index("/"):]
+        except (KeyError, ValueError):
+            return None
     if not text.startswith("/") or (text.startswith("//") and not text.startswith("///")):
         return None
     path = os.path.normpath(text)

@@ -40,6 +40,7 @@ the person named it.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import stat
@@ -109,14 +110,29 @@ def found(home: str, xdg: Iterable[tuple[str, str]], links: Iterable[str],
     program_folders = [os.path.realpath(folder) for folder in programs]
     for variable, path in named:
         real = os.path.realpath(path)
-        if not _outside_dot_entries(home, real) or (cwd and is_within(cwd, real)) or any(
-                is_within(real, folder) for folder in program_folders):
+        # in a dot entry reopened as code (~/.local/lib, ~/.rustup), what a variable
+        # names is a setting all the same (red team 3 read a token kept there)
+        reopened = os.path.lexists(real) and any(
+            fnmatch.fnmatchcase(real, place) or fnmatch.fnmatchcase(real, place + "/*")
+            for place in places)
+        if not (_outside_dot_entries(home, real) or reopened) or (
+                cwd and is_within(cwd, real)) or any(
+                _program(real, folder, home) for folder in program_folders):
             continue
         out.append(Found(real, os.path.isdir(real), ENVIRONMENT_REASON.format(
             variable=variable)))
     for prefix in prefixes(home):
         out.extend(_prefix_settings(prefix))
     return out
+
+
+def _program(path: str, folder: str, home: str) -> bool:
+    """Whether `path` is a program of the PATH or code-path folder `folder`, or below
+    it; of a folder that is home or holds it (`PATH=$PATH:~`, an old habit), only what
+    lies in it directly: red team 3 read a token any variable named deep in home."""
+    if is_within(home, folder):
+        return os.path.dirname(path) == folder
+    return is_within(path, folder)
 
 
 def is_within(path: str, folder: str) -> bool:

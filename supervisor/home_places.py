@@ -424,6 +424,11 @@ CODE_PLACES: tuple[tuple[str, Kind, str], ...] = (
     ("GIT_EXEC_PATH", "folder", "git runs its own commands from there"),
     ("XDG_CONFIG_HOME", "folder", "every tool's settings, in place of ~/.config"),
     ("GOMODCACHE", "folder", "go builds the modules there without checking them again"),
+    ("VIMRUNTIME", "folder", "vim and nvim run its plugin/ and filetype files at every "
+                             "start (red team 3: a run in a runtime checkout it names)"),
+    ("VIM", "folder", "vim and nvim read the system vimrc and runtime from there"),
+    ("XDG_DATA_HOME", "folder", "nvim runs nvim/site/plugin/ there at every start, "
+                                "bash-completion its completions/ on Tab (red team 3)"),
 )
 # Variables of options that name files or folders of code, by the option's prefix.
 CODE_OPTIONS = (

@@ -52,12 +52,18 @@ SHELL_STARTUP = (
     "/etc/profile", "/etc/bash.bashrc", "/etc/zsh/zshenv", "/etc/zsh/zprofile",
     "/etc/zsh/zshrc", "/etc/zsh/zlogin", "/etc/zshenv", "/etc/zshrc",
 )
+# fish's folders of startup files (fish(1) "Configuration files"; functions autoload).
+FISH_FOLDERS = ("~/.config/fish/conf.d", "~/.config/fish/functions")
 READLINE_STARTUP = ("~/.inputrc", "/etc/inputrc")
 MAX_SOURCED = 400  # files read in all; more refuses the launch (Sources.refusals)
 _READ_LIMIT = 1 << 20  # a startup file's bytes read; a longer one refuses the launch
 
 _NAME = re.compile(r"[\w.+~-][\w./+~-]*")  # a relative name as people write them
 _SEPARATED = re.compile(r"[\s;&|()<>`'\"]+")  # what splits a string run later
+# A readline line's words: split at blanks, quotes, `:` and each backslash escape of a
+# key or macro (`\C-j`, `\M-x`, `\e`, `\n`, `\x0a`, `\012`): a macro typing a path
+# before `\C-j` (accept-line) names the path (red team 3 ran it on the next Enter).
+_MACRO_SPLIT = re.compile(r"[\s\"':]+|\\(?:[CM]-|x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)")
 _INCLUDE = re.compile(r"^[ \t]*\$include[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
 MAX_FOLDER_FILES = 256  # files read in one folder a pattern sources from (`~/.bashrc.d/*`)
 
@@ -148,6 +154,15 @@ def _read_sources(home: str, env: dict[str, str] | os._Environ[str]) -> Sources:
         starts.append((path, "readline's startup file"))
     reading = _Reading(home, env)
     reading.pending = list(starts)
+    for name in FISH_FOLDERS:  # fish sources conf.d/*.fish at every start, autoloads
+        folder = home + name[1:]  # functions/NAME.fish when NAME is typed (red team 3)
+        files = [f for f in _folder_files(folder, 1 << 16) if f.endswith(".fish")]
+        if len(files) > MAX_FOLDER_FILES:
+            reading.refuse(f"{reading.shown(folder)} (fish's startup files)", "it holds "
+                           f"more than {MAX_FOLDER_FILES} files, more than lnk reads",
+                           "keep fewer files there")
+            files = files[:MAX_FOLDER_FILES]
+        reading.pending += [(f, "fish's startup file") for f in files]
     while reading.pending:
         path, why = reading.pending.pop(0)
         path = os.path.normpath(path)
@@ -185,7 +200,7 @@ def _readline(reading: _Reading, text: str, path: str, shown: str) -> None:
         if named is not None:
             reading.pending.append((named, f"included by {shown}"))
     for number, line in enumerate(text.splitlines(), 1):
-        for word in re.split(r"[\s\"':]+", line):
+        for word in _MACRO_SPLIT.split(line):
             value = _included(word, reading.home) if word.startswith(("~/", "/")) else None
             if value is not None:
                 reading.named.setdefault(value, f"named by {shown} line {number}")
@@ -468,6 +483,7 @@ def _folder_files(folder: str, limit: int = 64) -> list[str]:
 # address (a local one's repository below a written folder is held as a repository).
 _WORK_KEYS = ("safe.directory", "core.worktree")
 _WORK_SUFFIXES = (".url", ".pushurl", ".insteadof", ".pushinsteadof")
+_EXT = "ext::"  # git-remote-ext(1): the rest is a program and its arguments
 
 
 def value_paths(key: str, value: str, home: str, relative_to: str | None = None
@@ -476,7 +492,14 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None
     normalized: absolute, from home (`~/`, and `$HOME/` or `${HOME}/`, which the shell
     git runs a command with expands), and with `relative_to` (the work tree, where git
     runs commands) every relative word with a `/` in it (`tools/run.sh`); none for a
-    key that names work rather than settings."""
+    key that names work rather than settings. git's ext:: transport runs a program: the
+    command of an `ext::` url, or of the url subsection an insteadOf rewrites to
+    (`[url "ext::/x/run %S"] insteadOf = team:`), is read as a command's value."""
+    ext = value[len(_EXT):] if value.startswith(_EXT) else None
+    if key.startswith("url." + _EXT) and key.endswith(_WORK_SUFFIXES[2:]):
+        ext = key[len("url." + _EXT):key.rindex(".")]
+    if ext is not None:
+        return value_paths("core.ext", ext, home, relative_to)
     if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES) or not ("/" in value or
                                                                "~" in value):
         return []
@@ -504,4 +527,12 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None
             elif relative_to is not None and "/" in path and "://" not in path and \
                     not path.startswith(("-", "~", "$", "(", "{")):
                 found.append(os.path.normpath(os.path.join(relative_to, path)))
+    # And every path as the environment rule reads a command (environment_paths.py): a
+    # quoted script read again as the script `sh -c` runs (`!sh -c 'git x && ~/w/y'`,
+    # textconv `sh -c '~/w/c "$0"'`), a path after `$(`, `;`, `&`, a backquote, or a
+    # one-letter option (`ssh -F$HOME/w/c`): red team 3 ran each from a grant.
+    from .environment_paths import _command_paths
+
+    expanded = text.replace("${HOME}/", home + "/").replace("$HOME/", home + "/")
+    found += _command_paths(expanded, home, 1)
     return list(dict.fromkeys(found))

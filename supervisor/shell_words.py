@@ -222,6 +222,12 @@ class _Scanner:
             elif char in "*?[":
                 parts.append(UNKNOWN)
                 self.pos += 1
+            elif char == "(" and self.pos > start and text[self.pos - 1] in "@?*+!" and (
+                    text[self.pos - 1] != "!" or self.pos - 1 > start):
+                # bash's extglob patterns, @(a|b) ?(..) *(..) +(..) !(..) inside a word:
+                # a pattern (red team 3: `. ~/work/@(team)/x.sh` was cut at the `(`)
+                self.pos = self.balanced(self.pos + 1, "(", ")", 1)
+                parts.append(UNKNOWN)
             else:  # a blank or an operator ends the word
                 break
         return Word(tuple(parts), quoted, self.line_at(start), self.demand, self.string)

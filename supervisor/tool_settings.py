@@ -46,8 +46,9 @@ from .host_walk import read_small
 
 # The editors' own entry files inside their places (vim's and nvim's manuals, "vimrc",
 # "config"; tmux(1); Emacs' "Init File"), the other version-control systems' user
-# settings (hgrc(5) "Files"; Sapling's and Jujutsu's configuration pages), and the
-# system's files read as the person. A name with `*` is each file its folder holds.
+# settings (hgrc(5) "Files"; Sapling's and Jujutsu's configuration pages), the
+# system's files read as the person, and the debuggers' and REPLs' home startup
+# files. A name with `*` is each file its folder holds.
 EDITOR_STARTUP = (
     "~/.config/nvim/init.vim", "~/.config/nvim/init.lua", "~/.vim/vimrc", "~/.vim/gvimrc",
     "~/.gvimrc", "~/.exrc", "~/.config/tmux/tmux.conf", "~/.emacs.d/init.el",
@@ -57,6 +58,11 @@ EDITOR_STARTUP = (
     "/etc/ssh/ssh_config", "/etc/vim/vimrc", "/etc/vim/vimrc.local", "/etc/vim/gvimrc",
     "/etc/xdg/nvim/sysinit.vim", "/usr/share/nvim/sysinit.vim", "/etc/tmux.conf",
     "/etc/mercurial/hgrc", "/etc/mercurial/hgrc.d/*",
+    # The home copies of the folder startup files (runs_as_you._FOLDER_STARTUP): each
+    # runs as its tool's code at every start (red team 3 ran what ~/.pdbrc and ~/.perldb
+    # named from a grant).
+    "~/.pdbrc", "~/.perldb", "~/.lldbinit", "~/.irbrc", "~/.pryrc", "~/.byebugrc",
+    "~/.Rprofile", "~/.octaverc", "~/.ghci", "~/.ocamlinit", "~/.iex.exs",
 )
 # Read by their own rules: the shells' files by person_settings.py (which knows which
 # words are commands: `cd ~/work/proj` names no code), git's by value_paths.
@@ -70,7 +76,8 @@ _READ_LIMIT = 1 << 20
 
 # Where a path word may start in a word of the settings: absolute or from home, after
 # the word's start or any character no path name ends in (`LESSOPEN=|~/...`, `(~/x`).
-_START = re.compile(r"(?<![\w.~$%/\\-])(?:~|\$HOME|\$\{HOME\}|%d)?/(?!/)")
+# `$HOME` after a letter too (`ProxyCommand ssh -F$HOME/x`: the shell expands it there).
+_START = re.compile(r"(?:(?<![\w.~$%/\\-])(?:~|%d)?|\$HOME|\$\{HOME\})/(?!/)")
 # Where it ends: the settings' punctuation (a blank only where quoted or escaped: the
 # words are split first, as the tools split them).
 _END = re.compile(r"""[`,;:()\[\]{}|<>'"]""")
@@ -78,6 +85,10 @@ _END = re.compile(r"""[`,;:()\[\]{}|<>'"]""")
 # string (`os.getenv("HOME") .. "/work/x"`, `$HOME . '/work/x'`, `expand('~')`).
 _BLANKS = re.compile(r"[ \t\r\v\f]+")  # what words() splits at outside quotes
 _HOME_JOINED = re.compile(r"HOME|~|homedir|home_dir", re.IGNORECASE)
+# A quoted relative string with a `/` in it, on a line that names home: a part a
+# settings' language joins to home (red team 3: gdb's python `os.path.join(os.environ[
+# 'HOME'], 'work/x.py')`).
+_RELATIVE_PART = re.compile(r"""(['"])([^'"\s/$~%][^'"\s]*/[^'"\s]*)\1""")
 _SSH_INCLUDE = re.compile(r"^[ \t]*include(?:[ \t]*=[ \t]*|[ \t]+)(.+?)[ \t]*$",
                           re.MULTILINE | re.IGNORECASE)
 _PATTERN = re.compile(r"[*?\[]|%[^d%]")
@@ -213,6 +224,9 @@ def path_words(text: str) -> list[tuple[str, bool]]:
                 found.append((spelled, False))
                 if joined and spelled.startswith("/"):
                     found.append((spelled, True))
+        if joined:  # a relative part joined to home (os.path.join(HOME, 'work/x.py'))
+            found += [("/" + m.group(2), True) for m in _RELATIVE_PART.finditer(line)
+                      if "://" not in m.group(2)]
     return found
 
 

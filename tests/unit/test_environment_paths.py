@@ -164,3 +164,14 @@ def test_a_link_on_the_way_inside_the_grant_refuses(
         snapshot(home, '[files]\nwrite = ["."]\n')
     assert "ZQ_CONFIG" in refused.value.message
     assert "env -u ZQ_CONFIG" in (refused.value.hint or "")
+
+
+def test_a_named_users_home_is_expanded_as_sh_expands_it() -> None:
+    """`~name/` (red team 3): sh expands it to name's home, so a value naming the
+    person's own home that way names the same files."""
+    import pwd
+
+    root = pwd.getpwuid(0).pw_dir.rstrip("/")
+    assert value_paths("~root/work/ed --wait", H, {}) == [f"{root}/work/ed"]
+    assert value_paths("vim -u ~root/x.vim", H, {}) == [f"{root}/x.vim"]
+    assert value_paths("~no-such-user-zq/x", H, {}) == []
