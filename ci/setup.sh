@@ -56,6 +56,7 @@ if [ "$for_tests" = 1 ]; then
     want lesspipe less
     want hg mercurial       # the person's hg outside, after a plant in .hg
     want nvim neovim        # an editor that runs a project's settings
+    want fish fish          # the person's fish outside, after a plant its conf.d sources (test_red_team3)
     want iptables iptables  # a NAT rule delivering a public address here (test_proxy_delivered_here)
     want ip iproute2        # the lab's network namespaces, a host address
     want ps procps          # ps, pgrep (test_inspect), sysctl (test_root_mode)

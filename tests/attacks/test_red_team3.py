@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from support.actions import SCRIPT
+from support.capabilities import missing
 from support.processes import at_terminal
 from support.red_team import (
     SYSTEM_PATH,
@@ -605,11 +606,12 @@ def test_a_relative_hooks_path_in_the_persons_settings(sandbox: Sandbox) -> None
     need(ran(sandbox) == ["hook"], f"the control did not run: {ran(sandbox)}")
 
 
-@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed here")
 def test_a_fish_conf_d_snippet_sources_from_a_grant(sandbox: Sandbox) -> None:
     """~/.config/fish/conf.d/team.fish sources ~/work/team/NAME.fish; a run writing
     ~/work appends to it; the person's next fish must run nothing planted. Fixed by red
-    team 3 (person_settings.FISH_FOLDERS); skipped where fish is not installed."""
+    team 3 (person_settings.FISH_FOLDERS); ci/setup.sh --test installs fish."""
+    if shutil.which("fish") is None:
+        missing("fish is not installed here (ci/setup.sh --test: apt-get install fish)")
     name = "s" + secrets.token_hex(3)
     team = sandbox.home / "work" / "team"
     team.mkdir(parents=True)
