@@ -214,9 +214,9 @@ def path_words(text: str) -> list[tuple[str, bool]]:
     `os.getenv("HOME") .. "/work/x"`)."""
     found: list[tuple[str, bool]] = []
     for line in text.splitlines():
-        if "\\" not in line and not _START.search(line):
-            continue  # no path starts in it, quotes taken off or not (a CA bundle's data)
         joined = bool(_HOME_JOINED.search(line))
+        if not joined and "\\" not in line and not _START.search(line):
+            continue  # no path starts in it, quotes taken off or not (a CA bundle's data)
         for word, _ in words(line):
             for start in _START.finditer(word):
                 end = _END.search(word, start.end())
