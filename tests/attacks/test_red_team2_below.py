@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from support.processes import close_pipes
 from support.red_team import (
     escaped,
     host,
@@ -103,6 +104,7 @@ def test_a_repository_the_person_makes_while_the_run_lasts(sandbox: Sandbox,
     finally:
         if run.poll() is None:
             run.kill()
+        close_pipes(run)
     need("PLANT=" in out, f"the plant did not run: {out}\n{err}")
     person_git(sandbox, src / "app", "checkout", "-q", "-b", "side")
     assert ran(sandbox) == [], out + err
@@ -252,6 +254,7 @@ def test_a_venv_the_person_makes_while_the_run_lasts(sandbox: Sandbox) -> None:
     finally:
         if run.poll() is None:
             run.kill()
+        close_pipes(run)
     need("PLANT=" in out, f"the plant did not run: {out}\n{err}")
     done = host(sandbox, "bash", "-c", ". .venv/bin/activate && echo ACTIVE",
                 cwd=sandbox.project)

@@ -15,6 +15,7 @@ import subprocess
 
 import pytest
 
+from support.processes import close_pipes
 from support.red_team import escaped, host, need, person_git, repository
 from support.sandbox import LNK, Sandbox
 
@@ -65,6 +66,7 @@ def test_a_repository_below_the_top_looks_the_same_to_the_person(sandbox: Sandbo
     finally:
         if run.poll() is None:
             run.kill()
+        close_pipes(run)
     after = _seen(sandbox, "app"), _seen(sandbox, "lib/deep")
     assert after == before, ("after", before, after)
     assert during == before, ("during", before, during)

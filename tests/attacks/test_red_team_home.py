@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from support.processes import close_pipes
 from support.red_team import need
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
@@ -142,6 +143,7 @@ def test_a_dot_path_nobody_listed_and_one_made_during_the_run(sandbox: Sandbox) 
     finally:
         if run.poll() is None:
             run.kill()
+        close_pipes(run)
     found = json.loads(out.splitlines()[-1][5:])
     need(found[str(sandbox.home / "notes.txt")] == "the person's notes\n", (found, err))
     assert not set(texts) & set(found.values()), found

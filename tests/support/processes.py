@@ -3,6 +3,7 @@ at it as a person would."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -14,6 +15,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
+
+
+def close_pipes(process: subprocess.Popen[str]) -> None:
+    """Close a process's pipes and reap it, however the test left it (a need() that
+    stopped it, a SIGKILL): a pipe left to the garbage collector is a ResourceWarning,
+    which pytest raises in whichever later test the collector happens to run."""
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    process.wait()
 
 
 def descendants(pid: int) -> set[int]:
@@ -103,6 +115,7 @@ def while_it_runs(argv: list[str], *, cwd: Path, env: dict[str, str],
     finally:
         if run.poll() is None:
             run.kill()
+        close_pipes(run)
     return run.returncode, out, err
 
 
