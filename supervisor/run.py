@@ -68,12 +68,11 @@ def require_reachable(snapshot: Snapshot) -> None:
     one this user can write: else the launch would fail half-way, with the kernel's bare
     errno (bubblewrap's chdir, the placeholders made in a written folder)."""
     import errno
-    import stat
 
     from .errors import LaunchError, SpecError
 
     if _may(snapshot.cwd, os.X_OK) is False:
-        mode = stat.S_IMODE(os.stat(snapshot.cwd).st_mode)
+        mode = _mode_of(snapshot.cwd)
         who = f"uid {os.geteuid()}" + ("" if os.geteuid() else ", without capabilities")
         raise LaunchError(
             f"the working directory {snapshot.cwd} cannot be entered by the sandbox's user "
@@ -85,13 +84,29 @@ def require_reachable(snapshot: Snapshot) -> None:
     for grant in snapshot.grants:
         if grant.access == "write" and grant.key and grant.target and grant.is_dir and \
                 _may(grant.target, os.W_OK | os.X_OK) is False:
-            mode = stat.S_IMODE(os.stat(grant.target).st_mode)
+            mode = _mode_of(grant.target)
             raise SpecError(
                 f"{grant.name!r} resolves to {grant.target}, which this user (uid "
                 f"{os.geteuid()}) cannot write (mode {mode:03o}), so neither could the "
                 "sandbox, and what runs as you there could not be held for the run",
                 file=snapshot.source, key=grant.key, line=grant.line,
                 hint="grant it in files.read instead, or make it yours to write")
+
+
+def _mode_of(folder: str) -> int:
+    """The permission bits of a folder just found closed to the sandbox's user; a folder
+    moved or removed since (another program renaming it meanwhile) is said as the
+    launch's other checks say it, never as a bare errno."""
+    import stat
+
+    from .errors import LaunchError
+
+    try:
+        return stat.S_IMODE(os.stat(folder).st_mode)
+    except FileNotFoundError:
+        raise LaunchError(f"{folder} no longer exists: it was moved or removed while "
+                          "lnk-sandbox was starting",
+                          hint="run the command again") from None
 
 
 def require_report_out_of_reach(snapshot: Snapshot, report: str) -> None:
