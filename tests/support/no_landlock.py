@@ -8,48 +8,35 @@ fail with ENOSYS, the way a kernel built without Landlock answers. Usage:
 
 from __future__ import annotations
 
-import ctypes
+import errno
 import os
-import platform
-import struct
 import sys
+from pathlib import Path
 
-ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}[platform.machine()]
-ENOSYS = 38
+if not __package__:  # run by path (also by `python3 -I`): `support` is the folder above
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def stmt(code: int, k: int) -> bytes:
-    return struct.pack("=HBBI", code, 0, 0, k)
-
-
-def jump(code: int, k: int, jt: int, jf: int) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
+from support.seccomp_filter import (
+    ABOVE,
+    ALLOW,
+    AT_LEAST,
+    RETURN,
+    errno_of,
+    install,
+    jump,
+    native_only,
+    stmt,
+)
 
 
 def main() -> None:
-    program = b"".join([
-        stmt(0x20, 4),                       # A = arch
-        jump(0x15, ARCH, 1, 0),              # native arch: go on
-        stmt(0x06, 0x7FFF0000),              # other arch: allowed (the sandbox decides)
-        stmt(0x20, 0),                       # A = nr
-        jump(0x35, 444, 0, 3),               # nr >= 444 ...
-        jump(0x25, 446, 2, 0),               # ... and nr <= 446
-        stmt(0x06, 0x00050000 | ENOSYS),     # landlock_*: ENOSYS
-        stmt(0x06, 0x7FFF0000),
-        stmt(0x06, 0x7FFF0000),
-    ])
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    buf = ctypes.create_string_buffer(program)
-
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = Fprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    if libc.prctl(38, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if libc.syscall(317, 1, 0, ctypes.byref(fprog)) != 0:
-        raise OSError(ctypes.get_errno(), "seccomp(SET_MODE_FILTER)")
+    install(native_only(
+        jump(AT_LEAST, 444, 0, 3),           # nr >= 444 ...
+        jump(ABOVE, 446, 2, 0),              # ... and nr <= 446
+        stmt(RETURN, errno_of(errno.ENOSYS)),  # landlock_*: ENOSYS
+        stmt(RETURN, ALLOW),
+        stmt(RETURN, ALLOW),
+    ))
     os.execvp(sys.argv[1], sys.argv[1:])
 
 

@@ -7,47 +7,26 @@ watch then cannot read a program's path; direct mode's metadata handlers read
 
 from __future__ import annotations
 
-import ctypes
+import errno
 import os
 import platform
-import struct
 import sys
+from pathlib import Path
 
-ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}[platform.machine()]
-NR = {"x86_64": 310, "aarch64": 270}[platform.machine()]
-EPERM = 1
+if not __package__:  # run by path (also by `python3 -I`): `support` is the folder above
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from support.seccomp_filter import ALLOW, EQUAL, RETURN, errno_of, install, jump, native_only, stmt
 
-def stmt(code: int, k: int) -> bytes:
-    return struct.pack("=HBBI", code, 0, 0, k)
-
-
-def jump(code: int, k: int, jt: int, jf: int) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
+PROCESS_VM_READV = {"x86_64": 310, "aarch64": 270}[platform.machine()]
 
 
 def main() -> None:
-    program = b"".join([
-        stmt(0x20, 4),                       # A = arch
-        jump(0x15, ARCH, 1, 0),              # native arch: go on
-        stmt(0x06, 0x7FFF0000),              # other arch: allowed (the sandbox decides)
-        stmt(0x20, 0),                       # A = nr
-        jump(0x15, NR, 0, 1),                # process_vm_readv ...
-        stmt(0x06, 0x00050000 | EPERM),      # ... EPERM
-        stmt(0x06, 0x7FFF0000),
-    ])
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    buf = ctypes.create_string_buffer(program)
-
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = Fprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    if libc.prctl(38, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if libc.syscall(317, 1, 0, ctypes.byref(fprog)) != 0:
-        raise OSError(ctypes.get_errno(), "seccomp(SET_MODE_FILTER)")
+    install(native_only(
+        jump(EQUAL, PROCESS_VM_READV, 0, 1),  # process_vm_readv ...
+        stmt(RETURN, errno_of(errno.EPERM)),  # ... EPERM
+        stmt(RETURN, ALLOW),
+    ))
     os.execvp(sys.argv[1], sys.argv[1:])
 
 

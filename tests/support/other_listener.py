@@ -9,27 +9,20 @@ still enforced by Landlock. Usage:
 
 from __future__ import annotations
 
-import ctypes
 import os
-import struct
 import sys
+from pathlib import Path
+
+if not __package__:  # run by path: `support` is the folder above this file's
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from support.seccomp_filter import ALLOW, RETURN, install, stmt
+
+NEW_LISTENER = 8  # SECCOMP_FILTER_FLAG_NEW_LISTENER
 
 
 def main() -> None:
-    program = struct.pack("=HBBI", 0x06, 0, 0, 0x7FFF0000)  # allow everything
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    buf = ctypes.create_string_buffer(program)
-
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = Fprog(1, ctypes.cast(buf, ctypes.c_void_p))
-    if libc.prctl(38, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    listener = libc.syscall(317, 1, 8, ctypes.byref(fprog))  # NEW_LISTENER
-    if listener < 0:
-        raise OSError(ctypes.get_errno(), "seccomp(NEW_LISTENER)")
+    listener = install(stmt(RETURN, ALLOW), NEW_LISTENER)  # allows everything
     os.set_inheritable(listener, True)  # kept open: a closed listener frees its place
     os.execvp(sys.argv[1], sys.argv[1:])
 

@@ -20,66 +20,59 @@ run by root, and root, holding CAP_SYS_ADMIN, is not restricted).
 
 from __future__ import annotations
 
-import ctypes
+import errno
 import os
 import platform
 import shutil
-import struct
 import sys
 from pathlib import Path
 
-ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}[platform.machine()]
+if not __package__:  # run by path (also by `python3 -I`): `support` is the folder above
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from support.seccomp_filter import (
+    ALLOW,
+    EQUAL,
+    LOAD,
+    RETURN,
+    args_low,
+    errno_of,
+    jump,
+    native_only,
+    stmt,
+)
+from support.seccomp_filter import (
+    install as install_filter,
+)
+
 OPENAT = {"x86_64": 257, "aarch64": 56}[platform.machine()]
-EACCES = 13
 O_RDWR_CLOEXEC = os.O_RDWR | os.O_CLOEXEC
-FLAGS_LOW = 16 + 2 * 8  # seccomp_data.args[2], its low 32 bits (little-endian)
-
-
-def stmt(code: int, k: int) -> bytes:
-    return struct.pack("=HBBI", code, 0, 0, k)
-
-
-def jump(code: int, k: int, jt: int, jf: int) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
 
 
 def restrict() -> None:
-    program = b"".join([
-        stmt(0x20, 4),                         # A = arch
-        jump(0x15, ARCH, 1, 0),                # native: go on
-        stmt(0x06, 0x7FFF0000),                # other arch: allowed
-        stmt(0x20, 0),                         # A = nr
-        jump(0x15, OPENAT, 0, 3),              # openat ...
-        stmt(0x20, FLAGS_LOW),                 # A = flags
-        jump(0x15, O_RDWR_CLOEXEC, 0, 1),      # ... with bwrap's flags for its maps
-        stmt(0x06, 0x00050000 | EACCES),       # EACCES, as the restriction answers
-        stmt(0x06, 0x7FFF0000),
-    ])
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    buf = ctypes.create_string_buffer(program)
-
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = Fprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    if libc.prctl(38, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if libc.syscall(317 if ARCH == 0xC000003E else 277, 1, 0, ctypes.byref(fprog)) != 0:
-        raise OSError(ctypes.get_errno(), "seccomp(SET_MODE_FILTER)")
+    install_filter(native_only(
+        jump(EQUAL, OPENAT, 0, 3),             # openat ...
+        stmt(LOAD, args_low(2)),               # A = flags
+        jump(EQUAL, O_RDWR_CLOEXEC, 0, 1),     # ... with bwrap's flags for its maps
+        stmt(RETURN, errno_of(errno.EACCES)),  # EACCES, as the restriction answers
+        stmt(RETURN, ALLOW),
+    ))
 
 
 def install(folder: Path) -> Path:
     """`folder/bwrap`: the real bwrap, restricted; readable and runnable by anyone (root
-    mode runs bwrap as a uid of its own). This file is copied beside it, so that no
-    folder of the checkout needs to be open to that uid."""
+    mode runs bwrap as a uid of its own). This file and the filter it installs are copied
+    beside it, so that no folder of the checkout needs to be open to that uid."""
     real = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin")
     assert real is not None, "bwrap is not installed"
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)
-    script = folder / "userns_restricted.py"
-    shutil.copyfile(__file__, script)
-    script.chmod(0o644)
+    support = folder / "support"
+    support.mkdir(mode=0o755, exist_ok=True)
+    for source in (Path(__file__), Path(__file__).with_name("seccomp_filter.py")):
+        shutil.copyfile(source, support / source.name)
+        (support / source.name).chmod(0o644)
+    script = support / Path(__file__).name
     wrapper = folder / "bwrap"
     wrapper.write_text(f"#!/bin/sh\nexec /usr/bin/python3 -I {script} {real} \"$@\"\n")
     wrapper.chmod(0o755)
