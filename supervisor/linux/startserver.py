@@ -48,8 +48,12 @@ PRELOAD = (
     "supervisor.linux.notify", "supervisor.linux.probes", "supervisor.linux.idmapped",
     "supervisor.person_settings", "supervisor.below_top", "supervisor.describe",
     "supervisor.permissions", "supervisor.linux.watch", "supervisor.linux.network",
-    "supervisor.linux.startrun", "supervisor.commit_check", "subprocess", "socket",
-    "locale", "fnmatch", "json", "resource", "fcntl", "anyio", "uvloop",
+    "supervisor.linux.startrun", "supervisor.commit_check", "supervisor.stages",
+    "supervisor.environment_paths", "supervisor.hard_links", "supervisor.hg_settings",
+    "supervisor.home_hidden", "supervisor.home_places", "supervisor.nonamespace",
+    "supervisor.runs_as_you", "supervisor.settings_named", "supervisor.shell_words",
+    "supervisor.tool_settings", "subprocess", "socket", "locale", "fnmatch", "json",
+    "resource", "fcntl", "anyio", "uvloop",
 )
 
 
@@ -123,8 +127,13 @@ def _open(config: dict[str, Any], watch: InstallWatch) -> Server | None:
             __import__(name)
         except ImportError:
             continue  # an optional one (uvloop) not installed here
+    import gc
     import threading
 
+    # What is loaded now is shared with every run forked after: frozen, the collector
+    # of a run never walks (and so never copies) the server's objects, page by page.
+    gc.collect()
+    gc.freeze()
     if threading.active_count() != 1:
         raise RuntimeError("a module loaded started a thread; a fork would copy a "
                            "process whose other threads are gone")

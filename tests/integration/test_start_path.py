@@ -86,6 +86,33 @@ def test_a_default_run_imports_the_pinned_modules_only(sandbox: Sandbox) -> None
     assert {name for name in ours if name.startswith(NOT_IN_A_DEFAULT_RUN)} == set()
 
 
+@pytest.mark.requires_bwrap
+@pytest.mark.requires_userns
+def test_the_start_server_has_loaded_every_module_a_default_run_imports(
+        sandbox: Sandbox) -> None:
+    """A module the server has not loaded is imported again by every run it forks (about
+    1 ms each): what a default run imports, from its own report, is all in PRELOAD's
+    reach."""
+    first = sandbox.run("true")
+    assert first.returncode == 0, first.stderr
+    done = subprocess.run(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--", "true"],
+        cwd=sandbox.project, env=sandbox.env({"PYTHONPROFILEIMPORTTIME": "1"}),
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    ours = {name for name in imported_modules(done.stderr)
+            if name.split(".")[0] in ("supervisor", "inner")}
+    assert "supervisor.linux.backend" in ours  # the report is the run's own
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys\n"
+         "from supervisor.linux.startserver import PRELOAD\n"
+         "for name in PRELOAD:\n"
+         "    __import__(name)\n"
+         "print('\\n'.join(sys.modules))"],
+        env=sandbox.env(), capture_output=True, text=True, timeout=60, check=True)
+    assert ours - set(loaded.stdout.split()) == set()
+
+
 def test_the_api_loads_no_extra() -> None:
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import lnk_sandbox"],
                           capture_output=True, text=True, timeout=60)
