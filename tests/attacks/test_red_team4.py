@@ -148,6 +148,10 @@ TOOLS: dict[str, tuple[str, str, str, str, str, tuple[str, ...]]] = {
         ".config/nvim/lua/team.lua", 'dofile(vim.env.HOME .. "/work/team/{name}.lua")\n',
         "{name}.lua", "-- the team\n", "vim.fn.writefile({{'ran'}}, '{marker}')\n",
         ("nvim", "--headless", "+qa")),
+    "ssh Match exec through a trim": (  # ssh runs it with the person's shell
+        ".ssh/config", 'Match exec "${{HOME##}}/work/team/{name}.sh"\n  User x\n',
+        "{name}.sh", "#!/bin/sh\n", "echo ssh >> {marker}\n",
+        ("ssh", "-F", "{home}/.ssh/config", "-G", "team-host")),
     "npmrc script-shell": (  # held: ~/.npmrc is a file of the table
         ".npmrc", "script-shell={home}/work/team/{name}.sh\n", "{name}.sh", "#!/bin/sh\n",
         "echo npm >> {marker}\n", ("npm", "run", "--silent", "x")),
@@ -184,6 +188,9 @@ def test_what_a_tools_own_settings_name_in_a_grant(sandbox: Sandbox, case: str) 
     path = sandbox.home / settings
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(naming.format(home=sandbox.home, name=name))
+    if settings.startswith(".ssh"):
+        path.parent.chmod(0o700)
+        path.chmod(0o600)
     if case == "nvim lua module":
         (path.parent.parent / "init.lua").write_text('require("team")\n')
     elsewhere = sandbox.base / "elsewhere"
@@ -195,7 +202,8 @@ def test_what_a_tools_own_settings_name_in_a_grant(sandbox: Sandbox, case: str) 
     said = appended_inside(sandbox, shared, appended)
 
     def person() -> None:
-        host(sandbox, *command, cwd=elsewhere, env={"npm_config_update_notifier": "false"})
+        argv = [word.format(home=sandbox.home) for word in command]
+        host(sandbox, *argv, cwd=elsewhere, env={"npm_config_update_notifier": "false"})
 
     person()
     assert ran(sandbox) == [], said
