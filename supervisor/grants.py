@@ -320,6 +320,18 @@ class _Resolver:
                 f"judge what {where} runs: {what}",
                 hint=f"{change}; lnk reads your shells' startup files for what they run, "
                 "and refuses what it cannot bound (docs/runs-as-you.md)")
+        from .environment_paths import unbounded
+
+        for variable, _ in unbounded(os.environ)[:1]:
+            raise self.error(
+                rule,
+                f"resolves to {sorted(paths)[0]}, which this run writes, and your "
+                f"environment's {variable} names a path whose start only the shell that "
+                "runs it knows (a command's output, `$(...)` or a backquote, or a bash "
+                "expansion), which may be a file here",
+                hint=f"start lnk without it (`env -u {variable} lnk ...`), or write the "
+                "path out; lnk judges every path your environment names, and refuses what "
+                "it cannot bound (docs/runs-as-you.md)")
         for named in self.named():
             for path in sorted(paths):
                 link = next((link for link in named.links if is_within(link, path)), None)

@@ -37,6 +37,7 @@ import os
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
+from .errors import LaunchError
 from .host_walk import read_small
 
 if TYPE_CHECKING:
@@ -486,6 +487,26 @@ _WORK_SUFFIXES = (".url", ".pushurl", ".insteadof", ".pushinsteadof")
 _EXT = "ext::"  # git-remote-ext(1): the rest is a program and its arguments
 
 
+# The repository's top as a git value's shell finds it: relative, as git runs the value
+# there (an alias runs at the top).
+_TOPLEVEL = re.compile(r"""["']?\$\(git rev-parse --show-(?:toplevel|cdup)\)["']?""")
+
+
+class SettingsUnbounded(LaunchError):
+    """A git value names a path whose start only the shell git runs it with knows (a
+    command's output): it may be any file, so no hold bounds it (red team 4); the
+    launch is refused (exit status 125), as for the shells' startup files."""
+
+    def __init__(self, key: str, value: str):
+        super().__init__(
+            f"your git settings' {key} names a path whose start only the shell git runs "
+            f"it with knows ({value!r}: a command's output), which may be a file this run "
+            "writes", hint="write the path out (`~/x` or `$HOME/x`); lnk judges every path "
+            "your git settings name, and refuses what it cannot bound "
+            "(docs/runs-as-you.md)")
+        self.key = key
+
+
 def value_paths(key: str, value: str, home: str, relative_to: str | None = None
                 ) -> list[str]:
     """Every path a git value names (a command's every word, and `--opt=PATH`),
@@ -503,7 +524,7 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None
     if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES) or not ("/" in value or
                                                                "~" in value):
         return []
-    text = value.removeprefix("!").removeprefix(":(optional)")
+    text = _TOPLEVEL.sub(".", value.removeprefix("!").removeprefix(":(optional)"))
     words = text.split()
     if any(c in text for c in "\"'\\"):
         # Quoted: split as the shell does; shlex is imported only then, since a default
@@ -531,8 +552,18 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None
     # quoted script read again as the script `sh -c` runs (`!sh -c 'git x && ~/w/y'`,
     # textconv `sh -c '~/w/c "$0"'`), a path after `$(`, `;`, `&`, a backquote, or a
     # one-letter option (`ssh -F$HOME/w/c`): red team 3 ran each from a grant.
-    from .environment_paths import _command_paths
+    # Its parameters expanded as the shell git runs it with expands them, with the
+    # launch environment (red team 4: `${HOME%/}/w/ed`, `${A:-${B:-$HOME}}/w/ed`).
+    # A path whose start only that shell knows (`$(echo ~)/w/ed`) may be any file: the
+    # launch is refused (SettingsUnbounded), but for the repository's own top, which git
+    # runs such a value in (`!$(git rev-parse --show-toplevel)/x`: a relative program).
+    from .environment_paths import UNKNOWN, _command_paths, _expand, substitutions
 
-    expanded = text.replace("${HOME}/", home + "/").replace("$HOME/", home + "/")
+    environ = {**os.environ, "HOME": home}
+    expanded = _expand(text, environ)
+    if UNKNOWN + "/" in expanded.replace(UNKNOWN + UNKNOWN, UNKNOWN):
+        raise SettingsUnbounded(key, value)
     found += _command_paths(expanded, home, 1)
+    for script in substitutions(text):  # what a substitution runs (`$(~/w/x.sh)`)
+        found += _command_paths(_expand(script, environ), home, 2)
     return list(dict.fromkeys(found))

@@ -217,3 +217,25 @@ def test_a_linked_git_below_the_top_names_its_link(home: Path, tmp_path: Path) -
     (top / "app" / ".git").symlink_to(tmp_path / "gitdir")
     kept = {p.name: p for p in analyze(str(top), home=str(home)).protected}
     assert kept[f"{top}/app/.git"].link == f"{top}/app/.git"
+
+
+def test_a_git_value_is_expanded_as_its_shell_expands_it() -> None:
+    """red team 4: core.editor = `${HOME%/}/w/ed`, nested defaults, an unset variable
+    glued: each named; a path whose start only the shell knows refuses the launch, but
+    the repository's own top (`$(git rev-parse --show-toplevel)`, where git runs it)."""
+    import pytest as _pytest
+
+    from supervisor.person_settings import SettingsUnbounded
+    from supervisor.person_settings import value_paths as git_paths
+
+    home = "/home/u"
+    assert git_paths("core.editor", "${HOME%/}/w/ed", home) == [f"{home}/w/ed"]
+    assert git_paths("core.editor", "${ZQ_A:-${ZQ_B:-$HOME}}/w/ed", home) == [
+        f"{home}/w/ed"]
+    assert git_paths("alias.x", "!$HOME${ZQ_UNSET}/w/x", home) == [f"{home}/w/x"]
+    assert git_paths("alias.t", "!$(git rev-parse --show-toplevel)/tools/x.sh", home,
+                     "/srv/repo") == ["/srv/repo/tools/x.sh"]
+    for value in ("$(echo ~)/w/ed", "!`echo ~`/w/x"):
+        with _pytest.raises(SettingsUnbounded):
+            git_paths("core.editor", value, home)
+    assert value_paths("alias.l", "!git log -1 $(~/w/x.sh)", home) == [f"{home}/w/x.sh"]

@@ -175,3 +175,58 @@ def test_a_named_users_home_is_expanded_as_sh_expands_it() -> None:
     assert value_paths("~root/work/ed --wait", H, {}) == [f"{root}/work/ed"]
     assert value_paths("vim -u ~root/x.vim", H, {}) == [f"{root}/x.vim"]
     assert value_paths("~no-such-user-zq/x", H, {}) == []
+
+
+@pytest.mark.parametrize(("value", "paths"), [
+    ("${HOME%/}/w/ed", [f"{H}/w/ed"]),  # red team 4: each form sh expands
+    ("${HOME%%/}/w/ed", [f"{H}/w/ed"]),
+    ("${X%/*}/ed", [f"{H}/ed"]),  # X = ~/w: the shortest suffix matching /* trimmed
+    ("${X%%/w}/ed", [f"{H}/ed"]),
+    ("${X#/home}/ed", ["/u/w/ed"]),
+    ("${Y##*/}/ed", []),  # Y's last name: relative
+    ("${A:-${B:-$HOME}}/w/ed", [f"{H}/w/ed"]),  # nested defaults
+    ("${HOME%${Z:-/}}/w/ed", [f"{H}/w/ed"]),  # a pattern from a default
+    ("$HOME${UNSET}/w/ed", [f"{H}/w/ed"]),  # unset is empty, as sh makes it
+    ('~/w/te""am/ed', [f"{H}/w/team/ed"]),  # quotes in a listed path: words
+    ("~/w/te\\am/ed", [f"{H}/w/team/ed"]),
+    ("~/w/team/$(hostname).sh", [f"{H}/w/team"]),  # its known folder
+    ("vi ~/w/`id -u`/x", [f"{H}/w"]),
+    ('git -c x="$1" ${#HOME}', []),  # an argument, a length: no path
+])
+def test_a_value_is_expanded_as_sh_expands_it(value: str, paths: list[str]) -> None:
+    environ = {"HOME": H, "X": f"{H}/w", "Y": "/a/b"}
+    assert value_paths(value, H, environ) == paths
+
+
+@pytest.mark.parametrize(("value", "refused"), [
+    ("$(echo ~)/w/ed", True), ("`echo ~`/w/ed", True), ("${HOME:0}/w/ed", True),
+    ("${HOME/#/}/w/ed", True), ("vi $( cd ~ && pwd )/w/x", True),
+    ("~/w/$(hostname).sh", False),  # bounded: its folder is held
+    (r"\u@\h:\w$(__git_ps1 ' (%s)')\$ ", False),  # no path after it
+    ("${HOME%/}/w/ed", False),
+])
+def test_a_path_whose_start_only_the_shell_knows_is_unbounded(value: str,
+                                                              refused: bool) -> None:
+    """red team 4: `$(echo ~)/w/ed` may be any file; the launch that writes is refused."""
+    from supervisor.environment_paths import unbounded
+
+    assert bool(unbounded({"HOME": H, "V": value})) is refused
+
+
+def test_a_write_launch_is_refused_for_an_unbounded_value(home: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    monkeypatch.setenv("ZQ_EDITOR", "$(echo ~)/work/ed.sh")
+    with pytest.raises(SpecError) as refused:
+        snapshot(home, '[files]\nwrite = ["."]\n')
+    assert "ZQ_EDITOR" in refused.value.message
+    assert "env -u ZQ_EDITOR" in (refused.value.hint or "")
+
+
+def test_what_a_substitution_runs_is_named() -> None:
+    """A command substitution is UNKNOWN for the path it makes, but the script in it is
+    read as a value of its own (red team 3's `!git log -1 $(~/w/x.sh)`)."""
+    environ = {"HOME": H}
+    assert value_paths("git log -1 $(~/w/x.sh)", H, environ) == [f"{H}/w/x.sh"]
+    assert value_paths("vi `cat ~/w/list`", H, environ) == [f"{H}/w/list"]
+    assert value_paths("x $(y $(~/w/deep.sh))", H, environ) == [f"{H}/w/deep.sh"]
