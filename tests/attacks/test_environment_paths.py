@@ -25,25 +25,21 @@ from pathlib import Path
 
 import pytest
 
-from support.red_team import git_env, host, marker, markers, need, ran, repository
+from support.red_team import (
+    git_env,
+    host,
+    made_up,
+    marker,
+    markers,
+    need,
+    ran,
+    read_inside,
+    repository,
+    secret,
+)
 from support.sandbox import PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
-
-HOME_READ = '[files]\nread = ["~"]\nwrite = ["."]\n'
-
-READER = r"""
-import errno, json, sys
-print("STARTED", flush=True)
-found = {}
-for path in sys.argv[1:]:
-    try:
-        with open(path, errors="replace") as handle:
-            found[path] = handle.read()
-    except OSError as err:
-        found[path] = errno.errorcode.get(err.errno, str(err.errno))
-print("READ " + json.dumps(found), flush=True)
-"""
 
 # Appends argv[1] to each path after it, or makes a folder in one ending in `/`; the
 # first path is beside what is judged (proving the grant is written):
@@ -66,27 +62,10 @@ print("WROTE " + json.dumps(found), flush=True)
 """
 
 
-def made_up() -> str:
-    """A variable name no list has: ZQ and random letters."""
-    return "ZQ" + secrets.token_hex(4).upper()
 
 
-def secret(path: Path) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = f"token-{secrets.token_hex(8)}\n"
-    path.write_text(text)
-    return text
 
 
-def read_inside(box: Sandbox, *paths: Path, env: dict[str, str] | None = None,
-                spec: str = HOME_READ, cwd: Path | None = None) -> dict[str, str]:
-    done = box.run(PYTHON_INSIDE, "-c", READER, *map(str, paths), spec=spec, env=env,
-                   cwd=cwd)
-    lines = done.stdout.splitlines()
-    need(lines[:1] == ["STARTED"] and lines[-1:] and lines[-1].startswith("READ "),
-         f"the reader never ran inside (exit {done.returncode}):\n{done.stderr}")
-    found: dict[str, str] = json.loads(lines[-1][5:])
-    return found
 
 
 def write_inside(box: Sandbox, beside: Path, *paths: str, env: dict[str, str],

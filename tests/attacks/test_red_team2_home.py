@@ -10,48 +10,18 @@ failing under `escaped` (support/red_team.py).
 
 from __future__ import annotations
 
-import json
 import secrets
 from pathlib import Path
 
 import pytest
 
-from support.red_team import need
-from support.sandbox import PYTHON_INSIDE, Sandbox
+from support.red_team import need, read_inside, secret
+from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
-HOME_READ = '[files]\nread = ["~"]\nwrite = ["."]\n'
-
-READER = r"""
-import errno, json, sys
-print("STARTED", flush=True)
-found = {}
-for path in sys.argv[1:]:
-    try:
-        with open(path, errors="replace") as handle:
-            found[path] = handle.read()
-    except OSError as err:
-        found[path] = errno.errorcode.get(err.errno, str(err.errno))
-print("READ " + json.dumps(found), flush=True)
-"""
 
 
-def read_inside(box: Sandbox, *paths: Path, spec: str | None = HOME_READ,
-                env: dict[str, str] | None = None) -> dict[str, str]:
-    done = box.run(PYTHON_INSIDE, "-c", READER, *map(str, paths), spec=spec, env=env)
-    lines = done.stdout.splitlines()
-    need(lines[:1] == ["STARTED"] and lines[-1:] and lines[-1].startswith("READ "),
-         f"the reader never ran inside (exit {done.returncode}):\n{done.stderr}")
-    found: dict[str, str] = json.loads(lines[-1][5:])
-    return found
-
-
-def secret(path: Path) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = f"token-{secrets.token_hex(8)}\n"
-    path.write_text(text)
-    return text
 
 
 # variable -> (its value, relative to home; the secret's path, relative to home)

@@ -35,61 +35,28 @@ from support.red_team import (
     escaped,
     git_env,
     host,
+    made_up,
     marker,
     markers,
     need,
+    ok,
     plant,
     plant_or_refused,
     ran,
+    read_inside,
     repository,
+    secret,
 )
 from support.sandbox import PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
-HOME_READ = '[files]\nread = ["~"]\nwrite = ["."]\n'
-
-READER = r"""
-import errno, json, sys
-print("STARTED", flush=True)
-found = {}
-for path in sys.argv[1:]:
-    try:
-        with open(path, errors="replace") as handle:
-            found[path] = handle.read()
-    except OSError as err:
-        found[path] = errno.errorcode.get(err.errno, str(err.errno))
-print("READ " + json.dumps(found), flush=True)
-"""
 
 
-def made_up() -> str:
-    """A variable name no list has."""
-    return "ZQ" + secrets.token_hex(4).upper()
 
 
-def secret(path: Path) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = f"token-{secrets.token_hex(8)}\n"
-    path.write_text(text)
-    return text
 
 
-def read_inside(box: Sandbox, *paths: Path, env: dict[str, str] | None = None,
-                spec: str = HOME_READ, cwd: Path | None = None) -> dict[str, str]:
-    done = box.run(PYTHON_INSIDE, "-c", READER, *map(str, paths), spec=spec, env=env,
-                   cwd=cwd)
-    lines = done.stdout.splitlines()
-    need(lines[:1] == ["STARTED"] and lines[-1:] and lines[-1].startswith("READ "),
-         f"the reader never ran inside (exit {done.returncode}):\n{done.stderr}")
-    found: dict[str, str] = json.loads(lines[-1][5:])
-    return found
-
-
-def ok(done: object, what: str) -> None:
-    """The person's tool ran (exit 0)."""
-    need(getattr(done, "returncode", 1) == 0,
-         f"the person's {what} failed: {getattr(done, 'stderr', done)}")
 
 
 # == rule 1: what the launch environment names ================================================

@@ -26,6 +26,7 @@ from support.red_team import (
     marker,
     markers,
     need,
+    ok,
     plant_or_refused,
     ran,
     repository,
@@ -35,10 +36,6 @@ from support.sandbox import Sandbox
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
 
-def ok(done: object, what: str) -> None:
-    """The person's tool ran (exit 0)."""
-    need(getattr(done, "returncode", 1) == 0,
-         f"the person's {what} failed: {getattr(done, 'stderr', done)}")
 
 
 def team_script(box: Sandbox, name: str, first: str = "#!/bin/sh\n",

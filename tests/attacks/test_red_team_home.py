@@ -18,36 +18,11 @@ from pathlib import Path
 import pytest
 
 from support.processes import close_pipes
-from support.red_team import need
+from support.red_team import HOME_READ, READER, need, read_inside
 from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
-HOME_READ = '[files]\nread = ["~"]\nwrite = ["."]\n'
-
-# Reads each path given and prints one JSON line: path -> its text, or the errno's name.
-READER = r"""
-import errno, json, os, sys
-print("STARTED", flush=True)
-found = {}
-for path in sys.argv[1:]:
-    try:
-        with open(path) as handle:
-            found[path] = handle.read()
-    except OSError as err:
-        found[path] = errno.errorcode.get(err.errno, str(err.errno))
-print("READ " + json.dumps(found), flush=True)
-"""
-
-
-def read_inside(box: Sandbox, *paths: Path, spec: str = HOME_READ,
-                env: dict[str, str] | None = None) -> dict[str, str]:
-    done = box.run(PYTHON_INSIDE, "-c", READER, *map(str, paths), spec=spec, env=env)
-    lines = done.stdout.splitlines()
-    need(lines[:1] == ["STARTED"] and lines[-1].startswith("READ "),
-         f"the reader never ran inside (exit {done.returncode}):\n{done.stderr}")
-    found: dict[str, str] = json.loads(lines[-1][5:])
-    return found
 
 
 def secret(path: Path) -> str:

@@ -12,6 +12,7 @@ broken set-up is a real failure, never taken for the escape.
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,3 +137,53 @@ def git_elsewhere(box: Sandbox) -> None:
     other = repository(box, box.base / "elsewhere")
     person_git(box, other, "status")
     person_git(box, other, "checkout", "-q", "-b", "side")
+
+
+# == what a sandbox reads, and the person's tools =============================================
+
+HOME_READ = '[files]\nread = ["~"]\nwrite = ["."]\n'
+
+# Reads each path given: {path: its text or the errno's name}.
+READER = r"""
+import errno, json, sys
+print("STARTED", flush=True)
+found = {}
+for path in sys.argv[1:]:
+    try:
+        with open(path, errors="replace") as handle:
+            found[path] = handle.read()
+    except OSError as err:
+        found[path] = errno.errorcode.get(err.errno, str(err.errno))
+print("READ " + json.dumps(found), flush=True)
+"""
+
+
+def made_up() -> str:
+    """A variable name no list has: ZQ and random letters."""
+    return "ZQ" + secrets.token_hex(4).upper()
+
+
+def secret(path: Path) -> str:
+    """A new secret at `path`: its text."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = f"token-{secrets.token_hex(8)}\n"
+    path.write_text(text)
+    return text
+
+
+def read_inside(box: Sandbox, *paths: Path, env: dict[str, str] | None = None,
+                spec: str | None = HOME_READ, cwd: Path | None = None) -> dict[str, str]:
+    """What a sandbox read at each of `paths`, once it is known to have started inside."""
+    done = box.run(PYTHON_INSIDE, "-c", READER, *map(str, paths), spec=spec, env=env,
+                   cwd=cwd)
+    lines = done.stdout.splitlines()
+    need(lines[:1] == ["STARTED"] and lines[-1:] and lines[-1].startswith("READ "),
+         f"the reader never ran inside (exit {done.returncode}):\n{done.stderr}")
+    found: dict[str, str] = json.loads(lines[-1][5:])
+    return found
+
+
+def ok(done: object, what: str) -> None:
+    """The person's tool ran (exit 0)."""
+    need(getattr(done, "returncode", 1) == 0,
+         f"the person's {what} failed: {getattr(done, 'stderr', done)}")
