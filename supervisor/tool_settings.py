@@ -48,9 +48,15 @@ from .host_walk import read_small
 # "config"; tmux(1); Emacs' "Init File"), the other version-control systems' user
 # settings (hgrc(5) "Files"; Sapling's and Jujutsu's configuration pages), the
 # system's files read as the person, and the debuggers' and REPLs' home startup
-# files. A name with `*` is each file its folder holds.
+# files. A name with `*` is each file its folder holds; `**`, each file below it.
 EDITOR_STARTUP = (
     "~/.config/nvim/init.vim", "~/.config/nvim/init.lua", "~/.vim/vimrc", "~/.vim/gvimrc",
+    # Every file of nvim's settings folder, and of vim's folders it runs at a start or
+    # for a file type (`:h runtimepath`): plugin/*.vim runs at every start, lua/ what
+    # init.lua requires by name (red team 4 planted through both). vim's pack/ and the
+    # plugin managers' folders are other people's plugins: docs/runs-as-you.md.
+    "~/.config/nvim/**", "~/.vim/plugin/**", "~/.vim/after/**", "~/.vim/ftplugin/**",
+    "~/.vim/autoload/**", "~/.vim/ftdetect/**", "~/.vim/indent/**", "~/.vim/syntax/**",
     "~/.gvimrc", "~/.exrc", "~/.config/tmux/tmux.conf", "~/.emacs.d/init.el",
     "~/.config/emacs/init.el", "~/.config/gdb/gdbinit",
     "~/.hgrc", "~/.config/hg/hgrc", "~/.config/sapling/sapling.conf",
@@ -126,7 +132,10 @@ def tool_paths(home: str, places: tuple[str, ...] | None = None
     pending: list[str] = []
     for name in starts:
         path = home + name[1:] if name.startswith("~") else name
-        pending += _folder_files(path[:-2]) if path.endswith("/*") else [path]
+        if path.endswith("/**"):
+            pending += _tree_files(path[:-3])
+        else:
+            pending += _folder_files(path[:-2]) if path.endswith("/*") else [path]
     read: set[str] = set()
     named: dict[str, tuple[str, str]] = {}
     while pending:
@@ -165,6 +174,32 @@ def _folder_files(folder: str) -> list[str]:
     if len(files) > MAX_FOLDER_FILES:
         raise SettingsBound(folder, "MAX_FOLDER_FILES", MAX_FOLDER_FILES)
     return files
+
+
+def _tree_files(folder: str) -> list[str]:
+    """Every file below `folder`, through links as the tool follows them (a linked
+    folder once), sorted (SettingsBound past MAX_FOLDER_FILES in all)."""
+    files: list[str] = []
+    seen: set[str] = set()
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        real = os.path.realpath(current)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if entry.is_dir():
+                        pending.append(entry.path)
+                    elif entry.is_file():
+                        files.append(entry.path)
+        except OSError:
+            continue
+        if len(files) > MAX_FOLDER_FILES:
+            raise SettingsBound(folder, "MAX_FOLDER_FILES", MAX_FOLDER_FILES)
+    return sorted(files)
 
 
 def words(line: str) -> list[tuple[str, bool]]:

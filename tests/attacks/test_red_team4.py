@@ -153,17 +153,7 @@ TOOLS: dict[str, tuple[str, str, str, str, str, tuple[str, ...]]] = {
         ".npmrc", "script-shell={home}/work/team/{name}.sh\n", "{name}.sh", "#!/bin/sh\n",
         "echo npm >> {marker}\n", ("npm", "run", "--silent", "x")),
 }
-TOOL_REASONS: dict[str, str] = {
-    "nvim plugin folder": (
-        "tool_settings reads a folder place's named entry files only (EDITOR_STARTUP: "
-        "init.vim, init.lua); the other files nvim runs from ~/.config/nvim (plugin/, "
-        "after/, ftplugin/, lua/ modules required by name) are not read for what they "
-        "name"),
-    "nvim lua module": (
-        "tool_settings: init.lua's require('team') names no path, and lua/team.lua, "
-        "which nvim runs for it, is not read (a folder place's files past its entry "
-        "files are not)"),
-}
+TOOL_REASONS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", [

@@ -136,3 +136,29 @@ def test_a_folder_past_the_bound_refuses_the_launch(tmp_path: Path) -> None:
         tool_paths(str(home))
     assert str(folder) in refused.value.message and "MAX_FOLDER_FILES" in \
         refused.value.message and refused.value.hint
+
+
+def test_every_file_below_nvims_folder_is_read_through_links_and_bounded(
+        tmp_path: Path) -> None:
+    """Red team 4: nvim runs plugin/*.vim at each start and lua/NAME.lua for a
+    require("NAME"), by no path: every file below its folder is read, at any depth and
+    through a linked folder; past the bound the launch is refused, never cut short."""
+    import pytest
+
+    from supervisor import tool_settings
+
+    home = tmp_path / "home"
+    deep = home / ".config" / "nvim" / "lua" / secrets.token_hex(2) / secrets.token_hex(2)
+    deep.mkdir(parents=True)
+    (deep / "x.lua").write_text('dofile(vim.env.HOME .. "/work/deep.lua")\n')
+    elsewhere = tmp_path / "dotfiles" / "after"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "y.vim").write_text("source ~/work/linked.vim\n")
+    (home / ".config" / "nvim" / "after").symlink_to(elsewhere)
+    (home / ".config" / "nvim" / "loop").symlink_to(home / ".config" / "nvim")
+    found = {path for path, _, _ in tool_paths(str(home))}
+    assert {f"{home}/work/deep.lua", f"{home}/work/linked.vim"} <= found
+    for index in range(tool_settings.MAX_FOLDER_FILES + 1):
+        (deep / f"{index}.lua").write_text("")
+    with pytest.raises(tool_settings.SettingsBound):
+        tool_paths(str(home))
