@@ -61,6 +61,8 @@ _TRIM = re.compile(r"(%%|%|##|#)(.*)", re.DOTALL)  # ${NAME%PATTERN} and its kin
 # What only the running shell knows (a substitution's output): a character no value
 # of the environment can hold.
 UNKNOWN = "\0"
+# bash's brace expansion: a `{...}` of one word (no blank) with a `,` or `..` in it.
+_BRACES = re.compile(r"(?<!\$)\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
 # A path in a word: `/` or `~/` at the word's start, after one of =|:,;@<>([{!&` (`!`:
 # git's shell alias, `GIT_CONFIG_VALUE_0='!~/x'`; `&&~/x`, a backquote), a `-`
 # opening the word, or a one-letter option (-I/x); running to the next : ; , quote or
@@ -86,15 +88,28 @@ def _expand(value: str, environ: Mapping[str, str], depth: int = 0) -> str:
     it starts cannot be bounded (`unbounded`), and one it ends in is cut there
     (`value_paths`: its known folder is named). A positional or special parameter
     (`"$1"`, `$@`) is kept as written: a tool's argument, never a path's start."""
-    if "$" not in value and "`" not in value:
+    if "{" in value:  # bash's `{a,b}`, `{1..3}`: made before all else (`$HOMEa`), UNKNOWN
+        value = _BRACES.sub(UNKNOWN, value)
+    if "$" not in value and "`" not in value and "\\\n" not in value:
         return value
     out: list[str] = []
     index = 0
     while index < len(value):
         char = value[index]
-        if char == "\\" and index + 1 < len(value):
+        if value.startswith("\\\n", index):  # a line joined: no character to sh
+            index += 2
+        elif char == "\\" and index + 1 < len(value):
             out.append(value[index:index + 2])
             index += 2
+        elif value.startswith("$'", index):  # bash's $'\x2f...': what bash makes of it
+            end = index + 2
+            while end < len(value) and value[end] != "'":
+                end += 2 if value[end] == "\\" else 1
+            out.append(UNKNOWN)
+            index = end + 1
+        elif value.startswith('$"', index):  # bash's $"...": the string; dash's: `$` too
+            out.append(UNKNOWN)
+            index += 1
         elif char == "`":
             end = index + 1
             while end < len(value) and value[end] != "`":
@@ -112,7 +127,10 @@ def _expand(value: str, environ: Mapping[str, str], depth: int = 0) -> str:
             index = end + 1
         else:
             name = _NAME.match(value, index + 1)
-            if name is None:
+            if value[index + 1] == "0":  # what the caller named the script: git gives
+                out.append(UNKNOWN)      # the value itself (`sh -c 'VALUE "$@"' VALUE`)
+                index += 2
+            elif name is None:
                 out.append(char)
                 index += 1
             else:
@@ -170,6 +188,8 @@ def _parameter(inner: str, environ: Mapping[str, str], depth: int) -> str:
     """What `${INNER}` expands to (`_expand`)."""
     if inner.startswith("#") and _NAME.fullmatch(inner[1:]):
         return str(len(environ.get(inner[1:], "")))
+    if inner.startswith(("!", "0")):  # bash's ${!NAME} (another's value), and $0
+        return UNKNOWN
     name = _NAME.match(inner)
     if name is None:
         return "${" + inner + "}"  # a positional or special one: an argument, kept
@@ -204,19 +224,25 @@ def _parameter(inner: str, environ: Mapping[str, str], depth: int) -> str:
     return text if cut is None else text[cut:]
 
 
-def unbounded(environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(variable, value) of each value a path of which starts with what only the running
-    shell knows (`$(echo ~)/x`, a backquote, bash's `${HOME/#/}`/x): it may name any
-    file, so no hold bounds it, and a launch that writes anything is refused (grants.py),
-    as for the shell's startup files."""
-    found = []
+def unbounded(environ: Mapping[str, str], home: str | None = None
+              ) -> list[tuple[str, str, str | None]]:
+    """(variable, value, bound) of each value that names what no hold bounds: a path or
+    a program whose start only the running shell knows (`$(echo ~)/x`, a backquote,
+    bash's `${HOME/#/}`/x, `~/w/$(x)`: what it prints may hold `/` and `..`; a command
+    `$(printf ...)`), bound None: a launch that writes anything is refused (grants.py),
+    as for the shell's startup files; or a pattern's known folder (`~/w/t*/ed`: the
+    names it matches are made when it runs), the bound: a write grant that is it or
+    lies inside it is refused."""
+    home = os.path.normpath(home or environ.get("HOME") or "/")
+    found: list[tuple[str, str, str | None]] = []
     for variable in sorted(environ):
         value = environ[variable]
-        if variable in NOT_PATHS or variable.startswith(LNK_PREFIX) or "/" not in value:
+        if variable in NOT_PATHS or variable.startswith(LNK_PREFIX) or not (
+                "/" in value or "$" in value or "`" in value):
             continue
-        if ("$" in value or "`" in value) and UNKNOWN + "/" in _expand(
-                value, environ).replace(UNKNOWN + UNKNOWN, UNKNOWN):
-            found.append((variable, value))
+        cuts: Cuts = []
+        value_paths(value, home, environ, cuts=cuts)
+        found += [(variable, value, bound) for bound in dict.fromkeys(cuts)]
     return found
 
 
@@ -238,16 +264,18 @@ def _words(value: str) -> list[str]:
             if char == quote:
                 quote = ""
             elif char == "\\" and quote == '"' and index < len(value):
-                word.append(value[index])
+                if value[index] != "\n":  # a line joined inside double quotes too
+                    word.append(value[index])
                 index += 1
             else:
                 word.append(char)
         elif char in "'\"":
             quote, started = char, True
         elif char == "\\" and index < len(value):
-            word.append(value[index])
+            if value[index] != "\n":  # a line joined
+                word.append(value[index])
+                started = True
             index += 1
-            started = True
         elif char.isspace():
             if started or word:
                 words.append("".join(word))
@@ -259,67 +287,119 @@ def _words(value: str) -> list[str]:
     return words
 
 
-def _as_path(text: str, home: str) -> str | None:
-    """`text` as an absolute, normalized path (`~/` from `home`); None for none, `/`
-    itself, or a URL's authority (`//host/...`). A path ending in what only the running
-    shell knows (`~/w/$(hostname).sh`, UNKNOWN) names its known folder (`~/w`)."""
-    if UNKNOWN in text:
-        text = text[:text.index(UNKNOWN)]
+# What sh makes of a path's text that lnk does not: pathname expansion (`*`, `?`, `[`) and
+# bash's brace expansion (`{a,b}`), from where each starts (the names it matches only the
+# file system of the moment knows).
+_PATTERN = re.compile(r"[*?\[{]")
+Cuts = list[str | None]  # the known folder of each path cut short; None: not bounded
+
+
+def _as_paths(text: str, home: str, cuts: Cuts | None = None,
+              authority: bool = False) -> list[str]:
+    """`text` as absolute, normalized paths (`~/` from `home`); none for none, `/`
+    itself, or (`authority`: after a scheme's `:`) a URL's authority (`//host/...`);
+    `//x` is `/x` anywhere else, as the kernel reads it. A path ending in what only the
+    running shell knows (`~/w/$(hostname).sh`, UNKNOWN) names its known folder (`~/w`),
+    and is not bounded (None in `cuts`): what a substitution prints may hold `/` and
+    `..`. A pattern (`~/w/t*/ed`) names its known folder too, its bound (in `cuts`): a
+    grant that is it or lies in it is refused (`unbounded`). A path through `..` names
+    the path before it as well (`~/w/x/../ed`: `~/w/x`, which the kernel follows first,
+    a link the run could make)."""
+    cut = text.find(UNKNOWN) if UNKNOWN in text else None
+    if cut is not None and cuts is not None:
+        cuts.append(None)
+    pattern = _PATTERN.search(text)
+    by_pattern = pattern is not None and (cut is None or pattern.start() < cut)
+    if pattern is not None and by_pattern:
+        cut = pattern.start()
+    if cut is not None:
+        text = text[:cut]
         text = text[:text.rfind("/") + 1]
     if text.startswith("~/"):
         text = home + text[1:]
     elif text == "~":
-        return None
+        return []
     elif text.startswith("~") and "/" in text:  # `~name/`: name's home, as sh expands it
         import pwd  # only for such a value (a start imports no module it does not need)
 
         try:
             text = pwd.getpwnam(text[1:text.index("/")]).pw_dir + text[text.index("/"):]
         except (KeyError, ValueError):
-            return None
-    if not text.startswith("/") or (text.startswith("//") and not text.startswith("///")):
-        return None
+            return []
+    if not text.startswith("/") or (authority and text.startswith("//")
+                                    and not text.startswith("///")):
+        return []
     path = os.path.normpath(text)
-    path = path[1:] if path.startswith("//") else path
-    return None if path == "/" else path
+    path = "/" + path.lstrip("/")
+    if by_pattern and cuts is not None:
+        cuts.append(path)
+    found = [] if path == "/" else [path]
+    parts = text.split("/")
+    if ".." in parts:  # the path the kernel follows before the first `..`
+        found = _as_paths("/".join(parts[:parts.index("..")]), home, cuts) + found
+    return found
 
 
 def value_paths(value: str, home: str, environ: Mapping[str, str],
-                depth: int = 1) -> list[str]:
+                depth: int = 1, cuts: Cuts | None = None) -> list[str]:
     """Each absolute or `~/` path `value` names, in order, each once; and those its
-    command substitutions' scripts name (`substitutions`)."""
+    command substitutions' scripts name (`substitutions`). `cuts` gets the bound of
+    each path cut short (`_as_paths`), and None for each program or path whose start
+    only the running shell knows (`_command_paths`)."""
     original = value
     value = _expand(value, environ)
     parts = value.split(":")
     found: list[str] = []
     listed = all(not p or p.startswith(("/", "~/")) for p in parts)
     if listed:  # a path, or a list of them, spaces kept
-        found = [p for p in (_as_path(part, home) for part in parts) if p]
-    if not listed or _BLANK.search(value) or _QUOTING.search(value):  # a command
-        # (`/x/ed --wait`, `~/w/te""am/ed`: red team 4) a listed part with a blank or a
-        # quote is kept only where it is there (`/x/My Notes`): `/x/ed --wait` names
-        # /x/ed, and holding a missing `ed --wait` would make it
+        found = [p for part in parts for p in _as_paths(part, home, cuts)]
+    if not listed or _BLANK.search(value) or _QUOTING.search(value) or UNKNOWN in value:
+        # a command (`/x/ed --wait`, `~/w/te""am/ed`: red team 4) a listed part with a
+        # blank or a quote is kept only where it is there (`/x/My Notes`): `/x/ed
+        # --wait` names /x/ed, and holding a missing `ed --wait` would make it
         found = [p for p in found if not (_BLANK.search(p) or _QUOTING.search(p))
                  or os.path.lexists(p)]
-        found += _command_paths(value, home, 1)  # Linux bounds a value: 128 KiB
+        found += _command_paths(value, home, 1, cuts)  # Linux bounds a value: 128 KiB
     if depth < MAX_DEPTH:
         for script in substitutions(original):
-            found += value_paths(script, home, environ, depth + 1)
+            found += value_paths(script, home, environ, depth + 1, cuts)
     return list(dict.fromkeys(found))
 
 
-def _command_paths(text: str, home: str, depth: int) -> list[str]:
+# sh's reserved words after which a command starts (the grammar's, not a tool's name).
+_RESERVED = frozenset(("!", "{", "(", "then", "do", "else", "elif", "if", "while",
+                       "until", "time"))
+# What only the running shell knows where a command or a path starts: right after an
+# operator inside a word (`a;$(x)`), or followed by a `/` (`$(echo ~)/w/ed`).
+_UNKNOWN_START = re.compile(f"[;&|(!`]{UNKNOWN}|{UNKNOWN}/")
+
+
+def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None
+                   ) -> list[str]:
     """The paths in the words of `text`; a quoted word with a blank is both a word (a
     path with a space: `'/x/my keys/id'`) and a script a shell runs (`sh -c 'col -b |
-    ~/bin/pager'`), whose own words are read the same way, MAX_DEPTH deep."""
+    ~/bin/pager'`), whose own words are read the same way, MAX_DEPTH deep. A command
+    whose program only the running shell knows (`$(printf ...)`, `"${0#*Q}"`: what it
+    prints may be any path) and a path that starts unknown give None to `cuts`; a
+    path a pattern goes on from (`~/w/te[a]m`) is cut there (`_as_paths`)."""
     found: list[str] = []
-    for word in _words(text):
-        whole = [p for p in (_as_path(m.group(1).rstrip(), home)
-                             for m in _PATH.finditer(word)) if p]
+    words = _words(text)
+    for index, word in enumerate(words):
+        before = words[index - 1] if index else ";"
+        if cuts is not None and UNKNOWN in word and (_UNKNOWN_START.search(word) or (
+                word.startswith(UNKNOWN) and (before in _RESERVED or before[-1:] in ";&|("))):
+            cuts.append(None)
+        whole = []
+        for match in _PATH.finditer(word):
+            spelled = match.group(1).rstrip()
+            if word[match.end():match.end() + 1] in ("[", "{"):
+                spelled += "{"  # a pattern goes on: the path is cut there
+            authority = match.start() > 0 and word[match.start() - 1] == ":"
+            whole += _as_paths(spelled, home, cuts, authority)
         found += whole
         if depth < MAX_DEPTH and _BLANK.search(word):
             # a path of the script that is a path with a space cut at it is that path
-            found += [p for p in _command_paths(word, home, depth + 1) if not any(
+            found += [p for p in _command_paths(word, home, depth + 1, cuts) if not any(
                 w.startswith(p) and w[len(p):len(p) + 1].isspace() for w in whole)]
     return found
 

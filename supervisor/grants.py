@@ -322,7 +322,20 @@ class _Resolver:
                 "and refuses what it cannot bound (docs/runs-as-you.md)")
         from .environment_paths import unbounded
 
-        for variable, _ in unbounded(os.environ)[:1]:
+        for variable, _, bound in unbounded(os.environ, self.context.home):
+            if bound is not None:
+                hit = next((p for p in sorted(paths) if is_within(p, bound)), None)
+                if hit is None:
+                    continue
+                raise self.error(
+                    rule,
+                    f"resolves to {hit}, which this run writes, and your environment's "
+                    f"{variable} names a pattern in {bound} (`*`, `?`, `[...]` or "
+                    "`{a,b}`), whose names the shell that runs it finds when it runs: "
+                    "any file there", hint=f"start lnk without it (`env -u {variable} "
+                    "lnk ...`), or write the path out; lnk judges every path your "
+                    "environment names, and refuses what it cannot bound "
+                    "(docs/runs-as-you.md)")
             raise self.error(
                 rule,
                 f"resolves to {sorted(paths)[0]}, which this run writes, and your "

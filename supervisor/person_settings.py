@@ -507,20 +507,21 @@ class SettingsUnbounded(LaunchError):
         self.key = key
 
 
-def value_paths(key: str, value: str, home: str, relative_to: str | None = None
-                ) -> list[str]:
+def value_paths(key: str, value: str, home: str, relative_to: str | None = None,
+                bounds: list[str] | None = None) -> list[str]:
     """Every path a git value names (a command's every word, and `--opt=PATH`),
     normalized: absolute, from home (`~/`, and `$HOME/` or `${HOME}/`, which the shell
     git runs a command with expands), and with `relative_to` (the work tree, where git
     runs commands) every relative word with a `/` in it (`tools/run.sh`); none for a
     key that names work rather than settings. git's ext:: transport runs a program: the
     command of an `ext::` url, or of the url subsection an insteadOf rewrites to
-    (`[url "ext::/x/run %S"] insteadOf = team:`), is read as a command's value."""
+    (`[url "ext::/x/run %S"] insteadOf = team:`), is read as a command's value.
+    `bounds` gets the known folder of each pattern (`~/w/t*/ed`): any file in it."""
     ext = value[len(_EXT):] if value.startswith(_EXT) else None
     if key.startswith("url." + _EXT) and key.endswith(_WORK_SUFFIXES[2:]):
         ext = key[len("url." + _EXT):key.rindex(".")]
     if ext is not None:
-        return value_paths("core.ext", ext, home, relative_to)
+        return value_paths("core.ext", ext, home, relative_to, bounds)
     if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES) or not ("/" in value or
                                                                "~" in value):
         return []
@@ -557,13 +558,18 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None
     # A path whose start only that shell knows (`$(echo ~)/w/ed`) may be any file: the
     # launch is refused (SettingsUnbounded), but for the repository's own top, which git
     # runs such a value in (`!$(git rev-parse --show-toplevel)/x`: a relative program).
-    from .environment_paths import UNKNOWN, _command_paths, _expand, substitutions
+    # So is a program whose start only it knows (`$(printf ...)`, `"${0#*Q}"`: git gives
+    # $0 the value itself), and a path through one (red team 5). A pattern's folder
+    # (`~/w/t*/ed`) is named a folder (`bounds`): the names it matches are any there.
+    from .environment_paths import Cuts, _command_paths, _expand, substitutions
 
     environ = {**os.environ, "HOME": home}
-    expanded = _expand(text, environ)
-    if UNKNOWN + "/" in expanded.replace(UNKNOWN + UNKNOWN, UNKNOWN):
-        raise SettingsUnbounded(key, value)
-    found += _command_paths(expanded, home, 1)
+    cuts: Cuts = []
+    found += _command_paths(_expand(text, environ), home, 1, cuts)
     for script in substitutions(text):  # what a substitution runs (`$(~/w/x.sh)`)
-        found += _command_paths(_expand(script, environ), home, 2)
+        found += _command_paths(_expand(script, environ), home, 2, cuts)
+    if None in cuts:
+        raise SettingsUnbounded(key, value)
+    if bounds is not None:
+        bounds += [c for c in cuts if c is not None]
     return list(dict.fromkeys(found))

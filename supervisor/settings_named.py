@@ -104,8 +104,12 @@ def git_named(home: str) -> list[tuple[str, Kind, str, str]]:
                            "settings there", key) for p in value_paths(key, value, home)]
             else:
                 kind: Kind = "folder" if key in CODE_FOLDERS else "file"
-                found += [(p, kind, f"{why}: git reads or runs it in every repository",
-                           key) for p in value_paths(key, value, home)]
+                bounds: list[str] = []  # a pattern's folder: any file in it (red team 5)
+                found += [(p, "folder" if p in bounds else kind, f"{why}: git reads or "
+                           "runs it in every repository", key)
+                          for p in value_paths(key, value, home, bounds=bounds)]
+                found += [(p, "folder", f"{why}: a pattern git's shell matches in it",
+                           key) for p in bounds]
     return found
 
 

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from supervisor.described import home_configuration
 from supervisor.dotfiles import analyze
@@ -201,7 +205,7 @@ def test_a_value_is_expanded_as_sh_expands_it(value: str, paths: list[str]) -> N
 @pytest.mark.parametrize(("value", "refused"), [
     ("$(echo ~)/w/ed", True), ("`echo ~`/w/ed", True), ("${HOME:0}/w/ed", True),
     ("${HOME/#/}/w/ed", True), ("vi $( cd ~ && pwd )/w/x", True),
-    ("~/w/$(hostname).sh", False),  # bounded: its folder is held
+    ("~/w/$(hostname).sh", True),  # red team 5: what it prints may hold `/` and `..`
     (r"\u@\h:\w$(__git_ps1 ' (%s)')\$ ", False),  # no path after it
     ("${HOME%/}/w/ed", False),
 ])
@@ -230,3 +234,74 @@ def test_what_a_substitution_runs_is_named() -> None:
     assert value_paths("git log -1 $(~/w/x.sh)", H, environ) == [f"{H}/w/x.sh"]
     assert value_paths("vi `cat ~/w/list`", H, environ) == [f"{H}/w/list"]
     assert value_paths("x $(y $(~/w/deep.sh))", H, environ) == [f"{H}/w/deep.sh"]
+
+
+# -- differential: lnk's reading against the real sh's and bash's (red team 5) ------------
+
+# Pieces a value is made of: each a form sh (or bash, sh on many systems and the person's
+# shell) rewrites, and path names that exist in the home below (patterns match them).
+PIECES = [
+    "/", "//", "work", "team", "ed.sh", "x", "..", ".", "~", "~/", "$HOME", "${HOME}",
+    "${HOME%/}", "${HOME%%/*}", "${HOME#/}", "${X##*/}", "${X%/*}", "${U:-$HOME}",
+    "${U-$HOME}", "${HOME:+$HOME}", "${HOME+x}", "${HOME:=y}", "${HOME:?}", "${#HOME}",
+    "$U", '"', "'", '""', "''", "\\", "\\\n", " ", "\t", "*", "?", "[a]", "t*m",
+    "{team,x}", "$'/'", "$'\\x2f'", '$"/"', "${!V}", "$0", "${0%% *}", "$(echo /)",
+    "`echo ~`", "$((1))", "=", ":", "-", "Q", "e",
+]
+
+
+def _shell_words(shell: str, value: str, home: Path) -> list[str] | None:
+    """The words `shell` makes of `value` run as git runs an editor (`sh -c 'VALUE
+    "$@"' VALUE`), printed by printf; None when it refuses the syntax."""
+    try:
+        done = subprocess.run(
+            [shell, "-c", f"printf '%s\\0' {value}", value], capture_output=True,
+            env={"HOME": str(home), "X": f"{home}/work", "V": "HOME", "PATH": "/usr/bin:/bin"},
+            cwd=home, timeout=10)
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("home").resolve()
+    (home / "work" / "team").mkdir(parents=True)
+    (home / "work" / "x").mkdir()
+    (home / "work" / "team" / "ed.sh").write_text("")
+    return home
+
+
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=8))
+def test_each_path_sh_makes_is_named_or_bounded_or_refused(
+        tree: Path, shell: str, pieces: list[str]) -> None:
+    """Every absolute path inside ~/work the real shell makes of a value (a word of the
+    command it runs) is one lnk names, lies inside a pattern's folder lnk bounds it by, or lnk
+    finds the value unbounded (refused): never a path lnk reads differently."""
+    from supervisor.environment_paths import Cuts
+
+    if shutil.which(shell) is None:
+        pytest.skip(f"no {shell} here")
+    value = "".join(pieces)
+    words = _shell_words(shell, value, tree)
+    if words is None:
+        return
+    home = str(tree)
+    cuts: Cuts = []
+    environ = {"HOME": home, "X": f"{home}/work", "V": "HOME"}
+    named = value_paths(value, home, environ, cuts=cuts)
+    if None in cuts:
+        return  # refused: what only the running shell knows starts a path or program
+    for word in words:
+        if not word.startswith("/"):
+            continue
+        path = "/" + os.path.normpath(word).lstrip("/")
+        if not path.startswith(f"{home}/work/"):
+            continue  # what matters: a path inside the folder a run writes, ~/work
+        assert path in named or any(b is not None and (path == b or path.startswith(
+            b.rstrip("/") + "/")) for b in cuts), (value, word, named, cuts)
