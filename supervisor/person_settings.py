@@ -490,6 +490,10 @@ _EXT = "ext::"  # git-remote-ext(1): the rest is a program and its arguments
 # The repository's top as a git value's shell finds it: relative, as git runs the value
 # there (an alias runs at the top).
 _TOPLEVEL = re.compile(r"""["']?\$\(git rev-parse --show-(?:toplevel|cdup)\)["']?""")
+# The repository's own git folder (`!ls $(git rev-parse --git-dir)/hooks`): held at every
+# written top and below it as .git is (dotfiles.py), whatever it holds.
+_GIT_DIR = re.compile(
+    r"""["']?\$\(git rev-parse --(?:git-dir|absolute-git-dir|git-common-dir)\)["']?""")
 
 
 class SettingsUnbounded(LaunchError):
@@ -525,7 +529,8 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None,
     if key in _WORK_KEYS or key.endswith(_WORK_SUFFIXES) or not ("/" in value or
                                                                "~" in value):
         return []
-    text = _TOPLEVEL.sub(".", value.removeprefix("!").removeprefix(":(optional)"))
+    text = _GIT_DIR.sub(".git", _TOPLEVEL.sub(
+        ".", value.removeprefix("!").removeprefix(":(optional)")))
     words = text.split()
     if any(c in text for c in "\"'\\"):
         # Quoted: split as the shell does; shlex is imported only then, since a default

@@ -235,6 +235,8 @@ def test_a_git_value_is_expanded_as_its_shell_expands_it() -> None:
     assert git_paths("alias.x", "!$HOME${ZQ_UNSET}/w/x", home) == [f"{home}/w/x"]
     assert git_paths("alias.t", "!$(git rev-parse --show-toplevel)/tools/x.sh", home,
                      "/srv/repo") == ["/srv/repo/tools/x.sh"]
+    assert git_paths("alias.h", "!ls $(git rev-parse --git-dir)/hooks", home,
+                     "/srv/repo") == ["/srv/repo/.git/hooks"]  # held as .git is
     for value in ("$(echo ~)/w/ed", "!`echo ~`/w/x"):
         with _pytest.raises(SettingsUnbounded):
             git_paths("core.editor", value, home)
