@@ -387,7 +387,8 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None
     for index, word in enumerate(words):
         before = words[index - 1] if index else ";"
         if cuts is not None and UNKNOWN in word and (_UNKNOWN_START.search(word) or (
-                word.startswith(UNKNOWN) and (before in _RESERVED or before[-1:] in ";&|("))):
+                word.startswith(UNKNOWN) and (before in _RESERVED
+                                              or (before[-1:] or "x") in ";&|("))):
             cuts.append(None)
         whole = []
         for match in _PATH.finditer(word):

@@ -305,3 +305,28 @@ def test_each_path_sh_makes_is_named_or_bounded_or_refused(
             continue  # what matters: a path inside the folder a run writes, ~/work
         assert path in named or any(b is not None and (path == b or path.startswith(
             b.rstrip("/") + "/")) for b in cuts), (value, word, named, cuts)
+
+
+def test_common_exported_values_launch() -> None:
+    """Values people export (Fedora's PROMPT_COMMAND, Debian's PS1 and lesspipe, a
+    which function, fzf's commands) name nothing unbounded: an empty word before a
+    substitution's argument is not a command's end."""
+    from supervisor.environment_paths import unbounded
+
+    environ = {
+        "HOME": "/home/u",
+        "PROMPT_COMMAND": 'history -a; printf "\\033]0;%s@%s:%s\\007" "${USER}" '
+                          '"${HOSTNAME%%.*}" "${PWD/#$HOME/\\~}"',
+        "PS1": "${debian_chroot:+($debian_chroot)}\\u@\\h:\\w\\$ ",
+        "LESSOPEN": "| /usr/bin/lesspipe %s", "LESSCLOSE": "/usr/bin/lesspipe %s %s",
+        "MANPAGER": "sh -c 'col -bx | bat -l man -p'",
+        "BASH_FUNC_which%%": "() {  ( alias;\n eval ${which_declare} ) | /usr/bin/which "
+                             "--tty-only --read-alias --show-tilde --show-dot \"$@\"\n}",
+        "FZF_CTRL_T_COMMAND": "command find -L . -mindepth 1 \\( -path '*/\\.*' \\) "
+                              "-prune -o -type f -print",
+        "DOCKER_HOST": "unix:///run/user/1000/docker.sock",
+        "CDPATH": ".:~:~/src",
+    }
+    assert unbounded(environ, "/home/u") == []
+    assert unbounded({"HOME": "/home/u", "X": 'a "" $(printf /x)'}, "/home/u") == []
+    assert unbounded({"HOME": "/home/u", "X": "true; $(printf /x)"}, "/home/u") != []
