@@ -396,7 +396,16 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None
             if word[match.end():match.end() + 1] in ("[", "{"):
                 spelled += "{"  # a pattern goes on: the path is cut there
             authority = match.start() > 0 and word[match.start() - 1] == ":"
-            whole += _as_paths(spelled, home, cuts, authority)
+            named = _as_paths(spelled, home, cuts, authority)
+            rest = word[match.start(1):]
+            if rest != match.group(1) and not authority:
+                # The word read on past the settings' punctuation: a program in a folder
+                # whose name holds `,`, `:` or `;` (`~/w/a,b/ed`), where it is there; its
+                # cut (`~/w/a`) then only where that is there too (a list's first part).
+                on = [p for p in _as_paths(rest, home) if os.path.lexists(p)]
+                if on:
+                    named = [p for p in named if os.path.lexists(p)] + on
+            whole += named
         found += whole
         if depth < MAX_DEPTH and _BLANK.search(word):
             # a path of the script that is a path with a space cut at it is that path
