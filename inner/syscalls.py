@@ -62,6 +62,8 @@ _COMMON = {
     # Extended attributes by a folder's fd and a path (Linux 6.13): direct mode's.
     "setxattrat": 463,
     "removexattrat": 466,
+    # A file's flags by a folder's fd and a path (Linux 6.17): direct mode's.
+    "file_setattr": 469,
 }
 
 _X86_64 = {

@@ -11,11 +11,12 @@ these calls to the listener (direct_rules.METADATA_CALLS); here each is done on 
 file the call names, opened by the supervisor (O_PATH, the caller's working directory
 or folder fd, following a link only where the call does), and only where that file's
 path is in a Landlock rule that writes it (WRITE_FILE along the path, as the inner's
-rules give it; a watch: READ_DIR for a folder, READ_FILE for a file) and, run by root,
-the kernel's checks for a process without capabilities hold (root owns it, a group of
-its own). The call is done on that open file, never by its path again, so a link
-swapped after the check changes nothing. Everything else is EPERM, as a file the
-sandbox may not change.
+rules give it; a watch: READ_DIR for a folder, READ_FILE for a file), never a device
+node (the rules write the host's /dev/null and terminal, whose mode is not the run's:
+red team 30b) and, run by root, the kernel's checks for a process without capabilities
+hold (root owns it, a group of its own). The call is done on that open file, never by
+its path again, so a link swapped after the check changes nothing. Everything else is
+EPERM, as a file the sandbox may not change.
 
 The caller's path is read once (process_vm_readv, else /proc/PID/mem: `Reader`);
 /proc/self and /proc/thread-self in it are the caller's, not the supervisor's. A path
@@ -226,6 +227,11 @@ class _Call:
                 raise Refused(errno.EACCES)
             return info
         if not rights & WRITE_FILE:
+            raise Refused(errno.EPERM)
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+            # A device node a rule writes is the host's own (/dev/null, the terminal:
+            # direct_rules.run_paths), not a grant's: written, never changed. Run by root
+            # the sandbox owns them, and a chmod of /dev/null broke every other user.
             raise Refused(errno.EPERM)
         if self.guard.root and info.st_uid != 0:
             raise Refused(errno.EPERM)  # the sandbox holds no CAP_FOWNER

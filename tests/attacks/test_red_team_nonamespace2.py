@@ -1,0 +1,178 @@
+"""Red team, issue 30, a second and independent one: the mode without namespaces
+(LNK_NAMESPACES=off) attacked by class where its last fixes stand: the reaper the inner
+leaves in the sandbox's Landlock domain (inner/reaper.py), the listener that does a
+file's metadata calls (supervisor/linux/direct_metadata.py), and the filter's rules of
+this mode (direct_rules.filter_rules).
+
+Each attack runs inside a real sandbox (root mode and the unprivileged user), proves it
+ran, and the harm is judged outside afterwards. Escapes are left failing under `escaped`
+(support/red_team.py); what held stays as a regression test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from attacks.test_red_team_nonamespace import ATTACK, OFF, WRITE, attack, victim
+from support.red_team import need
+from support.sandbox import PYTHON_INSIDE, Sandbox
+
+pytestmark = [pytest.mark.requires_landlock(abi=6), pytest.mark.requires_seccomp_notify]
+
+
+# -- the listener: what the run's Landlock rules write is not all the grants write -----------
+
+def test_the_devices_the_run_writes_keep_their_mode(sandbox: Sandbox) -> None:
+    """/dev/null, /dev/zero, /dev/tty are the host's own nodes, written by a rule of the
+    run's (no bwrap /dev of its own): run by root the sandbox is their owner, and the
+    supervisor (root with every capability) would do its chmod, chown and utimensat."""
+    nodes = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/urandom"]
+    before = {n: os.stat(n) for n in nodes}
+    try:
+        results = attack(sandbox, {
+            **{f"chmod {n}": f"os.chmod({n!r}, 0o600)" for n in nodes},
+            "fchmod /dev/null": "os.fchmod(os.open('/dev/null', os.O_WRONLY), 0o600)",
+            "utime /dev/null": "os.utime('/dev/null', (0, 0))",
+            "chown /dev/null": "os.chown('/dev/null', -1, 0)",
+        })
+        after = {n: (os.stat(n).st_mode, os.stat(n).st_mtime) for n in nodes}
+        assert after == {n: (s.st_mode, s.st_mtime) for n, s in before.items()}, results
+        assert set(results.values()) == {"EPERM"}, results
+    finally:
+        for n, s in before.items():
+            os.chmod(n, stat.S_IMODE(s.st_mode))
+            os.utime(n, ns=(s.st_atime_ns, s.st_mtime_ns))
+
+
+# -- a file's flags: neither a mode, nor an extended attribute, nor Landlock's ---------------
+
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602
+FS_NODUMP_FL, FS_NOATIME_FL = 0x40, 0x80
+FILE_SETATTR = 469  # file_setattr(dirfd, path, struct file_attr *, size, at_flags): 6.17
+FS_XFLAG_NODUMP, FS_XFLAG_NOATIME = 0x80, 0x40
+
+
+def _flags(path: Path) -> int:
+    import array
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        buffer = array.array("l", [0])
+        fcntl.ioctl(fd, FS_IOC_GETFLAGS, buffer, True)
+        return buffer[0]
+    finally:
+        os.close(fd)
+
+
+def test_a_files_flags_where_the_grants_do_not_write(sandbox: Sandbox) -> None:
+    """chattr's flags (FS_IOC_SETFLAGS, on a file opened for reading alone) and
+    file_setattr's (Linux 6.17, by path): the owner sets them, Landlock asks no right of
+    either, and bwrap's read-only mount said EROFS."""
+    ssh = sandbox.home / ".ssh"
+    ssh.mkdir()
+    files = {"read": sandbox.home / "notes.txt", "hidden": ssh / "id_ed25519",
+             "outside": sandbox.base / "outside.txt"}
+    for path in files.values():
+        path.write_text("the person's\n")
+    sandbox.chown()
+    before = {name: _flags(path) for name, path in files.items()}
+    attr = f"(ctypes.c_uint64 * 3)({FS_XFLAG_NODUMP | FS_XFLAG_NOATIME}, 0, 0)"
+    steps = {}
+    for name, path in files.items():
+        steps[f"chattr {name}"] = (
+            f"__import__('fcntl').ioctl(os.open({str(path)!r}, os.O_RDONLY), "
+            f"{FS_IOC_SETFLAGS}, __import__('array').array('l', [{FS_NODUMP_FL}]))")
+        steps[f"file_setattr {name}"] = (
+            f"sc({FILE_SETATTR}, -100, {str(path).encode()!r}, {attr}, 24, 0)")
+    results = attack(sandbox, steps)
+    after = {name: _flags(path) for name, path in files.items()}
+    assert after == before, (before, after, results)
+    assert set(results.values()) <= {"ENOTTY", "ENOSYS", "EACCES"}, results
+
+
+# -- signals the kernel sends on the sandbox's behalf -----------------------------------------
+
+F_SETOWN, F_SETSIG = 8, 10
+
+
+def _sigio(target: str, signal_number: int = 9) -> str:
+    """An expression: a pipe whose owner is `target` (a pid, or -pgid), its signal
+    `signal_number`, then made ready: the kernel signals the owner (fcntl(2), F_SETSIG)."""
+    return (f"(lambda fcntl, r, w: (fcntl.fcntl(r, {F_SETOWN}, {target}), "
+            f"fcntl.fcntl(r, {F_SETSIG}, {signal_number}), fcntl.fcntl(r, fcntl.F_SETFL, "
+            "fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC), os.write(w, b'x')))"
+            "(__import__('fcntl'), *os.pipe())")
+
+
+def _siblings() -> str:
+    return ("globals().__setitem__('siblings', [int(n) for n in os.listdir('/proc') "
+            "if n.isdigit() and int(n) != os.getpid() and open(f'/proc/{n}/stat')"
+            ".read().rsplit(')', 1)[1].split()[1] == str(os.getppid())])")
+
+
+def test_an_owned_file_signals_no_process_outside(sandbox: Sandbox) -> None:
+    """F_SETOWN and F_SETSIG: the kernel sends SIGIO (or any signal named, SIGKILL
+    included) to a file's owner when it is ready, checked against the uid of who set
+    the owner, and against Landlock's scope (its file_send_sigiotask hook): the
+    supervisor, the reaper and keeper, a process of the person's, their process group."""
+    other = victim(sandbox)
+    try:
+        pid = other.pid
+        done = sandbox.run(PYTHON_INSIDE, "-c", ATTACK, json.dumps({
+            "siblings": _siblings(),
+            # the control: a child of its own, ended by the same signal
+            "own child": "globals().__setitem__('child', __import__('subprocess').Popen("
+                         "['sleep', '30']))",
+            "signal it": _sigio("child.pid"),
+            "it was killed": "ok(-(child.wait() != -9))",
+            "the supervisor": _sigio("os.getppid()"),
+            "a sibling": _sigio("siblings[0]"),
+            "the other sibling": _sigio("siblings[-1]"),
+            "a process of the person's": _sigio(str(pid)),
+            "its group": _sigio(str(-os.getpgid(pid))),
+            "the supervisor's group": _sigio("-os.getpgid(os.getppid())"),
+        }), spec=WRITE, env=OFF)
+        lines = done.stdout.splitlines()
+        need(lines and lines[0].startswith("STARTED"), done.stderr)
+        time.sleep(0.5)
+        assert other.poll() is None, done.stdout
+        assert lines[-1].startswith("RESULTS") and done.returncode == 0, \
+            (done.returncode, done.stdout, done.stderr)
+        results = json.loads(lines[-1].removeprefix("RESULTS "))
+        need(results.pop("it was killed") == "OK", f"the control was not killed: {results}")
+    finally:
+        other.kill()
+        other.wait()
+
+
+def _autogroup(pid: int) -> str:
+    return Path(f"/proc/{pid}/autogroup").read_text().strip()
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(),
+                    reason="a kernel without CONFIG_SCHED_AUTOGROUP")
+def test_the_sessions_autogroup_is_not_reniced(sandbox: Sandbox) -> None:
+    """/proc/PID/autogroup sets the nice value of the scheduling group of every process
+    of the session (the person's shell and what it runs): raising it asks no
+    capability, and the inner's own /proc/PID is written (direct_rules.PROC_SELF)."""
+    other = victim(sandbox)
+    before = _autogroup(other.pid)
+    try:
+        results = attack(sandbox, {
+            "same group": f"ok(-(open('/proc/self/autogroup').read() != {before + chr(10)!r}))",
+            "renice it": "open('/proc/self/autogroup', 'w').write('19')",
+            "by its pid": "open(f'/proc/{os.getpid()}/autogroup', 'w').write('19')",
+        })
+        need(results.pop("same group") == "OK", "the sandbox is in another autogroup")
+        assert _autogroup(other.pid) == before, results
+    finally:
+        Path("/proc/self/autogroup").write_text(before.rsplit(None, 1)[-1])
+        other.kill()
+        other.wait()
