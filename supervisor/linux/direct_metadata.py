@@ -22,7 +22,10 @@ The caller's path is read once (process_vm_readv, else /proc/PID/mem: `Reader`);
 /proc/self and /proc/thread-self in it are the caller's, not the supervisor's. A path
 the supervisor reaches that the sandbox could not (another process's /proc/PID/cwd)
 ends at a file judged the same way: what decides is the file reached, never the way
-there.
+there. The kernel's name for that file decides only where it names that very file in
+the supervisor's own tree: a file of another mount namespace, reached through a
+process's /proc/PID/root (a container's, a devcontainer's), is given the name it has
+there, which may be a path the rules write here (red team 30b).
 """
 
 from __future__ import annotations
@@ -218,6 +221,12 @@ class _Call:
         except OSError:
             raise Refused(errno.EPERM) from None
         if not path.startswith("/") or path.endswith(" (deleted)"):
+            raise Refused(errno.EPERM)
+        try:  # the name is this file's here: not another mount namespace's, at a path
+            there = os.lstat(path)  # its own namespace names like one the rules write
+        except OSError:  # (reached through /proc/PID/root), nor one moved or removed
+            raise Refused(errno.EPERM) from None
+        if (there.st_dev, there.st_ino) != (info.st_dev, info.st_ino):
             raise Refused(errno.EPERM)
         rights = self.guard.rights(path)
         if name == "inotify_add_watch":

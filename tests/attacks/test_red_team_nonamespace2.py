@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -176,3 +177,50 @@ def test_the_sessions_autogroup_is_not_reniced(sandbox: Sandbox) -> None:
         Path("/proc/self/autogroup").write_text(before.rsplit(None, 1)[-1])
         other.kill()
         other.wait()
+
+
+# -- the listener's path: a file's name is not the file --------------------------------------
+
+def _elsewhere(box: Sandbox) -> tuple[subprocess.Popen[bytes], Path]:
+    """A process of the person's in a mount namespace of its own (a container, a
+    devcontainer mounting the project at its own path), where the project's path holds
+    another file system (at build/) with a file `secret` (0600): the process, and the file as the
+    host reaches it (through the process's root)."""
+    prefix = ["unshare", "-m", "--propagation", "private"] if box.who.is_root else [
+        "unshare", "-Urm", "--propagation", "private"]
+    where = box.project / "build"  # a folder of the written one, there at launch
+    where.mkdir()
+    box.chown()
+    script = (f"mount -t tmpfs none {where} && echo theirs > {where}/secret "
+              f"&& chmod 600 {where}/secret && echo ready && exec sleep 120")
+    other = subprocess.Popen([*box.who.prefix, *prefix, "sh", "-c", script],
+                             stdout=subprocess.PIPE)
+    assert other.stdout is not None
+    need(other.stdout.readline() == b"ready\n", "no mount namespace could be made")
+    return other, Path(f"/proc/{other.pid}/root{where}/secret")
+
+
+def test_a_file_of_another_mount_namespace_at_a_written_path(sandbox: Sandbox) -> None:
+    """The listener opens the path the call names, then judges the path the kernel
+    gives back for what it opened: through /proc/PID/root that is another namespace's
+    file, named as if it were at the written path. The sandbox cannot walk there itself
+    (Landlock refuses /proc/PID/root of a process outside); the supervisor could."""
+    other, secret = _elsewhere(sandbox)
+    try:
+        through = f"/proc/{other.pid}/root{sandbox.project}/build/secret"
+        results = attack(sandbox, {
+            "reach it itself": f"os.stat({through!r})",
+            "chmod": f"os.chmod({through!r}, 0o666)",
+            "utime": f"os.utime({through!r}, (0, 0))",
+            "chown": f"os.chown({through!r}, -1, os.getgid())",
+            "watch": f"sc(254, sc(253), {through.encode()!r}, 0x100)",
+            "its folder": f"os.chmod({str(Path(through).parent)!r}, 0o777)",
+        })
+        need(results.pop("reach it itself") in ("EACCES", "EPERM"), results)
+        info = secret.stat()
+        assert (stat.S_IMODE(info.st_mode), info.st_mtime != 0) == (0o600, True), results
+        assert stat.S_IMODE(secret.parent.stat().st_mode) != 0o777, results
+        assert set(results.values()) <= {"EPERM", "EACCES"}, results
+    finally:
+        other.kill()
+        other.communicate()
