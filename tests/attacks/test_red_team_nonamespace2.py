@@ -22,7 +22,7 @@ import pytest
 
 from attacks.test_red_team_nonamespace import ATTACK, OFF, WRITE, attack, victim
 from support.red_team import need
-from support.sandbox import PYTHON_INSIDE, Sandbox
+from support.sandbox import LNK, PYTHON_INSIDE, Sandbox
 
 pytestmark = [pytest.mark.requires_landlock(abi=6), pytest.mark.requires_seccomp_notify]
 
@@ -224,3 +224,173 @@ def test_a_file_of_another_mount_namespace_at_a_written_path(sandbox: Sandbox) -
     finally:
         other.kill()
         other.communicate()
+
+
+RACE = r"""
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+written, hidden = (p.encode() for p in sys.argv[1:3])
+size = max(len(written), len(hidden)) + 1
+buffer = ctypes.create_string_buffer(size)
+stop = False
+def flip():
+    while not stop:
+        ctypes.memmove(buffer, hidden + b"\0", len(hidden) + 1)
+        ctypes.memmove(buffer, written + b"\0", len(written) + 1)
+threading.Thread(target=flip, daemon=True).start()
+print("STARTED", flush=True)
+done = 0
+for _ in range(3000):
+    done += libc.chmod(buffer, 0o777) == 0
+    done += libc.syscall(280, -100, buffer, None, 0) == 0  # utimensat(path, now)
+stop = True
+print("DONE", done, flush=True)
+"""
+
+
+def test_a_path_rewritten_while_the_listener_reads_it(sandbox: Sandbox) -> None:
+    """Another thread of the caller rewrites the path between the listener's read and
+    its act (the classic seccomp-notify TOCTOU): the listener acts on the file it opened
+    and judged, never on the path again, so a written path can be read and a hidden one
+    never reached."""
+    ssh = sandbox.home / ".ssh"
+    ssh.mkdir()
+    hidden = ssh / "id_ed25519"
+    hidden.write_text("key\n")
+    hidden.chmod(0o600)
+    os.utime(hidden, (86400, 86400))
+    (sandbox.project / "build").mkdir()
+    (sandbox.project / "build" / "run.sh").write_text("#!/bin/sh\n")
+    sandbox.chown()
+    done = sandbox.run(PYTHON_INSIDE, "-c", RACE, str(sandbox.project / "build" / "run.sh"),
+                       str(hidden), spec=WRITE, env=OFF, timeout=300)
+    need(done.stdout.startswith("STARTED"), done.stderr)
+    line = done.stdout.splitlines()[-1]
+    need(line.startswith("DONE ") and int(line.split()[1]) > 0,
+         f"no call on the written path succeeded: {done.stdout}")
+    assert (stat.S_IMODE(hidden.stat().st_mode), hidden.stat().st_mtime) == (0o600, 86400)
+
+
+def test_the_listeners_other_ways_to_a_file(sandbox: Sandbox) -> None:
+    """A folder's fd (O_PATH) on a hidden folder with a name, AT_EMPTY_PATH on an fd of
+    a hidden file, the fd's /proc/self/fd and /proc/thread-self/fd links, //proc/self
+    (which names the supervisor's own fds when it reads the path as it is), /proc/./self,
+    the working directory's link walked up and out, the supervisor's own working
+    directory: each ends at a file judged as itself."""
+    ssh = sandbox.home / ".ssh"
+    ssh.mkdir()
+    hidden = ssh / "id_ed25519"
+    hidden.write_text("key\n")
+    hidden.chmod(0o600)
+    outside = sandbox.base / "outside.txt"
+    outside.write_text("the person's\n")
+    outside.chmod(0o600)
+    (sandbox.project / "build").mkdir()
+    sandbox.chown()
+    rel = os.path.relpath(outside, sandbox.project)
+    fd = f"os.open({str(hidden)!r}, os.O_PATH)"
+    folder = f"os.open({str(ssh)!r}, os.O_PATH)"
+    results = attack(sandbox, {
+        "fchmodat by a folder fd": f"sc(268, {folder}, b'id_ed25519', 0o777)",
+        "fchmodat2 AT_EMPTY_PATH": f"sc(452, {fd}, b'', 0o777, 0x1000)",
+        "fchownat AT_EMPTY_PATH": f"sc(260, {fd}, b'', -1, os.getgid(), 0x1000)",
+        "futimens of an O_PATH fd": f"sc(280, {fd}, None, None, 0)",
+        "utimensat AT_EMPTY_PATH": f"sc(280, {fd}, b'', None, 0x1000)",
+        "/proc/self/fd": f"os.chmod('/proc/self/fd/%d' % {fd}, 0o777)",
+        "/proc/thread-self/fd": f"os.chmod('/proc/thread-self/fd/%d' % {fd}, 0o777)",
+        "//proc/self/fd": f"[os.chmod('//proc/self/fd/%d' % n, 0o777) for n in range(3, 40)"
+                          " if not __import__('time').sleep(0) and os.path.exists("
+                          "'/proc/self/fd/%d' % n) is not None]",
+        "/proc/./self/fd": f"os.chmod('/proc/./self/fd/%d' % {fd}, 0o777)",
+        "the cwd walked out": f"os.chmod('/proc/self/cwd/{rel}', 0o777)",
+        "a watch by fd": f"sc(254, sc(253), b'/proc/self/fd/%d' % {folder}, 0x100)",
+        "the supervisor's cwd": "os.chmod(f'/proc/{os.getppid()}/cwd/../home/.ssh/"
+                                "id_ed25519', 0o777)",
+    })
+    assert {n: stat.S_IMODE(p.stat().st_mode) for n, p in
+            (("hidden", hidden), ("outside", outside))} == {"hidden": 0o600,
+                                                            "outside": 0o600}, results
+    results.pop("//proc/self/fd")  # fds of the supervisor's: some are written files
+    assert set(results.values()) <= {"EPERM", "EACCES", "EBADF", "ENOENT"}, results
+
+
+# -- the reaper: the sandbox's processes end with a killed lnk-sandbox, no other does --------
+
+LEAVER = r"""
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+tag = sys.argv[1]
+def daemon(body):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            for number in (1, 2, 3, 15):
+                signal.signal(number, signal.SIG_IGN)
+            body()
+        os._exit(0)
+def subreaper():  # its own subreaper, its own children, a new group each
+    libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+    for _ in range(3):
+        if os.fork() == 0:
+            os.setpgid(0, 0)
+            os.execvp("sleep", ["sleep", "300", tag])
+    while True:
+        time.sleep(1)
+def hopper():  # a new pid each turn, its parent gone before anyone looks
+    while True:
+        try:
+            if os.fork():
+                os._exit(0)
+            os.setsid()
+        except OSError:
+            time.sleep(0.001)
+def stopped():  # stopped: only SIGKILL ends it
+    os.kill(os.getpid(), signal.SIGSTOP)
+daemon(subreaper)
+daemon(hopper)
+daemon(stopped)
+os.setpgid(0, 0)  # the command itself leaves the group the keeper kills
+print("STARTED", flush=True)
+time.sleep(300)
+"""
+
+
+def _tagged(tag: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def test_a_killed_lnk_leaves_nothing_and_ends_nothing_else(sandbox: Sandbox) -> None:
+    """Daemons that left the sandbox's group and session, one its own subreaper, one
+    changing pid in a loop, one stopped, and the command itself out of its group: a
+    SIGKILL of lnk-sandbox ends each of them (the keeper's group, the reaper's kill(-1)
+    in the sandbox's domain, run by root the cgroup), and no process of the person's,
+    nor the supervisor's other children, is signalled on the way."""
+    tag = f"lnk-red-team-30b-{os.getpid()}-{time.monotonic_ns()}"
+    other = victim(sandbox)
+    spec = sandbox.write_spec(WRITE)
+    run = subprocess.Popen(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--yes", "--",
+         PYTHON_INSIDE, "-c", LEAVER, tag], cwd=sandbox.project, env=sandbox.env(OFF),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert run.stdout is not None
+        need(run.stdout.readline() == b"STARTED\n", "the sandbox never started")
+        end = time.monotonic() + 10
+        while len(_tagged(tag)) < 4 and time.monotonic() < end:  # 3 sleeps, the hopper
+            time.sleep(0.05)
+        need(len(_tagged(tag)) >= 4, f"the daemons are not running: {_tagged(tag)}")
+        run.kill()
+        run.wait()
+        end = time.monotonic() + 10
+        while _tagged(tag) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not _tagged(tag), "a process of the sandbox outlived its killed lnk-sandbox"
+        assert other.poll() is None, "the reaper ended a process of the person's"
+    finally:
+        for pid in _tagged(tag):
+            os.kill(int(pid), 9)
+        run.kill()
+        run.communicate()
+        other.kill()
+        other.wait()
