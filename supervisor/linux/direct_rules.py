@@ -256,6 +256,12 @@ METADATA_CALLS = ("chmod", "fchmod", "fchmodat", "fchmodat2", "utimensat", "chow
 LEGACY_TIMES = ("utime", "utimes", "futimesat")
 XATTR_SETTERS = ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
                  "fremovexattr", "setxattrat", "removexattrat")
+# Read by path, Landlock asks no right either: a hidden file's (a token in the URL
+# user.xdg.origin.url keeps of a download) was read (red team 30b). Refused the same way
+# (EOPNOTSUPP); by an fd, which Landlock judged at its open (an O_PATH one is EBADF),
+# they stay.
+XATTR_PATH_GETTERS = ("getxattr", "lgetxattr", "listxattr", "llistxattr", "getxattrat",
+                      "listxattrat")
 # A file's flags (chattr's: no dump, no atime, sync, a project; fs-verity, which makes a
 # file read-only for good; a btrfs subvolume's read-only flag, its snapshots and their
 # removal): the owner sets them on a file opened only for reading, or by path
@@ -294,8 +300,8 @@ def filter_rules(*, network_mode: str, unix: bool, abi: int = TRUNCATE_ABI,
     host's. Always: System V IPC and POSIX message queues (ENOSYS), another process's
     resource limits and scheduling (the supervisor's and the person's other processes
     share the uid), and a file's metadata (mode, owner, times and inotify watches to
-    the listener where `listener`, else refused; extended attributes and a file's flags
-refused). Below
+    the listener where `listener`, else refused; extended attributes, set or read by
+path, and a file's flags refused). Below
     Landlock ABI 6 (`abi`), which has no signal scope, kill(-1); below ABI 3, which
     cannot refuse cutting a file, truncate() by path and an open for reading that
     truncates (the only ones no write right is asked for)."""
@@ -311,7 +317,7 @@ refused). Below
         *((name, errno.ENOSYS, ()) for name in IPC_CALLS),
         *((name, NOTIFY if listener else errno.EPERM, ()) for name in METADATA_CALLS),
         *((name, errno.EPERM, ()) for name in LEGACY_TIMES),
-        *((name, errno.EOPNOTSUPP, ()) for name in XATTR_SETTERS),
+        *((name, errno.EOPNOTSUPP, ()) for name in (*XATTR_SETTERS, *XATTR_PATH_GETTERS)),
         *((name, errno.ENOSYS, ()) for name in FLAG_SETTERS),
         ("ioctl", errno.ENOTTY, ((1, "in", FLAG_IOCTLS),)),
     ]

@@ -394,3 +394,36 @@ def test_a_killed_lnk_leaves_nothing_and_ends_nothing_else(sandbox: Sandbox) -> 
         run.communicate()
         other.kill()
         other.wait()
+
+
+def test_a_hidden_files_extended_attributes_are_not_read(sandbox: Sandbox) -> None:
+    """getxattr and listxattr by path ask Landlock no right: a hidden file's attributes
+    (a browser keeps the URL a file came from, a token in it, in user.xdg.origin.url)
+    and those of a file outside every grant were read, which bwrap's empty folder never
+    showed. By an fd Landlock judged at its open, a read file's stay readable."""
+    ssh = sandbox.home / ".ssh"
+    ssh.mkdir()
+    files = {"hidden": ssh / "id_ed25519", "outside": sandbox.base / "outside.txt",
+             "read": sandbox.home / "notes.txt"}
+    for path in files.values():
+        path.write_text("the person's\n")
+        os.setxattr(path, "user.xdg.origin.url", b"https://example.com/?token=SECRET")
+    sandbox.chown()
+    steps = {}
+    for name, path in files.items():
+        steps[f"getxattr {name}"] = f"os.getxattr({str(path)!r}, 'user.xdg.origin.url')"
+        steps[f"lgetxattr {name}"] = (f"os.getxattr({str(path)!r}, 'user.xdg.origin.url', "
+                                      "follow_symlinks=False)")
+        steps[f"listxattr {name}"] = f"ok(-(not os.listxattr({str(path)!r})))"
+        steps[f"getxattrat {name}"] = (
+            f"sc(464, -100, {str(path).encode()!r}, 0, b'user.xdg.origin.url', "
+            "ctypes.byref((ctypes.c_uint64 * 3)(ctypes.addressof(buf), 200, 0)), 24)")
+    steps["fgetxattr of an O_PATH fd"] = (
+        f"os.getxattr(os.open({str(files['hidden'])!r}, os.O_PATH), 'user.xdg.origin.url')")
+    steps["fgetxattr of a read file"] = (
+        f"ok(-(os.getxattr(os.open({str(files['read'])!r}, os.O_RDONLY), "
+        "'user.xdg.origin.url') != b'https://example.com/?token=SECRET'))")
+    results = attack(sandbox, {"buffer": "globals().__setitem__('buf', "
+                                         "ctypes.create_string_buffer(200))", **steps})
+    assert results.pop("buffer") == "OK" and results.pop("fgetxattr of a read file") == "OK"
+    assert set(results.values()) <= {"ENOTSUP", "EBADF", "EACCES"}, results
