@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Sequence
 
@@ -54,6 +55,9 @@ UNCHANGED = -1  # chown's "leave it"
 CALLS = ("chmod", "fchmod", "fchmodat", "fchmodat2", "utimensat", "chown", "fchown",
          "lchown", "fchownat", "inotify_add_watch")
 _PIDFD_GETFD = 438
+# /proc/self and /proc/thread-self however the path spells them ('//proc/./self/'): read
+# as the caller's, never the supervisor's own.
+_PROC_SELF = re.compile(r"/+(?:\./+)*proc/+(?:\./+)*(self|thread-self)(?=/|$)")
 
 
 def _signed(value: int) -> int:
@@ -186,10 +190,10 @@ class _Call:
                 return self._open_fd(pid, dirfd)
             raise Refused(errno.ENOENT)
         path = os.fsdecode(raw)
-        for own, theirs in (("/proc/thread-self", f"/proc/{pid}/task/{pid}"),
-                            ("/proc/self", f"/proc/{pid}")):
-            if path == own or path.startswith(own + "/"):
-                path = theirs + path[len(own):]
+        own = _PROC_SELF.match(path)  # //proc/./self as /proc/self: the kernel's walk
+        if own is not None:
+            theirs = f"/proc/{pid}/task/{pid}" if own[1] == "thread-self" else f"/proc/{pid}"
+            path = theirs + path[own.end():]
         if not path.startswith("/"):
             base = f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}"
             path = f"{base}/{path}"
