@@ -167,7 +167,8 @@ class _Call:
             if "chown" in name:
                 return self._chown(fd, info, _signed(rest[0]), _signed(rest[1]))
             if name == "inotify_add_watch":
-                return self._watch(pid, _signed(args[0]), fd, rest[0] & 0xFFFFFFFF)
+                return self._watch(pid, _signed(args[0]), fd, rest[0] & 0xFFFFFFFF,
+                                   notification.id)
             try:
                 os.chmod(f"/proc/self/fd/{fd}", rest[0] & 0o7777)
             except OSError as err:
@@ -268,7 +269,7 @@ class _Call:
             raise Refused(ctypes.get_errno() or errno.EPERM)
         return 0
 
-    def _watch(self, pid: int, instance: int, fd: int, mask: int) -> int:
+    def _watch(self, pid: int, instance: int, fd: int, mask: int, notification: int) -> int:
         """The watch added to the caller's own inotify instance (taken by pidfd_getfd),
         on the file judged, its link never followed again."""
         try:
@@ -277,6 +278,11 @@ class _Call:
         except OSError:
             raise Refused(errno.EBADF) from None
         try:
+            # The caller still waits, so the pidfd is its process, not one given its
+            # pid since (killed by another of the sandbox's meanwhile): never another
+            # process's instance (the person's editor's) taken.
+            if not notify.id_valid(self.listener, notification):
+                raise Refused(errno.ESRCH)
             taken = self.guard.libc.syscall(ctypes.c_long(_PIDFD_GETFD), ctypes.c_long(pidfd),
                                             ctypes.c_long(instance), ctypes.c_long(0))
             if taken < 0:  # a runtime's profile refuses pidfd_getfd (Docker's, without
