@@ -355,7 +355,7 @@ daemon(hopper)
 daemon(stopped)
 os.setpgid(0, 0)  # the command itself leaves the group the keeper kills
 print("STARTED", flush=True)
-time.sleep(300)
+time.sleep(float(sys.argv[2]))
 """
 
 
@@ -375,7 +375,7 @@ def test_a_killed_lnk_leaves_nothing_and_ends_nothing_else(sandbox: Sandbox) -> 
     spec = sandbox.write_spec(WRITE)
     run = subprocess.Popen(
         [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec", str(spec), "--yes", "--",
-         PYTHON_INSIDE, "-c", LEAVER, tag], cwd=sandbox.project, env=sandbox.env(OFF),
+         PYTHON_INSIDE, "-c", LEAVER, tag, "300"], cwd=sandbox.project, env=sandbox.env(OFF),
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         assert run.stdout is not None
@@ -431,3 +431,74 @@ def test_a_hidden_files_extended_attributes_are_not_read(sandbox: Sandbox) -> No
                                          "ctypes.create_string_buffer(200))", **steps})
     assert results.pop("buffer") == "OK" and results.pop("fgetxattr of a read file") == "OK"
     assert set(results.values()) <= {"ENOTSUP", "EBADF", "EACCES"}, results
+
+
+# -- the filter's rules by number: the other ABIs of x86_64 ----------------------------------
+
+INT80 = r"""
+import ctypes, json, os, sys
+print("STARTED", flush=True)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long)
+low = libc.mmap(None, 4096, 7, 0x2 | 0x20 | 0x40, -1, 0)  # RWX, private, anonymous, 32-bit
+results = {}
+def int80(number, *args):  # eax = number, ebx, ecx, edx = args; int 0x80; ret eax
+    code = b"\x53\xb8" + number.to_bytes(4, "little")
+    for opcode, value in zip((b"\xbb", b"\xb9", b"\xba"), args):
+        code += opcode + (value & 0xFFFFFFFF).to_bytes(4, "little")
+    code += b"\xcd\x80\x5b\xc3"
+    ctypes.memmove(low + 2048, code, len(code))
+    return ctypes.CFUNCTYPE(ctypes.c_int)(low + 2048)()
+for name, path in json.loads(sys.argv[1]).items():
+    ctypes.memmove(low, path.encode() + b"\0", len(path) + 1)
+    results[f"i386 chmod {name}"] = int80(15, low, 0o777)
+    results[f"i386 lchown32 {name}"] = int80(198, low, -1, os.getgid())
+    results[f"i386 setxattr {name}"] = int80(226, low, low, low)
+    results[f"x32 chmod {name}"] = libc.syscall(0x40000000 | 90, path.encode(), 0o777) \
+        and -ctypes.get_errno()
+results["i386 kill -1"] = int80(37, -1, 0)
+print("RESULTS " + json.dumps(results), flush=True)
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86_64's i386 and x32 ABIs")
+def test_the_i386_and_x32_calls(sandbox: Sandbox) -> None:
+    """int 0x80 (i386's numbers: chmod is 15) and x32's (nr | 0x40000000) reach the
+    kernel with another table than the one the filter's rules name: the filter refuses
+    both ABIs whole (ENOSYS), before any rule, so no rule of this mode is missed."""
+    ssh = sandbox.home / ".ssh"
+    ssh.mkdir()
+    files = {"hidden": ssh / "id_ed25519", "outside": sandbox.base / "outside.txt"}
+    for path in files.values():
+        path.write_text("the person's\n")
+        path.chmod(0o600)
+    sandbox.chown()
+    done = sandbox.run(PYTHON_INSIDE, "-c", INT80, json.dumps(
+        {name: str(path) for name, path in files.items()}), spec=WRITE, env=OFF)
+    lines = done.stdout.splitlines()
+    need(lines and lines[0] == "STARTED" and lines[-1].startswith("RESULTS "),
+         f"the attacker did not run (exit {done.returncode}):\n{done.stderr}")
+    results = json.loads(lines[-1].removeprefix("RESULTS "))
+    assert {n: stat.S_IMODE(p.stat().st_mode) for n, p in files.items()} == {
+        "hidden": 0o600, "outside": 0o600}, results
+    assert set(results.values()) == {-38}, results  # -ENOSYS
+
+
+def test_the_end_of_a_run_leaves_nothing(sandbox: Sandbox) -> None:
+    """The same daemons, at the command's own end: the supervisor ends what is left,
+    the hopper too (each process it leaves is a zombie of the supervisor's until reaped,
+    so a round of /proc always finds the chain). Looked for by a tag of this test's own:
+    the test user's processes of another run of the suite are not this one's."""
+    tag = f"lnk-red-team-30b-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        for _ in range(3):
+            done = sandbox.run(PYTHON_INSIDE, "-c", LEAVER, tag, "0.3", spec=WRITE, env=OFF,
+                               timeout=120)
+            need(done.stdout.startswith("STARTED"), f"never started inside:\n{done.stderr}")
+            time.sleep(0.2)
+            assert not _tagged(tag), "a process of the sandbox outlived its run"
+    finally:
+        for pid in _tagged(tag):
+            os.kill(int(pid), 9)
