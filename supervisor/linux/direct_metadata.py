@@ -12,8 +12,8 @@ file the call names, opened by the supervisor (O_PATH, the caller's working dire
 or folder fd, following a link only where the call does), and only where that file's
 path is in a Landlock rule that writes it (WRITE_FILE along the path, as the inner's
 rules give it; a watch: READ_DIR for a folder, READ_FILE for a file), never a device
-node (the rules write the host's /dev/null and terminal, whose mode is not the run's:
-red team 30b) and, run by root, the kernel's checks for a process without capabilities
+node (the rules write the host's /dev/null and terminal, whose mode is not the run's,
+and which every process of the machine uses: red team 30b) and, run by root, the kernel's checks for a process without capabilities
 hold (root owns it, a group of its own). The call is done on that open file, never by
 its path again, so a link swapped after the check changes nothing. Everything else is
 EPERM, as a file the sandbox may not change.
@@ -234,6 +234,13 @@ class _Call:
         if (there.st_dev, there.st_ino) != (info.st_dev, info.st_ino):
             raise Refused(errno.EPERM)
         rights = self.guard.rights(path)
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+            # A device node a rule reads or writes is the host's own (/dev/null, the
+            # terminal: direct_rules.run_paths), not a grant's: never changed, and never
+            # watched (every process of the machine reads and writes it: a watch on
+            # /dev/urandom told when a key was made). Run by root the sandbox owns
+            # them, and a chmod of /dev/null broke every other user (red team 30b).
+            raise Refused(errno.EACCES if name == "inotify_add_watch" else errno.EPERM)
         if name == "inotify_add_watch":
             if not rights & (READ_DIR if stat.S_ISDIR(info.st_mode) else READ_FILE):
                 raise Refused(errno.EACCES)
@@ -241,11 +248,6 @@ class _Call:
                 raise Refused(errno.EACCES)
             return info
         if not rights & WRITE_FILE:
-            raise Refused(errno.EPERM)
-        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
-            # A device node a rule writes is the host's own (/dev/null, the terminal:
-            # direct_rules.run_paths), not a grant's: written, never changed. Run by root
-            # the sandbox owns them, and a chmod of /dev/null broke every other user.
             raise Refused(errno.EPERM)
         if self.guard.root and info.st_uid != 0:
             raise Refused(errno.EPERM)  # the sandbox holds no CAP_FOWNER

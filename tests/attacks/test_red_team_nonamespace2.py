@@ -502,3 +502,46 @@ def test_the_end_of_a_run_leaves_nothing(sandbox: Sandbox) -> None:
     finally:
         for pid in _tagged(tag):
             os.kill(int(pid), 9)
+
+
+WATCHER = r"""
+import ctypes, os, select, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+print("STARTED", flush=True)
+instance = libc.inotify_init1(0)
+added = {}
+for path in sys.argv[1:]:
+    added[path] = libc.inotify_add_watch(instance, path.encode(), 0x3)  # access, modify
+    if added[path] < 0:
+        added[path] = -ctypes.get_errno()
+print("ADDED", added, flush=True)
+ready, _, _ = select.select([instance], [], [], 3)
+print("EVENTS", bool(ready) and len(os.read(instance, 4096)) > 0, flush=True)
+"""
+
+
+def test_a_watch_on_the_hosts_devices(sandbox: Sandbox) -> None:
+    """/dev/null and /dev/urandom are the host's own nodes (bwrap's /dev had nodes of
+    its own): a watch on one told the sandbox each time any process of the machine
+    wrote to /dev/null or read random bytes (a key made by ssh-keygen, gpg)."""
+    watcher = subprocess.Popen(
+        [*sandbox.who.prefix, LNK, "sandbox", "run", "--spec",
+         str(sandbox.write_spec(WRITE)), "--yes", "--", PYTHON_INSIDE, "-c", WATCHER,
+         "/dev/null", "/dev/urandom"], cwd=sandbox.project, env=sandbox.env(OFF),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert watcher.stdout is not None
+        need(watcher.stdout.readline() == "STARTED\n", "the watcher never started")
+        added = watcher.stdout.readline()
+        end = time.monotonic() + 3
+        while watcher.poll() is None and time.monotonic() < end:  # the host's own use
+            with open("/dev/null", "w") as null, open("/dev/urandom", "rb") as random:
+                null.write("x")
+                random.read(16)
+            time.sleep(0.05)
+        out, _ = watcher.communicate(timeout=30)
+        assert "EVENTS False" in out, (added, out)
+        assert added == "ADDED {'/dev/null': -13, '/dev/urandom': -13}\n", added
+    finally:
+        watcher.kill()
+        watcher.communicate()
