@@ -13,8 +13,9 @@ or folder fd, following a link only where the call does), and only where that fi
 path is in a Landlock rule that writes it (WRITE_FILE along the path, as the inner's
 rules give it; a watch: READ_DIR for a folder, READ_FILE for a file), never a device
 node (the rules write the host's /dev/null and terminal, whose mode is not the run's,
-and which every process of the machine uses: red team 30b) and, run by root, the kernel's checks for a process without capabilities
-hold (root owns it, a group of its own). The call is done on that open file, never by
+and which every process of the machine uses: red team 30b) and, run by root, the
+kernel's checks for a process without capabilities hold (root owns it, a group of its
+own). The call is done on that open file, never by
 its path again, so a link swapped after the check changes nothing. Everything else is
 EPERM, as a file the sandbox may not change.
 
