@@ -364,6 +364,7 @@ def _tagged(tag: str) -> list[str]:
     return found.stdout.split()
 
 
+@pytest.mark.usefixtures("inner")
 def test_a_killed_lnk_leaves_nothing_and_ends_nothing_else(sandbox: Sandbox) -> None:
     """Daemons that left the sandbox's group and session, one its own subreaper, one
     changing pid in a loop, one stopped, and the command itself out of its group: a
