@@ -61,7 +61,11 @@ _COMMON = {
     "open_tree_attr": 467,
     # Extended attributes by a folder's fd and a path (Linux 6.13): direct mode's.
     "setxattrat": 463,
+    "getxattrat": 464,
+    "listxattrat": 465,
     "removexattrat": 466,
+    # A file's flags by a folder's fd and a path (Linux 6.17): direct mode's.
+    "file_setattr": 469,
 }
 
 _X86_64 = {
@@ -167,6 +171,10 @@ _X86_64 = {
     "truncate": 76,
     "setxattr": 188,
     "lsetxattr": 189,
+    "getxattr": 191,
+    "lgetxattr": 192,
+    "listxattr": 194,
+    "llistxattr": 195,
     "fsetxattr": 190,
     "removexattr": 197,
     "lremovexattr": 198,
@@ -270,6 +278,10 @@ _AARCH64 = {
     "truncate": 45,
     "setxattr": 5,
     "lsetxattr": 6,
+    "getxattr": 8,
+    "lgetxattr": 9,
+    "listxattr": 11,
+    "llistxattr": 12,
     "fsetxattr": 7,
     "removexattr": 14,
     "lremovexattr": 15,

@@ -30,7 +30,6 @@ go in the reverse order on every way out:
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -55,7 +54,7 @@ from .cgroups import RunCgroups
 from .confine import Layers, filters, limit_records
 from .direct_metadata import MetadataGuard
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
-from .direct_spawn import end_leftovers, spawn_inner, subreaper
+from .direct_spawn import Leftovers, spawn_inner, subreaper
 from .inner_program import COMPILED
 from .keeper import Keeper
 from .plan import SYSTEM_FOLDERS, LaunchPlan
@@ -122,9 +121,8 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
         reaper = _reaper_pipe(stack, run.config)
         launched = spawn_inner(argv, env=run.env, cwd=run.cwd, config=run.config,
                                mark=tuple(tag(token)), cgroups=cgroups, reaper=reaper)
-        stack.callback(end_leftovers, launched.pid, keep=kept.keeper.pid)
-        launched.ended = functools.partial(end_leftovers, launched.pid,
-                                           keep=kept.keeper.pid)
+        launched.ended = Leftovers(launched, keep=kept.keeper.pid)
+        stack.callback(launched.ended)
         kept.keeper.kill_group(launched.pid)
         outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout)
         # Whatever the command left is killed and reaped on the way out (end_leftovers),

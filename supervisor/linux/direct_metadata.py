@@ -11,17 +11,22 @@ these calls to the listener (direct_rules.METADATA_CALLS); here each is done on 
 file the call names, opened by the supervisor (O_PATH, the caller's working directory
 or folder fd, following a link only where the call does), and only where that file's
 path is in a Landlock rule that writes it (WRITE_FILE along the path, as the inner's
-rules give it; a watch: READ_DIR for a folder, READ_FILE for a file) and, run by root,
-the kernel's checks for a process without capabilities hold (root owns it, a group of
-its own). The call is done on that open file, never by its path again, so a link
-swapped after the check changes nothing. Everything else is EPERM, as a file the
-sandbox may not change.
+rules give it; a watch: READ_DIR for a folder, READ_FILE for a file), never a device
+node (the rules write the host's /dev/null and terminal, whose mode is not the run's,
+and which every process of the machine uses: red team 30b) and, run by root, the
+kernel's checks for a process without capabilities hold (root owns it, a group of its
+own). The call is done on that open file, never by
+its path again, so a link swapped after the check changes nothing. Everything else is
+EPERM, as a file the sandbox may not change.
 
 The caller's path is read once (process_vm_readv, else /proc/PID/mem: `Reader`);
 /proc/self and /proc/thread-self in it are the caller's, not the supervisor's. A path
 the supervisor reaches that the sandbox could not (another process's /proc/PID/cwd)
 ends at a file judged the same way: what decides is the file reached, never the way
-there.
+there. The kernel's name for that file decides only where it names that very file in
+the supervisor's own tree: a file of another mount namespace, reached through a
+process's /proc/PID/root (a container's, a devcontainer's), is given the name it has
+there, which may be a path the rules write here (red team 30b).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Sequence
 
@@ -50,6 +56,9 @@ UNCHANGED = -1  # chown's "leave it"
 CALLS = ("chmod", "fchmod", "fchmodat", "fchmodat2", "utimensat", "chown", "fchown",
          "lchown", "fchownat", "inotify_add_watch")
 _PIDFD_GETFD = 438
+# /proc/self and /proc/thread-self however the path spells them ('//proc/./self/'): read
+# as the caller's, never the supervisor's own.
+_PROC_SELF = re.compile(r"/+(?:\./+)*proc/+(?:\./+)*(self|thread-self)(?=/|$)")
 
 
 def _signed(value: int) -> int:
@@ -159,7 +168,8 @@ class _Call:
             if "chown" in name:
                 return self._chown(fd, info, _signed(rest[0]), _signed(rest[1]))
             if name == "inotify_add_watch":
-                return self._watch(pid, _signed(args[0]), fd, rest[0] & 0xFFFFFFFF)
+                return self._watch(pid, _signed(args[0]), fd, rest[0] & 0xFFFFFFFF,
+                                   notification.id)
             try:
                 os.chmod(f"/proc/self/fd/{fd}", rest[0] & 0o7777)
             except OSError as err:
@@ -182,10 +192,10 @@ class _Call:
                 return self._open_fd(pid, dirfd)
             raise Refused(errno.ENOENT)
         path = os.fsdecode(raw)
-        for own, theirs in (("/proc/thread-self", f"/proc/{pid}/task/{pid}"),
-                            ("/proc/self", f"/proc/{pid}")):
-            if path == own or path.startswith(own + "/"):
-                path = theirs + path[len(own):]
+        own = _PROC_SELF.match(path)  # //proc/./self as /proc/self: the kernel's walk
+        if own is not None:
+            theirs = f"/proc/{pid}/task/{pid}" if own[1] == "thread-self" else f"/proc/{pid}"
+            path = theirs + path[own.end():]
         if not path.startswith("/"):
             base = f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}"
             path = f"{base}/{path}"
@@ -218,7 +228,20 @@ class _Call:
             raise Refused(errno.EPERM) from None
         if not path.startswith("/") or path.endswith(" (deleted)"):
             raise Refused(errno.EPERM)
+        try:  # the name is this file's here: not another mount namespace's, at a path
+            there = os.lstat(path)  # its own namespace names like one the rules write
+        except OSError:  # (reached through /proc/PID/root), nor one moved or removed
+            raise Refused(errno.EPERM) from None
+        if (there.st_dev, there.st_ino) != (info.st_dev, info.st_ino):
+            raise Refused(errno.EPERM)
         rights = self.guard.rights(path)
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+            # A device node a rule reads or writes is the host's own (/dev/null, the
+            # terminal: direct_rules.run_paths), not a grant's: never changed, and never
+            # watched (every process of the machine reads and writes it: a watch on
+            # /dev/urandom told when a key was made). Run by root the sandbox owns
+            # them, and a chmod of /dev/null broke every other user (red team 30b).
+            raise Refused(errno.EACCES if name == "inotify_add_watch" else errno.EPERM)
         if name == "inotify_add_watch":
             if not rights & (READ_DIR if stat.S_ISDIR(info.st_mode) else READ_FILE):
                 raise Refused(errno.EACCES)
@@ -249,7 +272,7 @@ class _Call:
             raise Refused(ctypes.get_errno() or errno.EPERM)
         return 0
 
-    def _watch(self, pid: int, instance: int, fd: int, mask: int) -> int:
+    def _watch(self, pid: int, instance: int, fd: int, mask: int, notification: int) -> int:
         """The watch added to the caller's own inotify instance (taken by pidfd_getfd),
         on the file judged, its link never followed again."""
         try:
@@ -258,6 +281,11 @@ class _Call:
         except OSError:
             raise Refused(errno.EBADF) from None
         try:
+            # The caller still waits, so the pidfd is its process, not one given its
+            # pid since (killed by another of the sandbox's meanwhile): never another
+            # process's instance (the person's editor's) taken.
+            if not notify.id_valid(self.listener, notification):
+                raise Refused(errno.ESRCH)
             taken = self.guard.libc.syscall(ctypes.c_long(_PIDFD_GETFD), ctypes.c_long(pidfd),
                                             ctypes.c_long(instance), ctypes.c_long(0))
             if taken < 0:  # a runtime's profile refuses pidfd_getfd (Docker's, without

@@ -256,6 +256,33 @@ METADATA_CALLS = ("chmod", "fchmod", "fchmodat", "fchmodat2", "utimensat", "chow
 LEGACY_TIMES = ("utime", "utimes", "futimesat")
 XATTR_SETTERS = ("setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
                  "fremovexattr", "setxattrat", "removexattrat")
+# Read by path, Landlock asks no right either: a hidden file's (a token in the URL
+# user.xdg.origin.url keeps of a download) was read (red team 30b). Refused the same way
+# (EOPNOTSUPP); by an fd, which Landlock judged at its open (an O_PATH one is EBADF),
+# they stay.
+XATTR_PATH_GETTERS = ("getxattr", "lgetxattr", "listxattr", "llistxattr", "getxattrat",
+                      "listxattrat")
+# A file's flags (chattr's: no dump, no atime, sync, a project; fs-verity, which makes a
+# file read-only for good; a btrfs subvolume's read-only flag, its snapshots and their
+# removal): the owner sets them on a file opened only for reading, or by path
+# (file_setattr), and Landlock asks no right of any (bwrap's read-only mount said
+# EROFS): a sandbox marked the person's hidden files to be left out of their backups
+# (red team 30b). file_setattr answers ENOSYS, as before Linux 6.17 (chattr falls back to
+# the ioctls); the ioctls ENOTTY, as a file system without flags. Each by its number:
+# the filter reads the command whole, never its type alone.
+FLAG_SETTERS = ("file_setattr",)
+FLAG_IOCTLS = (
+    0x40086602, 0x40046602,  # FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS (EXT4_IOC_SETFLAGS)
+    0x40087602, 0x40047602,  # FS_IOC_SETVERSION, FS_IOC32_SETVERSION
+    0x40086604, 0x40046604,  # EXT4_IOC_SETVERSION, its 32-bit one
+    0x401C5820,  # FS_IOC_FSSETXATTR (xflags, extent size, project)
+    0x40806685,  # FS_IOC_ENABLE_VERITY
+    0x800C6613,  # FS_IOC_SET_ENCRYPTION_POLICY (an empty folder of the owner's)
+    0x4008941A,  # BTRFS_IOC_SUBVOL_SETFLAGS
+    0x50009401, 0x50009417,  # BTRFS_IOC_SNAP_CREATE, _V2
+    0x5000940E, 0x50009418,  # BTRFS_IOC_SUBVOL_CREATE, _V2
+    0x5000940F, 0x5000943F,  # BTRFS_IOC_SNAP_DESTROY, _V2
+)
 TRUNCATE_ABI = 3  # Landlock's TRUNCATE right
 SCOPES_ABI = 6  # Landlock's signal scope
 EVERY_PROCESS = 0xFFFFFFFF  # kill(-1, ...), as the filter reads its low word
@@ -273,7 +300,8 @@ def filter_rules(*, network_mode: str, unix: bool, abi: int = TRUNCATE_ABI,
     host's. Always: System V IPC and POSIX message queues (ENOSYS), another process's
     resource limits and scheduling (the supervisor's and the person's other processes
     share the uid), and a file's metadata (mode, owner, times and inotify watches to
-    the listener where `listener`, else refused; extended attributes refused). Below
+    the listener where `listener`, else refused; extended attributes, set or read by
+path, and a file's flags refused). Below
     Landlock ABI 6 (`abi`), which has no signal scope, kill(-1); below ABI 3, which
     cannot refuse cutting a file, truncate() by path and an open for reading that
     truncates (the only ones no write right is asked for)."""
@@ -289,7 +317,9 @@ def filter_rules(*, network_mode: str, unix: bool, abi: int = TRUNCATE_ABI,
         *((name, errno.ENOSYS, ()) for name in IPC_CALLS),
         *((name, NOTIFY if listener else errno.EPERM, ()) for name in METADATA_CALLS),
         *((name, errno.EPERM, ()) for name in LEGACY_TIMES),
-        *((name, errno.EOPNOTSUPP, ()) for name in XATTR_SETTERS),
+        *((name, errno.EOPNOTSUPP, ()) for name in (*XATTR_SETTERS, *XATTR_PATH_GETTERS)),
+        *((name, errno.ENOSYS, ()) for name in FLAG_SETTERS),
+        ("ioctl", errno.ENOTTY, ((1, "in", FLAG_IOCTLS),)),
     ]
     if abi < SCOPES_ABI:
         # No signal scope: kill(-1) would end every process of the uid (the person's

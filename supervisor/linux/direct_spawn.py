@@ -183,16 +183,43 @@ def _children() -> list[int]:
     return found
 
 
-def end_leftovers(group: int, *, keep: int) -> None:
-    """Kill and reap what the sandbox left: its process group, then every child of this
-    process but the keeper (the orphans a subreaper gets), again while any is found; a
-    child killed hands its own children to this process in turn."""
+class Leftovers:
+    """What the sandbox left, ended once (end_leftovers): at the command's end
+    (supervise.finish, before it reaps the command) or on the way out of a launch that
+    never got there; a second call does nothing, since by then the command may be reaped
+    and its pid, the group's id, another process's."""
+
+    def __init__(self, launched: Launched, *, keep: int) -> None:
+        self.launched, self.keep, self.done = launched, keep, False
+
+    def __call__(self) -> None:
+        if not self.done:
+            self.done = True
+            end_leftovers(self.launched.pid, keep=self.keep, command=self.launched.pidfd)
+
+
+def end_leftovers(group: int, *, keep: int, command: int) -> None:
+    """Kill and reap what the sandbox left: the command (`command`, its pidfd; the
+    group's leader), its process group, then every child of this process but the keeper
+    (the orphans a subreaper gets), again while any is found; a child killed hands its
+    own children to this process in turn. The command's zombie is left to whoever waits
+    for it (supervise.finish), which reaps it after: until then its pid, and so the
+    group's id, is no new process's, so the group killed is the sandbox's and never a
+    host's given the number since (red team 30b)."""
+    try:
+        signal.pidfd_send_signal(command, signal.SIGKILL)
+    except OSError:
+        pass
+    try:  # its end, unreaped: its children are this process's before the first round
+        os.waitid(os.P_PIDFD, command, os.WEXITED | os.WNOWAIT)
+    except OSError:
+        pass
     try:
         os.killpg(group, signal.SIGKILL)
     except OSError:
         pass
     for _ in range(1000):  # each round a generation; 1000 is past any tree's depth here
-        left = [pid for pid in _children() if pid != keep]
+        left = [pid for pid in _children() if pid not in (keep, group)]
         if not left:
             return
         for pid in left:

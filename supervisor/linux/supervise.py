@@ -331,9 +331,12 @@ class Supervision:
 
     def finish(self) -> Outcome:
         """Reap bwrap, give the terminal back, and say how the run ended."""
-        _, wait_status = os.waitpid(self.launched.pid, 0)
         if self.launched.ended is not None:
+            # What the sandbox left is ended before the command is reaped: its zombie
+            # keeps its pid, the sandbox's group id, from any new process meanwhile.
+            os.waitid(os.P_PIDFD, self.launched.pidfd, os.WEXITED | os.WNOWAIT)
             self.launched.ended()
+        _, wait_status = os.waitpid(self.launched.pid, 0)
         self._control.join(timeout=5)
         if self.mount_watch is not None:
             self.mount_watch.stop()

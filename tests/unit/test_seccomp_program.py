@@ -466,9 +466,10 @@ def test_numbers_match_the_kernel_headers(arch: str, header: str) -> None:
     if not path.exists():
         missing(f"{header} is not installed (linux-libc-dev)")
     known = _header_numbers(path)
-    # Linux 6.15, 6.6 and 6.13 (the last two: direct mode's), after these headers
+    # Linux 6.15, 6.6, 6.13 and 6.17 (the last three: direct mode's), after these headers
     newer = {"open_tree_attr": 467, "fchmodat2": 452, "setxattrat": 463,
-             "removexattrat": 466}
+             "removexattrat": 466, "getxattrat": 464, "listxattrat": 465,
+             "file_setattr": 469}
     for name, nr in syscalls.TABLES[arch].items():
         assert known.get(name, newer.get(name)) == nr, name
     for name in X86_ONLY:
