@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -627,8 +628,9 @@ def test_a_process_hopping_pids_outlives_no_run(sandbox: Sandbox) -> None:
     """A daemon that leaves its session and forks and exits in a loop (a new pid each
     turn, its parent gone before the supervisor's round sees it) is still caught by
     the end of the run: the supervisor is the subreaper of every orphan."""
-    hopper = ("import os, sys, time\n"
-              "for _ in range(4):\n"
+    tag = f"hopper_{secrets.token_hex(6)}"  # this run's only: another suite's are not
+    hopper = (f"import os, sys, time\n{tag} = 4\n"
+              f"for _ in range({tag}):\n"
               "    if os.fork() == 0:\n"
               "        os.setsid()\n"
               "        while True:\n"
@@ -642,7 +644,7 @@ def test_a_process_hopping_pids_outlives_no_run(sandbox: Sandbox) -> None:
     done = sandbox.run(PYTHON_INSIDE, "-c", hopper, env=OFF, timeout=120)
     need(done.stdout.startswith("STARTED"), f"never started inside:\n{done.stderr}")
     time.sleep(1)
-    left = subprocess.run(["pgrep", "-u", str(sandbox.who.uid), "-f", "for _ in range"],
+    left = subprocess.run(["pgrep", "-u", str(sandbox.who.uid), "-f", tag],
                           capture_output=True, text=True).stdout.split()
     assert not left, left
 
