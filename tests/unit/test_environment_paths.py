@@ -353,3 +353,70 @@ def test_a_program_in_a_folder_whose_name_holds_punctuation_is_named(tree: Path)
         assert value_paths(f"{program}", home, environ) == [program]
     assert value_paths("tool --paths=~/work/p,~/work/q", home, environ) == [
         f"{home}/work/p", f"{home}/work/q"]
+
+
+# -- red team 6: what the value does to its shell before it names a path -------------------
+
+_TEAM = "~/work/team/ed.sh"
+
+
+@pytest.mark.parametrize("value", [
+    "cd ~/work && team/ed.sh", "cd ~/work;team/ed.sh", "cd;cd work/team;./ed.sh",
+    "cd && work/team/ed.sh", "sh -c 'cd ~/work && team/ed.sh'", "(cd ~/work && exec team/ed.sh)",
+    "bash -c 'cd $HOME/work; ./team/ed.sh'", "CDPATH=~/work cd team && ./ed.sh",
+    "pushd ~/work >/dev/null; team/ed.sh", "cd - && team/ed.sh", "cd ~/work; ~+/team/ed.sh",
+    "PATH=~/work:$PATH team-ed", "env PATH=~/work:/usr/bin team-ed",
+    "X=~/work; $X/team/ed.sh", 'X=$HOME/work; "$X"/team/ed.sh', "w=work; ~/$w/team/ed.sh",
+    "for d in ~/work; do $d/team/ed.sh; done", "read d; $d/team/ed.sh",
+    'set -- ~/work; "$1"/team/ed.sh', 'f() { "$1"/team/ed.sh; }; f ~/work',
+    "HOME=~/work; ~/team/ed.sh", "eval \\$HOME/work/team/ed.sh",
+    'sh -c "\\$HOME/work/team/ed.sh"', f"{_TEAM}&", f"{_TEAM};true", f"{_TEAM}|cat",
+])
+def test_what_a_value_does_first_is_bounded_or_refused(tree: Path, value: str) -> None:
+    """Red team 6: a change of folder, an assignment, a PATH of its own, positional
+    parameters it sets, an escaped `$` another shell expands, an operator in a path's
+    word: ~/work/team/ed.sh is named, bounded (a grant that is ~/work is refused) or the
+    value refused, for the environment and for git."""
+    from supervisor.environment_paths import Cuts
+    from supervisor.person_settings import SettingsUnbounded
+    from supervisor.person_settings import value_paths as git_paths
+
+    home = str(tree)
+    team = f"{home}/work/team/ed.sh"
+    cuts: Cuts = []
+    named = value_paths(value, home, {"HOME": home}, cuts=cuts)
+
+    def covered(paths: list[str], bounds: list[str | None]) -> bool:
+        return None in bounds or team in paths or any(b is not None and (
+            team.startswith(b.rstrip("/") + "/")) for b in bounds)
+
+    assert covered(named, cuts), (named, cuts)
+    bounds: list[str] = []
+    try:
+        found = git_paths("core.editor", value, home, bounds=bounds)
+    except SettingsUnbounded:
+        return
+    assert covered(found, list(bounds)), (found, bounds)
+
+
+@pytest.mark.parametrize("value", [
+    "!git log --graph --pretty=format:'%Cred%h%Creset -%C(yellow)%d%Creset %s' --abbrev-commit",
+    '!f() { git checkout -b "$1" && git push -u origin "$1"; }; f',
+    "!cd -- ${GIT_PREFIX:-.} && git status", '!cd "${GIT_PREFIX:-.}" && pwd',
+    "!sh -c 'cd \"$(git rev-parse --show-toplevel)\" && git ls-files -o'",
+    "!f() { local branch=${1-$(git symbolic-ref --short HEAD)}; git push origin $branch; }; f",
+    "!f() { for b in $(git branch --merged | grep -v '\\*'); do git branch -d $b; done; }; f",
+    "!git for-each-ref --format='%(refname:short)' refs/heads | while read b; do echo $b; done",
+    "!f() { REV=${1:-HEAD}; git diff $REV^..$REV; }; f", "!set -e; git fetch; git rebase",
+    "!f() { cd $(git rev-parse --show-toplevel) && git clean -fdx; }; f",
+    '!f() { d=${1:-.}; git -C "$d" status; }; f', "!ls $(git rev-parse --git-dir)/hooks",
+    "vim -c 'set ft=gitcommit'", "cache --timeout=3600", "!exec ",
+])
+def test_git_aliases_people_use_are_not_refused(value: str) -> None:
+    """Red team 6's rules refuse no alias of popular dotfiles (a function's `"$1"`, a
+    `cd` to the repository's top or GIT_PREFIX, `read` in a loop)."""
+    from supervisor.person_settings import value_paths as git_paths
+
+    bounds: list[str] = []
+    git_paths("alias.x", value, H, bounds=bounds)
+    assert bounds == []
