@@ -423,10 +423,12 @@ _SEPARATED = re.compile(r"([;&|()\n])")
 
 
 def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | None,
-                    cuts: Cuts) -> None:
-    """Each folder a `cd` (or `pushd`) among `words` goes to, a bound in `cuts`: home
-    for none, None for `-` (OLDPWD) or a start only the running shell knows, and each
-    CDPATH folder a relative one may be found in."""
+                    cuts: Cuts) -> list[str]:
+    """Each folder a `cd` (or `pushd`) among `words` goes to, a bound in `cuts` and
+    named (held whole inside a grant): home for none, None for `-` (OLDPWD) or a start
+    only the running shell knows, and each CDPATH folder a relative one may be found
+    in."""
+    before_cuts = len(cuts)
     tokens = [t for w in words for t in _SEPARATED.split(w) if t]
     for index, token in enumerate(tokens):
         before = tokens[index - 1] if index else ";"
@@ -443,6 +445,7 @@ def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | No
         else:
             for folder in (environ or {}).get("CDPATH", "").split(":"):
                 cuts += _as_paths(os.path.join(folder, target), home, cuts)
+    return [c for c in cuts[before_cuts:] if c is not None]
 
 
 def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
@@ -455,8 +458,8 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
     path a pattern goes on from (`~/w/te[a]m`) is cut there (`_as_paths`)."""
     found: list[str] = []
     words = _words(text)
-    if cuts is not None:
-        _folder_changes(words, home, environ, cuts)
+    found += [p for p in _folder_changes(words, home, environ, [] if cuts is None else cuts)
+              if p != "/"]
     for index, word in enumerate(words):
         before = words[index - 1] if index else ";"
         if cuts is not None and _SHELL_TILDE.search(word):

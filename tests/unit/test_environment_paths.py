@@ -364,6 +364,7 @@ _TEAM = "~/work/team/ed.sh"
     "cd ~/work && team/ed.sh", "cd ~/work;team/ed.sh", "cd;cd work/team;./ed.sh",
     "cd && work/team/ed.sh", "sh -c 'cd ~/work && team/ed.sh'", "(cd ~/work && exec team/ed.sh)",
     "bash -c 'cd $HOME/work; ./team/ed.sh'", "CDPATH=~/work cd team && ./ed.sh",
+    "cd ~/work/team && ./ed.sh", "cd ~/work/team && sh ed.sh", "cd team && ./ed.sh",
     "pushd ~/work >/dev/null; team/ed.sh", "cd - && team/ed.sh", "cd ~/work; ~+/team/ed.sh",
     "PATH=~/work:$PATH team-ed", "env PATH=~/work:/usr/bin team-ed",
     "X=~/work; $X/team/ed.sh", 'X=$HOME/work; "$X"/team/ed.sh', "w=work; ~/$w/team/ed.sh",
@@ -372,7 +373,8 @@ _TEAM = "~/work/team/ed.sh"
     "HOME=~/work; ~/team/ed.sh", "eval \\$HOME/work/team/ed.sh",
     'sh -c "\\$HOME/work/team/ed.sh"', f"{_TEAM}&", f"{_TEAM};true", f"{_TEAM}|cat",
 ])
-def test_what_a_value_does_first_is_bounded_or_refused(tree: Path, value: str) -> None:
+def test_what_a_value_does_first_is_bounded_or_refused(
+        tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Red team 6: a change of folder, an assignment, a PATH of its own, positional
     parameters it sets, an escaped `$` another shell expands, an operator in a path's
     word: ~/work/team/ed.sh is named, bounded (a grant that is ~/work is refused) or the
@@ -384,11 +386,18 @@ def test_what_a_value_does_first_is_bounded_or_refused(tree: Path, value: str) -
     home = str(tree)
     team = f"{home}/work/team/ed.sh"
     cuts: Cuts = []
-    named = value_paths(value, home, {"HOME": home}, cuts=cuts)
+    monkeypatch.setenv("CDPATH", f"{home}/work")  # people export one (`cd team`)
+    named = value_paths(value, home, {"HOME": home, "CDPATH": f"{home}/work"}, cuts=cuts)
+
+    work = f"{home}/work"
 
     def covered(paths: list[str], bounds: list[str | None]) -> bool:
-        return None in bounds or team in paths or any(b is not None and (
-            team.startswith(b.rstrip("/") + "/")) for b in bounds)
+        """Refused; or held, by a named path strictly inside the grant (~/work) that is
+        it or holds it; or bounded, the grant inside a bound (refused)."""
+        return None in bounds or any(p != work and p.startswith(work + "/") and (
+            team == p or team.startswith(p + "/")) for p in paths) or any(
+            b is not None and (work == b or work.startswith(b.rstrip("/") + "/"))
+            for b in bounds)
 
     assert covered(named, cuts), (named, cuts)
     bounds: list[str] = []
@@ -396,7 +405,7 @@ def test_what_a_value_does_first_is_bounded_or_refused(tree: Path, value: str) -
         found = git_paths("core.editor", value, home, bounds=bounds)
     except SettingsUnbounded:
         return
-    assert covered(found, list(bounds)), (found, bounds)
+    assert covered(found + bounds, list(bounds)), (found, bounds)  # git: a bound is held
 
 
 @pytest.mark.parametrize("value", [
@@ -420,3 +429,13 @@ def test_git_aliases_people_use_are_not_refused(value: str) -> None:
     bounds: list[str] = []
     git_paths("alias.x", value, H, bounds=bounds)
     assert bounds == []
+
+
+def test_a_cds_folder_inside_the_grant_is_named(tree: Path) -> None:
+    """A `cd` to a folder inside the grant (through the person's CDPATH too) names it,
+    so it is held whole: what follows runs files there by relative names."""
+    home = str(tree)
+    environ = {"HOME": home, "CDPATH": f"{home}/work", "ZQ_EDITOR": "cd team && ./ed.sh",
+               "ZQ_PAGER": "cd ~/work/x; sh pager.sh"}
+    named = {(n.variable, n.path) for n in environment_paths(environ, home)}
+    assert {("ZQ_EDITOR", f"{home}/work/team"), ("ZQ_PAGER", f"{home}/work/x")} <= named
