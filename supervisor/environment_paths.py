@@ -389,6 +389,7 @@ _BINDS = re.compile(r"(?:^|(?<=[\s;&|(!`]))(?:for|select|read|getopts|mapfile|re
                     r"local|export|declare|typeset|readonly|unset)((?:\s+[-A-Za-z0-9_]+)+)")
 _SETS = re.compile(r"(?:^|(?<=[\s;&|(!`]))(?:set|shift)(?:$|[\s;&|)])|\(\s*\)|\bfunction\s")
 _POSITIONAL = re.compile(r"\$(?:[0-9@*#]|\{[0-9@*#]+\})")
+_POSITIONAL_PATH = re.compile(r"\$(?:[0-9@*]|\{[0-9@*#][^}]*\})(?=[\"']?/)")
 _PATH_ASSIGNED = re.compile(r"(?:^|(?<=[\s;&|(!`]))PATH=([^\s;&|)]*)")
 
 
@@ -407,6 +408,9 @@ def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts 
         changed[name] = UNKNOWN
     if _SETS.search(text):
         text = _POSITIONAL.sub(UNKNOWN, text)
+    # A path a positional parameter starts (`"${1%/*}"/../../t/ed`: git's file, in the
+    # repository the person commits in) is one only the running shell knows.
+    text = _POSITIONAL_PATH.sub(UNKNOWN, text)
     if cuts is not None:
         if "HOME" in names:
             cuts.append(None)
@@ -419,6 +423,9 @@ def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts 
 # A change of the working folder (`cd ~/w && t/ed.sh`): what follows it may run any file
 # there by a relative name, so the folder bounds as a pattern's does (red team 6).
 _CHANGES_FOLDER = frozenset(("cd", "pushd", "chdir"))
+# A program's own option to change its folder (`env -C ~/w t/ed`, `make -C`, `git -C`,
+# `--chdir=`): its folder, where it names one, bounds what follows as a cd's does.
+_CHANGES_OPTION = frozenset(("-C", "--chdir", "--directory", "--cwd", "--workdir"))
 _SEPARATED = re.compile(r"([;&|()\n])")
 
 
@@ -432,6 +439,12 @@ def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | No
     tokens = [t for w in words for t in _SEPARATED.split(w) if t]
     for index, token in enumerate(tokens):
         before = tokens[index - 1] if index else ";"
+        option, _, value = token.partition("=")
+        if option in _CHANGES_OPTION:
+            target = value or (tokens[index + 1] if index + 1 < len(tokens) else "")
+            if target.startswith(("/", "~")):
+                cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
+            continue
         if token not in _CHANGES_FOLDER or not (
                 before in _RESERVED or before in ";&|()\n" or _ASSIGNS.match(before)
                 or before in ("env", "command", "builtin", "exec")):

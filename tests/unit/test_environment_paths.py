@@ -372,6 +372,8 @@ _TEAM = "~/work/team/ed.sh"
     'set -- ~/work; "$1"/team/ed.sh', 'f() { "$1"/team/ed.sh; }; f ~/work',
     "HOME=~/work; ~/team/ed.sh", "eval \\$HOME/work/team/ed.sh",
     'sh -c "\\$HOME/work/team/ed.sh"', f"{_TEAM}&", f"{_TEAM};true", f"{_TEAM}|cat",
+    '"${1%/*}"/../../../work/team/ed.sh', "env -C ~/work team/ed.sh",
+    "env --chdir=$HOME/work team/ed.sh", "git -C ~/work x",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
