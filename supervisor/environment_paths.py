@@ -438,16 +438,13 @@ def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | No
     before_cuts = len(cuts)
     tokens = [t for w in words for t in _SEPARATED.split(w) if t]
     for index, token in enumerate(tokens):
-        before = tokens[index - 1] if index else ";"
         option, _, value = token.partition("=")
         if option in _CHANGES_OPTION:
             target = value or (tokens[index + 1] if index + 1 < len(tokens) else "")
             if target.startswith(("/", "~")):
                 cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
             continue
-        if token not in _CHANGES_FOLDER or not (
-                before in _RESERVED or before in ";&|()\n" or _ASSIGNS.match(before)
-                or before in ("env", "command", "builtin", "exec")):
+        if token not in _CHANGES_FOLDER:  # anywhere: `eval cd ~/w`, `x cd` bounds more
             continue
         rest = [t for t in tokens[index + 1:index + 4] if t not in ("-L", "-P", "--", "-e")]
         target = rest[0] if rest and rest[0] not in ";&|()\n" else "~"
