@@ -373,7 +373,11 @@ _RESERVED = frozenset(("!", "{", "(", "then", "do", "else", "elif", "if", "while
                        "until", "time"))
 # What only the running shell knows where a command or a path starts: right after an
 # operator inside a word (`a;$(x)`), or followed by a `/` (`$(echo ~)/w/ed`).
-_UNKNOWN_START = re.compile(f"[;&|(!`]{UNKNOWN}|{UNKNOWN}/")
+# Not one inside a relative word (`remotes/$remote/x`, a name the value assigned): what it
+# prints cannot make that absolute.
+_UNKNOWN_START = re.compile(f"[;&|(!`]{UNKNOWN}|"
+                            r"(?:^|(?<=[=|:,;@<>(\[{!&`])|(?<=^-)|(?<=^-[A-Za-z]))"
+                            f"{UNKNOWN}/")
 _SHELL_TILDE = re.compile(r"(?:^|(?<=[=:;&|(]))~[+-](?:/|$|[;&|)])")
 _OPERATORS = re.compile(r"[;&|<>()`]")
 _LITERAL_PARAMETER = re.compile(r"\$[A-Za-z_{]")
@@ -387,9 +391,15 @@ _ASSIGNS = re.compile(r"(?:^|(?<=[\s;&|(!`]))([A-Za-z_][A-Za-z0-9_]*)\+?=|"
                       r"\bprintf\s+-v\s*([A-Za-z_][A-Za-z0-9_]*)")
 _BINDS = re.compile(r"(?:^|(?<=[\s;&|(!`]))(?:for|select|read|getopts|mapfile|readarray|"
                     r"local|export|declare|typeset|readonly|unset)((?:\s+[-A-Za-z0-9_]+)+)")
-_SETS = re.compile(r"(?:^|(?<=[\s;&|(!`]))(?:set|shift)(?:$|[\s;&|)])|\(\s*\)|\bfunction\s")
+_SETS = re.compile(r"(?:^|(?<=[\s;&|(!`]))(?:set|shift)(?:$|[\s;&|)])")
+_FUNCTION = re.compile(r"\(\s*\)|\bfunction\s")
+_WORD_POSITIONAL = re.compile(r"((?:^|[\s;&|(!`])[\"']?)\$(?:[0-9@*]|\{[0-9@*#][^}]*\})"
+                              r"(?=[\"']?/)")
 _POSITIONAL = re.compile(r"\$(?:[0-9@*#]|\{[0-9@*#]+\})")
-_POSITIONAL_PATH = re.compile(r"\$(?:[0-9@*]|\{[0-9@*#][^}]*\})(?=[\"']?/)")
+_POSITIONAL_PATH = re.compile(r"((?:^|[;&|(!`\n]|\b(?:then|do|else)\s)\s*[\"']?)"
+                              r"\$(?:[0-9@*]|\{[0-9@*#][^}]*\})(?=[\"']?/)")
+_ASSIGNED_ONCE = re.compile(r"(?:^|(?<=[\s;&|(!`]))([A-Za-z_][A-Za-z0-9_]*)="
+                            r"(\"[^\"`$]*(?:\$[^(\"`][^\"`$]*)*\"|'[^']*'|[^\s;&|)'\"`]*)(?=$|[\s;&|)])")
 _PATH_ASSIGNED = re.compile(r"(?:^|(?<=[\s;&|(!`]))PATH=([^\s;&|)]*)")
 
 
@@ -402,15 +412,28 @@ def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts 
     folders, where its commands are looked up (`PATH=~/w:$PATH ed`)."""
     changed = dict(environ)
     names = [m.group(1) or m.group(2) for m in _ASSIGNS.finditer(text)]
+    once = {m.group(1): m.group(2) for m in _ASSIGNED_ONCE.finditer(text)}
     for binds in _BINDS.finditer(text):
         names += [w for w in binds.group(1).split() if _NAME.fullmatch(w)]
     for name in names:
         changed[name] = UNKNOWN
+    for name, spelled in once.items():
+        # A name assigned once, by a plain `NAME=WORD`, holds WORD as sh makes it (`~/`
+        # expanded): GitAlias's `cmd="git branch ..."; $cmd` runs git, `X=~/w;
+        # $X/t/ed` names ~/w/t/ed; one the environment sets stays unknown (read before).
+        if names.count(name) == 1 and name not in environ and name != "HOME":
+            word = spelled[1:-1] if spelled[:1] in "'\"" and spelled[-1:] == spelled[:1] \
+                else spelled
+            word = home + word[1:] if word.startswith("~/") or word == "~" else word
+            changed[name] = _expand(word, changed).replace("\n", " ")
     if _SETS.search(text):
         text = _POSITIONAL.sub(UNKNOWN, text)
-    # A path a positional parameter starts (`"${1%/*}"/../../t/ed`: git's file, in the
-    # repository the person commits in) is one only the running shell knows.
-    text = _POSITIONAL_PATH.sub(UNKNOWN, text)
+    elif _FUNCTION.search(text):  # its arguments (`f ~/w`): a word they start, not
+        # `--set-upstream-to=${1:-origin}/x` (GitAlias's `track`)
+        text = _WORD_POSITIONAL.sub(lambda m: m.group(1) + UNKNOWN, text)
+    # A program a positional parameter starts (`"${1%/*}"/../../t/ed`: git's file, in
+    # the repository the person commits in) is one only the running shell knows.
+    text = _POSITIONAL_PATH.sub(lambda m: m.group(1) + UNKNOWN, text)
     if cuts is not None:
         if "HOME" in names:
             cuts.append(None)

@@ -422,6 +422,13 @@ def test_what_a_value_does_first_is_bounded_or_refused(
     "!f() { cd $(git rev-parse --show-toplevel) && git clean -fdx; }; f",
     '!f() { d=${1:-.}; git -C "$d" status; }; f', "!ls $(git rev-parse --git-dir)/hooks",
     "vim -c 'set ft=gitcommit'", "cache --timeout=3600", "!exec ",
+    # GitAlias's (gitalias.txt): a command held in a name it assigns, and a relative
+    # word a name it assigns is in
+    '!f(){ branch="$(git current-branch)"; cmd="git branch $branch --set-upstream-to='
+    '${1:-origin}/${2:-$branch}"; echo "$cmd"; $cmd; }; f',
+    '!    local_ref="$(git symbolic-ref HEAD)";     local_name="${local_ref##refs/heads/}";'
+    '     remote_ref="$(git config branch."$local_name".merge)";     remote_name="'
+    '${remote_ref##refs/heads/}";     echo "remotes/$remote/$remote_name" #',
 ])
 def test_git_aliases_people_use_are_not_refused(value: str) -> None:
     """Red team 6's rules refuse no alias of popular dotfiles (a function's `"$1"`, a
