@@ -387,20 +387,21 @@ _LITERAL_PARAMETER = re.compile(r"\$[A-Za-z_{]")
 # it assigns (`X=~/w; $X/t/ed`, `for d in ~/w`, `read`, `export`), whose expansions only
 # the running shell then knows; the positional parameters it sets (`set -- ~/w`, a
 # function's arguments); a PATH it assigns, whose folders its commands are looked up in.
-_ASSIGNS = re.compile(r"(?:^|(?<=[\s;&|(!`]))([A-Za-z_][A-Za-z0-9_]*)\+?=|"
-                      r"\bprintf\s+-v\s*([A-Za-z_][A-Za-z0-9_]*)")
-_BINDS = re.compile(r"(?:^|(?<=[\s;&|(!`]))(?:for|select|read|getopts|mapfile|readarray|"
+_ASSIGNS = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))([A-Za-z_][A-Za-z0-9_]*)\+?=|"
+                      r"(?:\bprintf\s+-v\s*|\$\{(?=[A-Za-z_][A-Za-z0-9_]*:?=))"
+                      r"([A-Za-z_][A-Za-z0-9_]*)")
+_BINDS = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))(?:for|select|read|getopts|mapfile|readarray|"
                     r"local|export|declare|typeset|readonly|unset)((?:\s+[-A-Za-z0-9_]+)+)")
-_SETS = re.compile(r"(?:^|(?<=[\s;&|(!`]))(?:set|shift)(?:$|[\s;&|)])")
+_SETS = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))(?:set|shift)(?:$|[\s;&|)])")
 _FUNCTION = re.compile(r"\(\s*\)|\bfunction\s")
 _WORD_POSITIONAL = re.compile(r"((?:^|[\s;&|(!`])[\"']?)\$(?:[0-9@*]|\{[0-9@*#][^}]*\})"
                               r"(?=[\"']?/)")
 _POSITIONAL = re.compile(r"\$(?:[0-9@*#]|\{[0-9@*#]+\})")
 _POSITIONAL_PATH = re.compile(r"((?:^|[;&|(!`\n]|\b(?:then|do|else)\s)\s*[\"']?)"
                               r"\$(?:[0-9@*]|\{[0-9@*#][^}]*\})(?=[\"']?/)")
-_ASSIGNED_ONCE = re.compile(r"(?:^|(?<=[\s;&|(!`]))([A-Za-z_][A-Za-z0-9_]*)="
+_ASSIGNED_ONCE = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))([A-Za-z_][A-Za-z0-9_]*)="
                             r"(\"[^\"`$]*(?:\$[^(\"`][^\"`$]*)*\"|'[^']*'|[^\s;&|)'\"`]*)(?=$|[\s;&|)])")
-_PATH_ASSIGNED = re.compile(r"(?:^|(?<=[\s;&|(!`]))PATH=([^\s;&|)]*)")
+_PATH_ASSIGNED = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))PATH=([^\s;&|)]*)")
 
 
 def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts | None
@@ -499,7 +500,8 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
             cuts.append(None)  # bash's ~+ and ~-: the running shell's folder, or its last
         if environ is not None and depth < MAX_DEPTH and _LITERAL_PARAMETER.search(word):
             # `eval \$HOME/w/ed`, `sh -c "\$HOME/w/ed"`: a shell the value runs expands it
-            found += _command_paths(_expand(word, environ), home, depth + 1, cuts, environ)
+            again, inner = script_environ(word, environ, home, cuts)
+            found += _command_paths(_expand(again, inner), home, depth + 1, cuts, inner)
         if cuts is not None and UNKNOWN in word and (_UNKNOWN_START.search(word) or (
                 word.startswith(UNKNOWN) and (before in _RESERVED
                                               or (before[-1:] or "x") in ";&|("))):

@@ -52,6 +52,8 @@ FORMS: dict[str, tuple[str, str, dict[str, str]]] = {
                             {"CDPATH": "{home}/work"}),
     # a name the value assigns: lnk expanded it from the environment (empty)
     "a name it assigns": ('T=~/work; "$T"/team/{name}.sh', "team/{name}.sh", {}),
+    "a name a quoted script assigns": ("sh -c 'T=~/work; \"$T\"/team/{name}.sh \"$@\"' sh",
+                                       "team/{name}.sh", {}),
     "a loop's name": ('for d in ~/work; do $d/team/{name}.sh "$@"; done; :', "team/{name}.sh",
                       {}),
     # a PATH of its own: the program is looked up in the grant
