@@ -411,7 +411,9 @@ def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts 
     are the positional parameters where it sets them (`set`, `shift`, a function); HOME
     assigned refuses (`~` is then any folder); a PATH it assigns bounds each of its
     folders, where its commands are looked up (`PATH=~/w:$PATH ed`)."""
-    changed = dict(environ)
+    # PWD and OLDPWD are the running shell's folders (where git runs the value, a cd's),
+    # not lnk's at launch: `$PWD/t/ed.sh` is unknown.
+    changed = {**environ, "PWD": UNKNOWN, "OLDPWD": UNKNOWN}
     names = [m.group(1) or m.group(2) for m in _ASSIGNS.finditer(text)]
     once = {m.group(1): m.group(2) for m in _ASSIGNED_ONCE.finditer(text)}
     for binds in _BINDS.finditer(text):

@@ -376,7 +376,7 @@ _TEAM = "~/work/team/ed.sh"
     "env --chdir=$HOME/work team/ed.sh", "git -C ~/work x", "eval cd ~/work; team/ed.sh",
     "sh -c 'X=~/work; $X/team/ed.sh'", "bash -c 'w=work; ~/$w/team/ed.sh'",
     "sh -c 'PATH=~/work:$PATH; team-ed'", 'sh -c "X=\\$HOME/work; \\$X/team/ed.sh"',
-    ": ${X:=~/work}; $X/team/ed.sh",
+    ": ${X:=~/work}; $X/team/ed.sh", "cd ~/work; $PWD/team/ed.sh", "$OLDPWD/team/ed.sh",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
