@@ -68,7 +68,7 @@ _BRACES = re.compile(r"(?<!\$)\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
 # opening the word, or a one-letter option (-I/x); running to the next : ; , quote or
 # bracket (a JSON or TOML list: `["/x"]`).
 _PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{!&`])|(?<=^-)|(?<=^-[A-Za-z]))"
-                   r"((?:~[a-z_][a-z0-9_.-]*)?~?/[^:;,'\"`()<>|\[\]{}]*)")
+                   r"((?:~[a-z_][a-z0-9_.-]*)?~?/[^:;,&'\"`()<>|\[\]{}]*)")
 
 
 class EnvironmentPath(NamedTuple):
@@ -347,19 +347,21 @@ def value_paths(value: str, home: str, environ: Mapping[str, str],
     each path cut short (`_as_paths`), and None for each program or path whose start
     only the running shell knows (`_command_paths`)."""
     original = value
+    value, environ = script_environ(value, environ, home, cuts)
     value = _expand(value, environ)
     parts = value.split(":")
     found: list[str] = []
     listed = all(not p or p.startswith(("/", "~/")) for p in parts)
     if listed:  # a path, or a list of them, spaces kept
         found = [p for part in parts for p in _as_paths(part, home, cuts)]
-    if not listed or _BLANK.search(value) or _QUOTING.search(value) or UNKNOWN in value:
+    if not listed or _BLANK.search(value) or _QUOTING.search(value) or UNKNOWN in value \
+            or _OPERATORS.search(value):  # `~/w/ed.sh&`, `~/w/ed.sh;x`: a command too
         # a command (`/x/ed --wait`, `~/w/te""am/ed`: red team 4) a listed part with a
         # blank or a quote is kept only where it is there (`/x/My Notes`): `/x/ed
         # --wait` names /x/ed, and holding a missing `ed --wait` would make it
         found = [p for p in found if not (_BLANK.search(p) or _QUOTING.search(p))
                  or os.path.lexists(p)]
-        found += _command_paths(value, home, 1, cuts)  # Linux bounds a value: 128 KiB
+        found += _command_paths(value, home, 1, cuts, environ)  # at most 128 KiB
     if depth < MAX_DEPTH:
         for script in substitutions(original):
             found += value_paths(script, home, environ, depth + 1, cuts)
@@ -371,11 +373,119 @@ _RESERVED = frozenset(("!", "{", "(", "then", "do", "else", "elif", "if", "while
                        "until", "time"))
 # What only the running shell knows where a command or a path starts: right after an
 # operator inside a word (`a;$(x)`), or followed by a `/` (`$(echo ~)/w/ed`).
-_UNKNOWN_START = re.compile(f"[;&|(!`]{UNKNOWN}|{UNKNOWN}/")
+# Not one inside a relative word (`remotes/$remote/x`, a name the value assigned): what it
+# prints cannot make that absolute.
+_UNKNOWN_START = re.compile(f"[;&|(!`]{UNKNOWN}|"
+                            r"(?:^|(?<=[=|:,;@<>(\[{!&`])|(?<=^-)|(?<=^-[A-Za-z]))"
+                            f"{UNKNOWN}/")
+_SHELL_TILDE = re.compile(r"(?:^|(?<=[=:;&|(]))~[+-](?:/|$|[;&|)])")
+_OPERATORS = re.compile(r"[;&|<>()`]")
+_LITERAL_PARAMETER = re.compile(r"\$[A-Za-z_{]")
 
 
-def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None
-                   ) -> list[str]:
+# What a value does to the shell that runs it before it names a path (red team 6): a name
+# it assigns (`X=~/w; $X/t/ed`, `for d in ~/w`, `read`, `export`), whose expansions only
+# the running shell then knows; the positional parameters it sets (`set -- ~/w`, a
+# function's arguments); a PATH it assigns, whose folders its commands are looked up in.
+_ASSIGNS = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))([A-Za-z_][A-Za-z0-9_]*)\+?=|"
+                      r"(?:\bprintf\s+-v\s*|\$\{(?=[A-Za-z_][A-Za-z0-9_]*:?=))"
+                      r"([A-Za-z_][A-Za-z0-9_]*)")
+_BINDS = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))(?:for|select|read|getopts|mapfile|readarray|"
+                    r"local|export|declare|typeset|readonly|unset)((?:\s+[-A-Za-z0-9_]+)+)")
+_SETS = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))(?:set|shift)(?:$|[\s;&|)])")
+_FUNCTION = re.compile(r"\(\s*\)|\bfunction\s")
+_WORD_POSITIONAL = re.compile(r"((?:^|[\s;&|(!`])[\"']?)\$(?:[0-9@*]|\{[0-9@*#][^}]*\})"
+                              r"(?=[\"']?/)")
+_POSITIONAL = re.compile(r"\$(?:[0-9@*#]|\{[0-9@*#]+\})")
+_POSITIONAL_PATH = re.compile(r"((?:^|[;&|(!`\n]|\b(?:then|do|else)\s)\s*[\"']?)"
+                              r"\$(?:[0-9@*]|\{[0-9@*#][^}]*\})(?=[\"']?/)")
+_ASSIGNED_ONCE = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))([A-Za-z_][A-Za-z0-9_]*)="
+                            r"(\"[^\"`$]*(?:\$[^(\"`][^\"`$]*)*\"|'[^']*'|[^\s;&|)'\"`]*)(?=$|[\s;&|)])")
+_PATH_ASSIGNED = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))PATH=([^\s;&|)]*)")
+
+
+def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts | None
+                   ) -> tuple[str, dict[str, str]]:
+    """`text` and `environ` as the script `text` leaves them for its own later words: a
+    name it assigns is UNKNOWN (what it holds then only the running shell knows), as
+    are the positional parameters where it sets them (`set`, `shift`, a function); HOME
+    assigned refuses (`~` is then any folder); a PATH it assigns bounds each of its
+    folders, where its commands are looked up (`PATH=~/w:$PATH ed`)."""
+    # PWD and OLDPWD are the running shell's folders (where git runs the value, a cd's),
+    # not lnk's at launch: `$PWD/t/ed.sh` is unknown.
+    changed = {**environ, "PWD": UNKNOWN, "OLDPWD": UNKNOWN}
+    names = [m.group(1) or m.group(2) for m in _ASSIGNS.finditer(text)]
+    once = {m.group(1): m.group(2) for m in _ASSIGNED_ONCE.finditer(text)}
+    for binds in _BINDS.finditer(text):
+        names += [w for w in binds.group(1).split() if _NAME.fullmatch(w)]
+    for name in names:
+        changed[name] = UNKNOWN
+    for name, spelled in once.items():
+        # A name assigned once, by a plain `NAME=WORD`, holds WORD as sh makes it (`~/`
+        # expanded): GitAlias's `cmd="git branch ..."; $cmd` runs git, `X=~/w;
+        # $X/t/ed` names ~/w/t/ed; one the environment sets stays unknown (read before).
+        if names.count(name) == 1 and name not in environ and name != "HOME":
+            word = spelled[1:-1] if spelled[:1] in "'\"" and spelled[-1:] == spelled[:1] \
+                else spelled
+            word = home + word[1:] if word.startswith("~/") or word == "~" else word
+            changed[name] = _expand(word, changed).replace("\n", " ")
+    if _SETS.search(text):
+        text = _POSITIONAL.sub(UNKNOWN, text)
+    elif _FUNCTION.search(text):  # its arguments (`f ~/w`): a word they start, not
+        # `--set-upstream-to=${1:-origin}/x` (GitAlias's `track`)
+        text = _WORD_POSITIONAL.sub(lambda m: m.group(1) + UNKNOWN, text)
+    # A program a positional parameter starts (`"${1%/*}"/../../t/ed`: git's file, in
+    # the repository the person commits in) is one only the running shell knows.
+    text = _POSITIONAL_PATH.sub(lambda m: m.group(1) + UNKNOWN, text)
+    if cuts is not None:
+        if "HOME" in names:
+            cuts.append(None)
+        for assigned in _PATH_ASSIGNED.finditer(text):
+            for part in _expand(assigned.group(1), environ).split(":"):
+                cuts += _as_paths(part, home, cuts)
+    return text, changed
+
+
+# A change of the working folder (`cd ~/w && t/ed.sh`): what follows it may run any file
+# there by a relative name, so the folder bounds as a pattern's does (red team 6).
+_CHANGES_FOLDER = frozenset(("cd", "pushd", "chdir"))
+# A program's own option to change its folder (`env -C ~/w t/ed`, `make -C`, `git -C`,
+# `--chdir=`): its folder, where it names one, bounds what follows as a cd's does.
+_CHANGES_OPTION = frozenset(("-C", "--chdir", "--directory", "--cwd", "--workdir"))
+_SEPARATED = re.compile(r"([;&|()\n])")
+
+
+def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | None,
+                    cuts: Cuts) -> list[str]:
+    """Each folder a `cd` (or `pushd`) among `words` goes to, a bound in `cuts` and
+    named (held whole inside a grant): home for none, None for `-` (OLDPWD) or a start
+    only the running shell knows, and each CDPATH folder a relative one may be found
+    in."""
+    before_cuts = len(cuts)
+    tokens = [t for w in words for t in _SEPARATED.split(w) if t]
+    for index, token in enumerate(tokens):
+        option, _, value = token.partition("=")
+        if option in _CHANGES_OPTION:
+            target = value or (tokens[index + 1] if index + 1 < len(tokens) else "")
+            if target.startswith(("/", "~")):
+                cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
+            continue
+        if token not in _CHANGES_FOLDER:  # anywhere: `eval cd ~/w`, `x cd` bounds more
+            continue
+        rest = [t for t in tokens[index + 1:index + 4] if t not in ("-L", "-P", "--", "-e")]
+        target = rest[0] if rest and rest[0] not in ";&|()\n" else "~"
+        if target.startswith(("-", "~+", "~-")) or UNKNOWN in target:
+            cuts.append(None)
+        elif target.startswith(("/", "~")):  # `cd ~` is home, `cd /` the root
+            cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
+        else:
+            for folder in (environ or {}).get("CDPATH", "").split(":"):
+                cuts += _as_paths(os.path.join(folder, target), home, cuts)
+    return [c for c in cuts[before_cuts:] if c is not None]
+
+
+def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
+                   environ: Mapping[str, str] | None = None) -> list[str]:
     """The paths in the words of `text`; a quoted word with a blank is both a word (a
     path with a space: `'/x/my keys/id'`) and a script a shell runs (`sh -c 'col -b |
     ~/bin/pager'`), whose own words are read the same way, MAX_DEPTH deep. A command
@@ -384,8 +494,16 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None
     path a pattern goes on from (`~/w/te[a]m`) is cut there (`_as_paths`)."""
     found: list[str] = []
     words = _words(text)
+    found += [p for p in _folder_changes(words, home, environ, [] if cuts is None else cuts)
+              if p != "/"]
     for index, word in enumerate(words):
         before = words[index - 1] if index else ";"
+        if cuts is not None and _SHELL_TILDE.search(word):
+            cuts.append(None)  # bash's ~+ and ~-: the running shell's folder, or its last
+        if environ is not None and depth < MAX_DEPTH and _LITERAL_PARAMETER.search(word):
+            # `eval \$HOME/w/ed`, `sh -c "\$HOME/w/ed"`: a shell the value runs expands it
+            again, inner = script_environ(word, environ, home, cuts)
+            found += _command_paths(_expand(again, inner), home, depth + 1, cuts, inner)
         if cuts is not None and UNKNOWN in word and (_UNKNOWN_START.search(word) or (
                 word.startswith(UNKNOWN) and (before in _RESERVED
                                               or (before[-1:] or "x") in ";&|("))):
@@ -409,7 +527,8 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None
         found += whole
         if depth < MAX_DEPTH and _BLANK.search(word):
             # a path of the script that is a path with a space cut at it is that path
-            found += [p for p in _command_paths(word, home, depth + 1, cuts) if not any(
+            found += [p for p in _command_paths(word, home, depth + 1, cuts, environ)
+                      if not any(
                 w.startswith(p) and w[len(p):len(p) + 1].isspace() for w in whole)]
     return found
 

@@ -331,8 +331,10 @@ class _Resolver:
                     rule,
                     f"resolves to {hit}, which this run writes, and your environment's "
                     f"{variable} names a pattern in {bound} (`*`, `?`, `[...]` or "
-                    "`{a,b}`), whose names the shell that runs it finds when it runs: "
-                    "any file there", hint=f"start lnk without it (`env -u {variable} "
+                    "`{a,b}`), or a folder it changes to (`cd`, `-C`) or looks programs "
+                    "up in (a PATH it assigns): what it runs there, the shell that runs "
+                    "it finds when it runs, any file there",
+                    hint=f"start lnk without it (`env -u {variable} "
                     "lnk ...`), or write the path out; lnk judges every path your "
                     "environment names, and refuses what it cannot bound "
                     "(docs/runs-as-you.md)")

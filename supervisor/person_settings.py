@@ -566,13 +566,15 @@ def value_paths(key: str, value: str, home: str, relative_to: str | None = None,
     # So is a program whose start only it knows (`$(printf ...)`, `"${0#*Q}"`: git gives
     # $0 the value itself), and a path through one (red team 5). A pattern's folder
     # (`~/w/t*/ed`) is named a folder (`bounds`): the names it matches are any there.
-    from .environment_paths import Cuts, _command_paths, _expand, substitutions
+    # What the value assigns, sets or changes to (`cd`) first is read as it leaves the
+    # shell for its later words (red team 6: environment_paths.script_environ).
+    from .environment_paths import Cuts, _command_paths, _expand, script_environ, substitutions
 
-    environ = {**os.environ, "HOME": home}
     cuts: Cuts = []
-    found += _command_paths(_expand(text, environ), home, 1, cuts)
+    text, environ = script_environ(text, {**os.environ, "HOME": home}, home, cuts)
+    found += _command_paths(_expand(text, environ), home, 1, cuts, environ)
     for script in substitutions(text):  # what a substitution runs (`$(~/w/x.sh)`)
-        found += _command_paths(_expand(script, environ), home, 2, cuts)
+        found += _command_paths(_expand(script, environ), home, 2, cuts, environ)
     if None in cuts:
         raise SettingsUnbounded(key, value)
     if bounds is not None:

@@ -108,7 +108,8 @@ def git_named(home: str) -> list[tuple[str, Kind, str, str]]:
                 found += [(p, "folder" if p in bounds else kind, f"{why}: git reads or "
                            "runs it in every repository", key)
                           for p in value_paths(key, value, home, bounds=bounds)]
-                found += [(p, "folder", f"{why}: a pattern git's shell matches in it",
+                found += [(p, "folder", f"{why}: a pattern git's shell matches in it, or "
+                           "a folder it changes to or looks programs up in",
                            key) for p in bounds]
     return found
 

@@ -353,3 +353,101 @@ def test_a_program_in_a_folder_whose_name_holds_punctuation_is_named(tree: Path)
         assert value_paths(f"{program}", home, environ) == [program]
     assert value_paths("tool --paths=~/work/p,~/work/q", home, environ) == [
         f"{home}/work/p", f"{home}/work/q"]
+
+
+# -- red team 6: what the value does to its shell before it names a path -------------------
+
+_TEAM = "~/work/team/ed.sh"
+
+
+@pytest.mark.parametrize("value", [
+    "cd ~/work && team/ed.sh", "cd ~/work;team/ed.sh", "cd;cd work/team;./ed.sh",
+    "cd && work/team/ed.sh", "sh -c 'cd ~/work && team/ed.sh'", "(cd ~/work && exec team/ed.sh)",
+    "bash -c 'cd $HOME/work; ./team/ed.sh'", "CDPATH=~/work cd team && ./ed.sh",
+    "cd ~/work/team && ./ed.sh", "cd ~/work/team && sh ed.sh", "cd team && ./ed.sh",
+    "pushd ~/work >/dev/null; team/ed.sh", "cd - && team/ed.sh", "cd ~/work; ~+/team/ed.sh",
+    "PATH=~/work:$PATH team-ed", "env PATH=~/work:/usr/bin team-ed",
+    "X=~/work; $X/team/ed.sh", 'X=$HOME/work; "$X"/team/ed.sh', "w=work; ~/$w/team/ed.sh",
+    "for d in ~/work; do $d/team/ed.sh; done", "read d; $d/team/ed.sh",
+    'set -- ~/work; "$1"/team/ed.sh', 'f() { "$1"/team/ed.sh; }; f ~/work',
+    "HOME=~/work; ~/team/ed.sh", "eval \\$HOME/work/team/ed.sh",
+    'sh -c "\\$HOME/work/team/ed.sh"', f"{_TEAM}&", f"{_TEAM};true", f"{_TEAM}|cat",
+    '"${1%/*}"/../../../work/team/ed.sh', "env -C ~/work team/ed.sh",
+    "env --chdir=$HOME/work team/ed.sh", "git -C ~/work x", "eval cd ~/work; team/ed.sh",
+    "sh -c 'X=~/work; $X/team/ed.sh'", "bash -c 'w=work; ~/$w/team/ed.sh'",
+    "sh -c 'PATH=~/work:$PATH; team-ed'", 'sh -c "X=\\$HOME/work; \\$X/team/ed.sh"',
+    ": ${X:=~/work}; $X/team/ed.sh", "cd ~/work; $PWD/team/ed.sh", "$OLDPWD/team/ed.sh",
+])
+def test_what_a_value_does_first_is_bounded_or_refused(
+        tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 6: a change of folder, an assignment, a PATH of its own, positional
+    parameters it sets, an escaped `$` another shell expands, an operator in a path's
+    word: ~/work/team/ed.sh is named, bounded (a grant that is ~/work is refused) or the
+    value refused, for the environment and for git."""
+    from supervisor.environment_paths import Cuts
+    from supervisor.person_settings import SettingsUnbounded
+    from supervisor.person_settings import value_paths as git_paths
+
+    home = str(tree)
+    team = f"{home}/work/team/ed.sh"
+    cuts: Cuts = []
+    monkeypatch.setenv("CDPATH", f"{home}/work")  # people export one (`cd team`)
+    named = value_paths(value, home, {"HOME": home, "CDPATH": f"{home}/work"}, cuts=cuts)
+
+    work = f"{home}/work"
+
+    def covered(paths: list[str], bounds: list[str | None]) -> bool:
+        """Refused; or held, by a named path strictly inside the grant (~/work) that is
+        it or holds it; or bounded, the grant inside a bound (refused)."""
+        return None in bounds or any(p != work and p.startswith(work + "/") and (
+            team == p or team.startswith(p + "/")) for p in paths) or any(
+            b is not None and (work == b or work.startswith(b.rstrip("/") + "/"))
+            for b in bounds)
+
+    assert covered(named, cuts), (named, cuts)
+    bounds: list[str] = []
+    try:
+        found = git_paths("core.editor", value, home, bounds=bounds)
+    except SettingsUnbounded:
+        return
+    assert covered(found + bounds, list(bounds)), (found, bounds)  # git: a bound is held
+
+
+@pytest.mark.parametrize("value", [
+    "!git log --graph --pretty=format:'%Cred%h%Creset -%C(yellow)%d%Creset %s' --abbrev-commit",
+    '!f() { git checkout -b "$1" && git push -u origin "$1"; }; f',
+    "!cd -- ${GIT_PREFIX:-.} && git status", '!cd "${GIT_PREFIX:-.}" && pwd',
+    "!sh -c 'cd \"$(git rev-parse --show-toplevel)\" && git ls-files -o'",
+    "!f() { local branch=${1-$(git symbolic-ref --short HEAD)}; git push origin $branch; }; f",
+    "!f() { for b in $(git branch --merged | grep -v '\\*'); do git branch -d $b; done; }; f",
+    "!git for-each-ref --format='%(refname:short)' refs/heads | while read b; do echo $b; done",
+    "!f() { REV=${1:-HEAD}; git diff $REV^..$REV; }; f", "!set -e; git fetch; git rebase",
+    "!f() { cd $(git rev-parse --show-toplevel) && git clean -fdx; }; f",
+    '!f() { d=${1:-.}; git -C "$d" status; }; f', "!ls $(git rev-parse --git-dir)/hooks",
+    "vim -c 'set ft=gitcommit'", "cache --timeout=3600", "!exec ",
+    # GitAlias's (gitalias.txt): a command held in a name it assigns, and a relative
+    # word a name it assigns is in
+    '!f(){ branch="$(git current-branch)"; cmd="git branch $branch --set-upstream-to='
+    '${1:-origin}/${2:-$branch}"; echo "$cmd"; $cmd; }; f',
+    '!    local_ref="$(git symbolic-ref HEAD)";     local_name="${local_ref##refs/heads/}";'
+    '     remote_ref="$(git config branch."$local_name".merge)";     remote_name="'
+    '${remote_ref##refs/heads/}";     echo "remotes/$remote/$remote_name" #',
+])
+def test_git_aliases_people_use_are_not_refused(value: str) -> None:
+    """Red team 6's rules refuse no alias of popular dotfiles (a function's `"$1"`, a
+    `cd` to the repository's top or GIT_PREFIX, `read` in a loop)."""
+    from supervisor.person_settings import value_paths as git_paths
+
+    bounds: list[str] = []
+    git_paths("alias.x", value, H, bounds=bounds)
+    assert bounds == []
+
+
+def test_a_cds_folder_inside_the_grant_is_named(tree: Path) -> None:
+    """A `cd` to a folder inside the grant (through the person's CDPATH too) names it,
+    so it is held whole: what follows runs files there by relative names."""
+    home = str(tree)
+    environ = {"HOME": home, "CDPATH": f"{home}/work", "ZQ_EDITOR": "cd team && ./ed.sh",
+               "ZQ_PAGER": "cd ~/work/x; sh pager.sh"}
+    named = {(n.variable, n.path) for n in environment_paths(environ, home)}
+    assert {("ZQ_EDITOR", f"{home}/work/team"), ("ZQ_PAGER", f"{home}/work/x")} <= named

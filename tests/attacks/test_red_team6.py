@@ -1,0 +1,146 @@
+"""Red team 6 (issue 26): an independent attack on red team 5's rules for the paths the
+person's environment and git settings name (environment_paths.py, person_settings.py),
+by class: what a value does to the shell that runs it before it names a path. A `cd`
+to a folder that is the write grant and a relative program after it, a name the value
+assigns and expands, a PATH it assigns, an escaped `$` another shell expands: each
+reached a file inside the grant that lnk neither held nor refused.
+
+tests/unit/test_environment_paths.py judges each form (and the aliases people use, not
+refused); here each is proved end to end as red team 5's are: the person's GIT_EDITOR
+(or ~/.gitconfig's core.editor) reaches a team's script in ~/work, a sandbox writing
+~/work appends to it (or lnk refuses the launch), the person's next `git commit`
+elsewhere must run nothing planted, and a control makes the change on the host, which
+git runs. What gets out is a strict xfail with its reason.
+
+As root (root mode) and as the unprivileged user, through the `sandbox` fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import pytest
+
+from support.actions import SCRIPT, Action
+from support.red_team import (
+    escaped,
+    git_env,
+    host,
+    marker,
+    markers,
+    need,
+    ran,
+    repository,
+)
+from support.sandbox import PYTHON_INSIDE, Sandbox
+
+pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
+
+# The team's editor: the message into the last argument (a form may pass more).
+EDITOR = '#!/bin/sh\nfor last; do :; done\necho message > "$last"\n'
+
+# GIT_EDITOR as git hands it to `sh -c 'VALUE "$@"' VALUE FILE`: (value, the script it
+# runs under ~/work, the person's environment it needs).
+FORMS: dict[str, tuple[str, str, dict[str, str]]] = {
+    # a cd to the grant itself, then a relative program: ~/work named, nothing held
+    "a cd then a relative program": ("cd ~/work && team/{name}.sh", "team/{name}.sh", {}),
+    "a cd with no folder (home)": ("cd; work/team/{name}.sh", "team/{name}.sh", {}),
+    # the person's own CDPATH (people export one) finds the relative folder
+    "a cd through CDPATH": ("cd team && ./{name}.sh", "team/{name}.sh",
+                            {"CDPATH": "{home}/work"}),
+    # a name the value assigns: lnk expanded it from the environment (empty)
+    "a name it assigns": ('T=~/work; "$T"/team/{name}.sh', "team/{name}.sh", {}),
+    "a name a quoted script assigns": ("sh -c 'T=~/work; \"$T\"/team/{name}.sh \"$@\"' sh",
+                                       "team/{name}.sh", {}),
+    "a loop's name": ('for d in ~/work; do $d/team/{name}.sh "$@"; done; :', "team/{name}.sh",
+                      {}),
+    # a PATH of its own: the program is looked up in the grant
+    "a PATH it assigns": ("PATH=~/work:$PATH {name}", "{name}", {}),
+    # a program's own change of folder (GNU env's -C)
+    "a program's -C": ("env -C ~/work team/{name}.sh", "team/{name}.sh", {}),
+    # a program that runs what it finds in the grant named whole (find -exec)
+    "find's -exec": ("sh -c 'find ~/work -name {name}.sh -exec {{}} \"$1\" \\;' sh",
+                     "team/{name}.sh", {}),
+    # an escaped `$`: the shell eval runs expands it
+    "an escaped $ eval expands": ("eval \\$HOME/work/team/{name}.sh", "team/{name}.sh", {}),
+}
+REASONS: dict[str, str] = {
+    # git's settings naming the grant itself refuse it (settings_named.py); the
+    # environment's hold nothing there, or `fd . ~` in FZF_DEFAULT_COMMAND would refuse
+    "find's -exec/environment": "a program given a folder that is the write grant runs "
+    "what it finds there (find -exec, xargs, run-parts): the environment's value names "
+    "the folder, and a named folder that is the grant holds nothing; telling such a "
+    "program from `fd . ~` would take a list of programs",
+}
+
+
+def team_script(box: Sandbox, relative: str) -> Path:
+    shared = box.home / "work" / relative
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    shared.write_text(EDITOR)
+    shared.chmod(0o755)
+    return shared
+
+
+def plant_or_refused(box: Sandbox, actions: list[Action], *, refusal: str,
+                     env: dict[str, str]) -> dict[str, str]:
+    """red_team.plant_or_refused in ~/work, lnk started with `env`: the results, or
+    {"refused": its message} when lnk refused the launch naming `refusal`."""
+    done = box.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps([list(a) for a in actions]),
+                   cwd=box.home / "work", env=env)
+    if done.returncode == 125 and "STARTED" not in done.stdout:
+        need(refusal in done.stderr, f"refused for another reason:\n{done.stderr}")
+        return {"refused": done.stderr}
+    lines = done.stdout.splitlines()
+    need(lines and lines[0].startswith("STARTED ") and done.returncode == 0,
+         f"the plant did not run inside (exit {done.returncode}):\n{done.stderr}")
+    results: dict[str, str] = json.loads(lines[-1].removeprefix("RESULTS "))
+    return results
+
+
+def person_commits(box: Sandbox, env: dict[str, str]) -> None:
+    """The person's `git commit` in a repository elsewhere, which must succeed."""
+    other = box.base / "elsewhere"
+    if not other.exists():
+        repository(box, other)
+    done = host(box, "git", "commit", "-q", "--allow-empty", cwd=other,
+                env={**git_env(box), **env})
+    need(done.returncode == 0, f"the person's git commit failed: {done.stderr}")
+
+
+def configure(box: Sandbox, value: str, where: str) -> dict[str, str]:
+    """GIT_EDITOR in the environment (returned), or core.editor in ~/.gitconfig."""
+    if where == "environment":
+        return {"GIT_EDITOR": value}
+    quoted = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    (box.home / ".gitconfig").write_text(f'[core]\n\teditor = "{quoted}"\n')
+    return {}
+
+
+@pytest.mark.parametrize(("form", "where"), [
+    pytest.param(f, w, marks=escaped(REASONS[f"{f}/{w}"])) if f"{f}/{w}" in REASONS
+    else (f, w) for f in FORMS for w in ("environment", "gitconfig")])
+def test_an_editor_that_changes_its_shell_first(sandbox: Sandbox, form: str,
+                                               where: str) -> None:
+    """The person's editor changes its shell's folder, names or PATH, then reaches a
+    team's script in ~/work; a run writing ~/work appends to it (or is refused); the
+    person's next `git commit` must run nothing planted."""
+    name = "e" + secrets.token_hex(3)
+    value, relative, extra = FORMS[form]
+    shared = team_script(sandbox, relative.format(name=name))
+    value = value.format(name=name)
+    extra = {k: v.format(home=sandbox.home) for k, v in extra.items()}
+    env = {**configure(sandbox, value, where), **extra}
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo editor >> {marker(sandbox, name)}\n"
+    said = plant_or_refused(sandbox, [("append", str(shared), line)], refusal=(
+        "GIT_EDITOR" if where == "environment" else "core.editor"), env=env)
+    person_commits(sandbox, env)
+    assert ran(sandbox) == [], said
+    with open(shared, "a") as planted:
+        planted.write(line)
+    person_commits(sandbox, env)
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
