@@ -33,7 +33,7 @@ def test_a_thread_walks_without_dac_and_gets_it_back(tmp_path: Path) -> None:
                 os.stat(private / "file")
                 seen["stat"] = 0
             except OSError as err:
-                seen["stat"] = err.errno
+                seen["stat"] = err.errno or -1
         finally:
             capabilities.set_effective(effective)
         seen["back"] = capabilities.sets()[0]
