@@ -381,13 +381,16 @@ def test_a_files_existence_in_a_folder_the_caller_cannot_search(sandbox: Sandbox
     sandbox.chown()
     os.chown(private, 65534, 65534)
     private.chmod(0o700)
+    (sandbox.project / "alice").symlink_to(private)
     results = attack(sandbox, {
         "stat": f"os.stat('{private}/exists')",  # the control: the caller cannot search
         **_probes(private),
     })
+    by_link = attack(sandbox, _probes(sandbox.project / "alice"))
     assert results.pop("stat") == "EACCES", results
-    same = _same_for_both(results)
-    assert all(exists == missing for exists, missing in same.values()), same
+    for found in (results, by_link):
+        same = _same_for_both(found)
+        assert all(exists == missing for exists, missing in same.values()), same
 
 
 def test_a_files_existence_in_another_mount_namespace(sandbox: Sandbox) -> None:
@@ -398,16 +401,20 @@ def test_a_files_existence_in_another_mount_namespace(sandbox: Sandbox) -> None:
     from attacks.test_red_team_nonamespace2 import _elsewhere
 
     other, secret = _elsewhere(sandbox)
+    (sandbox.project / "theirs").symlink_to(secret.parent)
+    sandbox.chown()
     try:
         results = attack(sandbox, {
             "stat": f"os.stat('{secret}')",  # the control: the caller cannot walk there
             **_probes(secret.parent, secret.name),
         })
+        by_link = attack(sandbox, _probes(sandbox.project / "theirs", secret.name))
     finally:
         other.kill()
         other.wait()
         if other.stdout is not None:
             other.stdout.close()
     need(results.pop("stat") in ("EACCES", "EPERM"), results)
-    same = _same_for_both(results)
-    assert all(exists == missing for exists, missing in same.values()), same
+    for found in (results, by_link):
+        same = _same_for_both(found)
+        assert all(exists == missing for exists, missing in same.values()), same
