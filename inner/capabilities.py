@@ -95,6 +95,19 @@ def sets() -> tuple[int, int, int]:
     return effective, permitted, inheritable
 
 
+def set_effective(mask: int) -> None:
+    """This thread's effective set made `mask` (within its permitted set, which stays:
+    a capability lowered so can be raised again). Other threads keep theirs."""
+    _, permitted, inheritable = sets()
+    header = _Header(_VERSION_3, 0)
+    data = (_Data * 2)()
+    for word in (0, 1):
+        data[word].effective = (mask >> (32 * word)) & 0xFFFFFFFF
+        data[word].permitted = (permitted >> (32 * word)) & 0xFFFFFFFF
+        data[word].inheritable = (inheritable >> (32 * word)) & 0xFFFFFFFF
+    syscalls.syscall("capset", ctypes.byref(header), ctypes.byref(data))
+
+
 def bounding() -> int:
     """The bounding set as a mask (PR_CAPBSET_READ, up to the kernel's last)."""
     mask = 0

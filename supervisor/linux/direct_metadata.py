@@ -20,10 +20,13 @@ its path again, so a link swapped after the check changes nothing. Everything el
 EPERM, as a file the sandbox may not change.
 
 The caller's path is read once (process_vm_readv, else /proc/PID/mem: `Reader`);
-/proc/self and /proc/thread-self in it are the caller's, not the supervisor's. A path
-the supervisor reaches that the sandbox could not (another process's /proc/PID/cwd)
-ends at a file judged the same way: what decides is the file reached, never the way
-there. The kernel's name for that file decides only where it names that very file in
+/proc/self and /proc/thread-self in it are the caller's, not the supervisor's. It is
+walked as the caller would walk it, so that the answer (ENOENT, EACCES, EPERM) tells
+nothing the caller could not see: run by root, without the capabilities that pass a
+folder's mode (another user's private folder), and through no magic link but the
+caller's own (another process's /proc/PID/root or cwd, which Landlock's ptrace scope
+refuses the caller, is ELOOP): red team 30c. What decides is the file reached, never
+the way there. The kernel's name for that file decides only where it names that very file in
 the supervisor's own tree: a file of another mount namespace, reached through a
 process's /proc/PID/root (a container's, a devcontainer's), is given the name it has
 there, which may be a path the rules write here (red team 30b).
@@ -31,15 +34,17 @@ there, which may be a path the rules write here (red team 30b).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import re
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
+from inner import capabilities
 from inner.landlock import FS_RIGHTS
-from inner.syscalls import number
+from inner.syscalls import number, syscall
 
 from ..grants import is_within
 from . import notify
@@ -59,6 +64,15 @@ _PIDFD_GETFD = 438
 # /proc/self and /proc/thread-self however the path spells them ('//proc/./self/'): read
 # as the caller's, never the supervisor's own.
 _PROC_SELF = re.compile(r"/+(?:\./+)*proc/+(?:\./+)*(self|thread-self)(?=/|$)")
+# The caller's own magic links (its working directory, root, an fd), spelt as _open
+# spells them: the only ones its path may go through (a process outside the sandbox's
+# are refused to the caller by Landlock's ptrace scope, never to the supervisor).
+_CALLERS_LINK = re.compile(r"/proc/(\d+)(?:/task/(\d+))?/(?:cwd|root|fd/\d+)(?=/|$)")
+RESOLVE_NO_MAGICLINKS = 0x02
+# Run by root, the supervisor walks the caller's path without these, as the caller
+# (who holds none) would: else its ENOENT against EPERM told which files another user's
+# private folder holds (red team 30c).
+_DAC = (1 << 1) | (1 << 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
 
 
 def _signed(value: int) -> int:
@@ -97,6 +111,20 @@ class MetadataGuard:
             if is_within(path, rule):
                 found |= mask
         return found
+
+    @contextlib.contextmanager
+    def as_caller(self) -> Iterator[None]:
+        """This thread without the capabilities that walk past a folder's mode (run by
+        root; the sandbox holds none), given back after."""
+        effective = capabilities.sets()[0] if self.root else 0
+        if not effective & _DAC:
+            yield
+            return
+        capabilities.set_effective(effective & ~_DAC)
+        try:
+            yield
+        finally:
+            capabilities.set_effective(effective)
 
     def writes(self, path: str) -> bool:
         """Whether a Landlock rule on `path` or a folder above it gives WRITE_FILE."""
@@ -200,8 +228,25 @@ class _Call:
             base = f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}"
             path = f"{base}/{path}"
         nofollow = os.O_NOFOLLOW if flags & AT_SYMLINK_NOFOLLOW else 0
+        # Walked as the caller walks it: no folder's mode passed by a capability, and no
+        # magic link but the caller's own (the prefix), each reached first: another
+        # process's /proc/PID/root, cwd or fd (a container's files), even by a link,
+        # is ELOOP, never an ENOENT or EPERM telling what is there (red team 30c).
+        link = _CALLERS_LINK.match(path)
+        if link is not None and all(n in (None, str(pid)) for n in link.groups()):
+            start, rest = link[0], path[link.end():].lstrip("/")
+        else:
+            start, rest = "/", path.lstrip("/") or "."
         try:
-            return os.open(path, os.O_PATH | os.O_CLOEXEC | nofollow)
+            with self.guard.as_caller():
+                if not rest:
+                    return os.open(start, os.O_PATH | os.O_CLOEXEC | nofollow)
+                base_fd = os.open(start, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    return _openat2(base_fd, rest, os.O_PATH | os.O_CLOEXEC | nofollow,
+                                    RESOLVE_NO_MAGICLINKS)
+                finally:
+                    os.close(base_fd)
         except OSError as err:
             raise Refused(err.errno or errno.ENOENT) from None
 
@@ -350,6 +395,18 @@ class Reader:
             return out or None
         finally:
             os.close(fd)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
+                ("resolve", ctypes.c_uint64))
+
+
+def _openat2(dirfd: int, path: str, flags: int, resolve: int) -> int:
+    """openat2(2) (Linux 5.6): `path` from `dirfd`, with RESOLVE_* `resolve`."""
+    how = _OpenHow(flags, 0, resolve)
+    return syscall("openat2", dirfd, os.fsencode(path), ctypes.byref(how),
+                   ctypes.sizeof(how))
 
 
 def _thread_group(tid: int) -> int:

@@ -220,7 +220,8 @@ def test_a_file_of_another_mount_namespace_at_a_written_path(sandbox: Sandbox) -
         info = secret.stat()
         assert (stat.S_IMODE(info.st_mode), info.st_mtime != 0) == (0o600, True), results
         assert stat.S_IMODE(secret.parent.stat().st_mode) != 0o777, results
-        assert set(results.values()) <= {"EPERM", "EACCES"}, results
+        # ELOOP: another process's /proc/PID/root is no magic link the listener follows
+        assert set(results.values()) <= {"EPERM", "EACCES", "ELOOP"}, results
     finally:
         other.kill()
         other.communicate()
@@ -315,7 +316,7 @@ def test_the_listeners_other_ways_to_a_file(sandbox: Sandbox) -> None:
                                                             "outside": 0o600}, results
     assert results.pop("a written file by //proc/./self") == "OK", results
     assert stat.S_IMODE((sandbox.project / "build" / "run.sh").stat().st_mode) == 0o750
-    assert set(results.values()) <= {"EPERM", "EACCES", "EBADF", "ENOENT"}, results
+    assert set(results.values()) <= {"EPERM", "EACCES", "EBADF", "ENOENT", "ELOOP"}, results
 
 
 # -- the reaper: the sandbox's processes end with a killed lnk-sandbox, no other does --------
