@@ -15,24 +15,22 @@ As root (root mode) and as the unprivileged user, through the `sandbox` fixture.
 
 from __future__ import annotations
 
-import json
 import secrets
-from pathlib import Path
 
 import pytest
 
-from support.actions import SCRIPT, Action
 from support.red_team import (
+    configure_editor,
     escaped,
-    git_env,
-    host,
     marker,
     markers,
     need,
+    person_commits,
+    plant_or_refused,
     ran,
-    repository,
+    team_file,
 )
-from support.sandbox import PYTHON_INSIDE, Sandbox
+from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
@@ -60,48 +58,8 @@ FORMS: dict[str, str] = {
 REASONS: dict[str, str] = {}
 
 
-def team_script(box: Sandbox, name: str) -> Path:
-    team = box.home / "work" / "team"
-    team.mkdir(parents=True, exist_ok=True)
-    shared = team / f"{name}.sh"
-    shared.write_text(EDITOR)
-    shared.chmod(0o755)
-    return shared
 
 
-def plant_or_refused(box: Sandbox, actions: list[Action], *, refusal: str,
-                     env: dict[str, str]) -> dict[str, str]:
-    """red_team.plant_or_refused in ~/work, lnk started with `env`: the results, or
-    {"refused": its message} when lnk refused the launch naming `refusal`."""
-    done = box.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps([list(a) for a in actions]),
-                   cwd=box.home / "work", env=env)
-    if done.returncode == 125 and "STARTED" not in done.stdout:
-        need(refusal in done.stderr, f"refused for another reason:\n{done.stderr}")
-        return {"refused": done.stderr}
-    lines = done.stdout.splitlines()
-    need(lines and lines[0].startswith("STARTED ") and done.returncode == 0,
-         f"the plant did not run inside (exit {done.returncode}):\n{done.stderr}")
-    results: dict[str, str] = json.loads(lines[-1].removeprefix("RESULTS "))
-    return results
-
-
-def person_commits(box: Sandbox, env: dict[str, str]) -> None:
-    """The person's `git commit` in a repository elsewhere, which must succeed."""
-    other = box.base / "elsewhere"
-    if not other.exists():
-        repository(box, other)
-    done = host(box, "git", "commit", "-q", "--allow-empty", cwd=other,
-                env={**git_env(box), **env})
-    need(done.returncode == 0, f"the person's git commit failed: {done.stderr}")
-
-
-def configure(box: Sandbox, value: str, where: str) -> dict[str, str]:
-    """GIT_EDITOR in the environment (returned), or core.editor in ~/.gitconfig."""
-    if where == "environment":
-        return {"GIT_EDITOR": value}
-    quoted = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    (box.home / ".gitconfig").write_text(f'[core]\n\teditor = "{quoted}"\n')
-    return {}
 
 
 @pytest.mark.parametrize("where", ["environment", "gitconfig"])
@@ -112,14 +70,15 @@ def test_an_editor_sh_makes_differently(sandbox: Sandbox, form: str, where: str)
     differently from sh; a run writing ~/work appends to it (or is refused); the
     person's next `git commit` must run nothing planted."""
     name = "e" + secrets.token_hex(3)
-    shared = team_script(sandbox, name)
+    shared = team_file(sandbox, f"team/{name}.sh", EDITOR)
     value = FORMS[form].format(name=name, home=sandbox.home)
-    env = configure(sandbox, value, where)
+    env = configure_editor(sandbox, value, where)
     markers(sandbox)
     sandbox.chown()
     line = f"echo editor >> {marker(sandbox, name)}\n"
     said = plant_or_refused(sandbox, [("append", str(shared), line)], refusal=(
-        "GIT_EDITOR" if where == "environment" else "core.editor"), env=env)
+        "GIT_EDITOR" if where == "environment" else "core.editor"), env=env,
+        cwd=sandbox.home / "work")
     person_commits(sandbox, env)
     assert ran(sandbox) == [], said
     with open(shared, "a") as planted:
@@ -135,16 +94,17 @@ def test_a_folder_before_dot_dot_replaced_inside(sandbox: Sandbox, where: str) -
     link at ~/work/x to a folder of its own, one level below its own `team/NAME.sh`;
     the person's next `git commit` must run nothing planted."""
     name = "d" + secrets.token_hex(3)
-    team_script(sandbox, name)
+    team_file(sandbox, f"team/{name}.sh", EDITOR)
     (sandbox.home / "work" / "x").mkdir()
-    env = configure(sandbox, f"~/work/x/../team/{name}.sh", where)
+    env = configure_editor(sandbox, f"~/work/x/../team/{name}.sh", where)
     markers(sandbox)
     sandbox.chown()
     body = EDITOR + f"echo editor >> {marker(sandbox, name)}\n"
     said = plant_or_refused(sandbox, [
         ("rename", "x", "x.old"), ("makedirs", "mine/sub"), ("mkdir", "mine/team"),
         ("make", f"mine/team/{name}.sh", body), ("symlink", "mine/sub", "x"),
-    ], refusal="GIT_EDITOR" if where == "environment" else "core.editor", env=env)
+    ], refusal="GIT_EDITOR" if where == "environment" else "core.editor", env=env,
+        cwd=sandbox.home / "work")
     person_commits(sandbox, env)
     assert ran(sandbox) == [], said
     x = sandbox.home / "work" / "x"  # the control: the same link, made outside

@@ -17,24 +17,22 @@ As root (root mode) and as the unprivileged user, through the `sandbox` fixture.
 
 from __future__ import annotations
 
-import json
 import secrets
-from pathlib import Path
 
 import pytest
 
-from support.actions import SCRIPT, Action
 from support.red_team import (
+    configure_editor,
     escaped,
-    git_env,
-    host,
     marker,
     markers,
     need,
+    person_commits,
+    plant_or_refused,
     ran,
-    repository,
+    team_file,
 )
-from support.sandbox import PYTHON_INSIDE, Sandbox
+from support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.requires_bwrap, pytest.mark.requires_userns]
 
@@ -76,47 +74,8 @@ REASONS: dict[str, str] = {
 }
 
 
-def team_script(box: Sandbox, relative: str) -> Path:
-    shared = box.home / "work" / relative
-    shared.parent.mkdir(parents=True, exist_ok=True)
-    shared.write_text(EDITOR)
-    shared.chmod(0o755)
-    return shared
 
 
-def plant_or_refused(box: Sandbox, actions: list[Action], *, refusal: str,
-                     env: dict[str, str]) -> dict[str, str]:
-    """red_team.plant_or_refused in ~/work, lnk started with `env`: the results, or
-    {"refused": its message} when lnk refused the launch naming `refusal`."""
-    done = box.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps([list(a) for a in actions]),
-                   cwd=box.home / "work", env=env)
-    if done.returncode == 125 and "STARTED" not in done.stdout:
-        need(refusal in done.stderr, f"refused for another reason:\n{done.stderr}")
-        return {"refused": done.stderr}
-    lines = done.stdout.splitlines()
-    need(lines and lines[0].startswith("STARTED ") and done.returncode == 0,
-         f"the plant did not run inside (exit {done.returncode}):\n{done.stderr}")
-    results: dict[str, str] = json.loads(lines[-1].removeprefix("RESULTS "))
-    return results
-
-
-def person_commits(box: Sandbox, env: dict[str, str]) -> None:
-    """The person's `git commit` in a repository elsewhere, which must succeed."""
-    other = box.base / "elsewhere"
-    if not other.exists():
-        repository(box, other)
-    done = host(box, "git", "commit", "-q", "--allow-empty", cwd=other,
-                env={**git_env(box), **env})
-    need(done.returncode == 0, f"the person's git commit failed: {done.stderr}")
-
-
-def configure(box: Sandbox, value: str, where: str) -> dict[str, str]:
-    """GIT_EDITOR in the environment (returned), or core.editor in ~/.gitconfig."""
-    if where == "environment":
-        return {"GIT_EDITOR": value}
-    quoted = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    (box.home / ".gitconfig").write_text(f'[core]\n\teditor = "{quoted}"\n')
-    return {}
 
 
 @pytest.mark.parametrize(("form", "where"), [
@@ -129,15 +88,16 @@ def test_an_editor_that_changes_its_shell_first(sandbox: Sandbox, form: str,
     person's next `git commit` must run nothing planted."""
     name = "e" + secrets.token_hex(3)
     value, relative, extra = FORMS[form]
-    shared = team_script(sandbox, relative.format(name=name))
+    shared = team_file(sandbox, relative.format(name=name), EDITOR)
     value = value.format(name=name)
     extra = {k: v.format(home=sandbox.home) for k, v in extra.items()}
-    env = {**configure(sandbox, value, where), **extra}
+    env = {**configure_editor(sandbox, value, where), **extra}
     markers(sandbox)
     sandbox.chown()
     line = f"echo editor >> {marker(sandbox, name)}\n"
     said = plant_or_refused(sandbox, [("append", str(shared), line)], refusal=(
-        "GIT_EDITOR" if where == "environment" else "core.editor"), env=env)
+        "GIT_EDITOR" if where == "environment" else "core.editor"), env=env,
+        cwd=sandbox.home / "work")
     person_commits(sandbox, env)
     assert ran(sandbox) == [], said
     with open(shared, "a") as planted:

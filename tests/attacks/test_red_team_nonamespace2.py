@@ -59,7 +59,8 @@ FILE_SETATTR = 469  # file_setattr(dirfd, path, struct file_attr *, size, at_fla
 FS_XFLAG_NODUMP, FS_XFLAG_NOATIME = 0x80, 0x40
 
 
-def _flags(path: Path) -> int:
+def flags_of(path: Path) -> int:
+    """A file's chattr flags, read on the host."""
     import array
     import fcntl
 
@@ -83,7 +84,7 @@ def test_a_files_flags_where_the_grants_do_not_write(sandbox: Sandbox) -> None:
     for path in files.values():
         path.write_text("the person's\n")
     sandbox.chown()
-    before = {name: _flags(path) for name, path in files.items()}
+    before = {name: flags_of(path) for name, path in files.items()}
     attr = f"(ctypes.c_uint64 * 3)({FS_XFLAG_NODUMP | FS_XFLAG_NOATIME}, 0, 0)"
     steps = {}
     for name, path in files.items():
@@ -93,7 +94,7 @@ def test_a_files_flags_where_the_grants_do_not_write(sandbox: Sandbox) -> None:
         steps[f"file_setattr {name}"] = (
             f"sc({FILE_SETATTR}, -100, {str(path).encode()!r}, {attr}, 24, 0)")
     results = attack(sandbox, steps)
-    after = {name: _flags(path) for name, path in files.items()}
+    after = {name: flags_of(path) for name, path in files.items()}
     assert after == before, (before, after, results)
     assert set(results.values()) <= {"ENOTTY", "ENOSYS", "EACCES"}, results
 

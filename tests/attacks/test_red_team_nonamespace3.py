@@ -13,8 +13,6 @@ extended attributes. What held stays as a regression test.
 
 from __future__ import annotations
 
-import array
-import fcntl
 import os
 import socket
 import stat
@@ -23,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from attacks.test_red_team_nonamespace import attack
+from attacks.test_red_team_nonamespace2 import FS_NODUMP_FL, flags_of
 from support.red_team import need
 from support.sandbox import Sandbox
 
@@ -152,23 +151,12 @@ def test_the_hosts_fifo_and_socket_outside_the_written_folder(sandbox: Sandbox) 
 
 # -- a file's flags: the ioctl's command in other forms ------------------------------------
 
-FS_IOC_GETFLAGS = 0x80086601
-FS_NODUMP_FL = 0x40
 FLAG_SETTERS = {
     "FS_IOC_SETFLAGS": 0x40086602,
     "FS_IOC32_SETFLAGS": 0x40046602,
     "FS_IOC_FSSETXATTR": 0x401C5820,
 }
 
-
-def _flags(path: Path) -> int:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        buffer = array.array("l", [0])
-        fcntl.ioctl(fd, FS_IOC_GETFLAGS, buffer, True)
-        return buffer[0]
-    finally:
-        os.close(fd)
 
 
 def test_a_files_flags_by_the_commands_high_bits(sandbox: Sandbox) -> None:
@@ -178,7 +166,7 @@ def test_a_files_flags_by_the_commands_high_bits(sandbox: Sandbox) -> None:
     notes = sandbox.home / "notes.txt"
     notes.write_text("the person's\n")
     sandbox.chown()
-    before = _flags(notes)
+    before = flags_of(notes)
     steps = {}
     for name, cmd in FLAG_SETTERS.items():
         for high in (1, 0xFFFFFFFF):
@@ -188,7 +176,7 @@ def test_a_files_flags_by_the_commands_high_bits(sandbox: Sandbox) -> None:
                 f"ctypes.c_ulong({(high << 32) | cmd}), "
                 f"(ctypes.c_uint32 * 8)({FS_NODUMP_FL | 0x80}))")
     results = attack(sandbox, steps)
-    assert _flags(notes) == before, results
+    assert flags_of(notes) == before, results
     assert set(results.values()) == {"ENOTTY"}, results
 
 

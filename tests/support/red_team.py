@@ -49,12 +49,13 @@ def plant(box: Sandbox, actions: Sequence[Action], *, spec: str | None = None,
 
 
 def plant_or_refused(box: Sandbox, actions: Sequence[Action], *, refusal: str,
-                     spec: str | None = None, cwd: Path | None = None) -> dict[str, str]:
+                     spec: str | None = None, cwd: Path | None = None,
+                     env: dict[str, str] | None = None) -> dict[str, str]:
     """`plant`, where lnk refusing the launch is how a rule holds: {"refused": its
     message} when it exited 125 without starting anything inside, its message naming
     `refusal` (a refusal for another reason is a broken set-up, not the rule)."""
     done = box.run(PYTHON_INSIDE, "-c", SCRIPT, json.dumps([list(a) for a in actions]),
-                   spec=spec, cwd=cwd)
+                   spec=spec, cwd=cwd, env=env)
     if done.returncode == 125 and "STARTED" not in done.stdout:
         need(refusal in done.stderr, f"refused for another reason:\n{done.stderr}")
         return {"refused": done.stderr}
@@ -187,3 +188,34 @@ def ok(done: object, what: str) -> None:
     """The person's tool ran (exit 0)."""
     need(getattr(done, "returncode", 1) == 0,
          f"the person's {what} failed: {getattr(done, 'stderr', done)}")
+
+
+# == the person's editor and git, for the attacks on what their values name ==================
+
+def team_file(box: Sandbox, relative: str, text: str) -> Path:
+    """~/work/RELATIVE, the person's runnable file, which their settings or environment
+    name (a team's script in the folder a run writes)."""
+    shared = box.home / "work" / relative
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    shared.write_text(text)
+    shared.chmod(0o755)
+    return shared
+
+
+def configure_editor(box: Sandbox, value: str, where: str) -> dict[str, str]:
+    """GIT_EDITOR in the environment (returned), or core.editor in ~/.gitconfig."""
+    if where == "environment":
+        return {"GIT_EDITOR": value}
+    quoted = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    (box.home / ".gitconfig").write_text(f'[core]\n\teditor = "{quoted}"\n')
+    return {}
+
+
+def person_commits(box: Sandbox, env: dict[str, str]) -> None:
+    """The person's `git commit` in a repository elsewhere, which must succeed."""
+    other = box.base / "elsewhere"
+    if not other.exists():
+        repository(box, other)
+    done = host(box, "git", "commit", "-q", "--allow-empty", cwd=other,
+                env={**git_env(box), **env})
+    need(done.returncode == 0, f"the person's git commit failed: {done.stderr}")
