@@ -219,10 +219,11 @@ PROMISES: tuple[Promise, ...] = (
             "the grants", "holds narrower",
             "Landlock has no right for them: chmod, chown, utimensat and "
             "inotify_add_watch go to the listener, which does them only on a file the "
-            "rules write (a watch: read; run by root, as root without capabilities "
-            "may), else EPERM (all of them without a listener); extended attributes are "
-            "refused (EOPNOTSUPP); below Landlock ABI 3 truncate() and an open for "
-            "reading that truncates are refused"),
+            "rules write, never a device node (a watch: read; run by root, as root "
+            "without capabilities may), else EPERM (all of them without a listener); "
+            "extended attributes are refused (EOPNOTSUPP; read by path too), and a "
+            "file's flags (chattr, file_setattr), in written folders too; below Landlock "
+            "ABI 3 truncate() and an open for reading that truncates are refused"),
     Promise("dot files at the top of written folders (and what runs as you below it)",
             "holds narrower",
             "the written folder keeps read rights, each other entry the grant's: nothing "
