@@ -54,7 +54,7 @@ from .cgroups import RunCgroups
 from .confine import Layers, filters, limit_records
 from .direct_metadata import MetadataGuard
 from .direct_rules import NONE, Rights, filter_rules, landlock_config
-from .direct_spawn import Leftovers, spawn_inner, subreaper
+from .direct_spawn import Leftovers, ReaperPipe, spawn_inner, subreaper
 from .inner_program import COMPILED
 from .keeper import Keeper
 from .plan import SYSTEM_FOLDERS, LaunchPlan
@@ -118,10 +118,10 @@ def launch_direct(snapshot: Snapshot, argv: list[str], *, report: str | None = N
         refuse_unheld_limits(snapshot, cgroups)
         kept.clean = False
         stack.enter_context(subreaper())
-        reaper = _reaper_pipe(stack, run.config)
+        reaper, pipe = _reaper_pipe(stack, run.config)
         launched = spawn_inner(argv, env=run.env, cwd=run.cwd, config=run.config,
                                mark=tuple(tag(token)), cgroups=cgroups, reaper=reaper)
-        launched.ended = Leftovers(launched, keep=kept.keeper.pid)
+        launched.ended = Leftovers(launched, keep=kept.keeper.pid, reaper=pipe)
         stack.callback(launched.ended)
         kept.keeper.kill_group(launched.pid)
         outcome = supervise(launched, watch_factory=run.watch_factory, timeout=timeout)
@@ -241,13 +241,14 @@ def preflight_direct(snapshot: Snapshot, cache: CheckCache) -> None:
                     tmp=None, terminals=(), listing=lambda _: [])
 
 
-def _reaper_pipe(stack: ExitStack, config: Config) -> int | None:
+def _reaper_pipe(stack: ExitStack, config: Config) -> tuple[int | None, ReaperPipe | None]:
     """The pipe the inner's reaper watches (inner/reaper.py): its read end, handed to
-    the inner; the write end held by this process alone (close-on-exec), closed once
-    what the sandbox left is ended (so the reaper, ended too, never sees it close while
-    the run lasts); when this process is killed, the kernel closes it and the reaper
-    ends the sandbox, every process of it, wherever it moved. None below Landlock ABI 6
-    (the kernel's own answer; the inner asks again), where kill(-1) is not scoped."""
+    the inner, and its write end, held by this process alone (close-on-exec) and closed
+    at the command's end, which wakes the reaper to end the whole sandbox before the
+    rest is reaped (direct_spawn.end_leftovers); when this process is killed, the kernel
+    closes it and the reaper ends the sandbox, every process of it, wherever it moved.
+    Nones below Landlock ABI 6 (the kernel's own answer; the inner asks again), where
+    kill(-1) is not scoped."""
     from inner import landlock
 
     try:
@@ -255,10 +256,11 @@ def _reaper_pipe(stack: ExitStack, config: Config) -> int | None:
     except OSError:
         abi = 0
     if config.landlock is None or abi < SCOPES_ABI:
-        return None
+        return None, None
     read, write = os.pipe2(os.O_CLOEXEC)
-    stack.callback(os.close, write)
-    return read
+    pipe = ReaperPipe(write)
+    stack.callback(pipe.close)
+    return read, pipe
 
 
 def _keep(keeper: Keeper, cgroups: RunCgroups) -> None:

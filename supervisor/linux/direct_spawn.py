@@ -183,22 +183,84 @@ def _children() -> list[int]:
     return found
 
 
+class ReaperPipe:
+    """The write end of the pipe the inner's reaper watches (inner/reaper.py), held by
+    this process alone; closed once, by whichever comes first: the end of the run's
+    leftovers (which wakes the reaper to end the sandbox) or the way out of the launch."""
+
+    def __init__(self, write: int) -> None:
+        self.write: int | None = write
+        self.inode = os.fstat(write).st_ino
+
+    def close(self) -> None:
+        if self.write is not None:
+            write, self.write = self.write, None
+            os.close(write)
+
+
+# How long the reaper may take to end the sandbox, once woken, before the rounds below
+# end what is left without it (its kill(-1) is one call; a machine under load is slow).
+_REAPER_WAIT = 10.0
+
+
+def _reaper_of(pipe: ReaperPipe) -> int | None:
+    """A pidfd of the reaper: this process's child whose fd 0 is the pipe's read end
+    (only the reaper holds it: the inner closed its own before the command ran)."""
+    wanted = f"pipe:[{pipe.inode}]"
+    for pid in _children():
+        try:
+            if os.readlink(f"/proc/{pid}/fd/0") != wanted:
+                continue
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:  # still that process: its fd 0 read again once the pidfd holds it
+            if os.readlink(f"/proc/{pid}/fd/0") == wanted:
+                return pidfd
+        except OSError:
+            pass
+        os.close(pidfd)
+    return None
+
+
+def _reaper_ends_the_sandbox(pipe: ReaperPipe) -> None:
+    """Wake the reaper (its pipe closed) and wait for it: its kill(-1), scoped to the
+    sandbox's Landlock domain, ends every process of the sandbox in one call, which no
+    process of it can outrun by forking (a process forking when the signal comes is
+    ended before its child runs). The rounds of end_leftovers, one pid at a time, chased
+    a daemon that forks and exits in a loop for as long as it ran, and one killed meanwhile
+    left it running: the reaper, one of the processes those rounds end, was gone."""
+    import select
+
+    reaper = _reaper_of(pipe)
+    pipe.close()
+    if reaper is None:
+        return
+    try:
+        select.select([reaper], [], [], _REAPER_WAIT)  # a pidfd reads once it exited
+    finally:
+        os.close(reaper)
+
+
 class Leftovers:
     """What the sandbox left, ended once (end_leftovers): at the command's end
     (supervise.finish, before it reaps the command) or on the way out of a launch that
     never got there; a second call does nothing, since by then the command may be reaped
     and its pid, the group's id, another process's."""
 
-    def __init__(self, launched: Launched, *, keep: int) -> None:
-        self.launched, self.keep, self.done = launched, keep, False
+    def __init__(self, launched: Launched, *, keep: int,
+                 reaper: ReaperPipe | None = None) -> None:
+        self.launched, self.keep, self.reaper, self.done = launched, keep, reaper, False
 
     def __call__(self) -> None:
         if not self.done:
             self.done = True
-            end_leftovers(self.launched.pid, keep=self.keep, command=self.launched.pidfd)
+            end_leftovers(self.launched.pid, keep=self.keep, command=self.launched.pidfd,
+                          reaper=self.reaper)
 
 
-def end_leftovers(group: int, *, keep: int, command: int) -> None:
+def end_leftovers(group: int, *, keep: int, command: int,
+                  reaper: ReaperPipe | None = None) -> None:
     """Kill and reap what the sandbox left: the command (`command`, its pidfd; the
     group's leader), its process group, then every child of this process but the keeper
     (the orphans a subreaper gets), again while any is found; a child killed hands its
@@ -214,6 +276,8 @@ def end_leftovers(group: int, *, keep: int, command: int) -> None:
         os.waitid(os.P_PIDFD, command, os.WEXITED | os.WNOWAIT)
     except OSError:
         pass
+    if reaper is not None:  # the whole sandbox at once, where a reaper was left
+        _reaper_ends_the_sandbox(reaper)
     try:
         os.killpg(group, signal.SIGKILL)
     except OSError:

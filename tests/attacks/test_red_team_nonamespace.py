@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from support.processes import alive, wait_gone
+from support.processes import alive, close_pipes, wait_gone
 from support.red_team import escaped, need
 from support.sandbox import LNK, PYTHON_INSIDE, SUPPORT, Sandbox
 
@@ -647,6 +647,52 @@ def test_a_process_hopping_pids_outlives_no_run(sandbox: Sandbox) -> None:
     left = subprocess.run(["pgrep", "-u", str(sandbox.who.uid), "-f", tag],
                           capture_output=True, text=True).stdout.split()
     assert not left, left
+
+
+def test_pid_hoppers_are_ended_at_once_so_a_kill_during_the_end_leaves_none(
+        sandbox: Sandbox) -> None:
+    """Sixteen daemons forking and exiting in a loop, then lnk-sandbox SIGKILLed just
+    after the command ended, while it ends what the sandbox left. The end chased them
+    one pid at a time (seconds, under load tens of seconds) after killing the reaper
+    among the rest, so a lnk killed meanwhile left them running for good (found on this
+    machine: a hopper of a test run hours before, still forking). Now the reaper's
+    kill(-1), scoped to the sandbox, ends them in one call first."""
+    tag = f"hopper_{secrets.token_hex(6)}"
+    hopper = (f"import os, sys, time\n{tag} = 16\n"
+              f"for _ in range({tag}):\n"
+              "    if os.fork() == 0:\n"
+              "        os.setsid()\n"
+              "        while True:\n"
+              "            try:\n"
+              "                if os.fork():\n"
+              "                    os._exit(0)\n"
+              "            except OSError:\n"
+              "                time.sleep(0.001)\n"
+              "print('STARTED', flush=True)\n"
+              "time.sleep(0.5)\n")
+    run = subprocess.Popen([*sandbox.who.prefix, LNK, "sandbox", "run", "--", PYTHON_INSIDE,
+                            "-c", hopper], cwd=sandbox.project, env=sandbox.env(OFF),
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def hoppers() -> list[str]:
+        return subprocess.run(["pgrep", "-u", str(sandbox.who.uid), "-f", tag],
+                              capture_output=True, text=True).stdout.split()
+    try:
+        assert run.stdout is not None
+        need(run.stdout.readline().startswith("STARTED"), "the hoppers never started")
+        need(hoppers(), "no hopper is running")
+        time.sleep(0.7)  # the command has ended: lnk-sandbox is ending what it left
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        time.sleep(2)  # the keeper's and the reaper's turn, had they one
+        assert hoppers() == []
+    finally:
+        close_pipes(run)
+        for _ in range(20):  # never left to the machine, whatever the outcome
+            subprocess.run([*sandbox.who.prefix, "pkill", "-9", "-u", str(sandbox.who.uid),
+                            "-f", tag], capture_output=True)
+            if not hoppers():
+                break
 
 
 @pytest.mark.requires_root
