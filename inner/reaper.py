@@ -17,9 +17,11 @@ then restricts itself once more, with the scopes alone (D2, nested in D1): the c
 and everything it starts can neither signal the reaper nor ptrace it (Landlock refuses
 both toward an enclosing domain). When the supervisor is gone, however it ended, the
 pipe reads EOF and the reaper sends SIGKILL to every process it may signal: the
-sandbox's, wherever they moved. At a run's normal end the supervisor kills the reaper
-with the rest (it is one of the supervisor's children). Below ABI 6 no reaper is left:
-kill(-1) would reach every process of the uid.
+sandbox's, wherever they moved. At a run's normal end the supervisor closes the pipe
+too, and waits for the reaper before it reaps the rest (direct_spawn.end_leftovers):
+its one kill(-1) ends what no round of single kills could catch (a daemon forking and
+exiting in a loop). Below ABI 6 no reaper is left: kill(-1) would reach every process
+of the uid.
 
 The compiled inner (confine.c) does the same, in the same order.
 """
