@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -624,29 +625,40 @@ def _leaves_the_group(box: Sandbox) -> None:
             pass
 
 
+def _hopper(tag: str, count: int) -> str:
+    """`count` daemons that each leave their session and fork and exit in a loop (a new
+    pid each turn), then STARTED and half a second; `tag` names them, this run's only."""
+    return (f"import os, sys, time\n{tag} = {count}\n"
+            f"for _ in range({tag}):\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        while True:\n"
+            "            try:\n"
+            "                if os.fork():\n"
+            "                    os._exit(0)\n"
+            "            except OSError:\n"
+            "                time.sleep(0.001)\n"
+            "print('STARTED', flush=True)\n"
+            "time.sleep(0.5)\n")
+
+
+def _hoppers(box: Sandbox, tag: str) -> list[str]:
+    """The hoppers of `tag` running: the sandbox's python, never the lnk command line
+    that carries the same script as an argument."""
+    return subprocess.run(["pgrep", "-u", str(box.who.uid), "-f",
+                           f"^{re.escape(PYTHON_INSIDE)} -c .*{tag}"],
+                          capture_output=True, text=True).stdout.split()
+
+
 def test_a_process_hopping_pids_outlives_no_run(sandbox: Sandbox) -> None:
     """A daemon that leaves its session and forks and exits in a loop (a new pid each
     turn, its parent gone before the supervisor's round sees it) is still caught by
     the end of the run: the supervisor is the subreaper of every orphan."""
     tag = f"hopper_{secrets.token_hex(6)}"  # this run's only: another suite's are not
-    hopper = (f"import os, sys, time\n{tag} = 4\n"
-              f"for _ in range({tag}):\n"
-              "    if os.fork() == 0:\n"
-              "        os.setsid()\n"
-              "        while True:\n"
-              "            try:\n"
-              "                if os.fork():\n"
-              "                    os._exit(0)\n"
-              "            except OSError:\n"
-              "                time.sleep(0.001)\n"
-              "print('STARTED', flush=True)\n"
-              "time.sleep(0.5)\n")
-    done = sandbox.run(PYTHON_INSIDE, "-c", hopper, env=OFF, timeout=120)
+    done = sandbox.run(PYTHON_INSIDE, "-c", _hopper(tag, 4), env=OFF, timeout=120)
     need(done.stdout.startswith("STARTED"), f"never started inside:\n{done.stderr}")
     time.sleep(1)
-    left = subprocess.run(["pgrep", "-u", str(sandbox.who.uid), "-f", tag],
-                          capture_output=True, text=True).stdout.split()
-    assert not left, left
+    assert _hoppers(sandbox, tag) == []
 
 
 def test_pid_hoppers_are_ended_at_once_so_a_kill_during_the_end_leaves_none(
@@ -658,41 +670,27 @@ def test_pid_hoppers_are_ended_at_once_so_a_kill_during_the_end_leaves_none(
     machine: a hopper of a test run hours before, still forking). Now the reaper's
     kill(-1), scoped to the sandbox, ends them in one call first."""
     tag = f"hopper_{secrets.token_hex(6)}"
-    hopper = (f"import os, sys, time\n{tag} = 16\n"
-              f"for _ in range({tag}):\n"
-              "    if os.fork() == 0:\n"
-              "        os.setsid()\n"
-              "        while True:\n"
-              "            try:\n"
-              "                if os.fork():\n"
-              "                    os._exit(0)\n"
-              "            except OSError:\n"
-              "                time.sleep(0.001)\n"
-              "print('STARTED', flush=True)\n"
-              "time.sleep(0.5)\n")
     run = subprocess.Popen([*sandbox.who.prefix, LNK, "sandbox", "run", "--", PYTHON_INSIDE,
-                            "-c", hopper], cwd=sandbox.project, env=sandbox.env(OFF),
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-    def hoppers() -> list[str]:
-        return subprocess.run(["pgrep", "-u", str(sandbox.who.uid), "-f", tag],
-                              capture_output=True, text=True).stdout.split()
+                            "-c", _hopper(tag, 16)], cwd=sandbox.project,
+                           env=sandbox.env(OFF), stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
     try:
         assert run.stdout is not None
         need(run.stdout.readline().startswith("STARTED"), "the hoppers never started")
-        need(hoppers(), "no hopper is running")
+        need(_hoppers(sandbox, tag), "no hopper is running")
         time.sleep(0.7)  # the command has ended: lnk-sandbox is ending what it left
         run.send_signal(signal.SIGKILL)
         run.wait()
         time.sleep(2)  # the keeper's and the reaper's turn, had they one
-        assert hoppers() == []
+        assert _hoppers(sandbox, tag) == []
     finally:
         close_pipes(run)
         for _ in range(20):  # never left to the machine, whatever the outcome
-            subprocess.run([*sandbox.who.prefix, "pkill", "-9", "-u", str(sandbox.who.uid),
-                            "-f", tag], capture_output=True)
-            if not hoppers():
+            if not _hoppers(sandbox, tag):
                 break
+            subprocess.run([*sandbox.who.prefix, "pkill", "-9", "-u", str(sandbox.who.uid),
+                            "-f", f"^{re.escape(PYTHON_INSIDE)} -c .*{tag}"],
+                           capture_output=True)
 
 
 @pytest.mark.requires_root
