@@ -95,6 +95,9 @@ class MetadataGuard:
     def __init__(self, rules: Sequence[tuple[str, int]]) -> None:
         self.rules = list(rules)
         self.root = os.geteuid() == 0
+        # The supervisor's effective set, read once: the handlers' threads lower and
+        # raise it around each open (as_caller), every chmod of a tar's extraction.
+        self.effective = capabilities.sets()[0] if self.root else 0
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.utimensat.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p,
                                         ctypes.c_int)
@@ -116,7 +119,7 @@ class MetadataGuard:
     def as_caller(self) -> Iterator[None]:
         """This thread without the capabilities that walk past a folder's mode (run by
         root; the sandbox holds none), given back after."""
-        effective = capabilities.sets()[0] if self.root else 0
+        effective = self.effective
         if not effective & _DAC:
             yield
             return
