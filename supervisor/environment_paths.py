@@ -465,16 +465,26 @@ def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | No
     tokens = [t for w in words for t in _SEPARATED.split(w) if t]
     for index, token in enumerate(tokens):
         option, _, value = token.partition("=")
+        if option[:2] == "-C" and len(option) > 2:  # `env -C/x`: the folder attached
+            option, value = "-C", token[2:]
+        elif option.startswith("--") and len(option) > 2 and any(
+                o.startswith(option) for o in _CHANGES_OPTION):  # getopt's `--chd=/x`
+            option = next(o for o in _CHANGES_OPTION if o.startswith(option))
         if option in _CHANGES_OPTION:
             target = value or (tokens[index + 1] if index + 1 < len(tokens) else "")
             if target.startswith(("/", "~")):
                 cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
+            elif "$" in target or UNKNOWN in target or ".." in target.split("/"):
+                cuts.append(None)  # `f() { env -C "$1" t/ed; }`, `-C ../w`: anywhere
             continue
         if token not in _CHANGES_FOLDER:  # anywhere: `eval cd ~/w`, `x cd` bounds more
             continue
         rest = [t for t in tokens[index + 1:index + 4] if t not in ("-L", "-P", "--", "-e")]
         target = rest[0] if rest and rest[0] not in ";&|()\n" else "~"
-        if target.startswith(("-", "~+", "~-")) or UNKNOWN in target:
+        if target.startswith(("-", "~+", "~-")) or UNKNOWN in target or "$" in target \
+                or (not target.startswith(("/", "~")) and ".." in target.split("/")):
+            # a positional (`f() { cd "$1"; }`) or a way out of the running shell's
+            # folder (`cd ../work`: where git runs the value, unknown) goes anywhere
             cuts.append(None)
         elif target.startswith(("/", "~")):  # `cd ~` is home, `cd /` the root
             cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
