@@ -62,6 +62,9 @@ FORMS: dict[str, tuple[str, str, dict[str, str]]] = {
     "a program's attached -C": ("env -C$HOME/work team/{name}.sh", "team/{name}.sh", {}),
     "a function's cd": ('f() {{ cd "$1"; }}; f ~/work; team/{name}.sh "$@"', "team/{name}.sh",
                         {}),
+    "a cd's redirection first": ("cd 2>/dev/null ~/work; team/{name}.sh", "team/{name}.sh",
+                                 {}),
+    "a cd IFS makes": ("IFS=:; c=cd:$HOME/work; $c; team/{name}.sh", "team/{name}.sh", {}),
     # a program that runs what it finds in the grant named whole (find -exec)
     "find's -exec": ("sh -c 'find ~/work -name {name}.sh -exec {{}} \"$1\" \\;' sh",
                      "team/{name}.sh", {}),
