@@ -508,7 +508,9 @@ def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | No
             elif "$" in target or UNKNOWN in target or ".." in target.split("/"):
                 cuts.append(None)  # `f() { env -C "$1" t/ed; }`, `-C ../w`: anywhere
             continue
-        if token not in _CHANGES_FOLDER:  # anywhere: `eval cd ~/w`, `x cd` bounds more
+        # anywhere: `eval cd ~/w`, `x cd` bounds more; an alias's (dash's
+        # `alias c='cd ~/w'` then `c`) or a name's (`x=cd ~/w`)
+        if token.rpartition("=")[2] not in _CHANGES_FOLDER:
             continue
         for target in _operands(tokens[index + 1:])[:3] or ["~"]:  # each bounds
             if target.startswith(("-", "~+", "~-")) or UNKNOWN in target or "$" in target \

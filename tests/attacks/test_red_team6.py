@@ -65,6 +65,7 @@ FORMS: dict[str, tuple[str, str, dict[str, str]]] = {
     "a cd's redirection first": ("cd 2>/dev/null ~/work; team/{name}.sh", "team/{name}.sh",
                                  {}),
     "a cd IFS makes": ("IFS=:; c=cd:$HOME/work; $c; team/{name}.sh", "team/{name}.sh", {}),
+    "a cd dash's alias runs": ("alias c='cd ~/work'\nc; team/{name}.sh", "team/{name}.sh", {}),
     # a program that runs what it finds in the grant named whole (find -exec)
     "find's -exec": ("sh -c 'find ~/work -name {name}.sh -exec {{}} \"$1\" \\;' sh",
                      "team/{name}.sh", {}),

@@ -386,6 +386,7 @@ _TEAM = "~/work/team/ed.sh"
     "exec 3<~/work; cd /proc/self/fd/3; team/ed.sh", "IFS=:; c=cd:$HOME/work; $c; team/ed.sh",
     "c=cd,$HOME/work; IFS=,; $c; team/ed.sh", "W=~/work; shopt -s cdable_vars; cd W; team/ed.sh",
     "bash -c 'source /dev/stdin <<<\"cd ~/work\"; team/ed.sh'",
+    "alias c='cd ~/work'\nc; team/ed.sh",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
