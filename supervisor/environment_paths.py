@@ -438,7 +438,12 @@ def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts 
     # the repository the person commits in) is one only the running shell knows.
     text = _POSITIONAL_PATH.sub(lambda m: m.group(1) + UNKNOWN, text)
     if cuts is not None:
-        if "HOME" in names:
+        if "HOME" in names or "cdable_vars" in text or any(
+                m.group(1) == "IFS" and m.group(2).strip("'\"").strip(" \t")
+                for m in _ASSIGNED_ONCE.finditer(text)) or (
+                "IFS" in names and "IFS" not in once):
+            # `~` then any folder; bash's `cd W` going to $W; a word split at `:`
+            # (`IFS=:; c=cd:~/w; $c`) making a cd no word of the value is
             cuts.append(None)
         for assigned in _PATH_ASSIGNED.finditer(text):
             for part in _expand(assigned.group(1), environ).split(":"):
@@ -452,7 +457,33 @@ _CHANGES_FOLDER = frozenset(("cd", "pushd", "chdir"))
 # A program's own option to change its folder (`env -C ~/w t/ed`, `make -C`, `git -C`,
 # `--chdir=`): its folder, where it names one, bounds what follows as a cd's does.
 _CHANGES_OPTION = frozenset(("-C", "--chdir", "--directory", "--cwd", "--workdir"))
-_SEPARATED = re.compile(r"([;&|()\n])")
+_SEPARATED = re.compile(r"([;&|()<>\n])")
+# A folder that is a link the kernel makes to any other (`/proc/self/fd/3` after
+# `exec 3<~/w`, `/proc/self/cwd`, `/dev/fd/3`): a cd there goes anywhere.
+_MAGIC = ("/proc/", "/dev/fd/", "/dev/stdin", "/dev/stdout", "/dev/stderr")
+
+
+def _operands(tokens: list[str]) -> list[str]:
+    """The operands of the command whose words are `tokens`, to its end (`;`, `|`, `&&`,
+    `&`, a bracket, a line): its options and redirections (`cd >&2 ~/w`, `cd 2>/dev/null
+    ~/w`, `cd ~/w>&2`) left out."""
+    found: list[str] = []
+    redirected = False
+    for index, token in enumerate(tokens):
+        after = tokens[index + 1] if index + 1 < len(tokens) else ""
+        if token in ("<", ">"):
+            redirected = True
+        elif token == "&" and (tokens[index - 1:index] in (["<"], [">"])):
+            continue  # `>&2`
+        elif token in (";", "&", "|", "(", ")", "\n"):
+            break
+        elif redirected:
+            redirected = False  # the redirection's file or descriptor
+        elif token.isdigit() and after in ("<", ">"):
+            continue  # `2>`
+        elif token not in ("-L", "-P", "--", "-e"):
+            found.append(token)
+    return found
 
 
 def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | None,
@@ -465,22 +496,35 @@ def _folder_changes(words: list[str], home: str, environ: Mapping[str, str] | No
     tokens = [t for w in words for t in _SEPARATED.split(w) if t]
     for index, token in enumerate(tokens):
         option, _, value = token.partition("=")
+        if option[:2] == "-C" and len(option) > 2:  # `env -C/x`: the folder attached
+            option, value = "-C", token[2:]
+        elif option.startswith("--") and len(option) > 2 and any(
+                o.startswith(option) for o in _CHANGES_OPTION):  # getopt's `--chd=/x`
+            option = next(o for o in _CHANGES_OPTION if o.startswith(option))
         if option in _CHANGES_OPTION:
             target = value or (tokens[index + 1] if index + 1 < len(tokens) else "")
             if target.startswith(("/", "~")):
                 cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
+            elif "$" in target or UNKNOWN in target or ".." in target.split("/"):
+                cuts.append(None)  # `f() { env -C "$1" t/ed; }`, `-C ../w`: anywhere
             continue
-        if token not in _CHANGES_FOLDER:  # anywhere: `eval cd ~/w`, `x cd` bounds more
+        # anywhere: `eval cd ~/w`, `x cd` bounds more; an alias's (dash's
+        # `alias c='cd ~/w'` then `c`) or a name's (`x=cd ~/w`)
+        if token.rpartition("=")[2] not in _CHANGES_FOLDER:
             continue
-        rest = [t for t in tokens[index + 1:index + 4] if t not in ("-L", "-P", "--", "-e")]
-        target = rest[0] if rest and rest[0] not in ";&|()\n" else "~"
-        if target.startswith(("-", "~+", "~-")) or UNKNOWN in target:
-            cuts.append(None)
-        elif target.startswith(("/", "~")):  # `cd ~` is home, `cd /` the root
-            cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
-        else:
-            for folder in (environ or {}).get("CDPATH", "").split(":"):
-                cuts += _as_paths(os.path.join(folder, target), home, cuts)
+        for target in _operands(tokens[index + 1:])[:3] or ["~"]:  # each bounds
+            if target.startswith(("-", "~+", "~-")) or UNKNOWN in target or "$" in target \
+                    or (not target.startswith(("/", "~")) and ".." in target.split("/")) \
+                    or (os.path.normpath(target) + "/").startswith(_MAGIC):
+                # a positional (`f() { cd "$1"; }`), a way out of the running shell's
+                # folder (`cd ../work`: where git runs the value, unknown) or a link the
+                # kernel makes (/proc/self/fd/3) goes anywhere
+                cuts.append(None)
+            elif target.startswith(("/", "~")):  # `cd ~` is home, `cd /` the root
+                cuts += [os.path.dirname(p) for p in _as_paths(target + "/x", home, cuts)]
+            else:
+                for folder in (environ or {}).get("CDPATH", "").split(":"):
+                    cuts += _as_paths(os.path.join(folder, target), home, cuts)
     return [c for c in cuts[before_cuts:] if c is not None]
 
 

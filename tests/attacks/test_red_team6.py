@@ -58,6 +58,14 @@ FORMS: dict[str, tuple[str, str, dict[str, str]]] = {
     "a PATH it assigns": ("PATH=~/work:$PATH {name}", "{name}", {}),
     # a program's own change of folder (GNU env's -C)
     "a program's -C": ("env -C ~/work team/{name}.sh", "team/{name}.sh", {}),
+    # red team 26e: the folder attached to -C; a relative way out of the person's repository
+    "a program's attached -C": ("env -C$HOME/work team/{name}.sh", "team/{name}.sh", {}),
+    "a function's cd": ('f() {{ cd "$1"; }}; f ~/work; team/{name}.sh "$@"', "team/{name}.sh",
+                        {}),
+    "a cd's redirection first": ("cd 2>/dev/null ~/work; team/{name}.sh", "team/{name}.sh",
+                                 {}),
+    "a cd IFS makes": ("IFS=:; c=cd:$HOME/work; $c; team/{name}.sh", "team/{name}.sh", {}),
+    "a cd dash's alias runs": ("alias c='cd ~/work'\nc; team/{name}.sh", "team/{name}.sh", {}),
     # a program that runs what it finds in the grant named whole (find -exec)
     "find's -exec": ("sh -c 'find ~/work -name {name}.sh -exec {{}} \"$1\" \\;' sh",
                      "team/{name}.sh", {}),

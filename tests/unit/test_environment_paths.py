@@ -377,6 +377,16 @@ _TEAM = "~/work/team/ed.sh"
     "sh -c 'X=~/work; $X/team/ed.sh'", "bash -c 'w=work; ~/$w/team/ed.sh'",
     "sh -c 'PATH=~/work:$PATH; team-ed'", 'sh -c "X=\\$HOME/work; \\$X/team/ed.sh"',
     ": ${X:=~/work}; $X/team/ed.sh", "cd ~/work; $PWD/team/ed.sh", "$OLDPWD/team/ed.sh",
+    # red team 26e: an attached -C, getopt's abbreviated long option, a function's
+    # positional as a cd's folder, a relative way out of the folder git runs it in
+    "env -C$HOME/work team/ed.sh", "git -C$HOME/work x", "env --chd=$HOME/work team/ed.sh",
+    'f() { cd "$1"; }; f ~/work; team/ed.sh', 'f() { env -C "$1" team/ed.sh; }; f ~/work',
+    "cd ../../work/team && ./ed.sh", "cd >&2 ~/work; team/ed.sh",
+    "cd 2>/dev/null ~/work; team/ed.sh", "cd ~/work>&2; team/ed.sh",
+    "exec 3<~/work; cd /proc/self/fd/3; team/ed.sh", "IFS=:; c=cd:$HOME/work; $c; team/ed.sh",
+    "c=cd,$HOME/work; IFS=,; $c; team/ed.sh", "W=~/work; shopt -s cdable_vars; cd W; team/ed.sh",
+    "bash -c 'source /dev/stdin <<<\"cd ~/work\"; team/ed.sh'",
+    "alias c='cd ~/work'\nc; team/ed.sh",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
