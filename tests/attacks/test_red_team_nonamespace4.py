@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attacks.test_red_team_nonamespace import attack, victim
+from attacks.test_red_team_nonamespace import WRITE, attack, victim
 from support.red_team import need
 from support.sandbox import Sandbox
 
@@ -56,3 +56,51 @@ def test_where_another_process_maps_memory(sandbox: Sandbox) -> None:
     need(control in ("EACCES", "EPERM"), f"{control}: {results}")
     same = _same(results)
     assert all(exists == missing for exists, missing in same.values()), same
+
+
+# -- the run's end: the reaper's kill(-1) reaches a daemon in a domain nested deeper ------
+
+NESTED = r"""
+import ctypes, os, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+out = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    attr = struct.pack("QQQ", 0, 0, 3)  # scoped: abstract sockets and signals
+    fd = libc.syscall(444, attr, len(attr), 0)
+    assert fd >= 0 and libc.syscall(446, fd, 0) == 0, ctypes.get_errno()
+    while True:  # a daemon hopping pids, each in a domain nested below the sandbox's
+        if os.fork():
+            os._exit(0)
+        with open(out, "w") as handle:
+            handle.write(str(os.getpid()))
+        time.sleep(0.01)
+time.sleep(0.5)
+print("STARTED", flush=True)
+"""
+
+
+def test_a_daemon_in_a_nested_domain_is_ended_with_the_run(sandbox: Sandbox) -> None:
+    """A daemon that nests itself in a Landlock domain of its own (signals scoped: the
+    reaper's kill(-1) from the enclosing domain still reaches it) and hops pids: gone
+    once lnk-sandbox returns, not chased for seconds."""
+    import json
+    import time
+
+    from attacks.test_red_team_nonamespace import OFF
+    from support.sandbox import PYTHON_INSIDE
+
+    out = sandbox.project / "pid"
+    out.write_text("0")
+    sandbox.chown()
+    began = time.monotonic()
+    done = sandbox.run(PYTHON_INSIDE, "-c", NESTED, str(out), spec=WRITE, env=OFF)
+    took = time.monotonic() - began
+    need("STARTED" in done.stdout and out.read_text() != "0", f"{done.returncode}: {done.stderr}")
+    time.sleep(0.2)
+    last = out.read_text()
+    time.sleep(0.5)
+    gone = not last or not Path(f"/proc/{last}").exists()
+    assert out.read_text() == last and gone, json.dumps([last, took])
+    assert took < 8, took
+
