@@ -245,8 +245,15 @@ class _Call:
                 if not rest:
                     return os.open(start, os.O_PATH | os.O_CLOEXEC | nofollow)
                 base_fd = os.open(start, os.O_PATH | os.O_CLOEXEC)
+                folder, name = os.path.split(rest.rstrip("/") or ".")
                 try:
-                    return _openat2(base_fd, rest, os.O_PATH | os.O_CLOEXEC | nofollow,
+                    if folder:
+                        parent = _openat2(base_fd, folder, os.O_PATH | os.O_CLOEXEC,
+                                          RESOLVE_NO_MAGICLINKS)
+                        os.close(base_fd)
+                        base_fd = parent
+                    _not_anothers_proc(base_fd, pid)
+                    return _openat2(base_fd, name, os.O_PATH | os.O_CLOEXEC | nofollow,
                                     RESOLVE_NO_MAGICLINKS)
                 finally:
                     os.close(base_fd)
@@ -410,6 +417,24 @@ def _openat2(dirfd: int, path: str, flags: int, resolve: int) -> int:
     how = _OpenHow(flags, 0, resolve)
     return syscall("openat2", dirfd, os.fsencode(path), ctypes.byref(how),
                    ctypes.sizeof(how))
+
+
+# A folder below a process's folder in /proc (its fd, fdinfo, map_files, task/TID/fd):
+# the process's number, however /proc is reached (a bind mount of it).
+_PROC_BELOW = re.compile(r"(?:^|/)(\d+)/[^/]")
+
+
+def _not_anothers_proc(folder: int, pid: int) -> None:
+    """EACCES for a folder below another process's folder in /proc, before a name in it
+    is looked up: the caller is refused there (Landlock's ptrace scope), the supervisor
+    is not, and its ENOENT for a missing name against EPERM for one there (a magic link
+    opened O_PATH, not followed) told which fds the process holds and where its memory
+    is mapped (map_files; red team 30d)."""
+    if os.fstat(folder).st_dev != os.stat("/proc").st_dev:
+        return
+    below = _PROC_BELOW.search(os.readlink(f"/proc/self/fd/{folder}"))
+    if below is not None and int(below[1]) not in (pid, _thread_group(pid)):
+        raise OSError(errno.EACCES, "another process's folder in /proc")
 
 
 def _thread_group(tid: int) -> int:
