@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -60,11 +61,11 @@ print("RESULTS " + json.dumps(results), flush=True)
 
 
 def attack(box: Sandbox, steps: dict[str, str], *, spec: str = WRITE,
-           env: dict[str, str] | None = None) -> dict[str, str]:
+           env: dict[str, str] | None = None, wrapper: Sequence[str] = ()) -> dict[str, str]:
     """Run `steps` inside one sandbox without namespaces: their results by name, once the
     attacker is known to have started inside and finished."""
     done = box.run(PYTHON_INSIDE, "-c", ATTACK, json.dumps(steps), spec=spec,
-                   env={**OFF, **(env or {})})
+                   env={**OFF, **(env or {})}, wrapper=wrapper)
     lines = done.stdout.splitlines()
     need(lines and lines[0].startswith("STARTED ") and lines[-1].startswith("RESULTS "),
          f"the attacker did not run inside (exit {done.returncode}):\n{done.stderr}")

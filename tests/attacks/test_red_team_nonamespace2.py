@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -154,8 +156,19 @@ def test_an_owned_file_signals_no_process_outside(sandbox: Sandbox) -> None:
         other.wait()
 
 
-def _autogroup(pid: int) -> str:
-    return Path(f"/proc/{pid}/autogroup").read_text().strip()
+# The person's shell around the run, in a session of its own, so that its autogroup is a
+# real one whatever session the tests run in (a service's children share the init
+# session's, the root task group, which shows nothing and takes no nice): it writes its
+# autogroup before and after the run to argv[1]; a renice ends with the session.
+SESSION = r"""
+import json, subprocess, sys
+def group():
+    return open("/proc/self/autogroup").read()
+before = group()
+status = subprocess.run(sys.argv[2:]).returncode
+open(sys.argv[1], "w").write(json.dumps([before, group()]))
+sys.exit(status)
+"""
 
 
 @pytest.mark.skipif(not Path("/proc/self/autogroup").exists(),
@@ -164,20 +177,19 @@ def test_the_sessions_autogroup_is_not_reniced(sandbox: Sandbox) -> None:
     """/proc/PID/autogroup sets the nice value of the scheduling group of every process
     of the session (the person's shell and what it runs): raising it asks no
     capability, and the inner's own /proc/PID is written (direct_rules.PROC_SELF)."""
-    other = victim(sandbox)
-    before = _autogroup(other.pid)
-    try:
-        results = attack(sandbox, {
-            "same group": f"ok(-(open('/proc/self/autogroup').read() != {before + chr(10)!r}))",
-            "renice it": "open('/proc/self/autogroup', 'w').write('19')",
-            "by its pid": "open(f'/proc/{os.getpid()}/autogroup', 'w').write('19')",
-        })
-        need(results.pop("same group") == "OK", "the sandbox is in another autogroup")
-        assert _autogroup(other.pid) == before, results
-    finally:
-        Path("/proc/self/autogroup").write_text(before.rsplit(None, 1)[-1])
-        other.kill()
-        other.wait()
+    seen, inside = sandbox.base / "autogroup.json", sandbox.project / "out" / "autogroup"
+    inside.parent.mkdir()
+    sandbox.chown(inside.parent)
+    results = attack(sandbox, {
+        "its group": f"open({str(inside)!r}, 'w').write(open('/proc/self/autogroup').read())",
+        "renice it": "open('/proc/self/autogroup', 'w').write('19')",
+        "by its pid": "open(f'/proc/{os.getpid()}/autogroup', 'w').write('19')",
+    }, wrapper=["setsid", "-w", sys.executable, "-c", SESSION, str(seen)])
+    before, after = json.loads(seen.read_text())
+    need(re.fullmatch(r"/autogroup-\d+ nice 0\n", before), f"the shell's autogroup: {before!r}")
+    need(results.pop("its group") == "OK"
+         and inside.read_text() == before, "the sandbox is in another autogroup")
+    assert after == before, results
 
 
 # -- the listener's path: a file's name is not the file --------------------------------------

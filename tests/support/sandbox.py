@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,10 +194,12 @@ class Sandbox:
         yes: bool = True,
         timeout: float = 60,
         input: str | None = None,
+        wrapper: Sequence[str] = (),
     ) -> subprocess.CompletedProcess[str]:
         """Run `lnk sandbox ARGS...` as the test's user; `spec` is TOML text, allowed
         with --yes unless `yes` is False. `landlock=False` and `memfd_seal=False` run it as
-        on a kernel without Landlock, or without MFD_NOEXEC_SEAL (before Linux 6.3)."""
+        on a kernel without Landlock, or without MFD_NOEXEC_SEAL (before Linux 6.3).
+        `wrapper` runs first, as the test's own user (a person's shell around the run)."""
         command = [LNK, "sandbox", args[0]]
         if spec is not None:
             command += ["--spec", str(self.write_spec(spec))]
@@ -210,7 +213,7 @@ class Sandbox:
         if other_listener:
             command = [sys.executable, str(SUPPORT / "other_listener.py"), *command]
         return subprocess.run(
-            [*self.who.prefix, *command],
+            [*wrapper, *self.who.prefix, *command],
             cwd=cwd or self.working_directory(spec),
             env=self.env(env),
             capture_output=True,
