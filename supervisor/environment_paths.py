@@ -20,6 +20,9 @@ A value is read as a shell would hand it to a program:
   path that starts it or follows one of `=|:,;@<>([{!&` and a backquote, a `-`
   opening the word or a
   one-letter option (`-I`).
+A value of several words, a quote, an operator or a substitution is read as a command
+(`Reading.command`: what it names may be a folder whose files its program runs,
+`find ~/w -exec`), but a list whose parts with a blank are there.
 `$NAME`, `${NAME}` and `${NAME:-WORD}` (and `-`, `=`, `?`, `+`) are expanded from the
 same environment first (a program that runs the value through `sh -c` does). A path ends
 at `:`, `;`, `,`, a quote or a bracket; `//host/...` (a URL's authority) is no path.
@@ -29,7 +32,7 @@ that say where the person is (PWD, OLDPWD, HOME) and where programs write their
 scratch files (TMPDIR, TMP, TEMP, TEMPDIR); lnk-sandbox's own (LNK_*: its settings,
 which every sandbox is denied). What the users of this module leave out by structure
 is theirs to say (a value that is home, holds it, is the working directory or holds
-it, is a write grant or holds one).
+it, is a write grant or holds one where it is not read as a command: grants.py).
 """
 
 from __future__ import annotations
@@ -72,10 +75,26 @@ _PATH = re.compile(r"(?:^|(?<=[=|:,;@<>(\[{!&`])|(?<=^-)|(?<=^-[A-Za-z]))"
 
 
 class EnvironmentPath(NamedTuple):
-    """An absolute path (normalized, `~` expanded) the variable `variable` names."""
+    """An absolute path (normalized, `~` expanded) the variable `variable` names.
+    `command`: the value is read as a command (`Reading.command`), whose program may run
+    any file of a folder it names (`find ~/w -exec`, `cd ~/w && t/ed`): a write grant
+    that is such a folder or lies in it is refused (grants.py), where one a path or a
+    list names (`PROJECTS=~/src`) is the person's choice."""
 
     variable: str
     path: str
+    command: bool = False
+
+
+class Reading(NamedTuple):
+    """What a value names (`paths`, as `value_paths` gives them) and how it is read:
+    `command` False for one word (a path, a `:` list of paths, an option naming one:
+    `-/x`, `--dir=/x`) or a list whose parts with a blank are paths that are there
+    (`~/My Notes:/x`); True for what a shell runs as a program with its words, or a
+    script (a blank between words, a quote, an operator `;&|<>()`, a substitution)."""
+
+    paths: list[str]
+    command: bool
 
 
 def _expand(value: str, environ: Mapping[str, str], depth: int = 0) -> str:
@@ -346,6 +365,17 @@ def value_paths(value: str, home: str, environ: Mapping[str, str],
     command substitutions' scripts name (`substitutions`). `cuts` gets the bound of
     each path cut short (`_as_paths`), and None for each program or path whose start
     only the running shell knows (`_command_paths`)."""
+    return read_value(value, home, environ, depth, cuts).paths
+
+
+# A part of a `:` list that is a relative name (`.`, `~`, `node_modules/.bin`: CDPATH's
+# `.:~:~/src`), for telling a list from a command: no option's `=`, no blank, no pattern.
+_RELATIVE_PART = re.compile(r"~|[A-Za-z0-9._][A-Za-z0-9._+/-]*")
+
+
+def read_value(value: str, home: str, environ: Mapping[str, str],
+               depth: int = 1, cuts: Cuts | None = None) -> Reading:
+    """`value_paths`' paths, and whether the value is read as a command (`Reading`)."""
     original = value
     value, environ = script_environ(value, environ, home, cuts)
     value = _expand(value, environ)
@@ -354,6 +384,16 @@ def value_paths(value: str, home: str, environ: Mapping[str, str],
     listed = all(not p or p.startswith(("/", "~/")) for p in parts)
     if listed:  # a path, or a list of them, spaces kept
         found = [p for part in parts for p in _as_paths(part, home, cuts)]
+    # Read as a command where a shell acts on it (an operator, what only it knows) or
+    # it has several words, but a list whose parts with a blank are there (`/x/My
+    # Notes`): one word is a path, a list of them or an option naming one, as a list is.
+    command = UNKNOWN in value or bool(_OPERATORS.search(value)) or bool(
+        (_BLANK.search(value) or _QUOTING.search(value)) and not all(
+            not part or _RELATIVE_PART.fullmatch(part) or (
+                part.startswith(("/", "~/")) and (
+                    not (_BLANK.search(part) or _QUOTING.search(part))
+                    or all(os.path.lexists(p) for p in _as_paths(part, home))))
+            for part in parts))
     if not listed or _BLANK.search(value) or _QUOTING.search(value) or UNKNOWN in value \
             or _OPERATORS.search(value):  # `~/w/ed.sh&`, `~/w/ed.sh;x`: a command too
         # a command (`/x/ed --wait`, `~/w/te""am/ed`: red team 4) a listed part with a
@@ -365,7 +405,7 @@ def value_paths(value: str, home: str, environ: Mapping[str, str],
     if depth < MAX_DEPTH:
         for script in substitutions(original):
             found += value_paths(script, home, environ, depth + 1, cuts)
-    return list(dict.fromkeys(found))
+    return Reading(list(dict.fromkeys(found)), command)
 
 
 # sh's reserved words after which a command starts (the grammar's, not a tool's name).
@@ -579,7 +619,9 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
 
 def environment_paths(environ: Mapping[str, str], home: str) -> tuple[EnvironmentPath, ...]:
     """Every path a variable of `environ` names but NOT_PATHS' and lnk's own, by
-    variable name, then as the value names them; none that is home or holds it."""
+    variable name, then as the value names them, each with how its value is read
+    (`Reading.command`); none that is home or holds it: every grant in home lies in
+    it, and `fd -t d . ~` (fzf's FZF_ALT_C_COMMAND) is a common command."""
     home = os.path.normpath(home)
     found: list[EnvironmentPath] = []
     for variable in sorted(environ):
@@ -588,7 +630,8 @@ def environment_paths(environ: Mapping[str, str], home: str) -> tuple[Environmen
         value = environ[variable]
         if "/" not in value:
             continue  # no path: most variables (LANG, TERM, SHLVL...), read no further
-        for path in value_paths(value, home, environ):
+        reading = read_value(value, home, environ)
+        for path in reading.paths:
             if not (home == path or home.startswith(path.rstrip("/") + "/")):
-                found.append(EnvironmentPath(variable, path))
+                found.append(EnvironmentPath(variable, path, reading.command))
     return tuple(found)

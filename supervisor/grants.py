@@ -456,6 +456,8 @@ class _Resolver:
         """Refuse `path` (a write grant, as written or resolved) when it is or holds
         `place` as a holder, lies inside it as a place, or holds a link on its way."""
         led = f" (a link to {place.real})" if place.real != place.path else ""
+        if place.command:
+            self.check_command(rule, place, path)
         if place.environment and any(is_within(path, p) for p in (place.path, place.real)):
             return  # the grant is what the variable names, or inside it: the person's
                     # choice (PROJECTS=~/src and a grant of ~/src/x), judged no further
@@ -491,6 +493,38 @@ class _Resolver:
                 + (f", or run lnk without {place.environment} (env -u "
                    f"{place.environment} lnk ...)" if place.environment else ""),
             )
+
+    def check_command(self, rule: PathRule, place: Place, path: str) -> None:
+        """Refuse `path` (a write grant) when it is, or lies inside, what a variable read
+        as a command names (`place.command`: environment_paths.Reading). Its program
+        may run any file of that folder (`find ~/w -exec {} \\;`, `python3 -c
+        "os.chdir(...)"`, `xargs`, `run-parts ~/w`), and a named folder that is the
+        grant holds nothing; telling such a program from one that only lists
+        (`fd . ~/src`) would take a list of programs. Not for home, a folder holding it
+        or `/` (`fd -t d . ~`, fzf's FZF_ALT_C_COMMAND, is common, and every grant of
+        home's lies there), which environment_paths leaves out by name and this by
+        where it leads; nor for a path or a list (`PROJECTS=~/src`), the person's
+        choice of folders."""
+        homes = (self.context.home, self.home_real)
+        named = next((f for f in dict.fromkeys((place.path, place.real))
+                      if is_within(path, f) and not any(is_within(h, f) for h in homes)),
+                     None)
+        if named is None:
+            return
+        variable = place.command
+        value = os.environ.get(variable, "")
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        where = place.name if named == place.path else f"{named}, where {place.name} leads"
+        how = "is" if path == named else "lies inside"
+        raise self.error(
+            rule,
+            f"resolves to {path}, which {how} {where}, named by your environment's "
+            f"{variable}, which runs a command (`{shown}`): what it runs may be any file "
+            "of that folder (`find DIR -exec`, a `cd` or `chdir` there, `xargs`), which "
+            "this run writes",
+            hint=f"start lnk without it (`env -u {variable} lnk ...`), or grant a folder "
+            "it does not name; lnk judges every path your environment names "
+            "(docs/runs-as-you.md)")
 
     def resolve(self) -> Snapshot:
         rules = self.policy.rules

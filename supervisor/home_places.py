@@ -80,7 +80,11 @@ class Place(NamedTuple):
                           # what it leads to is kept read-only, no grant is refused for it
     environment: str = ""  # the variable of the launch environment naming it
                            # (environment_paths.py): read-only strictly inside a write
-                           # grant; no grant is refused for being it or inside it
+                           # grant; no grant is refused for being it or inside it...
+    command: str = ""  # ...but where a variable read as a command names it (this one's,
+                       # or another's: EnvironmentPath.command): its program may run any
+                       # file there (`find ~/w -exec`), so a grant that is it or lies
+                       # inside it is refused, unless it is home, holds it or is `/`
 
 
 def _within(path: str, folder: str) -> bool:
@@ -533,15 +537,19 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
     places: dict[str, Place] = {}
 
     def add(path: str, name: str, kind: Kind, what: str, *, holder: bool,
-            instead: str = "", linked: bool = False, environment: str = "") -> None:
+            instead: str = "", linked: bool = False, environment: str = "",
+            command: str = "") -> None:
         path = clean_path(path)  # a home of `/` gives `//.bashrc`, which grants never match
         if path in places:
+            if command and not places[path].command:  # a place already, by a name or a
+                # list (`PROJECTS=~/src`): a command naming it refuses a grant in it too
+                places[path] = places[path]._replace(command=command)
             return
         real, links = resolver.resolve(path)
         if environment:  # its kind is what is there: a folder held whole, else a file
             kind = "folder" if os.path.isdir(real) else "file"
         places[path] = Place(path, name, kind, what, holder, real, links, instead, linked,
-                             environment)
+                             environment, command)
 
     for entry in HOME_PLACES:
         add(os.path.normpath(home + entry.name[1:]), entry.name, entry.kind, entry.what,
@@ -567,7 +575,8 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
         add(named.path, _shown(named.path, home), "file",
             f"your environment's {named.variable} names it: a program of yours reads it "
             "as yours (its settings, a program it runs, a file it loads)",
-            holder=False, environment=named.variable)
+            holder=False, environment=named.variable,
+            command=named.variable if named.command else "")
     holders = [p for place in places.values() if place.holder
                for p in (place.path, place.real)]
     tool_homes = [p for place in places.values() if not place.holder and place.kind ==

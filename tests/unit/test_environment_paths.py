@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from supervisor.described import home_configuration
 from supervisor.dotfiles import analyze
-from supervisor.environment_paths import NOT_PATHS, environment_paths, value_paths
+from supervisor.environment_paths import (
+    NOT_PATHS,
+    EnvironmentPath,
+    environment_paths,
+    read_value,
+    value_paths,
+)
 from supervisor.errors import SpecError
 from supervisor.grants import Snapshot, resolve
 from supervisor.home_hidden import PROGRAMS_REASON, is_undotted
@@ -68,7 +74,7 @@ def test_what_is_left_out_by_structure() -> None:
     """Where the person is, scratch folders, lnk's own, and home or what holds it."""
     environ = {**dict.fromkeys(NOT_PATHS, f"{H}/work"), "LNK_HOME": f"{H}/lnk",
                "A": H, "B": "/home", "C": f"{H}/work/x", "D": "/"}
-    assert environment_paths(environ, H) == (("C", f"{H}/work/x"),)
+    assert environment_paths(environ, H) == (("C", f"{H}/work/x", False),)
 
 
 # -- a snapshot ---------------------------------------------------------------------------
@@ -461,3 +467,95 @@ def test_a_cds_folder_inside_the_grant_is_named(tree: Path) -> None:
                "ZQ_PAGER": "cd ~/work/x; sh pager.sh"}
     named = {(n.variable, n.path) for n in environment_paths(environ, home)}
     assert {("ZQ_EDITOR", f"{home}/work/team"), ("ZQ_PAGER", f"{home}/work/x")} <= named
+
+
+# -- issue 26, fail closed: a value read as a command names a folder its program may run ---
+
+@pytest.mark.parametrize(("value", "command"), [
+    ("~/src", False), ("/a:~/b:", False),  # a path, a list: PATH's form
+    (".:~:~/src", False), ("node_modules/.bin:/usr/bin", False),  # CDPATH's, relative parts
+    ("-/home/u/src/proj", False),  # DIRENV_DIR's one word
+    ("--require=/x/hook.js", False), ("unix:path=/run/x.sock", False),  # an option's word
+    ("/home/u/bin/ed", False), ("https://host/p", False),
+    ("fd . ~/src", True), ("/usr/bin/find ~/w -exec {} ;", True),  # several words
+    ("nvim -u ~/x.vim", True), ("sh -c 'col -bx | ~/pager'", True),
+    ("~/w/ed.sh&", True), ("~/w/ed.sh;true", True),  # an operator: a script
+    ("~/w/$(hostname).sh", True), ("`cat ~/w/x`", True),  # a substitution
+    ("X='~/w'", True), ("/x/My Notes:/y", True),  # a quote; a blank part not there
+    ("$ED_ARGS", True),  # several words once expanded
+])
+def test_a_value_is_read_as_a_command_or_as_paths(value: str, command: bool) -> None:
+    assert read_value(value, H, {"HOME": H, "ED_ARGS": "ed -x ~/w"}).command is command
+
+
+def test_a_list_whose_blank_part_is_there_is_a_list(tmp_path: Path) -> None:
+    """`~/My Notes:/x` is a list where `~/My Notes` is there, as the list reading
+    keeps that part whole; a command where it is not (`/x/ed --wait`)."""
+    (tmp_path / "My Notes").mkdir()
+    assert read_value(f"{tmp_path}/My Notes:/x", H, {}).command is False
+    assert read_value(f"{tmp_path}/My Notes --wait", H, {}).command is True
+
+
+def test_each_path_carries_how_its_value_is_read() -> None:
+    environ = {"HOME": H, "PROJECTS": "~/src", "FZF_CTRL_T_COMMAND": "fd . ~/src",
+               "FZF_ALT_C_COMMAND": "fd -t d . ~", "ZQ_ROOT": "/srv/x"}
+    assert environment_paths(environ, H) == (
+        EnvironmentPath("FZF_CTRL_T_COMMAND", f"{H}/src", True),
+        EnvironmentPath("PROJECTS", f"{H}/src", False),
+        EnvironmentPath("ZQ_ROOT", "/srv/x", False))
+
+
+@pytest.mark.parametrize("value", [
+    "sh -c 'find ~/work -name x.sh -exec {} \"$1\" \\;' sh",
+    "python3 -c \"import os,sys; os.chdir('{home}/work'); os.execv('t/x.sh', ['x'])\"",
+    "perl -e 'chdir \"{home}/work\"; exec \"t/x.sh\", @ARGV'",
+    "sh -c 'echo ~/work | xargs -I@ run-parts @'", "run-parts ~/work",
+    "fd . ~",  # home: not refused
+], ids=["find", "python", "perl", "xargs", "run-parts", "home"])  # PYTEST_CURRENT_TEST
+# holds the id, a command's words to the rule: one naming ~/work would refuse
+def test_a_command_naming_the_grant_refuses_it(home: Path, value: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value read as a command that names the write grant, or a folder holding it,
+    refuses the launch naming the variable and what it runs; one naming home does
+    not (every grant of home's lies there)."""
+    monkeypatch.setenv("ZQ_CMD", value.replace("{home}", str(home)))
+    if value == "fd . ~":
+        snapshot(home, '[files]\nwrite = ["."]\n')
+        return
+    with pytest.raises(SpecError) as refused:
+        snapshot(home, '[files]\nwrite = ["."]\n')
+    assert "ZQ_CMD" in refused.value.message and "runs a command" in refused.value.message
+    assert refused.value.key == "files.write[0]" and refused.value.line == 2
+    assert "env -u ZQ_CMD" in (refused.value.hint or "")
+
+
+def test_a_command_naming_a_folder_holding_the_grant_refuses_it(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fd . ~/src` with a grant of ~/src/x: refused (a list of programs would tell fd
+    from find); `PROJECTS=~/src` the same is the person's choice, in either order of
+    names; a command naming a folder inside the grant holds it instead."""
+    (home / "src" / "x" / "inner").mkdir(parents=True)
+    spec = '[files]\nwrite = ["~/src/x"]\n'
+    monkeypatch.setenv("PROJECTS", "~/src")
+    snapshot(home, spec)
+    for name in ("AA_CMD", "ZZ_CMD"):  # before or after PROJECTS: one place, refused
+        monkeypatch.setenv(name, "fd . ~/src")
+        with pytest.raises(SpecError) as refused:
+            snapshot(home, spec)
+        assert name in refused.value.message
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ZQ_CMD", "run-parts ~/src/x/inner")
+    snapshot(home, spec)
+    held = [p.path for p in analyze(str(home / "src" / "x"), home=str(home)).protected
+            if "ZQ_CMD" in p.reason]
+    assert held == [f"{home}/src/x/inner"]
+
+
+def test_a_command_through_a_link_to_home_is_home(home: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a command names is judged where it leads too: a link to home is home."""
+    (home / "work" / "sub").mkdir()
+    link = home.parent / "to-home"
+    link.symlink_to(home)
+    monkeypatch.setenv("ZQ_CMD", f"fd . {link}")
+    snapshot(home, '[files]\nwrite = ["./sub"]\n')

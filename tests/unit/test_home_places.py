@@ -293,8 +293,11 @@ def test_a_path_folder_of_a_project_names_the_way_out(home: Path) -> None:
     assert error.hint is not None and "virtual environment" in error.hint
 
 
+# Ids without the path: PYTEST_CURRENT_TEST holds the id and `(call)`, a command's words
+# to the environment rule, which would refuse the grant it names.
 @pytest.mark.parametrize("grant", ["~/.cache/pip", "~/.npm", "~/.config/mytool",
-                                   "~/.cargo/registry"])
+                                   "~/.cargo/registry"],
+                         ids=["pip-cache", "npm", "config-tool", "cargo-registry"])
 def test_a_tools_own_cache_or_settings_folder_is_granted(home: Path, grant: str) -> None:
     (home / grant.removeprefix("~/")).mkdir(parents=True)
     assert snapshot(home, write(grant)).written() == (
