@@ -22,6 +22,7 @@ import secrets
 import pytest
 
 from support.red_team import (
+    SYSTEM_PATH,
     configure_editor,
     escaped,
     marker,
@@ -71,19 +72,31 @@ FORMS: dict[str, tuple[str, str, dict[str, str]]] = {
                      "team/{name}.sh", {}),
     # an escaped `$`: the shell eval runs expands it
     "an escaped $ eval expands": ("eval \\$HOME/work/team/{name}.sh", "team/{name}.sh", {}),
+    # issue 26, fail closed: a program the value runs changes to the grant itself or is
+    # given it, then runs a file there by a relative name or as it finds it; a command
+    # naming a folder that is the grant or holds it refuses (grants.check_command)
+    "python's chdir": ("python3 -c \"import os,sys; os.chdir('{home}/work'); "
+                       "os.execv('team/{name}.sh', ['x']+sys.argv[1:])\"",
+                       "team/{name}.sh", {}),
+    "perl's chdir": ("perl -e 'chdir \"{home}/work\" or die; exec \"team/{name}.sh\", "
+                     "@ARGV'", "team/{name}.sh", {}),
+    "xargs given the grant": ("sh -c 'echo ~/work | xargs -I@ env -C @ team/{name}.sh "
+                              "\"$1\"' sh", "team/{name}.sh", {}),
+    "run-parts given the grant": ("sh -c 'run-parts --regex=^e --arg=\"$1\" ~/work' sh",
+                                  "{name}", {}),
+    # what only the program knows: the path it builds from HOME names no folder
+    "perl's chdir from $ENV{HOME}": ("perl -e 'chdir \"$ENV{{HOME}}/work\" or die; "
+                                     "exec \"team/{name}.sh\", @ARGV'", "team/{name}.sh", {}),
 }
+# A program that builds the path (perl's $ENV{HOME}, python's os.environ['HOME'] +
+# '/work') names no path in the value: nothing bounds it short of refusing every
+# command with an interpreter's code in it.
+BUILT = ("a program given its folder by what only it computes (perl's `$ENV{HOME}` "
+         "joined to `/work`) runs a file of the grant: the value names no folder")
 REASONS: dict[str, str] = {
-    # git's settings naming the grant itself refuse it (settings_named.py); the
-    # environment's hold nothing there, or `fd . ~` in FZF_DEFAULT_COMMAND would refuse
-    "find's -exec/environment": "a program given a folder that is the write grant runs "
-    "what it finds there (find -exec, xargs, run-parts): the environment's value names "
-    "the folder, and a named folder that is the grant holds nothing; telling such a "
-    "program from `fd . ~` would take a list of programs",
+    "perl's chdir from $ENV{HOME}/environment": BUILT,
+    "perl's chdir from $ENV{HOME}/gitconfig": BUILT,
 }
-
-
-
-
 
 
 @pytest.mark.parametrize(("form", "where"), [
@@ -97,7 +110,7 @@ def test_an_editor_that_changes_its_shell_first(sandbox: Sandbox, form: str,
     name = "e" + secrets.token_hex(3)
     value, relative, extra = FORMS[form]
     shared = team_file(sandbox, relative.format(name=name), EDITOR)
-    value = value.format(name=name)
+    value = value.format(name=name, home=sandbox.home)
     extra = {k: v.format(home=sandbox.home) for k, v in extra.items()}
     env = {**configure_editor(sandbox, value, where), **extra}
     markers(sandbox)
@@ -112,3 +125,19 @@ def test_an_editor_that_changes_its_shell_first(sandbox: Sandbox, form: str,
         planted.write(line)
     person_commits(sandbox, env)
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+def test_a_command_naming_home_and_a_list_naming_the_grant_launch(sandbox: Sandbox) -> None:
+    """The controls of the rule above: a command naming home or `/` (fzf's `fd -t d .
+    ~`: every grant of home's lies there) and a path or a list naming the grant
+    (`PROJECTS=~/work`, CDPATH's `.:~:~/work`, direnv's DIRENV_DIR) leave the launch as
+    it was: it starts, and writes the grant."""
+    work = sandbox.home / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    sandbox.chown()
+    env = {"FZF_ALT_C_COMMAND": "fd -t d . ~", "FZF_CTRL_T_COMMAND": "find / -maxdepth 1",
+           "PROJECTS": "~/work", "CDPATH": ".:~:~/work", "DIRENV_DIR": f"-{work}",
+           "PATH": SYSTEM_PATH}
+    free = str(work / "free.txt")
+    said = plant_or_refused(sandbox, [("write", free, "x\n")], refusal="", env=env, cwd=work)
+    assert said == {f"write {free}": "OK"}, said
