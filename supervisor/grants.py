@@ -511,15 +511,14 @@ class _Resolver:
                      None)
         if named is None:
             return
+        # The variable is named, never its value: a command line may carry a token.
         variable = place.command
-        value = os.environ.get(variable, "")
-        shown = value if len(value) <= 80 else value[:77] + "..."
         where = place.name if named == place.path else f"{named}, where {place.name} leads"
         how = "is" if path == named else "lies inside"
         raise self.error(
             rule,
             f"resolves to {path}, which {how} {where}, named by your environment's "
-            f"{variable}, which runs a command (`{shown}`): what it runs may be any file "
+            f"{variable}, which runs a command: what it runs may be any file "
             "of that folder (`find DIR -exec`, a `cd` or `chdir` there, `xargs`), which "
             "this run writes",
             hint=f"start lnk without it (`env -u {variable} lnk ...`), or grant a folder "

@@ -529,6 +529,17 @@ def test_a_command_naming_the_grant_refuses_it(home: Path, value: str,
     assert "env -u ZQ_CMD" in (refused.value.hint or "")
 
 
+def test_the_refusal_names_the_variable_never_its_value(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command line may carry a token (`curl -H 'Authorization: ...'`): lnk's message,
+    which an agent's log may keep, says the variable's name alone."""
+    monkeypatch.setenv("ZQ_CMD", f"curl -H 'Authorization: Bearer zq-s3cr3t' -T {home}/work")
+    with pytest.raises(SpecError) as refused:
+        snapshot(home, '[files]\nwrite = ["."]\n')
+    assert "ZQ_CMD" in refused.value.message
+    assert "s3cr3t" not in f"{refused.value.message} {refused.value.hint}"
+
+
 def test_a_command_naming_a_folder_holding_the_grant_refuses_it(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`fd . ~/src` with a grant of ~/src/x: refused (a list of programs would tell fd
