@@ -288,15 +288,14 @@ def _bash_at_terminal(box: Sandbox) -> None:
     need(b"FIRST" in output, output)
 
 
-@escaped("person_settings._read_sources reads a file readline `$include`s as readline's "
-         "only where its name holds `inputrc`; ~/.config/readline/keys is read as a shell "
-         "script, where `~/work/team/NAME.sh\\C-j` is the word ~/work/team/NAME.shC-j")
 def test_a_readline_macro_in_an_included_file(sandbox: Sandbox) -> None:
     """~/.inputrc is one line, `$include ~/.config/readline/keys` (readline's manual,
     "Conditional Init Constructs"), and that file binds Enter to a macro that types a
     team script's path and accepts the line (red team 3's macro, one include away). A
     run writing ~/work appends to the script; the person's next Enter in bash at a
-    terminal must run nothing planted (the control appends on the host, and it runs)."""
+    terminal must run nothing planted (the control appends on the host, and it runs).
+    Fixed: person_settings read an included file whose name lacks `inputrc` as a shell
+    script, where `~/work/team/NAME.sh\\C-j` is the word ~/work/team/NAME.shC-j."""
     name = "r" + secrets.token_hex(3)
     shared = _team_script(sandbox, f"team/{name}.sh")
     (sandbox.home / ".inputrc").write_text("$include ~/.config/readline/keys\n")
