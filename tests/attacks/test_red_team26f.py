@@ -523,14 +523,12 @@ def test_addresses_a_local_route_delivers_here(sandbox: Sandbox) -> None:
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J"
 
 
-@escaped("api.allow writes the folder it allows for (`where_text`: the working "
-         "directory, or --for's) to the terminal raw; the folder's real path is a name a "
-         "sandbox chose, and the rest of the prompt is shown escaped")
 def test_the_folder_allow_asks_for_reaches_the_terminal_escaped(sandbox: Sandbox) -> None:
     """A run makes a folder whose name is escape sequences (a window title, a screen
     clear) and points `sub`, a folder of the project the person uses, at it. The person
     then asks, in `sub`, `lnk sandbox allow --spec FILE` at a terminal: what lnk writes
-    there must hold no raw escape (the kernel's working directory is the real path)."""
+    there must hold no raw escape (the kernel's working directory is the real path).
+    Fixed: api.allow wrote that folder raw, the rest of its question escaped."""
     from support.processes import in_terminal
     from support.sandbox import LNK
 
