@@ -546,3 +546,25 @@ def test_the_folder_allow_asks_for_reaches_the_terminal_escaped(sandbox: Sandbox
     need(b"[y/N]" in shown.output, shown.output)
     assert b"\x1b]0;PWNED" not in shown.output and b"\x1b[2J" not in shown.output, \
         shown.output
+
+
+def test_every_activation_script_of_a_venv_is_held(sandbox: Sandbox) -> None:
+    """The project's .venv, made by `python3 -m venv` before the run: each activation
+    script it wrote (activate, activate.csh, activate.fish, and PowerShell's
+    Activate.ps1, capitalized) is what the person's shell sources to use it. A run
+    writing the project appends to each; every one must stay as it was (PowerShell is
+    in no Debian archive, so the harm judged is the file pwsh would source). Fixed:
+    below_top.activation_scripts matched `activate*` in lower case only, and
+    Activate.ps1 was written."""
+    venv = sandbox.project / ".venv"
+    ok(host(sandbox, "/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)),
+       "python3 -m venv")
+    scripts = sorted(p.name for p in (venv / "bin").iterdir()
+                     if p.name.lower().startswith("activate"))
+    need("Activate.ps1" in scripts and "activate" in scripts, scripts)
+    before = {name: (venv / "bin" / name).read_text() for name in scripts}
+    sandbox.chown()
+    results = plant(sandbox, [("append", f".venv/bin/{name}", "\n# planted\n")
+                              for name in scripts])
+    after = {name: (venv / "bin" / name).read_text() for name in scripts}
+    assert after == before, results
