@@ -9,8 +9,9 @@ instances the suite did not use, by class.
 2. What runs as the person afterwards (person_settings.py, dotfiles.py, below_top.py):
    a readline macro one `$include` away, a PATH folder fish's universal variables add
    (`fish_add_path`), what a held hook runs from the work tree (pre-commit's stub in
-   the project's venv, a hook delegating to a tracked script), and a repository past
-   the launch walk's bound under the default spec, which is never asked about.
+   the project's venv, a hook delegating to a tracked script) and what the person's
+   global hooks folder runs from a grant, a venv's `Activate.ps1`, and a repository
+   past the launch walk's bound under the default spec, which is never asked about.
 3. This host's addresses through the proxy (proxy/own.py): addresses the kernel
    delivers here by a `local` route no interface holds (AnyIP), IPv4 and IPv6.
 4. The terminal: the folder `lnk sandbox allow` asks about, named by a sandbox.
@@ -568,3 +569,34 @@ def test_every_activation_script_of_a_venv_is_held(sandbox: Sandbox) -> None:
                               for name in scripts])
     after = {name: (venv / "bin" / name).read_text() for name in scripts}
     assert after == before, results
+
+
+@escaped("person_settings.value_paths reads core.hooksPath as a folder to hold, not what "
+         "the hooks in it name: ~/.config/git/hooks/pre-commit (outside the grant) runs "
+         "~/work/team/lint.sh, which stays writable")
+def test_what_the_persons_global_hook_runs_from_a_grant(sandbox: Sandbox) -> None:
+    """The person's ~/.gitconfig sets `core.hooksPath = ~/.config/git/hooks` (hooks for
+    every repository); their pre-commit there runs a team's ~/work/team/lint.sh. A run
+    writing ~/work appends to it; the person's next commit in any repository must run
+    nothing planted (the control appends on the host, and the commit runs it)."""
+    shared = _team_script(sandbox, "team/lint.sh")
+    hooks = sandbox.home / ".config" / "git" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_text("#!/bin/sh\n~/work/team/lint.sh\n")
+    (hooks / "pre-commit").chmod(0o755)
+    (sandbox.home / ".gitconfig").write_text("[core]\n\thooksPath = ~/.config/git/hooks\n")
+    markers(sandbox)
+    sandbox.chown()
+    line = f"echo lint >> {marker(sandbox, 'lint')}\n"
+    results = plant(sandbox, [("append", "team/lint.sh", line)], cwd=sandbox.home / "work")
+    other = repository(sandbox, sandbox.base / "elsewhere")
+
+    def person() -> None:
+        person_git(sandbox, other, "commit", "-q", "--allow-empty", "-m", "next")
+
+    person()
+    assert ran(sandbox) == [], results
+    with open(shared, "a") as planted:
+        planted.write(line)
+    person()
+    need(ran(sandbox) == ["lint"], f"the control did not run: {ran(sandbox)}")
