@@ -144,7 +144,9 @@ def allow(spec: str, *, folder: str | None = None, yes: bool = False) -> str:
                 "--yes having read `lnk sandbox describe --spec FILE`") from None
         try:
             shown = shown_lines(f"  {line}" for line in text.splitlines())
-            where_text = below if folder is not None else snapshot.cwd
+            # the folder's real path may hold names a sandbox chose: shown escaped
+            where_text = shown_lines([below if folder is not None else snapshot.cwd]
+                                     ).rstrip("\n")
             os.write(tty, (f"lnk-sandbox: allow this spec in {where_text}? It would "
                            f"allow:\n{shown}Allow it? [y/N] ").encode("utf-8", "replace"))
             answer = os.read(tty, 64)

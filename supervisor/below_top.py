@@ -127,13 +127,15 @@ def walk(top: str, names: frozenset[str], *, max_folders: int = MAX_FOLDERS) -> 
 
 def activation_scripts(venv: str) -> list[str]:
     """A virtual environment's activation scripts (`bin/activate*`, `Scripts/activate*`
-    on Windows' layout): what `. .venv/bin/activate` runs in the person's shell. venv
-    and virtualenv write them when the environment is made; pip never does."""
+    on Windows' layout, in any letter case: venv writes PowerShell's as `Activate.ps1`):
+    what `. .venv/bin/activate` runs in the person's shell. venv and virtualenv write
+    them when the environment is made; pip never does."""
     found = []
     for folder in ("bin", "Scripts"):
         entries = _listing(os.path.join(venv, folder)) or {}
         found += [os.path.join(venv, folder, name) for name in sorted(entries)
-                  if name.startswith("activate") and entries[name] in ("file", "link")]
+                  if name.lower().startswith("activate")
+                  and entries[name] in ("file", "link")]
     return found
 
 

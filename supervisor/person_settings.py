@@ -128,6 +128,7 @@ class _Reading:
         self.variables: dict[str, list[str]] = {}
         self.pending: list[tuple[str, str]] = []
         self.candidates: set[str] = set()  # files read as what a pattern may source
+        self.readline: set[str] = set()  # files a readline file `$include`s, read as its
         self.cds: dict[str, None] = {home: None}  # home, and each folder a `cd` names
 
     def shown(self, path: str) -> str:
@@ -184,7 +185,8 @@ def _read_sources(home: str, env: dict[str, str] | os._Environ[str]) -> Sources:
                            "more than lnk reads", "make it shorter, or split it")
             continue
         text = data.decode("utf-8", "surrogateescape")
-        if why.startswith("readline") or "inputrc" in os.path.basename(path):
+        if why.startswith("readline") or path in reading.readline or \
+                "inputrc" in os.path.basename(path):
             _readline(reading, text, path, shown)
             continue
         _script(reading, text, path, shown)
@@ -199,6 +201,9 @@ def _readline(reading: _Reading, text: str, path: str, shown: str) -> None:
     for match in _INCLUDE.finditer(text):
         named = _included(match.group(1), reading.home)
         if named is not None:
+            # read as readline reads it, whatever its name (red team 26f: a macro in
+            # ~/.config/readline/keys was read as a shell's words, the path it types cut)
+            reading.readline.add(os.path.normpath(named))
             reading.pending.append((named, f"included by {shown}"))
     for number, line in enumerate(text.splitlines(), 1):
         for word in _MACRO_SPLIT.split(line):
