@@ -27,6 +27,7 @@ from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy, RunSetting
 if TYPE_CHECKING:
     from .hard_links import HardLinked
     from .home_places import Place
+    from .linux.mountinfo import Mount
     from .settings_named import Named
 from .spec import DEFAULT_SPEC_NAME
 
@@ -191,6 +192,7 @@ class _Resolver:
         self._places: tuple[Place, ...] | None = None
         self._named: tuple[Named, ...] | None = None
         self._hard: tuple[HardLinked, ...] | None = None
+        self._mounts: list[Mount] | None = None
 
     def error(self, rule: PathRule, message: str, hint: str | None = None) -> SpecError:
         return SpecError(
@@ -259,6 +261,7 @@ class _Resolver:
                     f"{self.context.lnk_home}), which every sandbox is denied",
                     hint="use `agent = \"NAME\"` or `session = \"ID\"` for a folder kept there",
                 )
+        self.check_home_alias(rule, target)
         if rule.access == "write":
             if target == "/":
                 raise self.error(rule, "resolves to '/', and a write grant of '/' opens "
@@ -275,6 +278,79 @@ class _Resolver:
             self.check_home_places(rule, {expanded, target})
             self.check_named(rule, {expanded, target})
             self.check_hard_links(rule, target)
+
+    def check_home_alias(self, rule: PathRule, target: str) -> None:
+        """Refuse a read or write grant that reaches home by a path that is not home's
+        own: a bind mount (a second disk's /data/home/me bound at /home/me, and so also
+        at /data/home/me; a container's volume) or a macOS firmlink
+        (/System/Volumes/Data/Users/me). Every rule of home's (its dot entries hidden,
+        what runs as the person held) follows home's path, and no name tells that the
+        same folder is there too. Found two ways: where home's file system shows home
+        again (the mount table: each mount of its device whose top holds home's folder),
+        and by the folder's identity, device and inode (the grant and each folder above
+        it against home; the grant against each folder above home), which macOS's
+        firmlinks, in no table, also meet."""
+        home = self.home_real
+        if home == "/":
+            return
+        for alias in self.home_aliases():
+            if is_within(target, alias) or is_within(alias, target):
+                how = "lies inside" if target != alias and is_within(target, alias) \
+                    else "is" if target == alias else "holds"
+                raise self._alias(rule, target, how, alias, home)
+        own = _identity(home)
+        if own is None:
+            return
+        seen = target
+        while seen != "/":  # the grant inside home, by another path
+            if _identity(seen) == own and seen not in (home, self.context.home):
+                raise self._alias(rule, target, "lies inside", seen, home)
+            seen = os.path.dirname(seen)
+        identity = _identity(target)
+        above = os.path.dirname(home)
+        while identity is not None and above != "/":  # the grant holds home, elsewhere
+            if _identity(above) == identity and above != target:
+                raise self._alias(rule, target, "holds", target, above)
+            above = os.path.dirname(above)
+
+    def home_aliases(self) -> list[str]:
+        """Every other path the mount table shows home at: the mount holding home gives
+        home's folder within its file system; each other mount of that device whose
+        top holds that folder shows home again, below its mount point."""
+        home = self.home_real
+        mounts = self.mounts()
+        holding = [m for m in mounts if is_within(home, m.point)]
+        if not holding:
+            return []
+        # The deepest, the last of those (a later mount at one point hides the earlier).
+        own = max(enumerate(holding), key=lambda item: (len(item[1].point), item[0]))[1]
+        within = os.path.normpath(os.path.join(own.root, home[len(own.point):].lstrip("/")))
+        aliases = []
+        for mount in mounts:
+            if mount.device != own.device or not is_within(within, mount.root):
+                continue
+            alias = os.path.normpath(os.path.join(mount.point,
+                                                  within[len(mount.root):].lstrip("/")))
+            if alias not in (home, self.context.home):
+                aliases.append(alias)
+        return aliases
+
+    def _alias(self, rule: PathRule, target: str, how: str, alias: str,
+               real: str) -> SpecError:
+        return self.error(
+            rule,
+            f"resolves to {target}, which {how} your home folder by another path "
+            f"({alias} is {real}: a bind mount or a firmlink): lnk's rules for home "
+            "(its dot entries hidden, what runs as you held) follow home's own path",
+            hint="grant it by its path in home ('~/...'), where those rules hold")
+
+    def mounts(self) -> list[Mount]:
+        """This mount namespace's mounts, read once per resolve (none on macOS)."""
+        if self._mounts is None:
+            from .linux.mountinfo import read_mounts
+
+            self._mounts = read_mounts()
+        return self._mounts
 
     def check_home_places(self, rule: PathRule, paths: set[str]) -> None:
         """A write grant that is or holds a holder of what runs as the person (~/.config,
@@ -764,6 +840,15 @@ class _Resolver:
             if _seen(target, grants, self.context.system_folders):
                 return target
         return first
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the folder at `path`, links followed; None where there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _meets(hidden: str, path: str) -> bool:

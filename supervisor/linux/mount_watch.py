@@ -31,6 +31,7 @@ import select
 import threading
 from collections.abc import Callable, Mapping
 
+from .mountinfo import mount_points
 from .plan import SOCKET_HIDDEN, LaunchPlan
 
 # The table is read again this often even without the kernel's mark: a mount point the
@@ -80,33 +81,6 @@ def replaced(before: Mapping[str, tuple[int, int] | None],
     now = identities({path: "" for path in before})
     return next((path for path, identity in before.items() if now[path] != identity
                  and not (now[path] is None and reasons.get(path) == SOCKET_HIDDEN)), None)
-
-
-def mount_points(table: bytes) -> set[str]:
-    """The mount points of a mountinfo table (its fifth field, octal escapes undone)."""
-    points = set()
-    for line in table.splitlines():
-        fields = line.split(b" ", 5)
-        if len(fields) < 5:
-            continue
-        raw = fields[4]
-        if b"\\" in raw:
-            raw = _unescape(raw)
-        points.add(os.fsdecode(raw))
-    return points
-
-
-def _unescape(raw: bytes) -> bytes:
-    out = bytearray()
-    i = 0
-    while i < len(raw):
-        if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
-            out.append(int(raw[i + 1:i + 4], 8))
-            i += 4
-        else:
-            out.append(raw[i])
-            i += 1
-    return bytes(out)
 
 
 class MountWatch:

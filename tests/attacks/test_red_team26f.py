@@ -244,13 +244,11 @@ def test_a_tools_secret_where_no_dot_and_no_list_is(sandbox: Sandbox, place: str
 
 
 @pytest.mark.requires_root
-@escaped("grants.home_rule hides home's dot entries under a read grant that holds home "
-         "by path (resolved links); a grant of a folder where home is bind-mounted, "
-         "another path to the same folder, shows every dot entry")
 def test_home_reached_by_a_bind_mount(sandbox: Sandbox) -> None:
     """The person's home is also at another path that is no link: a bind mount (a
     second disk's /data/home/me bound at /home/me, a container's volume). A read grant
-    of that path holds home's dot entries all the same; the grant of home is held."""
+    of that path, of a folder holding it, or inside it, reached home's dot entries by a
+    path home's rules do not follow: each is refused, by the folder's identity."""
     secret = token()
     (sandbox.home / ".config" / "tool").mkdir(parents=True)
     (sandbox.home / ".config" / "tool" / "hosts.yml").write_text(f"oauth_token: {secret}\n")
@@ -262,11 +260,47 @@ def test_home_reached_by_a_bind_mount(sandbox: Sandbox) -> None:
     try:
         control = find_inside(sandbox, [secret], sandbox.home)
         need(control == {}, f"home's own grant showed the secret: {control}")
-        spec = f'[files]\nread = ["{other}"]\nwrite = ["."]\n'
-        found = find_inside(sandbox, [secret], other, spec=spec)
+        need((other / ".config" / "tool" / "hosts.yml").read_text().endswith(f"{secret}\n"),
+             "the bind mount does not show home")
+        refusals = {}
+        for name, spec in {"the alias": f'read = ["{other}"]',
+                           "a folder above it": f'read = ["{sandbox.base}"]',
+                           "inside it": f'read = ["{other}/.config"]'}.items():
+            done = sandbox.run(PYTHON_INSIDE, "-c", "print('STARTED')",
+                               spec=f"[files]\n{spec}\nwrite = [\".\"]\n")
+            refusals[name] = (done.returncode, "by another path" in done.stderr,
+                              "STARTED" in done.stdout)
     finally:
         subprocess.run(["umount", "-l", str(other)], check=False)
-    assert found == {}, found
+    assert refusals == dict.fromkeys(refusals, (125, True, False)), refusals
+
+
+@pytest.mark.requires_root
+def test_home_that_is_a_bind_mount_is_also_at_its_source(sandbox: Sandbox) -> None:
+    """Home itself bound from elsewhere (a second disk's folder bound at /home/me):
+    the source is home again, by a path no link leads to. A read grant holding the
+    source, or the source itself, is refused; one beside it reads."""
+    secret = token()
+    source = sandbox.base / "disk" / "me"
+    (source / ".config" / "tool").mkdir(parents=True)
+    (source / ".config" / "tool" / "hosts.yml").write_text(f"oauth_token: {secret}\n")
+    (source / "notes.txt").write_text(NOTES)
+    beside = sandbox.base / "disk" / "other"
+    beside.mkdir()
+    sandbox.chown()
+    subprocess.run(["mount", "--bind", str(source), str(sandbox.home)], check=True)
+    try:
+        need((sandbox.home / "notes.txt").read_text() == NOTES, "home is not the bind")
+        results = {}
+        for name, folder in {"the source": source, "the disk": source.parent,
+                             "beside it": beside}.items():
+            done = sandbox.run(PYTHON_INSIDE, "-c", "print('STARTED')",
+                               spec=f'[files]\nread = ["{folder}"]\nwrite = ["."]\n')
+            results[name] = (done.returncode, "by another path" in done.stderr)
+    finally:
+        subprocess.run(["umount", "-l", str(sandbox.home)], check=False)
+    assert results == {"the source": (125, True), "the disk": (125, True),
+                       "beside it": (0, False)}, results
 
 
 # == 2. what runs as the person afterwards ===================================================

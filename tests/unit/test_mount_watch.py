@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from supervisor.linux.mount_watch import identities, mount_points, replaced, watched_mounts
+from supervisor.linux.mount_watch import identities, replaced, watched_mounts
+from supervisor.linux.mountinfo import mount_points
 from supervisor.linux.plan import SOCKET_HIDDEN, LaunchPlan, MountOp
 
 
