@@ -49,6 +49,9 @@ from typing import NamedTuple
 
 LINKED_REASON = ("default hide: home's configuration (where a link among its dot "
                  "entries leads)")
+LINKED_HOLDER_REASON = ("default hide: home's configuration (the dotfiles folder a link "
+                        "among its dot entries leads into: its history, its other "
+                        "packages)")
 XDG_REASON = "default hide: home's configuration (the person's {variable})"
 PREFIX_REASON = ("default hide: a Python prefix's settings (its top's files: pip.conf, "
                  ".condarc)")
@@ -103,6 +106,9 @@ def found(home: str, xdg: Iterable[tuple[str, str]], links: Iterable[str],
         target = os.path.realpath(link)
         if _outside_dot_entries(home, target):
             out.append(Found(target, os.path.isdir(target), LINKED_REASON))
+            holder = _linked_holder(home, link, target)
+            if holder is not None and not (cwd and is_within(cwd, holder)):
+                out.append(Found(holder, True, LINKED_HOLDER_REASON))
     for variable, path in xdg:
         real = os.path.realpath(path)
         if _outside_dot_entries(home, real) and os.path.isdir(real):
@@ -138,6 +144,38 @@ def _program(path: str, folder: str, home: str) -> bool:
 def is_within(path: str, folder: str) -> bool:
     """grants.is_within's rule (this module stands below grants.py, which uses it)."""
     return folder in (path, "/") or path.startswith(folder + "/")
+
+
+# What marks a folder as a repository, the dotfiles' history in it (git, Mercurial,
+# Jujutsu, Sapling, Subversion).
+REPOSITORY_MARKS = (".git", ".hg", ".jj", ".sl", ".svn")
+
+
+def _linked_holder(home: str, link: str, target: str) -> str | None:
+    """The folder of the person's configuration a link among home's dot entries leads
+    into, hidden whole, where its structure says what it is: the repository that holds
+    the target (its history keeps every version of the same bytes: `git show
+    HEAD:tool/hosts.yml`), and GNU Stow's layout (`~/.config/tool ->
+    ../dotfiles/pkg/.config/tool`: the stow folder, ~/dotfiles, whose other packages
+    are configuration not linked on this machine); the outer of the two. Any other
+    layout hides the target alone: its folder may be the person's files
+    (`~/.ssh/config -> ~/Documents/ssh-config`). Never home itself, nor what lies under
+    a dot entry (hidden already)."""
+    holder: str | None = None
+    relative = link[len(home) + 1:]
+    if target.endswith("/" + relative):  # Stow's mirror: PKG/ then the link's path
+        package = target[:-len(relative) - 1]
+        holder = os.path.dirname(package) if os.path.dirname(package) != home else package
+    folder = os.path.dirname(target)
+    while folder != home and is_within(folder, home):
+        if any(os.path.lexists(os.path.join(folder, mark)) for mark in REPOSITORY_MARKS):
+            if holder is None or is_within(holder, folder):
+                holder = folder
+            break
+        folder = os.path.dirname(folder)
+    if holder is None or holder == home or not _outside_dot_entries(home, holder):
+        return None
+    return holder
 
 
 def _outside_dot_entries(home: str, path: str) -> bool:

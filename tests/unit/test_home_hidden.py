@@ -14,10 +14,12 @@ from supervisor.check import home_lines
 from supervisor.describe import describe, render
 from supervisor.grants import Snapshot, resolve
 from supervisor.home_hidden import (
+    LINKED_HOLDER_REASON,
     LINKED_REASON,
     PREFIX_REASON,
     UNDOTTED_REASONS,
     XDG_REASON,
+    found,
     xdg_homes,
 )
 from supervisor.policy import Context, effective_policy
@@ -125,3 +127,34 @@ def test_describe_and_check_name_them(home: Home) -> None:
     assert "~/miniconda3/pip.conf" in text, text
     assert any("~/miniconda3/pip.conf" in line and "a Python prefix's settings" in line
                for line in home_lines(snapshot))
+
+
+@pytest.mark.parametrize(("layout", "links", "marks", "hidden"), [
+    # GNU Stow's own mirror: PKG/ then the link's path; the stow folder is hidden whole
+    ("stow", {".config/tool": "../dotfiles/tool/.config/tool"}, (), "dotfiles"),
+    # the dotfiles' repository, above the target's folder: its history hidden with it
+    ("a repository", {".vimrc": "src/dots/vim/vimrc"}, ("src/dots/.git",), "src/dots"),
+    ("Mercurial's", {".vimrc": "src/dots/vim/vimrc"}, ("src/dots/.hg",), "src/dots"),
+    # no repository and no mirror: the target alone (its folder may be ~/Documents)
+    ("a plain folder", {".vimrc": "src/dots/vim/vimrc"}, (), None),
+    # never home itself (a target at its top, home a repository of its own: yadm)
+    ("home's top", {".vimrc": "vimrc"}, (".git",), None),
+])
+def test_the_folder_a_dot_link_leads_into_is_hidden_whole(
+        tmp_path: Path, layout: str, links: dict[str, str], marks: tuple[str, ...],
+        hidden: str | None) -> None:
+    """Where a link among home's dot entries leads is configuration, and so is what
+    keeps it: its repository's history, the stow folder's other packages."""
+    home = tmp_path / "home"
+    for name, target in links.items():
+        link = home / name
+        real = (link.parent / target).resolve()
+        real.parent.mkdir(parents=True, exist_ok=True)
+        real.write_text("token = x\n")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
+    for mark in marks:
+        (home / mark).mkdir(parents=True)
+    held = [f.path for f in found(str(home), (), [str(home / n) for n in links], ())
+            if f.reason == LINKED_HOLDER_REASON]
+    assert held == ([str(home / hidden)] if hidden else []), layout
