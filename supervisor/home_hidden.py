@@ -29,7 +29,11 @@ never by a tool's name, and hidden the same way (grants.home_rule adds the hides
   conda's `.condarc`, `condarc` and `condarc.d/`, which can hold a channel's token):
   each file at its top, and `condarc.d`, are hidden, as a pyenv version's top is
   (home_config.REOPENED); its folders (bin, lib, include, share, ssl...) stay shown.
-  `pyvenv.cfg` stays: Python reads it to start in the environment.
+  `pyvenv.cfg` stays: Python reads it to start in the environment. A conda prefix's
+  places for an environment's variables (`etc/conda/activate.d`, `deactivate.d`,
+  `conda-meta/state`), secrets by conda's docs, are hidden too;
+- an AppImage's portable home or settings folder (APPIMAGE.home, APPIMAGE.config, by
+  AppImage's own convention), at home's top or one folder below.
 
 Looked for at home's top and one folder below it (`~/tools/miniconda3`, `~/venvs/x`),
 and in each conda prefix's `envs/`; a folder of more than MAX_LISTED entries is looked
@@ -53,6 +57,11 @@ LINKED_HOLDER_REASON = ("default hide: home's configuration (the dotfiles folder
                         "among its dot entries leads into: its history, its other "
                         "packages)")
 XDG_REASON = "default hide: home's configuration (the person's {variable})"
+CONDA_REASON = ("default hide: a conda environment's variables (activate.d's scripts, "
+                "conda env config vars)")
+CONDA_VARIABLES = (("etc/conda/activate.d", True), ("etc/conda/deactivate.d", True),
+                   ("conda-meta/state", False))
+PORTABLE_REASON = "default hide: an AppImage's portable home or settings (APPIMAGE.home)"
 PREFIX_REASON = ("default hide: a Python prefix's settings (its top's files: pip.conf, "
                  ".condarc)")
 XDG_VARIABLES = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
@@ -129,6 +138,7 @@ def found(home: str, xdg: Iterable[tuple[str, str]], links: Iterable[str],
             variable=variable)))
     for prefix in prefixes(home):
         out.extend(_prefix_settings(prefix))
+    out.extend(_portable_homes(home))
     return out
 
 
@@ -257,4 +267,34 @@ def _prefix_settings(prefix: str) -> list[Found]:
             out.append(Found(entry.path, False, PREFIX_REASON))
         elif stat.S_ISDIR(mode) and entry.name == CONDA_SETTINGS_FOLDER:
             out.append(Found(entry.path, True, PREFIX_REASON))
+    if os.path.isdir(os.path.join(prefix, CONDA_MARK)):
+        # conda's own places for an environment's variables, secrets by its docs: the
+        # scripts `conda activate` sources (etc/conda/activate.d/env_vars.sh, "Saving
+        # environment variables") and what `conda env config vars set` keeps. Hidden,
+        # conda inside cannot activate that environment: the cost of its secrets.
+        for relative, folder in CONDA_VARIABLES:
+            path = os.path.join(prefix, relative)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if (stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)):
+                out.append(Found(path, folder, CONDA_REASON))
+    return out
+
+
+# AppImage's portable mode (docs.appimage.org, user-guide/portable-mode): a folder named
+# as the AppImage with `.home` or `.config` appended is its $HOME or XDG_CONFIG_HOME.
+_PORTABLE = re.compile(r".+\.appimage\.(home|config)", re.IGNORECASE)
+
+
+def _portable_homes(home: str) -> list[Found]:
+    """Each AppImage's portable home or settings folder, at home's top or one folder
+    below (~/Applications, ~/Downloads): a profile without a dot, its name given by the
+    AppImage's own convention, not by a tool's."""
+    out = []
+    for folder in (home, *_folders(home)):
+        for path in _folders(folder):
+            if _PORTABLE.fullmatch(os.path.basename(path)):
+                out.append(Found(path, True, PORTABLE_REASON))
     return out

@@ -205,21 +205,6 @@ PLACES: dict[str, tuple[str, str, dict[str, str]]] = {
          "tor-browser/Browser/start-tor-browser": "#!/bin/sh\n"}),
 }
 PLACE_REASONS = {
-    "conda activate.d": (
-        "home_hidden's Python prefix rule hides only the regular files at a prefix's "
-        "top (pip.conf, .condarc); conda's etc/conda/activate.d, where its docs put an "
-        "environment's secret variables, is kept as code"),
-    "conda env config vars": (
-        "home_hidden keeps a conda prefix's conda-meta/ as what conda needs to run; "
-        "`conda env config vars set` keeps the environment's variables in "
-        "conda-meta/state"),
-    "AppImage portable home": (
-        "home_config.PROFILE_PLACES is a list (~/snap, ~/Games, ~/Library): an "
-        "AppImage's portable home (APPIMAGE.home, its $HOME) is a profile without a dot "
-        "nobody listed, and a dot folder below home's top is the person's file"),
-    "AppImage portable config": (
-        "home_config.PROFILE_PLACES is a list: an AppImage's APPIMAGE.config (its "
-        "XDG_CONFIG_HOME) is a profile without a dot nobody listed"),
     "browser bundle profile": (
         "home_config.PROFILE_PLACES is a list: a browser bundle that keeps its profile "
         "in its own folder (Tor Browser's Browser/TorBrowser/Data) is a profile without "
