@@ -254,6 +254,7 @@ PIECES = [
     "$U", '"', "'", '""', "''", "\\", "\\\n", " ", "\t", "*", "?", "[a]", "t*m",
     "{team,x}", "$'/'", "$'\\x2f'", '$"/"', "${!V}", "$0", "${0%% *}", "$(echo /)",
     "`echo ~`", "$((1))", "=", ":", "-", "Q", "e", ",", "a,b", "c:d",
+
 ]
 
 
@@ -570,3 +571,22 @@ def test_a_command_through_a_link_to_home_is_home(home: Path,
     link.symlink_to(home)
     monkeypatch.setenv("ZQ_CMD", f"fd . {link}")
     snapshot(home, '[files]\nwrite = ["./sub"]\n')
+
+
+# -- red team 26g: what sh has that the reading had not ------------------------------------
+
+def test_values_people_use_are_still_bounded() -> None:
+    """The fixes' controls: a substitution as an argument, in a quoted word or after a
+    relative word's `/`, IFS printed, a log on a descriptor, a file of /proc read."""
+    from supervisor.environment_paths import unbounded
+
+    environ = {
+        "HOME": H,
+        "A": "git push origin $(git branch --show-current)",
+        "B": 'git log "refs/heads/$(git branch --show-current)/x"',
+        "C": 'printf "%s" "$IFS" | od -c', "D": "/proc/self/fd/1", "E": "/dev/fd/2",
+        "F": "read load rest < /proc/loadavg; echo $load",
+        "G": 'printf "\\033]0;%s\\007" "$(basename "$PWD")"',
+        "I": "vim -c \"$(cat ~/.vimcmd)\"",
+    }
+    assert unbounded(environ, H) == []
