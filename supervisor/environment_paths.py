@@ -444,6 +444,25 @@ _ASSIGNED_ONCE = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))([A-Za-z_][A-Za-z0-9_]*)="
 _PATH_ASSIGNED = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))PATH=([^\s;&|)]*)")
 
 
+# What every sh sets when it starts (red team 26g): IFS whatever the environment holds
+# (dash and bash both ignore an IFS they are given), the prompts and OPTIND where the
+# environment has none. Read as empty, `cd${IFS}$HOME/w&&t/ed.sh` or
+# `cd${PS4#+}$HOME/w` was one word naming no folder; to sh it is a cd to ~/w.
+_SHELL_IFS = " \t\n"
+
+
+def _shell_sets() -> dict[str, str]:
+    """What sh sets where the environment does not; and bash's own strings that hold a
+    path or a script (`bash -c 'cd $HOME${BASH%%u*}w'` is a cd to ~/w), UNKNOWN: empty
+    to dash, the running bash's to bash."""
+    return {"PS1": "# " if os.geteuid() == 0 else "$ ", "PS2": "> ", "PS4": "+ ",
+            "OPTIND": "1", **dict.fromkeys(_BASH_SETS, UNKNOWN)}
+
+
+_BASH_SETS = ("BASH", "BASH_ARGV0", "BASH_COMMAND", "BASH_EXECUTION_STRING",
+              "BASH_LOADABLES_PATH", "BASH_SOURCE")
+
+
 def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts | None
                    ) -> tuple[str, dict[str, str]]:
     """`text` and `environ` as the script `text` leaves them for its own later words: a
@@ -452,8 +471,10 @@ def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts 
     assigned refuses (`~` is then any folder); a PATH it assigns bounds each of its
     folders, where its commands are looked up (`PATH=~/w:$PATH ed`)."""
     # PWD and OLDPWD are the running shell's folders (where git runs the value, a cd's),
-    # not lnk's at launch: `$PWD/t/ed.sh` is unknown.
-    changed = {**environ, "PWD": UNKNOWN, "OLDPWD": UNKNOWN}
+    # not lnk's at launch: `$PWD/t/ed.sh` is unknown. What sh sets itself is what it
+    # holds, never empty (`_shell_sets`).
+    changed = {**_shell_sets(), **environ, "IFS": _SHELL_IFS, "PWD": UNKNOWN,
+               "OLDPWD": UNKNOWN}
     names = [m.group(1) or m.group(2) for m in _ASSIGNS.finditer(text)]
     once = {m.group(1): m.group(2) for m in _ASSIGNED_ONCE.finditer(text)}
     for binds in _BINDS.finditer(text):

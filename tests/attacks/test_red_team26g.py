@@ -64,6 +64,13 @@ FORMS: dict[str, tuple[str, str, Callable[[Sandbox], None] | None]] = {
     "a link inside the folder a cd names": (
         "cd ~/links && w/team/{name}.sh", "team/{name}.sh",
         _link("links/w", lambda b: str(b.home / "work"))),
+    # what sh sets itself, whatever the environment: read as empty, one word naming nothing
+    "IFS between a cd and its folder": ("cd${{IFS}}$HOME/work&&team/{name}.sh",
+                                        "team/{name}.sh", None),
+    "PS4's blank": ("cd${{PS4#+}}$HOME/work&&team/{name}.sh", "team/{name}.sh", None),
+    "PS2's blank": ("cd${{PS2#?}}$HOME/work&&team/{name}.sh", "team/{name}.sh", None),
+    "bash's own path": ("bash -c 'cd $HOME${{BASH%%u*}}work && team/{name}.sh \"$1\"' bash",
+                        "team/{name}.sh", None),
 }
 LINKED = ("a folder the command names (`cd ~/links`) holds a link into the grant "
           "(~/links/w -> ~/work), which its relative name follows: no walk of the named "

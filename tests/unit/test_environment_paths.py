@@ -254,7 +254,9 @@ PIECES = [
     "$U", '"', "'", '""', "''", "\\", "\\\n", " ", "\t", "*", "?", "[a]", "t*m",
     "{team,x}", "$'/'", "$'\\x2f'", '$"/"', "${!V}", "$0", "${0%% *}", "$(echo /)",
     "`echo ~`", "$((1))", "=", ":", "-", "Q", "e", ",", "a,b", "c:d",
-
+    # red team 26g: what sh sets itself, a blank a substitution prints, blanks sh does
+    # not split at
+    "${IFS}", "${PS4#+}",
 ]
 
 
@@ -394,6 +396,12 @@ _TEAM = "~/work/team/ed.sh"
     "c=cd,$HOME/work; IFS=,; $c; team/ed.sh", "W=~/work; shopt -s cdable_vars; cd W; team/ed.sh",
     "bash -c 'source /dev/stdin <<<\"cd ~/work\"; team/ed.sh'",
     "alias c='cd ~/work'\nc; team/ed.sh",
+    # red team 26g: what sh sets itself (IFS whatever the environment says, the prompts),
+    # a blank a substitution prints, a substitution a builtin or a shell's -c runs, the
+    # shell's own root by its pid
+    "cd${IFS}$HOME/work&&team/ed.sh", "cd${PS4#+}$HOME/work&&team/ed.sh",
+    "cd${PS2#?}$HOME/work&&team/ed.sh", "cd${PS1#?}$HOME/work&&team/ed.sh",
+    "bash -c 'cd $HOME${BASH%%u*}work && team/ed.sh'",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -574,6 +582,12 @@ def test_a_command_through_a_link_to_home_is_home(home: Path,
 
 
 # -- red team 26g: what sh has that the reading had not ------------------------------------
+
+def test_ifs_is_shs_own_whatever_the_environment_says() -> None:
+    """dash and bash set IFS when they start: one the environment gives is not theirs."""
+    environ = {"HOME": H, "IFS": "x"}
+    assert read_value("cd${IFS}$HOME/w&&t/ed", H, environ) == ([f"{H}/w"], True)
+
 
 def test_values_people_use_are_still_bounded() -> None:
     """The fixes' controls: a substitution as an argument, in a quoted word or after a
