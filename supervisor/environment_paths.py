@@ -268,8 +268,11 @@ def unbounded(environ: Mapping[str, str], home: str | None = None
 def _words(value: str) -> list[str]:
     """`value` split into words as `sh` splits a command line: blanks between words,
     quotes and backslashes kept together and removed. An unclosed quote ends the word
-    there (a program would refuse it; its words are judged anyway)."""
-    if not _QUOTING.search(value):
+    there (a program would refuse it; its words are judged anyway). What only the
+    running shell knows (UNKNOWN), outside quotes, may end in a blank and start a word
+    (`cd$(echo " ")$HOME/w`, red team 26g): it ends the word it is in and starts the
+    next, so a path after it is one whose start is unknown (`_UNKNOWN_START`)."""
+    if not _QUOTING.search(value) and UNKNOWN not in value:
         return value.split()  # most values: no quote, no backslash
     words: list[str] = []
     word: list[str] = []
@@ -299,6 +302,9 @@ def _words(value: str) -> list[str]:
             if started or word:
                 words.append("".join(word))
             word, started = [], False
+        elif char == UNKNOWN and (started or word):
+            words.append("".join(word) + UNKNOWN)
+            word, started = [UNKNOWN], False
         else:
             word.append(char)
     if started or word:

@@ -71,6 +71,9 @@ FORMS: dict[str, tuple[str, str, Callable[[Sandbox], None] | None]] = {
     "PS2's blank": ("cd${{PS2#?}}$HOME/work&&team/{name}.sh", "team/{name}.sh", None),
     "bash's own path": ("bash -c 'cd $HOME${{BASH%%u*}}work && team/{name}.sh \"$1\"' bash",
                         "team/{name}.sh", None),
+    # a blank a substitution prints splits the word it is in
+    "a substitution's blank": ('cd$(echo " ")$HOME/work&&team/{name}.sh',
+                               "team/{name}.sh", None),
 }
 LINKED = ("a folder the command names (`cd ~/links`) holds a link into the grant "
           "(~/links/w -> ~/work), which its relative name follows: no walk of the named "

@@ -256,7 +256,7 @@ PIECES = [
     "`echo ~`", "$((1))", "=", ":", "-", "Q", "e", ",", "a,b", "c:d",
     # red team 26g: what sh sets itself, a blank a substitution prints, blanks sh does
     # not split at
-    "${IFS}", "${PS4#+}",
+    "${IFS}", "${PS4#+}", '$(echo " ")',
 ]
 
 
@@ -402,6 +402,7 @@ _TEAM = "~/work/team/ed.sh"
     "cd${IFS}$HOME/work&&team/ed.sh", "cd${PS4#+}$HOME/work&&team/ed.sh",
     "cd${PS2#?}$HOME/work&&team/ed.sh", "cd${PS1#?}$HOME/work&&team/ed.sh",
     "bash -c 'cd $HOME${BASH%%u*}work && team/ed.sh'",
+    'cd$(echo " ")$HOME/work&&team/ed.sh', 'cd`echo " "`$HOME/work&&team/ed.sh',
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
