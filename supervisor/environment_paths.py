@@ -416,7 +416,13 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
 
 # sh's reserved words after which a command starts (the grammar's, not a tool's name).
 _RESERVED = frozenset(("!", "{", "(", "then", "do", "else", "elif", "if", "while",
-                       "until", "time"))
+                       "until", "time",
+                       # and its builtins that run their argument as a command, a
+                       # script or a file (red team 26g: `exec $(printf %s/w/ed ~)`,
+                       # `eval "$(printf 'cd %s/w && t/ed' ~)"`)
+                       "exec", "command", "builtin", "eval", ".", "source"))
+# A shell, whose `-c` word is a script: `sh -c "$(...)"` runs what only the shell knows.
+_SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "mksh", "yash", "busybox"))
 # What only the running shell knows where a command or a path starts: right after an
 # operator inside a word (`a;$(x)`), or followed by a `/` (`$(echo ~)/w/ed`).
 # Not one inside a relative word (`remotes/$remote/x`, a name the value assigned): what it
@@ -615,8 +621,10 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
             # `eval \$HOME/w/ed`, `sh -c "\$HOME/w/ed"`: a shell the value runs expands it
             again, inner = script_environ(word, environ, home, cuts)
             found += _command_paths(_expand(again, inner), home, depth + 1, cuts, inner)
+        script = before == "-c" and index > 1 and \
+            os.path.basename(words[index - 2]) in _SHELLS
         if cuts is not None and UNKNOWN in word and (_UNKNOWN_START.search(word) or (
-                word.startswith(UNKNOWN) and (before in _RESERVED
+                word.startswith(UNKNOWN) and (before in _RESERVED or script
                                               or (before[-1:] or "x") in ";&|("))):
             cuts.append(None)
         whole = []

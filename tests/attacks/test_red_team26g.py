@@ -74,6 +74,13 @@ FORMS: dict[str, tuple[str, str, Callable[[Sandbox], None] | None]] = {
     # a blank a substitution prints splits the word it is in
     "a substitution's blank": ('cd$(echo " ")$HOME/work&&team/{name}.sh',
                                "team/{name}.sh", None),
+    # a substitution a builtin runs: a program only the running shell knows
+    "exec of a substitution": ('exec $(printf %s/work/team/{name}.sh ~) "$@"',
+                               "team/{name}.sh", None),
+    "eval of a substitution": ("eval \"$(printf 'cd %s/work && team/{name}.sh' ~)\"",
+                               "team/{name}.sh", None),
+    "sh -c of a substitution": ("sh -c \"$(printf 'cd %s/work && team/{name}.sh \"$1\"' ~)\" "
+                                "sh", "team/{name}.sh", None),
 }
 LINKED = ("a folder the command names (`cd ~/links`) holds a link into the grant "
           "(~/links/w -> ~/work), which its relative name follows: no walk of the named "

@@ -403,6 +403,9 @@ _TEAM = "~/work/team/ed.sh"
     "cd${PS2#?}$HOME/work&&team/ed.sh", "cd${PS1#?}$HOME/work&&team/ed.sh",
     "bash -c 'cd $HOME${BASH%%u*}work && team/ed.sh'",
     'cd$(echo " ")$HOME/work&&team/ed.sh', 'cd`echo " "`$HOME/work&&team/ed.sh',
+    "exec $(printf %s/work/team/ed.sh ~)", "command $(printf %s/work/team/ed.sh ~)",
+    "eval \"$(printf 'cd %s/work && team/ed.sh' ~)\"", ". \"$(printf %s/work/x ~)\"",
+    "sh -c \"$(printf 'cd %s/work && team/ed.sh' ~)\"",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
