@@ -317,6 +317,11 @@ def _words(value: str) -> list[str]:
 # file system of the moment knows).
 _PATTERN = re.compile(r"[*?\[{]")
 Cuts = list[str | None]  # the known folder of each path cut short; None: not bounded
+# A process's root or working folder, or a descriptor open on a folder, as the kernel's
+# links give them (`/proc/PID/root`, `/proc/$$/cwd`, `/dev/fd/3/x`): a path through one
+# is a path of whichever process opens it, anywhere.
+_MAGIC_FOLDER = re.compile(r"/proc/[^/]+/(?:task/[^/]+/)?(?:root|cwd)(?:/|$)|"
+                           r"(?:/proc/[^/]+/(?:task/[^/]+/)?fd|/dev/fd)/[^/]+/")
 
 
 def _as_paths(text: str, home: str, cuts: Cuts | None = None,
@@ -358,6 +363,9 @@ def _as_paths(text: str, home: str, cuts: Cuts | None = None,
     path = "/" + path.lstrip("/")
     if by_pattern and cuts is not None:
         cuts.append(path)
+    if cuts is not None and _MAGIC_FOLDER.match(path):
+        cuts.append(None)  # a folder the kernel links to any other, for the program
+        # that opens it (`find /proc/$$/root/home/p/w -exec`: red team 26g)
     found = [] if path == "/" else [path]
     parts = text.split("/")
     if ".." in parts:  # the path the kernel follows before the first `..`

@@ -81,6 +81,9 @@ FORMS: dict[str, tuple[str, str, Callable[[Sandbox], None] | None]] = {
                                "team/{name}.sh", None),
     "sh -c of a substitution": ("sh -c \"$(printf 'cd %s/work && team/{name}.sh \"$1\"' ~)\" "
                                 "sh", "team/{name}.sh", None),
+    # a folder the kernel links to any other: the shell's own root, by its pid
+    "/proc/$$/root": ("sh -c 'find /proc/$$/root{home}/work/team -name {name}.sh "
+                      "-exec {{}} \"$1\" \\;' sh", "team/{name}.sh", None),
 }
 LINKED = ("a folder the command names (`cd ~/links`) holds a link into the grant "
           "(~/links/w -> ~/work), which its relative name follows: no walk of the named "

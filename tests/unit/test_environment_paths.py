@@ -406,6 +406,8 @@ _TEAM = "~/work/team/ed.sh"
     "exec $(printf %s/work/team/ed.sh ~)", "command $(printf %s/work/team/ed.sh ~)",
     "eval \"$(printf 'cd %s/work && team/ed.sh' ~)\"", ". \"$(printf %s/work/x ~)\"",
     "sh -c \"$(printf 'cd %s/work && team/ed.sh' ~)\"",
+    "find /proc/$$/root$HOME/work -name ed.sh -exec {} \\;",
+    "cd /proc/$PPID/cwd && team/ed.sh", "sh -c 'cat /proc/$$/root$HOME/work/team/ed.sh'",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
