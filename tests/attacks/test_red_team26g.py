@@ -84,6 +84,11 @@ FORMS: dict[str, tuple[str, str, Callable[[Sandbox], None] | None]] = {
     # a folder the kernel links to any other: the shell's own root, by its pid
     "/proc/$$/root": ("sh -c 'find /proc/$$/root{home}/work/team -name {name}.sh "
                       "-exec {{}} \"$1\" \\;' sh", "team/{name}.sh", None),
+    # a cd's folder through a link: compared by its text, home's and /'s rule passed by
+    "a cd through a link to home": ("cd ~/links/h && work/team/{name}.sh",
+                                    "team/{name}.sh", _link("links/h", lambda b: str(b.home))),
+    "a cd through a link to /": ("cd ~/links/r && .{home}/work/team/{name}.sh",
+                                 "team/{name}.sh", _link("links/r", lambda b: "/")),
 }
 LINKED = ("a folder the command names (`cd ~/links`) holds a link into the grant "
           "(~/links/w -> ~/work), which its relative name follows: no walk of the named "

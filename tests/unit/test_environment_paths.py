@@ -595,6 +595,18 @@ def test_ifs_is_shs_own_whatever_the_environment_says() -> None:
     assert read_value("cd${IFS}$HOME/w&&t/ed", H, environ) == ([f"{H}/w"], True)
 
 
+def test_a_cd_through_a_link_bounds_where_it_leads(home: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cd ~/links/h && work/t/ed` with ~/links/h a link to home is `cd ~`: refused as
+    it is, where the bound's text alone held no grant."""
+    (home / "links").mkdir()
+    (home / "links" / "h").symlink_to(home)
+    monkeypatch.setenv("ZQ_EDITOR", "cd ~/links/h && work/t/ed.sh")
+    with pytest.raises(SpecError) as refused:
+        snapshot(home, '[files]\nwrite = ["."]\n')
+    assert "ZQ_EDITOR" in refused.value.message
+
+
 def test_values_people_use_are_still_bounded() -> None:
     """The fixes' controls: a substitution as an argument, in a quoted word or after a
     relative word's `/`, IFS printed, a log on a descriptor, a file of /proc read."""
