@@ -57,6 +57,7 @@ LNK_PREFIX = "LNK_"  # lnk-sandbox's own variables: its settings, denied to ever
 MAX_DEPTH = 3  # scripts in quoted scripts read (sh -c "bash -c '...'")
 
 _BLANK = re.compile(r"\s")
+_SH_BLANK = re.compile(r"[ \t\n]+")  # what splits words to sh (`_BLANK`: to any program)
 _QUOTING = re.compile(r"['\"\\]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATOR = re.compile(r"(:?)([-=?+])(.*)", re.DOTALL)  # ${NAME:-WORD} and its kin
@@ -273,7 +274,7 @@ def _words(value: str) -> list[str]:
     (`cd$(echo " ")$HOME/w`, red team 26g): it ends the word it is in and starts the
     next, so a path after it is one whose start is unknown (`_UNKNOWN_START`)."""
     if not _QUOTING.search(value) and UNKNOWN not in value:
-        return value.split()  # most values: no quote, no backslash
+        return _SH_BLANK.split(value.strip(" \t\n")) if value.strip(" \t\n") else []
     words: list[str] = []
     word: list[str] = []
     started = False
@@ -298,7 +299,7 @@ def _words(value: str) -> list[str]:
                 word.append(value[index])
                 started = True
             index += 1
-        elif char.isspace():
+        elif char in " \t\n":  # sh's blanks, no other (`\r`, a no-break space)
             if started or word:
                 words.append("".join(word))
             word, started = [], False
@@ -398,6 +399,9 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
     listed = all(not p or p.startswith(("/", "~/")) for p in parts)
     if listed:  # a path, or a list of them, spaces kept
         found = [p for part in parts for p in _as_paths(part, home, cuts)]
+        if len(parts) > 1:  # and the one word sh runs, where it is there: a program in a
+            # folder whose name holds `:` (`~/w/t:/ed.sh`, red team 26g), never ~/w/t
+            found += [p for p in _as_paths(value, home) if os.path.lexists(p)]
     # Read as a command where a shell acts on it (an operator, what only it knows) or
     # it has several words, but a list whose parts with a blank are there (`/x/My
     # Notes`): one word is a path, a list of them or an option naming one, as a list is.
@@ -412,8 +416,11 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
             or _OPERATORS.search(value):  # `~/w/ed.sh&`, `~/w/ed.sh;x`: a command too
         # a command (`/x/ed --wait`, `~/w/te""am/ed`: red team 4) a listed part with a
         # blank or a quote is kept only where it is there (`/x/My Notes`): `/x/ed
-        # --wait` names /x/ed, and holding a missing `ed --wait` would make it
-        found = [p for p in found if not (_BLANK.search(p) or _QUOTING.search(p))
+        # --wait` names /x/ed, and holding a missing `ed --wait` would make it. Only
+        # sh's blanks split a word: `~/w/ed.sh\r` (a value from a CRLF file) or one
+        # with a no-break space is the one program sh runs, held when missing (red
+        # team 26g: kept only where it was there, a sandbox made it)
+        found = [p for p in found if not (_SH_BLANK.search(p) or _QUOTING.search(p))
                  or os.path.lexists(p)]
         found += _command_paths(value, home, 1, cuts, environ)  # at most 128 KiB
     if depth < MAX_DEPTH:
@@ -637,7 +644,7 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
             cuts.append(None)
         whole = []
         for match in _PATH.finditer(word):
-            spelled = match.group(1).rstrip()
+            spelled = match.group(1).rstrip(" \t\n")
             if word[match.end():match.end() + 1] in ("[", "{"):
                 spelled += "{"  # a pattern goes on: the path is cut there
             authority = match.start() > 0 and word[match.start() - 1] == ":"

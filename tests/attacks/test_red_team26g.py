@@ -32,12 +32,15 @@ import pytest
 from support.red_team import (
     configure_editor,
     escaped,
+    git_env,
+    host,
     marker,
     markers,
     need,
     person_commits,
     plant_or_refused,
     ran,
+    repository,
     team_file,
 )
 from support.sandbox import Sandbox
@@ -89,6 +92,9 @@ FORMS: dict[str, tuple[str, str, Callable[[Sandbox], None] | None]] = {
                                     "team/{name}.sh", _link("links/h", lambda b: str(b.home))),
     "a cd through a link to /": ("cd ~/links/r && .{home}/work/team/{name}.sh",
                                  "team/{name}.sh", _link("links/r", lambda b: "/")),
+    # one word with `:`: sh runs the whole, the reader held its first part
+    "a program in a folder named with a colon": ("{home}/work/team:/{name}.sh",
+                                                 "team:/{name}.sh", None),
 }
 LINKED = ("a folder the command names (`cd ~/links`) holds a link into the grant "
           "(~/links/w -> ~/work), which its relative name follows: no walk of the named "
@@ -124,6 +130,41 @@ def test_an_editor_the_reader_misread(sandbox: Sandbox, form: str, where: str) -
     with open(shared, "a") as planted:
         planted.write(line)
     person_commits(sandbox, env)
+    need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
+
+
+def _commit(box: Sandbox, env: dict[str, str]) -> None:
+    """The person's `git commit` elsewhere, whether or not their editor is there."""
+    other = box.base / "elsewhere"
+    if not other.exists():
+        repository(box, other)
+    host(box, "git", "commit", "-q", "--allow-empty", cwd=other, env={**git_env(box), **env})
+
+
+@pytest.mark.parametrize("after", ["\r", "\u00a0x"], ids=["a carriage return",
+                                                           "a no-break space"])
+def test_a_program_sh_reads_as_one_word(sandbox: Sandbox, after: str) -> None:
+    """GIT_EDITOR ending in a character sh does not split at (a value from a CRLF file):
+    git runs the one file `~/work/team/NAME.sh\\r`, missing at launch. The reader kept
+    such a path only where it was there (a blank to it), so the sandbox made it, and
+    the person's next commit ran it; it is held now, as a missing path of one word is."""
+    name = "e" + secrets.token_hex(3)
+    team_file(sandbox, "team/README", "the team's folder\n")
+    program = sandbox.home / "work" / "team" / f"{name}.sh{after}"
+    env = {"GIT_EDITOR": str(program)}
+    markers(sandbox)
+    sandbox.chown()
+    text = EDITOR + f"echo editor >> {marker(sandbox, name)}\n"
+    said = plant_or_refused(sandbox, [("make", str(program), text)], refusal="GIT_EDITOR",
+                            env=env, cwd=sandbox.home / "work")
+    _commit(sandbox, env)
+    assert ran(sandbox) == [], said
+    if program.is_dir():
+        program.rmdir()  # a placeholder the run left: what a person would see
+    program.write_text(text)
+    program.chmod(0o755)
+    sandbox.chown()
+    _commit(sandbox, env)
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
 
 

@@ -256,7 +256,7 @@ PIECES = [
     "`echo ~`", "$((1))", "=", ":", "-", "Q", "e", ",", "a,b", "c:d",
     # red team 26g: what sh sets itself, a blank a substitution prints, blanks sh does
     # not split at
-    "${IFS}", "${PS4#+}", '$(echo " ")',
+    "${IFS}", "${PS4#+}", '$(echo " ")', "\r", "\u00a0",
 ]
 
 
@@ -593,6 +593,24 @@ def test_ifs_is_shs_own_whatever_the_environment_says() -> None:
     """dash and bash set IFS when they start: one the environment gives is not theirs."""
     environ = {"HOME": H, "IFS": "x"}
     assert read_value("cd${IFS}$HOME/w&&t/ed", H, environ) == ([f"{H}/w"], True)
+
+
+def test_a_one_word_program_is_read_whole(tmp_path: Path) -> None:
+    """One word sh runs as one program: a folder whose name holds `:` is named whole
+    where it is there (its first part too, as a list's), and a path is split only at
+    sh's blanks: `\r` (a value from a CRLF file) or a no-break space is in the name,
+    kept when missing (a blank to sh is not: `/x/ed --wait` names /x/ed)."""
+    home = str(tmp_path)
+    (tmp_path / "w" / "t:").mkdir(parents=True)
+    (tmp_path / "w" / "t:" / "ed.sh").write_text("")
+    environ = {"HOME": home}
+    assert f"{home}/w/t:/ed.sh" in value_paths("~/w/t:/ed.sh", home, environ)
+    assert value_paths("/usr/bin:/bin", home, environ) == ["/usr/bin", "/bin"]
+    for odd in ("\r", "\u00a0x"):
+        assert f"{home}/w/ed.sh{odd}" in value_paths(f"~/w/ed.sh{odd}", home, environ)
+        assert f"{home}/w/x.vim{odd}" in value_paths(f"vim -u ~/w/x.vim{odd}", home,
+                                                      environ)
+    assert value_paths("~/w/ed --wait", home, environ) == [f"{home}/w/ed"]
 
 
 def test_a_cd_through_a_link_bounds_where_it_leads(home: Path,
