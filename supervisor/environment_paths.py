@@ -24,7 +24,8 @@ A value of several words, a quote, an operator or a substitution is read as a co
 (`Reading.command`: what it names may be a folder whose files its program runs,
 `find ~/w -exec`), but a list whose parts with a blank are there.
 `$NAME`, `${NAME}` and `${NAME:-WORD}` (and `-`, `=`, `?`, `+`) are expanded from the
-same environment first (a program that runs the value through `sh -c` does). A path ends
+same environment first (a program that runs the value through `sh -c` does), with what
+sh sets itself (IFS, the prompts: `script_environ`). A path ends
 at `:`, `;`, `,`, a quote or a bracket; `//host/...` (a URL's authority) is no path.
 
 Left out, by what they are, not by a list of bad names (`NOT_PATHS`): the variables
