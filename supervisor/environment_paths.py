@@ -24,7 +24,8 @@ A value of several words, a quote, an operator or a substitution is read as a co
 (`Reading.command`: what it names may be a folder whose files its program runs,
 `find ~/w -exec`), but a list whose parts with a blank are there.
 `$NAME`, `${NAME}` and `${NAME:-WORD}` (and `-`, `=`, `?`, `+`) are expanded from the
-same environment first (a program that runs the value through `sh -c` does). A path ends
+same environment first (a program that runs the value through `sh -c` does), with what
+sh sets itself (IFS, the prompts: `script_environ`). A path ends
 at `:`, `;`, `,`, a quote or a bracket; `//host/...` (a URL's authority) is no path.
 
 Left out, by what they are, not by a list of bad names (`NOT_PATHS`): the variables
@@ -57,6 +58,7 @@ LNK_PREFIX = "LNK_"  # lnk-sandbox's own variables: its settings, denied to ever
 MAX_DEPTH = 3  # scripts in quoted scripts read (sh -c "bash -c '...'")
 
 _BLANK = re.compile(r"\s")
+_SH_BLANK = re.compile(r"[ \t\n]+")  # what splits words to sh (`_BLANK`: to any program)
 _QUOTING = re.compile(r"['\"\\]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATOR = re.compile(r"(:?)([-=?+])(.*)", re.DOTALL)  # ${NAME:-WORD} and its kin
@@ -268,9 +270,12 @@ def unbounded(environ: Mapping[str, str], home: str | None = None
 def _words(value: str) -> list[str]:
     """`value` split into words as `sh` splits a command line: blanks between words,
     quotes and backslashes kept together and removed. An unclosed quote ends the word
-    there (a program would refuse it; its words are judged anyway)."""
-    if not _QUOTING.search(value):
-        return value.split()  # most values: no quote, no backslash
+    there (a program would refuse it; its words are judged anyway). What only the
+    running shell knows (UNKNOWN), outside quotes, may end in a blank and start a word
+    (`cd$(echo " ")$HOME/w`, red team 26g): it ends the word it is in and starts the
+    next, so a path after it is one whose start is unknown (`_UNKNOWN_START`)."""
+    if not _QUOTING.search(value) and UNKNOWN not in value:
+        return _SH_BLANK.split(value.strip(" \t\n")) if value.strip(" \t\n") else []
     words: list[str] = []
     word: list[str] = []
     started = False
@@ -295,10 +300,13 @@ def _words(value: str) -> list[str]:
                 word.append(value[index])
                 started = True
             index += 1
-        elif char.isspace():
+        elif char in " \t\n":  # sh's blanks, no other (`\r`, a no-break space)
             if started or word:
                 words.append("".join(word))
             word, started = [], False
+        elif char == UNKNOWN and (started or word):
+            words.append("".join(word) + UNKNOWN)
+            word, started = [UNKNOWN], False
         else:
             word.append(char)
     if started or word:
@@ -311,6 +319,11 @@ def _words(value: str) -> list[str]:
 # file system of the moment knows).
 _PATTERN = re.compile(r"[*?\[{]")
 Cuts = list[str | None]  # the known folder of each path cut short; None: not bounded
+# A process's root or working folder, or a descriptor open on a folder, as the kernel's
+# links give them (`/proc/PID/root`, `/proc/$$/cwd`, `/dev/fd/3/x`): a path through one
+# is a path of whichever process opens it, anywhere.
+_MAGIC_FOLDER = re.compile(r"/proc/[^/]+/(?:task/[^/]+/)?(?:root|cwd)(?:/|$)|"
+                           r"(?:/proc/[^/]+/(?:task/[^/]+/)?fd|/dev/fd)/[^/]+/")
 
 
 def _as_paths(text: str, home: str, cuts: Cuts | None = None,
@@ -352,6 +365,9 @@ def _as_paths(text: str, home: str, cuts: Cuts | None = None,
     path = "/" + path.lstrip("/")
     if by_pattern and cuts is not None:
         cuts.append(path)
+    if cuts is not None and _MAGIC_FOLDER.match(path):
+        cuts.append(None)  # a folder the kernel links to any other, for the program
+        # that opens it (`find /proc/$$/root/home/p/w -exec`: red team 26g)
     found = [] if path == "/" else [path]
     parts = text.split("/")
     if ".." in parts:  # the path the kernel follows before the first `..`
@@ -384,6 +400,9 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
     listed = all(not p or p.startswith(("/", "~/")) for p in parts)
     if listed:  # a path, or a list of them, spaces kept
         found = [p for part in parts for p in _as_paths(part, home, cuts)]
+        if len(parts) > 1:  # and the one word sh runs, where it is there: a program in a
+            # folder whose name holds `:` (`~/w/t:/ed.sh`, red team 26g), never ~/w/t
+            found += [p for p in _as_paths(value, home) if os.path.lexists(p)]
     # Read as a command where a shell acts on it (an operator, what only it knows) or
     # it has several words, but a list whose parts with a blank are there (`/x/My
     # Notes`): one word is a path, a list of them or an option naming one, as a list is.
@@ -398,8 +417,11 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
             or _OPERATORS.search(value):  # `~/w/ed.sh&`, `~/w/ed.sh;x`: a command too
         # a command (`/x/ed --wait`, `~/w/te""am/ed`: red team 4) a listed part with a
         # blank or a quote is kept only where it is there (`/x/My Notes`): `/x/ed
-        # --wait` names /x/ed, and holding a missing `ed --wait` would make it
-        found = [p for p in found if not (_BLANK.search(p) or _QUOTING.search(p))
+        # --wait` names /x/ed, and holding a missing `ed --wait` would make it. Only
+        # sh's blanks split a word: `~/w/ed.sh\r` (a value from a CRLF file) or one
+        # with a no-break space is the one program sh runs, held when missing (red
+        # team 26g: kept only where it was there, a sandbox made it)
+        found = [p for p in found if not (_SH_BLANK.search(p) or _QUOTING.search(p))
                  or os.path.lexists(p)]
         found += _command_paths(value, home, 1, cuts, environ)  # at most 128 KiB
     if depth < MAX_DEPTH:
@@ -410,7 +432,13 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
 
 # sh's reserved words after which a command starts (the grammar's, not a tool's name).
 _RESERVED = frozenset(("!", "{", "(", "then", "do", "else", "elif", "if", "while",
-                       "until", "time"))
+                       "until", "time",
+                       # and its builtins that run their argument as a command, a
+                       # script or a file (red team 26g: `exec $(printf %s/w/ed ~)`,
+                       # `eval "$(printf 'cd %s/w && t/ed' ~)"`)
+                       "exec", "command", "builtin", "eval", ".", "source"))
+# A shell, whose `-c` word is a script: `sh -c "$(...)"` runs what only the shell knows.
+_SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "mksh", "yash", "busybox"))
 # What only the running shell knows where a command or a path starts: right after an
 # operator inside a word (`a;$(x)`), or followed by a `/` (`$(echo ~)/w/ed`).
 # Not one inside a relative word (`remotes/$remote/x`, a name the value assigned): what it
@@ -444,6 +472,25 @@ _ASSIGNED_ONCE = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))([A-Za-z_][A-Za-z0-9_]*)="
 _PATH_ASSIGNED = re.compile(r"(?:^|(?<=[\s;&|(!`'\"]))PATH=([^\s;&|)]*)")
 
 
+# What every sh sets when it starts (red team 26g): IFS whatever the environment holds
+# (dash and bash both ignore an IFS they are given), the prompts and OPTIND where the
+# environment has none. Read as empty, `cd${IFS}$HOME/w&&t/ed.sh` or
+# `cd${PS4#+}$HOME/w` was one word naming no folder; to sh it is a cd to ~/w.
+_SHELL_IFS = " \t\n"
+
+
+def _shell_sets() -> dict[str, str]:
+    """What sh sets where the environment does not; and bash's own strings that hold a
+    path or a script (`bash -c 'cd $HOME${BASH%%u*}w'` is a cd to ~/w), UNKNOWN: empty
+    to dash, the running bash's to bash."""
+    return {"PS1": "# " if os.geteuid() == 0 else "$ ", "PS2": "> ", "PS4": "+ ",
+            "OPTIND": "1", **dict.fromkeys(_BASH_SETS, UNKNOWN)}
+
+
+_BASH_SETS = ("BASH", "BASH_ARGV0", "BASH_COMMAND", "BASH_EXECUTION_STRING",
+              "BASH_LOADABLES_PATH", "BASH_SOURCE")
+
+
 def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts | None
                    ) -> tuple[str, dict[str, str]]:
     """`text` and `environ` as the script `text` leaves them for its own later words: a
@@ -452,8 +499,10 @@ def script_environ(text: str, environ: Mapping[str, str], home: str, cuts: Cuts 
     assigned refuses (`~` is then any folder); a PATH it assigns bounds each of its
     folders, where its commands are looked up (`PATH=~/w:$PATH ed`)."""
     # PWD and OLDPWD are the running shell's folders (where git runs the value, a cd's),
-    # not lnk's at launch: `$PWD/t/ed.sh` is unknown.
-    changed = {**environ, "PWD": UNKNOWN, "OLDPWD": UNKNOWN}
+    # not lnk's at launch: `$PWD/t/ed.sh` is unknown. What sh sets itself is what it
+    # holds, never empty (`_shell_sets`).
+    changed = {**_shell_sets(), **environ, "IFS": _SHELL_IFS, "PWD": UNKNOWN,
+               "OLDPWD": UNKNOWN}
     names = [m.group(1) or m.group(2) for m in _ASSIGNS.finditer(text)]
     once = {m.group(1): m.group(2) for m in _ASSIGNED_ONCE.finditer(text)}
     for binds in _BINDS.finditer(text):
@@ -588,13 +637,15 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
             # `eval \$HOME/w/ed`, `sh -c "\$HOME/w/ed"`: a shell the value runs expands it
             again, inner = script_environ(word, environ, home, cuts)
             found += _command_paths(_expand(again, inner), home, depth + 1, cuts, inner)
+        script = before == "-c" and index > 1 and \
+            os.path.basename(words[index - 2]) in _SHELLS
         if cuts is not None and UNKNOWN in word and (_UNKNOWN_START.search(word) or (
-                word.startswith(UNKNOWN) and (before in _RESERVED
+                word.startswith(UNKNOWN) and (before in _RESERVED or script
                                               or (before[-1:] or "x") in ";&|("))):
             cuts.append(None)
         whole = []
         for match in _PATH.finditer(word):
-            spelled = match.group(1).rstrip()
+            spelled = match.group(1).rstrip(" \t\n")
             if word[match.end():match.end() + 1] in ("[", "{"):
                 spelled += "{"  # a pattern goes on: the path is cut there
             authority = match.start() > 0 and word[match.start() - 1] == ":"

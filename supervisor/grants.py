@@ -400,7 +400,11 @@ class _Resolver:
 
         for variable, _, bound in unbounded(os.environ, self.context.home):
             if bound is not None:
-                hit = next((p for p in sorted(paths) if is_within(p, bound)), None)
+                # where it leads too: `cd ~/links/h` to a link to home is `cd ~` (red
+                # team 26g), what follows a relative name into the grant
+                leads = dict.fromkeys((bound, os.path.realpath(bound)))
+                hit = next((p for p in sorted(paths)
+                            if any(is_within(p, b) for b in leads)), None)
                 if hit is None:
                     continue
                 raise self.error(

@@ -254,6 +254,9 @@ PIECES = [
     "$U", '"', "'", '""', "''", "\\", "\\\n", " ", "\t", "*", "?", "[a]", "t*m",
     "{team,x}", "$'/'", "$'\\x2f'", '$"/"', "${!V}", "$0", "${0%% *}", "$(echo /)",
     "`echo ~`", "$((1))", "=", ":", "-", "Q", "e", ",", "a,b", "c:d",
+    # red team 26g: what sh sets itself, a blank a substitution prints, blanks sh does
+    # not split at
+    "${IFS}", "${PS4#+}", '$(echo " ")', "\r", "\u00a0",
 ]
 
 
@@ -393,6 +396,18 @@ _TEAM = "~/work/team/ed.sh"
     "c=cd,$HOME/work; IFS=,; $c; team/ed.sh", "W=~/work; shopt -s cdable_vars; cd W; team/ed.sh",
     "bash -c 'source /dev/stdin <<<\"cd ~/work\"; team/ed.sh'",
     "alias c='cd ~/work'\nc; team/ed.sh",
+    # red team 26g: what sh sets itself (IFS whatever the environment says, the prompts),
+    # a blank a substitution prints, a substitution a builtin or a shell's -c runs, the
+    # shell's own root by its pid
+    "cd${IFS}$HOME/work&&team/ed.sh", "cd${PS4#+}$HOME/work&&team/ed.sh",
+    "cd${PS2#?}$HOME/work&&team/ed.sh", "cd${PS1#?}$HOME/work&&team/ed.sh",
+    "bash -c 'cd $HOME${BASH%%u*}work && team/ed.sh'",
+    'cd$(echo " ")$HOME/work&&team/ed.sh', 'cd`echo " "`$HOME/work&&team/ed.sh',
+    "exec $(printf %s/work/team/ed.sh ~)", "command $(printf %s/work/team/ed.sh ~)",
+    "eval \"$(printf 'cd %s/work && team/ed.sh' ~)\"", ". \"$(printf %s/work/x ~)\"",
+    "sh -c \"$(printf 'cd %s/work && team/ed.sh' ~)\"",
+    "find /proc/$$/root$HOME/work -name ed.sh -exec {} \\;",
+    "cd /proc/$PPID/cwd && team/ed.sh", "sh -c 'cat /proc/$$/root$HOME/work/team/ed.sh'",
 ])
 def test_what_a_value_does_first_is_bounded_or_refused(
         tree: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -570,3 +585,58 @@ def test_a_command_through_a_link_to_home_is_home(home: Path,
     link.symlink_to(home)
     monkeypatch.setenv("ZQ_CMD", f"fd . {link}")
     snapshot(home, '[files]\nwrite = ["./sub"]\n')
+
+
+# -- red team 26g: what sh has that the reading had not ------------------------------------
+
+def test_ifs_is_shs_own_whatever_the_environment_says() -> None:
+    """dash and bash set IFS when they start: one the environment gives is not theirs."""
+    environ = {"HOME": H, "IFS": "x"}
+    assert read_value("cd${IFS}$HOME/w&&t/ed", H, environ) == ([f"{H}/w"], True)
+
+
+def test_a_one_word_program_is_read_whole(tmp_path: Path) -> None:
+    """One word sh runs as one program: a folder whose name holds `:` is named whole
+    where it is there (its first part too, as a list's), and a path is split only at
+    sh's blanks: `\r` (a value from a CRLF file) or a no-break space is in the name,
+    kept when missing (a blank to sh is not: `/x/ed --wait` names /x/ed)."""
+    home = str(tmp_path)
+    (tmp_path / "w" / "t:").mkdir(parents=True)
+    (tmp_path / "w" / "t:" / "ed.sh").write_text("")
+    environ = {"HOME": home}
+    assert f"{home}/w/t:/ed.sh" in value_paths("~/w/t:/ed.sh", home, environ)
+    assert value_paths("/usr/bin:/bin", home, environ) == ["/usr/bin", "/bin"]
+    for odd in ("\r", "\u00a0x"):
+        assert f"{home}/w/ed.sh{odd}" in value_paths(f"~/w/ed.sh{odd}", home, environ)
+        assert f"{home}/w/x.vim{odd}" in value_paths(f"vim -u ~/w/x.vim{odd}", home,
+                                                      environ)
+    assert value_paths("~/w/ed --wait", home, environ) == [f"{home}/w/ed"]
+
+
+def test_a_cd_through_a_link_bounds_where_it_leads(home: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cd ~/links/h && work/t/ed` with ~/links/h a link to home is `cd ~`: refused as
+    it is, where the bound's text alone held no grant."""
+    (home / "links").mkdir()
+    (home / "links" / "h").symlink_to(home)
+    monkeypatch.setenv("ZQ_EDITOR", "cd ~/links/h && work/t/ed.sh")
+    with pytest.raises(SpecError) as refused:
+        snapshot(home, '[files]\nwrite = ["."]\n')
+    assert "ZQ_EDITOR" in refused.value.message
+
+
+def test_values_people_use_are_still_bounded() -> None:
+    """The fixes' controls: a substitution as an argument, in a quoted word or after a
+    relative word's `/`, IFS printed, a log on a descriptor, a file of /proc read."""
+    from supervisor.environment_paths import unbounded
+
+    environ = {
+        "HOME": H,
+        "A": "git push origin $(git branch --show-current)",
+        "B": 'git log "refs/heads/$(git branch --show-current)/x"',
+        "C": 'printf "%s" "$IFS" | od -c', "D": "/proc/self/fd/1", "E": "/dev/fd/2",
+        "F": "read load rest < /proc/loadavg; echo $load",
+        "G": 'printf "\\033]0;%s\\007" "$(basename "$PWD")"',
+        "I": "vim -c \"$(cat ~/.vimcmd)\"",
+    }
+    assert unbounded(environ, H) == []
