@@ -245,7 +245,8 @@ def _parameter(inner: str, environ: Mapping[str, str], depth: int) -> str:
     return text if cut is None else text[cut:]
 
 
-def unbounded(environ: Mapping[str, str], home: str | None = None
+def unbounded(environ: Mapping[str, str], home: str | None = None, *,
+              variables: Mapping[str, str] | None = None
               ) -> list[tuple[str, str, str | None]]:
     """(variable, value, bound) of each value that names what no hold bounds: a path or
     a program whose start only the running shell knows (`$(echo ~)/x`, a backquote,
@@ -253,11 +254,13 @@ def unbounded(environ: Mapping[str, str], home: str | None = None
     `$(printf ...)`), bound None: a launch that writes anything is refused (grants.py),
     as for the shell's startup files; or a pattern's known folder (`~/w/t*/ed`: the
     names it matches are made when it runs), the bound: a write grant that is it or
-    lies inside it is refused."""
+    lies inside it is refused. `variables`: the ones judged, their `$NAME`s expanded
+    from `environ` (all of `environ`'s by default; fish_variables.py's)."""
     home = os.path.normpath(home or environ.get("HOME") or "/")
+    judged = environ if variables is None else variables
     found: list[tuple[str, str, str | None]] = []
-    for variable in sorted(environ):
-        value = environ[variable]
+    for variable in sorted(judged):
+        value = judged[variable]
         if variable in NOT_PATHS or variable.startswith(LNK_PREFIX) or not (
                 "/" in value or "$" in value or "`" in value):
             continue
@@ -668,17 +671,22 @@ def _command_paths(text: str, home: str, depth: int, cuts: Cuts | None = None,
     return found
 
 
-def environment_paths(environ: Mapping[str, str], home: str) -> tuple[EnvironmentPath, ...]:
+def environment_paths(environ: Mapping[str, str], home: str, *,
+                      variables: Mapping[str, str] | None = None
+                      ) -> tuple[EnvironmentPath, ...]:
     """Every path a variable of `environ` names but NOT_PATHS' and lnk's own, by
     variable name, then as the value names them, each with how its value is read
     (`Reading.command`); none that is home or holds it: every grant in home lies in
-    it, and `fd -t d . ~` (fzf's FZF_ALT_C_COMMAND) is a common command."""
+    it, and `fd -t d . ~` (fzf's FZF_ALT_C_COMMAND) is a common command. `variables`:
+    the ones judged instead, their `$NAME`s expanded from `environ` (fish's universal
+    variables: fish_variables.py)."""
     home = os.path.normpath(home)
+    judged = environ if variables is None else variables
     found: list[EnvironmentPath] = []
-    for variable in sorted(environ):
+    for variable in sorted(judged):
         if variable in NOT_PATHS or variable.startswith(LNK_PREFIX):
             continue
-        value = environ[variable]
+        value = judged[variable]
         if "/" not in value:
             continue  # no path: most variables (LANG, TERM, SHLVL...), read no further
         reading = read_value(value, home, environ)

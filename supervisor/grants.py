@@ -387,9 +387,12 @@ class _Resolver:
         holding it read-only would leave it nothing to write. One that holds what they
         name keeps it read-only instead (dotfiles.py)."""
         self.check_repository_hooks(rule, paths)
+        from .fish_variables import hint, unbounded_paths, universal_variables
         from .person_settings import shell_sources
 
-        for where, what, change in shell_sources(self.context.home).refusals[:1]:
+        refusals = (*shell_sources(self.context.home).refusals,
+                    *universal_variables(self.context.home).refusals)
+        for where, what, change in refusals[:1]:
             raise self.error(
                 rule,
                 f"resolves to {sorted(paths)[0]}, which this run writes, and lnk cannot "
@@ -398,7 +401,8 @@ class _Resolver:
                 "and refuses what it cannot bound (docs/runs-as-you.md)")
         from .environment_paths import unbounded
 
-        for variable, _, bound in unbounded(os.environ, self.context.home):
+        for variable, _, bound in (*unbounded(os.environ, self.context.home),
+                                   *unbounded_paths(self.context.home)):
             if bound is not None:
                 # where it leads too: `cd ~/links/h` to a link to home is `cd ~` (red
                 # team 26g), what follows a relative name into the grant
@@ -414,9 +418,8 @@ class _Resolver:
                     "`{a,b}`), or a folder it changes to (`cd`, `-C`) or looks programs "
                     "up in (a PATH it assigns): what it runs there, the shell that runs "
                     "it finds when it runs, any file there",
-                    hint=f"start lnk without it (`env -u {variable} "
-                    "lnk ...`), or write the path out; lnk judges every path your "
-                    "environment names, and refuses what it cannot bound "
+                    hint=f"{hint(variable)}, or write the path out; lnk judges every "
+                    "path your environment names, and refuses what it cannot bound "
                     "(docs/runs-as-you.md)")
             raise self.error(
                 rule,
@@ -424,9 +427,9 @@ class _Resolver:
                 f"environment's {variable} names a path whose start only the shell that "
                 "runs it knows (a command's output, `$(...)` or a backquote, or a bash "
                 "expansion), which may be a file here",
-                hint=f"start lnk without it (`env -u {variable} lnk ...`), or write the "
-                "path out; lnk judges every path your environment names, and refuses what "
-                "it cannot bound (docs/runs-as-you.md)")
+                hint=f"{hint(variable)}, or write the path out; lnk judges every path "
+                "your environment names, and refuses what it cannot bound "
+                "(docs/runs-as-you.md)")
         for named in self.named():
             for path in sorted(paths):
                 link = next((link for link in named.links if is_within(link, path)), None)
@@ -535,6 +538,8 @@ class _Resolver:
     def check_place(self, rule: PathRule, place: Place, path: str) -> None:
         """Refuse `path` (a write grant, as written or resolved) when it is or holds
         `place` as a holder, lies inside it as a place, or holds a link on its way."""
+        from .fish_variables import hint
+
         led = f" (a link to {place.real})" if place.real != place.path else ""
         if place.command:
             self.check_command(rule, place, path)
@@ -570,8 +575,7 @@ class _Resolver:
                 "could point it elsewhere, and change what runs as you",
                 hint=f"grant a folder inside {path} that holds neither {link} nor "
                 f"{place.real}, or replace the link with what it points to"
-                + (f", or run lnk without {place.environment} (env -u "
-                   f"{place.environment} lnk ...)" if place.environment else ""),
+                + (f", or {hint(place.environment)}" if place.environment else ""),
             )
 
     def check_command(self, rule: PathRule, place: Place, path: str) -> None:
@@ -591,6 +595,8 @@ class _Resolver:
                      None)
         if named is None:
             return
+        from .fish_variables import hint
+
         # The variable is named, never its value: a command line may carry a token.
         variable = place.command
         where = place.name if named == place.path else f"{named}, where {place.name} leads"
@@ -601,8 +607,8 @@ class _Resolver:
             f"{variable}, which runs a command: what it runs may be any file "
             "of that folder (`find DIR -exec`, a `cd` or `chdir` there, `xargs`), which "
             "this run writes",
-            hint=f"start lnk without it (`env -u {variable} lnk ...`), or grant a folder "
-            "it does not name; lnk judges every path your environment names "
+            hint=f"{hint(variable)}, or grant a folder it does not name; lnk judges "
+            "every path your environment names "
             "(docs/runs-as-you.md)")
 
     def resolve(self) -> Snapshot:
@@ -685,6 +691,7 @@ class _Resolver:
         read grant holding home decides for it: a spec's own rule at it or between it
         and home (the person named it) decides instead, and one inside it decides
         there, as `read = ["~", "~/.config/pip"]` does."""
+        from . import fish_variables
         from .environment_paths import environment_paths
         from .home_config import REOPENED
         from .home_hidden import ENVIRONMENT_START, PROGRAMS_REASON, found
@@ -693,10 +700,15 @@ class _Resolver:
         home = self.home_real
         rules = [(g.target, g) for g in grants if g.target and g.access != "protect"]
         code = [home + entry.name[1:] for entry in REOPENED]
-        named = [(n.variable, n.path) for n in environment_paths(os.environ,
-                                                                 self.context.home)]
-        programs = [folder for name in ("PATH", *(v for v, _ in CODE_PATHS))
-                    for folder in path_folders(os.environ.get(name, ""))]
+        named = [(n.variable, n.path) for n in (
+            *environment_paths(os.environ, self.context.home),
+            *fish_variables.named_paths(self.context.home))]
+        code_paths = [v for v, _ in CODE_PATHS]
+        programs = [*(folder for name in ("PATH", *code_paths)
+                      for folder in path_folders(os.environ.get(name, ""))),
+                    *fish_variables.folders(self.context.home,
+                                            *fish_variables.PATH_VARIABLES, *code_paths,
+                                            *(v for v, _ in fish_variables.FISH_PATHS))]
         hides: dict[str, Grant] = {}
         for item in found(home, self.context.xdg, home_links(home).links, code,
                           named=named, programs=programs, cwd=self.context.cwd):
@@ -892,16 +904,25 @@ def _holder_hint(place: Place, path: str) -> str:
     if place.real != place.path and is_within(place.real, path):
         return (f"grant a folder inside {path} that does not hold {place.real} (where "
                 f"{place.name} leads)")
+    from .fish_variables import FISH_PATHS, LABEL
+
+    if place.what.startswith("a folder of your PATH") and LABEL in place.what:
+        return ("grant a folder that holds no folder of your PATH, or take "
+                f"{place.name} out of fish's universal fish_user_paths (where "
+                "`fish_add_path` puts it) in fish")
     if place.what.startswith("a folder of your PATH"):
         return ("grant a folder that holds no folder of your PATH, or run lnk from a "
                 f"shell whose PATH does not name {place.name} (an active virtual "
                 "environment's bin/ is on it)")
     from .home_places import CODE_PATHS
 
-    for variable, _ in CODE_PATHS:
+    for variable, _ in (*CODE_PATHS, *FISH_PATHS):
         if place.what.startswith(f"a folder of your {variable}:"):
             return (f"grant a folder inside it, or run lnk with {variable} not naming "
                     f"{place.name} (env -u {variable} lnk ...)")
+        if place.what.startswith(f"a folder of your {variable}{LABEL}:"):
+            return (f"grant a folder inside it, or take {place.name} out of fish's "
+                    f"universal {variable} in fish")
     return "grant a folder outside it, such as a project's"
 
 

@@ -38,6 +38,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
 
+from . import fish_variables
 from .environment_paths import environment_paths
 from .policy import clean_path
 from .system import traits
@@ -292,10 +293,19 @@ def relative_code_path_gap() -> str | None:
             "take them off")
 
 
-def relative_gaps() -> list[str]:
-    """What PATH's and the code paths' relative entries leave open, as said at every
-    launch that writes a folder and by `check`."""
-    gaps = (relative_path_gap(os.environ.get("PATH", "")), relative_code_path_gap())
+def relative_gaps(home: str | None = None) -> list[str]:
+    """What PATH's and the code paths' relative entries leave open (and, given `home`,
+    fish's PATH variables': fish_variables.py), as said at every launch that writes a
+    folder and by `check`."""
+    gaps = [relative_path_gap(os.environ.get("PATH", "")), relative_code_path_gap()]
+    entries = fish_variables.relative_path_entries(home) if home is not None else []
+    if entries:
+        gaps.append(f"fish's {'/'.join(fish_variables.PATH_VARIABLES)}"
+                    f"{fish_variables.LABEL} name folders of the "
+                    f"working directory ({', '.join(entries)}): a command the "
+                    "sandbox puts in one of them, in a folder it writes, runs as you "
+                    "when you type its name there in fish; name them by absolute "
+                    "path or take them off")
     return [gap for gap in gaps if gap is not None]
 
 
@@ -562,16 +572,30 @@ def _home_places(home: str, path_env: str, codes: tuple[str, ...] = ()
         if folder != home:
             add(folder, _shown(folder, home), "folder", "a folder of your PATH: any file "
                 "there is a command you may type", holder=True)
+    # fish's universal variables (fish_variables.py): `fish_add_path`'s folders are on
+    # PATH in every fish, whatever PATH lnk starts with; then every path one names.
+    for folder in fish_variables.folders(home, *fish_variables.PATH_VARIABLES):
+        if folder != home:
+            add(folder, _shown(folder, home), "folder", f"a folder of your PATH in fish "
+                f"({'/'.join(fish_variables.PATH_VARIABLES)}{fish_variables.LABEL}): "
+                "any file there is a command you may type", holder=True)
+        if folder not in folders:
+            folders.append(folder)
     for (variable, what), value in zip(CODE_PATHS, codes, strict=False):
         for folder in path_folders(value):
             if folder != home:
                 add(folder, _shown(folder, home), "folder",
                     f"a folder of your {variable}: {what}", holder=True)
+    for variable, what in (*CODE_PATHS, *fish_variables.FISH_PATHS):  # and fish's
+        for folder in fish_variables.folders(home, variable):
+            if folder != home:
+                add(folder, _shown(folder, home), "folder", f"a folder of your "
+                    f"{fish_variables.label(variable)}: {what}", holder=True)
     for path, code_kind, what in code_places(home):
         if path != home:
             add(path, _shown(path, home), "file" if code_kind == "file" else "folder", what,
                 holder=code_kind == "holder")
-    for named in environment_paths(os.environ, home):
+    for named in (*environment_paths(os.environ, home), *fish_variables.named_paths(home)):
         add(named.path, _shown(named.path, home), "file",
             f"your environment's {named.variable} names it: a program of yours reads it "
             "as yours (its settings, a program it runs, a file it loads)",

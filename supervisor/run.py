@@ -174,7 +174,7 @@ def launch_snapshot(snapshot: Snapshot, argv: list[str], *, report: str | None =
         from .events import say
         from .home_places import relative_gaps
 
-        for gap in relative_gaps():
+        for gap in relative_gaps(snapshot.home):
             say(gap)
     from .terminal import kept_terminal
 

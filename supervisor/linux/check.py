@@ -263,7 +263,7 @@ def judge_linux(machine: Machine, spec_path: str | None, context: Context) -> Re
     if snapshot.written():
         from ..home_places import relative_gaps
 
-        report.gaps += relative_gaps()
+        report.gaps += relative_gaps(snapshot.home)
     report.can_launch = not report.problems
     return report
 

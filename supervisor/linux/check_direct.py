@@ -104,7 +104,7 @@ def check_direct(machine: Machine, report: Report, spec_path: str | None,
     if snapshot.written():
         from ..home_places import relative_gaps
 
-        report.gaps += relative_gaps()
+        report.gaps += relative_gaps(snapshot.home)
     report.can_launch = not report.problems
     return report
 

@@ -49,11 +49,11 @@ PRELOAD = (
     "supervisor.person_settings", "supervisor.below_top", "supervisor.describe",
     "supervisor.permissions", "supervisor.linux.watch", "supervisor.linux.network",
     "supervisor.linux.startrun", "supervisor.commit_check", "supervisor.stages",
-    "supervisor.environment_paths", "supervisor.hard_links", "supervisor.hg_settings",
-    "supervisor.home_hidden", "supervisor.home_places", "supervisor.nonamespace",
-    "supervisor.runs_as_you", "supervisor.settings_named", "supervisor.shell_words",
-    "supervisor.tool_settings", "subprocess", "socket", "locale", "fnmatch", "json",
-    "resource", "fcntl", "anyio", "uvloop",
+    "supervisor.environment_paths", "supervisor.fish_variables", "supervisor.hard_links",
+    "supervisor.hg_settings", "supervisor.home_hidden", "supervisor.home_places",
+    "supervisor.nonamespace", "supervisor.runs_as_you", "supervisor.settings_named",
+    "supervisor.shell_words", "supervisor.tool_settings", "subprocess", "socket", "locale",
+    "fnmatch", "json", "resource", "fcntl", "anyio", "uvloop",
 )
 
 

@@ -49,6 +49,7 @@ from support.red_team import (
     payload,
     person_git,
     plant,
+    plant_or_refused,
     ran,
     repository,
 )
@@ -340,28 +341,35 @@ def test_a_readline_macro_in_an_included_file(sandbox: Sandbox) -> None:
     need(ran(sandbox) == [name], f"the control did not run: {ran(sandbox)}")
 
 
-@escaped("~/.config/fish is a place, but only config.fish, conf.d/ and functions/ are "
-         "read for what they name: fish_variables, where `fish_add_path` (fish's own "
-         "way to add to PATH) keeps fish_user_paths, is not, so ~/work/bin, which every "
-         "fish puts first on PATH, is no holder when lnk starts from another shell")
-def test_a_path_folder_fishs_universal_variables_add(sandbox: Sandbox) -> None:
+@pytest.mark.parametrize("written", ["as the red team wrote it", "by fish_add_path"])
+def test_a_path_folder_fishs_universal_variables_add(sandbox: Sandbox, written: str
+                                                      ) -> None:
     """The person ran `fish_add_path ~/work/bin` once (fish 3.2+: a universal variable,
     kept in ~/.config/fish/fish_variables); lnk starts from an agent's environment,
     whose PATH lacks it. A run writing ~/work makes ~/work/bin/git; the person's next
-    `git` in fish must be the system's (the control makes it on the host)."""
+    `git` in fish must be the system's (the control makes it on the host). The file is
+    written by hand, and by the person's real fish (its own escapes: `\\x2d`...)."""
     if shutil.which("fish") is None:
         missing("fish is not installed here")
     bin_folder = sandbox.home / "work" / "bin"
     bin_folder.mkdir(parents=True)
     variables = sandbox.home / ".config" / "fish" / "fish_variables"
     variables.parent.mkdir(parents=True)
-    variables.write_text("# This file contains fish universal variable definitions.\n"
-                         f"# VERSION: 3.0\nSETUVAR fish_user_paths:{bin_folder}\n")
     markers(sandbox)
+    if written == "by fish_add_path":
+        sandbox.chown()
+        ok(host(sandbox, "fish", "-c", "fish_add_path ~/work/bin"), "fish_add_path")
+        need("fish_user_paths:" in variables.read_text(), variables.read_text())
+    else:
+        variables.write_text("# This file contains fish universal variable definitions.\n"
+                             f"# VERSION: 3.0\nSETUVAR fish_user_paths:{bin_folder}\n")
     sandbox.chown()
     name = "fish-git"
-    results = plant(sandbox, [("make", "bin/git", payload(sandbox, name))],
-                    cwd=sandbox.home / "work")
+    # Held by refusing the grant: ~/work holds a folder of the person's PATH in fish, a
+    # holder (fish_variables.py, home_places.py), as a launch PATH's folder is.
+    results = plant_or_refused(sandbox, [("make", "bin/git", payload(sandbox, name))],
+                               refusal="a folder of your PATH in fish",
+                               cwd=sandbox.home / "work")
 
     def person() -> None:
         ok(host(sandbox, "fish", "-c", "git --version", cwd=sandbox.base), "fish")
