@@ -262,7 +262,7 @@ def unbounded(environ: Mapping[str, str], home: str | None = None, *,
     for variable in sorted(judged):
         value = judged[variable]
         if variable in NOT_PATHS or variable.startswith(LNK_PREFIX) or not (
-                "/" in value or "$" in value or "`" in value):
+                "/" in value or "$" in value or "`" in value) or this_launch(value):
             continue
         cuts: Cuts = []
         value_paths(value, home, environ, cuts=cuts)
@@ -430,7 +430,26 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
     if depth < MAX_DEPTH:
         for script in substitutions(original):
             found += value_paths(script, home, environ, depth + 1, cuts)
+    if command and not (UNKNOWN in value or _OPERATORS.search(value)):
+        words = value.split()
+        # Options, not a command: `CFLAGS='-O2 -I~/w'`, `PYTEST_ADDOPTS='--rootdir=~/w'`,
+        # MAKEFLAGS' ` -- X=~/w`, read by the program they are given to, not run (red
+        # team 26g's false refusals).
+        command = bool(words) and not words[0].startswith("-")
     return Reading(list(dict.fromkeys(found)), command)
+
+
+def this_launch(value: str) -> bool:
+    """Whether `value` is a command line of the lnk-sandbox command running now: what
+    sudo records for the command it runs (SUDO_COMMAND, `/x/bin/lnk sandbox run -- make
+    -C ~/w`), run now, not later as the person; its paths are this run's command's
+    arguments (red team 26g's false refusal of `sudo lnk ...`)."""
+    import sys
+
+    words = value.split(None, 1)
+    started = sys.argv[0] if sys.argv else ""
+    return bool(words) and os.path.isabs(started) and os.path.isabs(words[0]) and \
+        os.path.realpath(words[0]) == os.path.realpath(started)
 
 
 # sh's reserved words after which a command starts (the grammar's, not a tool's name).
@@ -687,7 +706,7 @@ def environment_paths(environ: Mapping[str, str], home: str, *,
         if variable in NOT_PATHS or variable.startswith(LNK_PREFIX):
             continue
         value = judged[variable]
-        if "/" not in value:
+        if "/" not in value or this_launch(value):
             continue  # no path: most variables (LANG, TERM, SHLVL...), read no further
         reading = read_value(value, home, environ)
         for path in reading.paths:

@@ -640,3 +640,23 @@ def test_values_people_use_are_still_bounded() -> None:
         "I": "vim -c \"$(cat ~/.vimcmd)\"",
     }
     assert unbounded(environ, H) == []
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("CFLAGS", "-O2 -I{home}/work"),
+    ("PYTEST_ADDOPTS", "--rootdir={home}/work -q"),
+    ("MAKEFLAGS", " -- PROJECT={home}/work"),  # lnk run from a make recipe
+    ("SUDO_COMMAND", "{lnk} sandbox run -- make -C {home}/work test"),  # sudo lnk ...
+], ids=["cflags", "pytest", "makeflags", "sudo"])  # PYTEST_CURRENT_TEST holds the id
+def test_options_and_this_launch_are_no_command(home: Path, variable: str, value: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Options a program is given (they are read, not run) and the command sudo
+    records for this very launch name the grant without refusing it (red team 26g's
+    false refusals); a program's command naming it is refused, the control."""
+    lnk = str(home.parent / "venv" / "bin" / "lnk")
+    monkeypatch.setattr("sys.argv", [lnk, "sandbox", "run"])
+    monkeypatch.setenv(variable, value.format(home=home, lnk=lnk))
+    snapshot(home, '[files]\nwrite = ["."]\n')
+    monkeypatch.setenv(variable, f"/usr/bin/make -C {home}/work")
+    with pytest.raises(SpecError):
+        snapshot(home, '[files]\nwrite = ["."]\n')
