@@ -370,7 +370,7 @@ class Reader:
         found = self.fast.read_string(pid, address, limit)
         if found is not None:
             return found
-        data = self._mem(pid, address, limit)
+        data = self._mem(pid, address, limit, string=True)
         if data is None:
             return None
         end = data.find(b"\0")
@@ -380,11 +380,15 @@ class Reader:
         found = self.fast.read_bytes(pid, address, size)
         if found is not None:
             return found
-        data = self._mem(pid, address, size)
+        data = self._mem(pid, address, size, string=False)
         return data if data is not None and len(data) == size else None
 
     @staticmethod
-    def _mem(pid: int, address: int, size: int) -> bytes | None:
+    def _mem(pid: int, address: int, size: int, *, string: bool) -> bytes | None:
+        """`size` bytes at `address`, page by page; a string's up to its NUL only (the
+        page after may be a hole). Bytes read on past a NUL: a utimensat's times that
+        straddle a page hold zeros in the first page (an EFAULT, now and then, as the
+        caller's stack moved)."""
         try:
             fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -400,7 +404,7 @@ class Reader:
                 if not chunk:
                     break
                 out += chunk
-                if b"\0" in chunk:
+                if string and b"\0" in chunk:
                     break
             return out or None
         finally:
