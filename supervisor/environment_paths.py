@@ -262,7 +262,8 @@ def unbounded(environ: Mapping[str, str], home: str | None = None, *,
     for variable in sorted(judged):
         value = judged[variable]
         if variable in NOT_PATHS or variable.startswith(LNK_PREFIX) or not (
-                "/" in value or "$" in value or "`" in value) or this_launch(value):
+                "/" in value or "$" in value or "`" in value) or \
+                this_launch(variable, value):
             continue
         cuts: Cuts = []
         value_paths(value, home, environ, cuts=cuts)
@@ -439,13 +440,21 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
     return Reading(list(dict.fromkeys(found)), command)
 
 
-def this_launch(value: str) -> bool:
-    """Whether `value` is a command line of the lnk-sandbox command running now: what
-    sudo records for the command it runs (SUDO_COMMAND, `/x/bin/lnk sandbox run -- make
-    -C ~/w`), run now, not later as the person; its paths are this run's command's
-    arguments (red team 26g's false refusal of `sudo lnk ...`)."""
+# What sudo records for the command it runs: the one variable that is this launch's own
+# command line, not a setting of the person's.
+SUDO_COMMAND = "SUDO_COMMAND"
+
+
+def this_launch(variable: str, value: str) -> bool:
+    """Whether `value` is sudo's record (SUDO_COMMAND, `/x/bin/lnk sandbox run -- make
+    -C ~/w`) of the lnk-sandbox command running now: run now, not later as the person;
+    its paths are this run's command's arguments (red team 26g's false refusal of `sudo
+    lnk ...`). Only sudo's: any other variable starting with lnk's path is the person's
+    setting, run later (`PROMPT_COMMAND='/x/bin/lnk ...\n. ~/w/hook'`, red team 26h)."""
     import sys
 
+    if variable != SUDO_COMMAND:
+        return False
     words = value.split(None, 1)
     started = sys.argv[0] if sys.argv else ""
     return bool(words) and os.path.isabs(started) and os.path.isabs(words[0]) and \
@@ -706,7 +715,7 @@ def environment_paths(environ: Mapping[str, str], home: str, *,
         if variable in NOT_PATHS or variable.startswith(LNK_PREFIX):
             continue
         value = judged[variable]
-        if "/" not in value or this_launch(value):
+        if "/" not in value or this_launch(variable, value):
             continue  # no path: most variables (LANG, TERM, SHLVL...), read no further
         reading = read_value(value, home, environ)
         for path in reading.paths:

@@ -321,12 +321,10 @@ def _attack(box: Sandbox, variable: str, value: str, script: str, name: str) -> 
     return "ran" if name in ran(box) else "held"
 
 
-@escaped("this_launch skips every variable whose first word is the running lnk, not only "
-         "sudo's SUDO_COMMAND: a command variable that runs lnk, then a script of the "
-         "grant's, is never judged")
 def test_a_command_after_lnk_itself_is_judged(sandbox: Sandbox) -> None:
     """PROMPT_COMMAND of a person who runs lnk at each prompt, then a file of the
-    project's. Control: the same without lnk first is held."""
+    project's. Control: the same without lnk first is held. Fixed: this_launch skipped
+    every variable whose first word was the running lnk, not only sudo's record."""
     hook = sandbox.project / "prompt.sh"
     hook.write_text("true\n")
     sandbox.chown()

@@ -660,3 +660,14 @@ def test_options_and_this_launch_are_no_command(home: Path, variable: str, value
     monkeypatch.setenv(variable, f"/usr/bin/make -C {home}/work")
     with pytest.raises(SpecError):
         snapshot(home, '[files]\nwrite = ["."]\n')
+
+
+def test_only_sudos_record_is_this_launch(home: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    """A setting of the person's that runs lnk first, then a script naming the grant, is
+    judged: only SUDO_COMMAND is this launch's own command line (red team 26h)."""
+    lnk = str(home.parent / "venv" / "bin" / "lnk")
+    monkeypatch.setattr("sys.argv", [lnk, "sandbox", "run"])
+    monkeypatch.setenv("PROMPT_COMMAND", f"{lnk} --version\ncd {home}/work && t/ed")
+    with pytest.raises(SpecError):
+        snapshot(home, '[files]\nwrite = ["."]\n')
