@@ -435,8 +435,10 @@ def read_value(value: str, home: str, environ: Mapping[str, str],
         words = value.split()
         # Options, not a command: `CFLAGS='-O2 -I~/w'`, `PYTEST_ADDOPTS='--rootdir=~/w'`,
         # MAKEFLAGS' ` -- X=~/w`, read by the program they are given to, not run (red
-        # team 26g's false refusals).
-        command = bool(words) and not words[0].startswith("-")
+        # team 26g's false refusals); but a quoted option holding a blank is a script
+        # the program runs (fzf's `--preview 'run-parts ~/w'`, red team 26h).
+        command = bool(words) and (not words[0].startswith("-") or any(
+            _BLANK.search(word) for word in _words(value)))
     return Reading(list(dict.fromkeys(found)), command)
 
 

@@ -115,7 +115,7 @@ def found(home: str, xdg: Iterable[tuple[str, str]], links: Iterable[str],
         target = os.path.realpath(link)
         if _outside_dot_entries(home, target):
             out.append(Found(target, os.path.isdir(target), LINKED_REASON))
-            holder = _linked_holder(home, link, target)
+            holder = _linked_holder(home, target)
             if holder is not None and not (cwd and is_within(cwd, holder)):
                 out.append(Found(holder, True, LINKED_HOLDER_REASON))
     for variable, path in xdg:
@@ -161,31 +161,19 @@ def is_within(path: str, folder: str) -> bool:
 REPOSITORY_MARKS = (".git", ".hg", ".jj", ".sl", ".svn")
 
 
-def _linked_holder(home: str, link: str, target: str) -> str | None:
-    """The folder of the person's configuration a link among home's dot entries leads
-    into, hidden whole, where its structure says what it is: the repository that holds
-    the target (its history keeps every version of the same bytes: `git show
-    HEAD:tool/hosts.yml`), and GNU Stow's layout (`~/.config/tool ->
-    ../dotfiles/pkg/.config/tool`: the stow folder, ~/dotfiles, whose other packages
-    are configuration not linked on this machine); the outer of the two. Any other
-    layout hides the target alone: its folder may be the person's files
-    (`~/.ssh/config -> ~/Documents/ssh-config`). Never home itself, nor what lies under
-    a dot entry (hidden already)."""
-    holder: str | None = None
-    relative = link[len(home) + 1:]
-    if target.endswith("/" + relative):  # Stow's mirror: PKG/ then the link's path
-        package = target[:-len(relative) - 1]
-        holder = os.path.dirname(package) if os.path.dirname(package) != home else package
+def _linked_holder(home: str, target: str) -> str | None:
+    """The repository a link among home's dot entries leads into, hidden whole: its
+    history keeps every version of the linked bytes (`git show HEAD:tool/hosts.yml`)
+    and its other files are the same dotfiles. A folder that is no repository hides the
+    target alone: nothing tells Stow's folder (`~/.bashrc -> dotfiles/bash/.bashrc`)
+    from a synced one holding the person's documents (`~/.bashrc -> Dropbox/.bashrc`,
+    red team 26h). Never home itself, nor what lies under a dot entry (hidden already)."""
     folder = os.path.dirname(target)
     while folder != home and is_within(folder, home):
         if any(os.path.lexists(os.path.join(folder, mark)) for mark in REPOSITORY_MARKS):
-            if holder is None or is_within(holder, folder):
-                holder = folder
-            break
+            return folder if _outside_dot_entries(home, folder) else None
         folder = os.path.dirname(folder)
-    if holder is None or holder == home or not _outside_dot_entries(home, holder):
-        return None
-    return holder
+    return None
 
 
 def _outside_dot_entries(home: str, path: str) -> bool:

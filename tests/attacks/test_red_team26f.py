@@ -126,12 +126,12 @@ def person(box: Sandbox, *command: str, cwd: Path) -> None:
 
 @pytest.mark.parametrize("copy", [
     "its history",
-    "a package not linked, Stow's own layout",
-    pytest.param("a package not linked on this machine", marks=escaped(
-        "home_hidden hides the folder a dot link leads into where its structure says it "
-        "holds configuration (a repository, Stow's mirrored layout); in any other layout "
-        "(~/.config/TOOL -> ../dotfiles/TOOL, no repository) the target alone, since its "
-        "folder may be the person's files (~/.ssh/config -> ~/Documents/ssh-config)")),
+    *(pytest.param(layout, marks=escaped(
+        "home_hidden hides the repository a dot link leads into; a folder that is no "
+        "repository hides the target alone, since nothing tells Stow's folder from a "
+        "synced one holding the person's documents (~/.bashrc -> Dropbox/.bashrc)"))
+      for layout in ("a package not linked, Stow's own layout",
+                     "a package not linked on this machine")),
 ])
 def test_hidden_configuration_kept_in_the_dotfiles_repository(sandbox: Sandbox,
                                                             copy: str) -> None:

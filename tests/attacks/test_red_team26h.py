@@ -253,9 +253,6 @@ def test_the_dotfiles_folder_by_another_layout(sandbox: Sandbox, layout: str) ->
     assert not found, found
 
 
-@pytest.mark.xfail(strict=True, reason="false hide: _linked_holder reads "
-                   "`~/.bashrc -> Dropbox/.bashrc` as Stow's mirror (PKG/.bashrc) and "
-                   "hides the whole synced folder, the person's files")
 def test_a_synced_folder_a_dot_file_lives_in_stays_shown(sandbox: Sandbox) -> None:
     """A common layout that is no Stow: the person keeps .bashrc at the top of their
     synced folder (Dropbox, Nextcloud) and links it from home. The link's target is
@@ -337,9 +334,6 @@ def test_a_command_after_lnk_itself_is_judged(sandbox: Sandbox) -> None:
     assert got != "ran", got
 
 
-@escaped("read_value takes a value whose first word is an option for options only; a "
-         "quoted option may be a command (fzf's --preview) naming the grant as a folder "
-         "whose files it runs")
 def test_an_options_value_that_runs_a_folder(sandbox: Sandbox) -> None:
     """FZF_DEFAULT_OPTS's --preview is run by fzf through $SHELL -c; `run-parts FOLDER`
     runs each file of the folder. Control: the same command as EDITOR is refused."""

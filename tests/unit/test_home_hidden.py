@@ -130,8 +130,11 @@ def test_describe_and_check_name_them(home: Home) -> None:
 
 
 @pytest.mark.parametrize(("layout", "links", "marks", "hidden"), [
-    # GNU Stow's own mirror: PKG/ then the link's path; the stow folder is hidden whole
-    ("stow", {".config/tool": "../dotfiles/tool/.config/tool"}, (), "dotfiles"),
+    # Stow's mirror without a repository: the target alone (a synced folder, Dropbox,
+    # looks the same and holds the person's documents)
+    ("stow", {".config/tool": "../dotfiles/tool/.config/tool"}, (), None),
+    ("stow in a repository", {".config/tool": "../dotfiles/tool/.config/tool"},
+     ("dotfiles/.git",), "dotfiles"),
     # the dotfiles' repository, above the target's folder: its history hidden with it
     ("a repository", {".vimrc": "src/dots/vim/vimrc"}, ("src/dots/.git",), "src/dots"),
     ("Mercurial's", {".vimrc": "src/dots/vim/vimrc"}, ("src/dots/.hg",), "src/dots"),
