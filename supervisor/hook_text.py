@@ -54,9 +54,9 @@ _NO_TOP = "/\x03no-top"
 # A dependency folder the project's package manager fills (node's module resolution
 # looks for it by this name): not held (the stated gap above).
 INSTALLED = "node_modules"
-_REV_PARSE = re.compile(
-    r"\$\(\s*git\s+rev-parse\s+(--[a-z-]+)(?:\s+([\w./-]+))?\s*\)"
-    r"|`\s*git\s+rev-parse\s+(--[a-z-]+)(?:\s+([\w./-]+))?\s*`")
+# (compiled when a hook names it: a start whose hooks never do pays nothing)
+_REV_PARSE = (r"\$\(\s*git\s+rev-parse\s+(--[a-z-]+)(?:\s+([\w./-]+))?\s*\)"
+              r"|`\s*git\s+rev-parse\s+(--[a-z-]+)(?:\s+([\w./-]+))?\s*`")
 _GIT_FOLDERS = {"--show-toplevel": ".", "--show-cdup": "./", "--git-dir": ".git",
                 "--absolute-git-dir": ".git", "--git-common-dir": ".git"}
 
@@ -87,7 +87,7 @@ def _git_folders(text: str) -> str:
             return ".git/" + named
         found = _GIT_FOLDERS.get(option)
         return match.group(0) if found is None else found + (f" {named}" if named else "")
-    return _REV_PARSE.sub(folder, text) if "rev-parse" in text else text
+    return re.sub(_REV_PARSE, folder, text) if "rev-parse" in text else text
 
 
 def interpreter_venv(path: str) -> str | None:
