@@ -27,7 +27,11 @@ What is protected (the decision record, "A project's dot files"):
   name, since `git status` at the top runs `git status` in every submodule checked
   out, with that repository's settings (a `.git` pointed elsewhere runs its fsmonitor);
 - the settings of a hook manager whose stub is in a hooks folder: pre-commit's config
-  (the `--config=` its stub names) and lefthook's config files and script folders.
+  (the `--config=` its stub names) and lefthook's config files and script folders;
+- what every hook of those folders (and the person's template's) names, read as a
+  script from the repository's top (hook_text.py): `exec ./scripts/pre-commit.sh`, a
+  virtual environment whose python pre-commit's stub runs; what cannot be bounded
+  refuses the launch (DotFiles.refusals).
 - what the settings of each repository AROUND the top name inside it (`cd ~/proj/sub`:
   ~/proj/.git/config's hooks folder, programs and includes, analysed as the top's own;
   ~/proj/.hg/hgrc's hooks by hg_settings.py): that repository's metadata is outside the
@@ -174,6 +178,9 @@ class DotFiles(NamedTuple):
     # name (a hard link) on the top's filesystem: its other name may lie where the
     # sandbox writes, so the launch is refused (view.check_links).
     hard_linked: tuple[tuple[str, str], ...] = ()
+    # (where, what, change) of what a hook git runs here names that lnk cannot bound
+    # (hook_text.py): the launch is refused (view.check_links).
+    refusals: tuple[tuple[str, str, str], ...] = ()
 
 
 # --- paths --------------------------------------------------------------------------------
@@ -239,6 +246,7 @@ class _Analysis:
         # Each file git runs or reads its settings from, found on the way (a hook in a
         # folder held whole is no entry of its own): why.
         self.runs: dict[str, str] = {}
+        self.refusals: dict[tuple[str, str, str], None] = {}  # hook_text's, in order
 
     def add(self, name: str, kind: Kind, reason: str, *, hold: bool = True,
             content: bytes = b"", parents: bool = False,
@@ -291,7 +299,8 @@ class _Analysis:
         self.home_places(environment=True)
         unwalked = self.below()
         return DotFiles(self.top, tuple(self.found.values()), unwalked,
-                        below=self.below_found, hard_linked=self.hard_linked())
+                        below=self.below_found, hard_linked=self.hard_linked(),
+                        refusals=tuple(self.refusals))
 
     # -- what the person's own settings name, and what is theirs below the top -------------
 
@@ -808,9 +817,17 @@ class _Analysis:
     # -- hook managers run from the hooks folders ------------------------------------------
 
     def hook_managers(self, repository: _Repository, hooks: list[str]) -> None:
+        """Each hook of the repository's hooks folders (and the person's template's,
+        which git copies into a repository it makes): what it names, read as a script
+        (hook_text), and the settings of the hook manager whose stub it is."""
+        from .settings_named import global_hooks
+
         worktree = repository.worktree
         pre_commit: list[tuple[str, str]] = []
         lefthook: list[tuple[str, str]] = []
+        for hook in global_hooks(self.home):
+            if os.path.dirname(hook) not in hooks:
+                self.hook_text(hook, repository)
         for folder in hooks:
             try:
                 names = sorted(os.listdir(folder))
@@ -823,6 +840,7 @@ class _Analysis:
                 self.runs.setdefault(hook, f"a hook in {folder}: git runs it")
                 if lstat_kind(hook) == "link":
                     self.hook_link(hook)
+                self.hook_text(hook, repository)
                 data = read_small(os.path.join(folder, name), limit=_STUB_READ_LIMIT)
                 if data is None:
                     continue
@@ -852,6 +870,28 @@ class _Analysis:
             for name in LEFTHOOK_FOLDERS:
                 self.add(os.path.join(worktree, name), "folder",
                          f"lefthook's scripts folder: its stub {stub} runs them")
+
+    def hook_text(self, hook: str, repository: _Repository) -> None:
+        """What `hook` names, read as a script run at the repository's top (hook_text.py):
+        read-only inside this folder or another the sandbox writes (one named absolutely
+        held when missing, one from the top where a file is there, a virtual environment
+        whole); what cannot be bounded refuses the launch. A folder at or above the top
+        is not held here: it would hold the grant whole (a grant inside a folder the
+        person's hooks run from is refused before, grants.py)."""
+        from .hook_text import read_hook
+
+        text = read_hook(hook, self.home, repository.worktree)
+        shown = f"{repository.label}the hook {self.shown(hook)}"
+        for path, kind, why in (*text.held, *((p, "file", w) for p, w in text.there)):
+            if path == self.top or (kind == "folder" and _within(self.top, path)):
+                self.refusals[(shown, f"it runs {self.shown(path)} ({why}), which is or "
+                               "holds this folder: what the run writes here would run as "
+                               "you", f"grant a folder outside {path}")] = None
+            if _within(self.top, path) or not (_within(path, self.top) or any(
+                    _within(path, w) and path != w for w in self.written)):
+                continue
+            self.add(path, kind, f"{why}, and git runs {shown} as you")
+        self.refusals.update(dict.fromkeys(text.refusals))
 
     def lefthook_configs(self, worktree: str, names: tuple[str, ...], stub: str) -> None:
         """Every existing config of the group, and the missing ones that would come first.

@@ -399,6 +399,16 @@ class _Resolver:
                 f"judge what {where} runs: {what}",
                 hint=f"{change}; lnk reads your shells' startup files for what they run, "
                 "and refuses what it cannot bound (docs/runs-as-you.md)")
+        from .settings_named import hook_refusals
+
+        for where, what, change in hook_refusals(self.context.home)[:1]:
+            raise self.error(
+                rule,
+                f"resolves to {sorted(paths)[0]}, which this run writes, and lnk cannot "
+                f"judge what {where} runs, a hook git runs as you in every repository: "
+                f"{what}",
+                hint=f"{change}; lnk reads the hooks git runs as you for what they run, "
+                "and refuses what it cannot bound (docs/runs-as-you.md)")
         from .environment_paths import unbounded
 
         for variable, _, bound in (*unbounded(os.environ, self.context.home),

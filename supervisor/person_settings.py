@@ -41,6 +41,8 @@ from .errors import LaunchError
 from .host_walk import read_small
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .shell_words import Script, Word
 
 # The shells' startup files (bash(1), zsh(1) STARTUP/SHUTDOWN FILES, dash(1), ksh(1),
@@ -130,6 +132,11 @@ class _Reading:
         self.candidates: set[str] = set()  # files read as what a pattern may source
         self.readline: set[str] = set()  # files a readline file `$include`s, read as its
         self.cds: dict[str, None] = {home: None}  # home, and each folder a `cd` names
+        # A hook's reading (hook_text.py): the work tree's top, where git runs the hook
+        # and a relative name is found (githooks(5)); and what relative names name
+        # there, held where a file is (a word of a hook is often no path: `s/a/b/`).
+        self.top: str | None = None
+        self.relative: dict[str, str] = {}
 
     def shown(self, path: str) -> str:
         home = self.home
@@ -165,6 +172,15 @@ def _read_sources(home: str, env: dict[str, str] | os._Environ[str]) -> Sources:
                            "keep fewer files there")
             files = files[:MAX_FOLDER_FILES]
         reading.pending += [(f, "fish's startup file") for f in files]
+    follow(reading)
+    return Sources(list(reading.found.items()), list(reading.folders.items()),
+                   list(reading.named.items()), list(reading.runs_in.items()),
+                   reading.refusals)
+
+
+def follow(reading: _Reading, *, prepare: Callable[[str], str] | None = None) -> None:
+    """Read each pending file in turn, and what it sources: as readline's where it is
+    one, else as a shell script (its text through `prepare` first: a hook's)."""
     while reading.pending:
         path, why = reading.pending.pop(0)
         path = os.path.normpath(path)
@@ -180,19 +196,18 @@ def _read_sources(home: str, env: dict[str, str] | os._Environ[str]) -> Sources:
         if data is None:
             continue
         shown = reading.shown(path)
+        if reading.top is not None and b"\0" in data[:8192]:
+            continue  # a program, not a script: nothing in it is read (a stated gap)
         if len(data) > _READ_LIMIT:
             reading.refuse(f"{shown} ({why})", f"it is longer than {_READ_LIMIT} bytes, "
                            "more than lnk reads", "make it shorter, or split it")
             continue
         text = data.decode("utf-8", "surrogateescape")
-        if why.startswith("readline") or path in reading.readline or \
-                "inputrc" in os.path.basename(path):
+        if reading.top is None and (why.startswith("readline") or path in reading.readline
+                                    or "inputrc" in os.path.basename(path)):
             _readline(reading, text, path, shown)
             continue
-        _script(reading, text, path, shown)
-    return Sources(list(reading.found.items()), list(reading.folders.items()),
-                   list(reading.named.items()), list(reading.runs_in.items()),
-                   reading.refusals)
+        _script(reading, prepare(text) if prepare else text, path, shown)
 
 
 def _readline(reading: _Reading, text: str, path: str, shown: str) -> None:
@@ -254,6 +269,7 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
         ARGUMENT,
         BESIDE,
         MAX_SCRIPTS,
+        UNKNOWN,
         commands,
         first_unknown,
         render,
@@ -286,12 +302,17 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
     for word in script.words:
         if all(isinstance(p, str) and "/" not in p and "~" not in p for p in word.parts):
             continue  # names no path: most words
-        for value in values(word.parts, variables, env, home):
+        made = values(word.parts, variables, env, home)
+        for value in placed(made) if reading.top is not None else made:
+            # (a hook's `"$(dirname "$0")/impl.sh"`: the file beside it, where its
+            # link leads too)
             for piece in _pieces(value) if "/" in value else ():
                 held = _held(_home(piece, home))
+                where = f"{shown} line {word.line}"
+                if held is None and reading.top is not None:
+                    _from_top(reading, piece, f"named by {where}")
                 if held is None or held in ("/", home):
                     continue
-                where = f"{shown} line {word.line}"
                 if first_unknown(piece) < 0:
                     if not os.path.isdir(held) or os.path.islink(held):
                         reading.named.setdefault(held, f"named by {where}")
@@ -304,25 +325,35 @@ def _script(reading: _Reading, text: str, path: str, shown: str) -> None:
                                                "literal and may name what is here")
     for word in script.cds:
         for value in (_home(v, home) for v in values(word.parts, variables, env, home)):
-            if value.startswith("/") and first_unknown(value) < 0:
-                reading.cds[os.path.normpath(value)] = None
+            if value and first_unknown(value) < 0 and (value.startswith("/") or
+                                                       reading.top is not None):
+                reading.cds[os.path.normpath(os.path.join(reading.top or "/", value))] = None
     for word in script.run:  # `cd ~/w && ./run.sh`: from home, and each `cd`'s folder
         if word.string or script.on_demand(word):
             continue  # text, or what the person types: as if they typed it
         for value in values(word.parts, variables, env, home):
             if "/" in value and not value.startswith("/") and first_unknown(value) < 0:
                 for folder in reading.cds:
-                    reading.named.setdefault(os.path.normpath(os.path.join(folder, value)),
-                                             f"run by {shown} line {word.line}")
-    in_home = path.startswith(home + "/") and path not in reading.candidates
+                    (reading.named if reading.top is None else reading.relative).setdefault(
+                        os.path.normpath(os.path.join(folder, value)),
+                        f"run by {shown} line {word.line}")
+    # A hook's names are judged wherever it lies: a name it sources whose start is not
+    # known refuses (a system file's is taken as its own folder, below).
+    in_home = reading.top is not None or (path.startswith(home + "/")
+                                          and path not in reading.candidates)
     for word in script.sourced:
-        where, spelled = f"{shown} line {word.line}", render(word.parts)
+        # (as a message shows it: what only the shell knows, a substitution's output)
+        where = f"{shown} line {word.line}"
+        spelled = render(word.parts).replace(UNKNOWN, "$(...)")
         # What the person types runs where they choose; a string may be only text; a
         # system file is the system's: a name found from the shell's folder there
         # holds at home only (docs/runs-as-you.md, section 7: the stated gap).
         demand = script.on_demand(word) or word.string or not in_home
         for value in values(word.parts, variables, env, home):
             cut = first_unknown(value)
+            if reading.top is not None and value and cut != 0 and not value.startswith("/"):
+                _sourced_from_top(reading, value, cut, shown, where)
+                continue
             if cut < 0 and value.startswith("/"):
                 reading.pending.append((value, f"sourced by {shown}"))
             elif cut < 0 and value:
@@ -404,12 +435,15 @@ def _code_variable(reading: _Reading, script: Script, name: str, word: Word, *,
             if (element in inherited and element) or cut == 0:
                 continue  # lnk's own environment's (home_places judges it), or inherited
             held = _held(element)
+            if held is None and reading.top is not None and element and cut < 0 and \
+                    not element.startswith("~"):  # a hook's: from the top (hook_text.py)
+                held = os.path.normpath(os.path.join(reading.top, element))
             if held is not None and kind == "file":
                 reading.named.setdefault(held, f"{name} names it in {where}")
             elif held is not None:
                 reading.runs_in.setdefault(held, f"{name} names it in {where}")
-    if word.string or script.on_demand(word):
-        return
+    if word.string or script.on_demand(word) or reading.top is not None:
+        return  # a hook's relative element is from the top: hook_text.py, not held
     # A relative element written in the line itself (`.`, `node_modules/.bin`, an empty
     # one: `$PATH:`); one a variable's value makes is left to the values above, since
     # loops that rebuild PATH (asdf.sh) make empty ones no shell ever sees.
@@ -421,6 +455,48 @@ def _code_variable(reading: _Reading, script: Script, name: str, word: Word, *,
                            "writes: what you run there would run what the run puts there",
                            "name it by its full path (`$HOME/...`)")
             break
+
+
+def _from_top(reading: _Reading, value: str, why: str) -> None:
+    """A relative word of a hook that may be a path: from the work tree's top, where git
+    runs the hook (held where a file is there: hook_text.py)."""
+    from .shell_words import first_unknown
+
+    if reading.top is None or first_unknown(value) >= 0 or "/" not in value or \
+            "://" in value or value.startswith(("-", "~", "$", "/")) or \
+            _SEPARATED.search(value) or "=" in value:
+        return  # `--opt=PATH` and `NAME=PATH` give their path as a piece of its own
+    reading.relative.setdefault(os.path.normpath(os.path.join(reading.top, value)), why)
+
+
+def _sourced_from_top(reading: _Reading, value: str, cut: int, shown: str,
+                      where: str) -> None:
+    """A name a hook sources that is not absolute: found on PATH first where it has no
+    `/` (bash's `.`), and from the folder its shell is in, the work tree's top (or a
+    folder a `cd` of it names); read in turn. A pattern's known folder there is open
+    (held whole); one that is the top itself bounds nothing: refused."""
+    assert reading.top is not None
+    if cut < 0:
+        found = _on_path(value, reading)
+        if found is not None:
+            reading.pending.append((found, f"sourced by {shown} (found on PATH)"))
+        for folder in reading.cds:
+            path = os.path.normpath(os.path.join(folder, value))
+            reading.relative.setdefault(path, f"sourced by {where}")
+            reading.pending.append((path, f"sourced by {shown}"))
+        return
+    prefix = value[:cut]
+    folder = os.path.normpath(os.path.join(reading.top, prefix[:prefix.rfind("/") + 1]))
+    if folder == reading.top:
+        reading.refuse(where, f"it sources a name from the work tree's top that is not "
+                       f"all literal ({value[:cut]}...): any file there, which the run may "
+                       "write", "name the file in full, or keep it in a folder of its own")
+        return
+    reading.folders.setdefault(folder, f"a name {shown} sources that is not all literal "
+                               "may lead into this folder")
+    reading.runs_in.setdefault(folder, f"a name {where} sources is not all literal: what "
+                               "is in this folder may run")
+    _folder(reading, folder, value[prefix.rfind("/") + 1:], where)
 
 
 def _elements(text: str) -> list[str]:

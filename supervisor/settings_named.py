@@ -10,8 +10,12 @@ three folders deep, `~/.config/git/hooks/post-checkout -> ~/dotfiles/githooks/..
 leads there all the same. A folder git runs the entries of (`core.hooksPath`,
 `init.templateDir`) has its entries resolved too, a template's two levels deep
 (`hooks/NAME`): each may be a link of its own, and git runs (or copies into every new
-repository) what it leads to. The folders git's own settings files are in are not
-walked: those files are named here too, each resolved.
+repository) what it leads to. Each such hook is read as a script for what it names
+(hook_text.py: `~/work/team/lint.sh`, a virtual environment whose python it runs),
+named here in turn; what it names from a repository's top is read per repository
+(dotfiles.py), and what cannot be bounded refuses every writing launch (grants.py).
+The folders git's own settings files are in are not walked: those files are named
+here too, each resolved.
 
 Two rules follow, by where the grant lies against what is named (a name in no table):
 - a write grant that is a named file or folder, or lies inside a folder named as one
@@ -134,18 +138,53 @@ def _entries(folder: str, depth: int) -> list[str]:
     return found
 
 
+class _Found(NamedTuple):
+    named: tuple[Named, ...]
+    hooks: tuple[str, ...]  # each hook git runs (or copies) from the person's settings
+    refusals: tuple[tuple[str, str, str], ...]  # what the hooks name, unbounded
+
+
 def named_by_settings(home: str) -> tuple[Named, ...]:
     """Every path the person's shells source and their git settings name, each with
-    its links resolved, and each entry of a folder git runs the entries of: read,
-    never run, once per start within home_places.found_once (resolving the grants and
-    analysing each written folder ask), again on every start."""
+    its links resolved, and each entry of a folder git runs the entries of, and what
+    each hook there names (hook_text.py): read, never run, once per start within
+    home_places.found_once (resolving the grants and analysing each written folder
+    ask), again on every start."""
+    return _found(home).named
+
+
+def global_hooks(home: str) -> tuple[str, ...]:
+    """Each hook git runs as the person in any repository (an entry of their
+    `core.hooksPath`) or copies into every repository it makes (`init.templateDir`'s
+    `hooks/NAME`): what they name from a repository's top is read per repository
+    (dotfiles.py)."""
+    return _found(home).hooks
+
+
+def hook_refusals(home: str) -> tuple[tuple[str, str, str], ...]:
+    """(where, what, change) of what the person's hooks name that lnk cannot bound: a
+    launch that writes anything is refused (grants.py), as for their shells' files."""
+    return _found(home).refusals
+
+
+def _is_hook(entry: str, folder: str, key: str) -> bool:
+    """Whether `entry` of the folder `key` names is a hook git runs or copies: a file
+    (a link followed) of the hooks folder itself, or of a template's `hooks/`; git
+    never runs a `.sample`."""
+    parent = folder if key == "core.hookspath" else os.path.join(folder, "hooks")
+    return os.path.dirname(entry) == parent and not entry.endswith(".sample") and \
+        os.path.isfile(entry)
+
+
+def _found(home: str) -> _Found:
     from .home_places import _Resolver, found_once_store
+    from .hook_text import read_hook
     from .person_settings import shell_sources
 
     home = os.path.normpath(home)
     store = found_once_store("settings_named")  # resolving, then each written folder
     if store is not None and home in store:
-        known: tuple[Named, ...] = store[home]
+        known: _Found = store[home]
         return known
     found: dict[str, Named] = {}
     resolver = _Resolver()  # as the kernel resolves, each folder once
@@ -165,12 +204,22 @@ def named_by_settings(home: str) -> tuple[Named, ...]:
     for config in person_git_configs(home):
         add(os.path.normpath(config), "file", "git's own settings, read in every "
             "repository")
+    hooks: dict[str, None] = {}
     for path, kind, why, key in git_named(home):
         add(path, kind, why)
         for entry in _entries(path, CODE_FOLDERS.get(key, 0)):
             add(entry, "folder" if os.path.isdir(entry) else "file",
                 f"an entry of {_shown(path, home)} ({why})")
-    named = tuple(found.values())
+            if _is_hook(entry, path, key):
+                hooks[entry] = None
+    refusals: dict[tuple[str, str, str], None] = {}
+    for hook in hooks:
+        text = read_hook(hook, home, None)
+        for path, named_kind, why in text.held:
+            add(path, named_kind, f"{why}, and git runs the hook {_shown(hook, home)} as "
+                "you in every repository")
+        refusals.update(dict.fromkeys(text.refusals))
+    result = _Found(tuple(found.values()), tuple(hooks), tuple(refusals))
     if store is not None:
-        store[home] = named
-    return named
+        store[home] = result
+    return result

@@ -122,6 +122,13 @@ class View(NamedTuple):
                 raise link_refusal(item, grant)
         for grant in written_tops(self.snapshot):
             dots = self.dot_files.get(grant.target or "")
+            for where, what, change in dots.refusals if dots else ():
+                raise LaunchError(
+                    f"lnk reads {where} (a hook git runs as you, or what it sources) for "
+                    f"what it runs, and the sandbox writes {grant.target}: {what}; so the "
+                    "launch is refused",
+                    hint=f"{change}; lnk reads the hooks git runs as you for what they "
+                    "run, and refuses what it cannot bound (docs/runs-as-you.md)")
             for path, why in dots.hard_linked if dots else ():
                 raise LaunchError(
                     f"{path} ({why}) has more than one name (a hard link) on the "

@@ -51,9 +51,10 @@ PRELOAD = (
     "supervisor.linux.startrun", "supervisor.commit_check", "supervisor.stages",
     "supervisor.environment_paths", "supervisor.fish_variables", "supervisor.hard_links",
     "supervisor.hg_settings", "supervisor.home_hidden", "supervisor.home_places",
-    "supervisor.nonamespace", "supervisor.runs_as_you", "supervisor.settings_named",
-    "supervisor.shell_words", "supervisor.tool_settings", "subprocess", "socket", "locale",
-    "fnmatch", "json", "resource", "fcntl", "anyio", "uvloop",
+    "supervisor.hook_text", "supervisor.nonamespace", "supervisor.runs_as_you",
+    "supervisor.settings_named", "supervisor.shell_words", "supervisor.tool_settings",
+    "subprocess", "socket", "locale", "fnmatch", "json", "resource", "fcntl", "anyio",
+    "uvloop",
 )
 
 

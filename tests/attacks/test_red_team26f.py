@@ -419,21 +419,16 @@ def _work_repository(box: Sandbox) -> Path:
     return work
 
 
-@pytest.mark.parametrize("hook", [
-    pytest.param("pre-commit in the project's venv", marks=escaped(
-        "dotfiles.hook_managers reads pre-commit's stub for its --config= only: the "
-        "INSTALL_PYTHON it runs on every commit is the project's .venv/bin/python3, "
-        "whose site-packages stay writable (a .pth runs at its start); the person "
-        "never activated it")),
-    pytest.param("a hook delegating to the work tree", marks=escaped(
-        "dotfiles.hook_managers reads a hook for a known manager's stub only: a hook "
-        "that runs a script of the work tree (`exec ./scripts/pre-commit.sh`, the way "
-        "to share hooks red team 2's linked hook took) leaves that script writable")),
-])
+@pytest.mark.parametrize("hook", ["pre-commit in the project's venv",
+                                  "a hook delegating to the work tree"])
 def test_what_a_held_hook_runs_from_the_work_tree(sandbox: Sandbox, hook: str) -> None:
     """The repository's hook is held; what it runs on the person's next `git commit`
     is a file of the work tree the sandbox writes. The control makes the same change on
-    the host, and the commit runs it."""
+    the host, and the commit runs it. Fixed (hook_text.py): dotfiles.hook_managers read
+    a hook for a known manager's stub only; each hook is now read as a script from the
+    top, so `exec ./scripts/pre-commit.sh` keeps the script read-only, and the
+    INSTALL_PYTHON of pre-commit's stub, a program of the project's .venv, keeps that
+    environment read-only whole (a .pth in its site-packages ran at its start)."""
     work = _work_repository(sandbox)
     name = "h" + secrets.token_hex(3)
     markers(sandbox)
@@ -603,14 +598,13 @@ def test_every_activation_script_of_a_venv_is_held(sandbox: Sandbox) -> None:
     assert after == before, results
 
 
-@escaped("person_settings.value_paths reads core.hooksPath as a folder to hold, not what "
-         "the hooks in it name: ~/.config/git/hooks/pre-commit (outside the grant) runs "
-         "~/work/team/lint.sh, which stays writable")
 def test_what_the_persons_global_hook_runs_from_a_grant(sandbox: Sandbox) -> None:
     """The person's ~/.gitconfig sets `core.hooksPath = ~/.config/git/hooks` (hooks for
     every repository); their pre-commit there runs a team's ~/work/team/lint.sh. A run
     writing ~/work appends to it; the person's next commit in any repository must run
-    nothing planted (the control appends on the host, and the commit runs it)."""
+    nothing planted (the control appends on the host, and the commit runs it). Fixed:
+    person_settings.value_paths read core.hooksPath as a folder to hold, not what the
+    hooks in it name; settings_named now reads each as a script (hook_text.py)."""
     shared = _team_script(sandbox, "team/lint.sh")
     hooks = sandbox.home / ".config" / "git" / "hooks"
     hooks.mkdir(parents=True)
@@ -632,3 +626,49 @@ def test_what_the_persons_global_hook_runs_from_a_grant(sandbox: Sandbox) -> Non
         planted.write(line)
     person()
     need(ran(sandbox) == ["lint"], f"the control did not run: {ran(sandbox)}")
+
+
+def test_a_global_hook_chaining_to_the_repositorys_own_starts(sandbox: Sandbox) -> None:
+    """The control of the rule above: the person's global pre-commit runs the
+    repository's own hook, found as hooks find git's folders (`$(git rev-parse
+    --git-dir)`, `$GIT_DIR`). The launch writing the repository starts (no refusal:
+    that is the held .git), the repository's hook stays as it was, and the person's
+    next commit runs it through the chain."""
+    hooks = sandbox.home / ".config" / "git" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_text(
+        '#!/bin/sh\nh="$(git rev-parse --git-dir)/hooks/$(basename "$0")"\n'
+        '[ -f "$GIT_DIR/hooks/pre-commit.local" ] && . "$GIT_DIR/hooks/pre-commit.local"\n'
+        '[ -x "$h" ] && exec "$h" "$@"\nexit 0\n')
+    (hooks / "pre-commit").chmod(0o755)
+    (sandbox.home / ".gitconfig").write_text("[core]\n\thooksPath = ~/.config/git/hooks\n")
+    work = _work_repository(sandbox)
+    markers(sandbox)
+    local = work / ".git" / "hooks" / "pre-commit"
+    local.write_text(f"#!/bin/sh\necho local >> {marker(sandbox, 'local')}\n")
+    local.chmod(0o755)
+    sandbox.chown()
+    results = plant(sandbox, [("append", ".git/hooks/pre-commit",
+                               f"echo planted >> {marker(sandbox, 'planted')}\n")], cwd=work)
+    person_git(sandbox, work, "commit", "-q", "--allow-empty", "-m", "next")
+    assert ran(sandbox) == ["local"], results
+    assert (marker_path := Path(marker(sandbox, "local"))).read_text() == "local\n", \
+        marker_path
+
+
+def test_a_global_hook_lnk_cannot_bound_refuses_a_writing_launch(sandbox: Sandbox) -> None:
+    """The person's global pre-commit sources a file whose folder only the running
+    shell knows (`. "$(cat ~/.team-hooks)/pre-commit"`): it may be any file a run
+    writes, so a launch that writes anything is refused (125), naming the hook's line;
+    nothing starts inside."""
+    hooks = sandbox.home / ".config" / "git" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_text('#!/bin/sh\n. "$(cat ~/.team-hooks)/pre-commit"\n')
+    (sandbox.home / ".gitconfig").write_text("[core]\n\thooksPath = ~/.config/git/hooks\n")
+    work = sandbox.home / "work"
+    work.mkdir()
+    sandbox.chown()
+    results = plant_or_refused(sandbox, [("make", "x", "planted\n")], cwd=work,
+                               refusal="~/.config/git/hooks/pre-commit line 2")
+    assert "refused" in results, results
+    assert not (work / "x").exists()
