@@ -245,15 +245,10 @@ def universal_variables(home: str, environ: Mapping[str, str] | None = None
     home_places.found_once."""
     home = os.path.normpath(home)
     if environ is None:
-        from .home_places import found_once_store
+        from .home_places import found_once_for
 
-        store = found_once_store("fish_variables")
-        if store is not None:
-            if home not in store:
-                store[home] = _read(home, os.environ)
-            known: FishVariables = store[home]
-            return known
-    return _read(home, os.environ if environ is None else environ)
+        return found_once_for("fish_variables", home, lambda: _read(home, os.environ))
+    return _read(home, environ)
 
 
 def _read(home: str, environ: Mapping[str, str]) -> FishVariables:

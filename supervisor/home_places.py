@@ -35,8 +35,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
-from typing import Any, Literal, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from . import fish_variables
 from .environment_paths import environment_paths
@@ -372,6 +372,21 @@ def found_once_store(kind: str) -> dict[str, Any] | None:
     """Where what `kind` finds for a home is kept within `found_once` (None outside
     it: every call looks again), cleared by `look_again` as the places are."""
     return None if _found_other is None else _found_other.setdefault(kind, {})
+
+
+_Found = TypeVar("_Found")
+
+
+def found_once_for(kind: str, home: str, read: Callable[[], _Found]) -> _Found:
+    """What `read` finds for `home`, read once within `found_once` (a start asks when
+    resolving, then for each written folder) and at every call outside it."""
+    store = found_once_store(kind)
+    if store is None:
+        return read()
+    if home not in store:
+        store[home] = read()
+    known: _Found = store[home]
+    return known
 
 
 # The places found within `found_once`, by home and PATH; None outside it.

@@ -106,15 +106,11 @@ def shell_sources(home: str, environ: dict[str, str] | None = None) -> Sources:
     folder's analysis, ask)."""
     home = os.path.normpath(home)
     if environ is None:
-        from .home_places import found_once_store
+        from .home_places import found_once_for
 
-        store = found_once_store("shell_sources")
-        if store is not None:
-            if home not in store:
-                store[home] = _read_sources(home, os.environ)
-            known: Sources = store[home]
-            return known
-    return _read_sources(home, os.environ if environ is None else environ)
+        return found_once_for("shell_sources", home,
+                              lambda: _read_sources(home, os.environ))
+    return _read_sources(home, environ)
 
 
 class _Reading:

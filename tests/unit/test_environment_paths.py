@@ -79,19 +79,6 @@ def test_what_is_left_out_by_structure() -> None:
 
 # -- a snapshot ---------------------------------------------------------------------------
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path.resolve() / "home"
-    (folder / "work").mkdir(parents=True)
-    for variable in list(os.environ):
-        if variable not in ("PATH", "LANG", "LC_ALL"):
-            monkeypatch.delenv(variable)
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("GIT_CONFIG_SYSTEM", "/dev/null")
-    return folder
-
-
 def snapshot(home: Path, text: str) -> Snapshot:
     context = Context(home=str(home), cwd=str(home / "work"), lnk_home=str(home / ".lnk"),
                       uid=1000, runtime_dir=None, installation=())

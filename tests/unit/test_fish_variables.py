@@ -5,7 +5,6 @@ through them in tests/attacks/test_red_team26f.py."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -124,19 +123,6 @@ def test_fish_itself_reads_the_same_values(tmp_path: Path) -> None:
 
 
 # -- the files --------------------------------------------------------------------------------
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path.resolve() / "home"
-    (folder / "work").mkdir(parents=True)
-    for variable in list(os.environ):
-        if variable not in ("PATH", "LANG", "LC_ALL"):
-            monkeypatch.delenv(variable)
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("GIT_CONFIG_SYSTEM", "/dev/null")
-    return folder
-
 
 def fish_file(home: Path, body: str, config: Path | None = None) -> Path:
     path = (config or home / ".config") / "fish" / "fish_variables"
