@@ -245,7 +245,7 @@ def universal_variables(home: str, environ: Mapping[str, str] | None = None
     home_places.found_once."""
     home = os.path.normpath(home)
     if environ is None:
-        from .home_places import found_once_for
+        from .once_per_start import found_once_for
 
         return found_once_for("fish_variables", home, lambda: _read(home, os.environ))
     return _read(home, environ)

@@ -27,7 +27,7 @@ from .policy import LNK_HOME_NAME, Access, Context, PathRule, Policy, RunSetting
 if TYPE_CHECKING:
     from .hard_links import HardLinked
     from .home_places import Place
-    from .linux.mountinfo import Mount
+    from .mountinfo import Mount
     from .settings_named import Named
 from .spec import DEFAULT_SPEC_NAME
 
@@ -347,7 +347,7 @@ class _Resolver:
     def mounts(self) -> list[Mount]:
         """This mount namespace's mounts, read once per resolve (none on macOS)."""
         if self._mounts is None:
-            from .linux.mountinfo import read_mounts
+            from .mountinfo import read_mounts
 
             self._mounts = read_mounts()
         return self._mounts

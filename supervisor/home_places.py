@@ -35,10 +35,10 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterator
-from typing import Any, Literal, NamedTuple, TypeVar
+from collections.abc import Iterator
+from typing import Any, Literal, NamedTuple
 
-from . import fish_variables
+from . import fish_variables, once_per_start
 from .environment_paths import environment_paths
 from .policy import clean_path
 from .system import traits
@@ -363,30 +363,11 @@ def home_links(home: str, *, max_folders: int = MAX_HOME_FOLDERS) -> HomeLinks:
 
 
 _found_links: dict[str, HomeLinks] | None = None
-# What other modules find once per start within `found_once` (settings_named.py), by
-# kind, then by home; None outside it.
-_found_other: dict[str, dict[str, Any]] | None = None
 
 
 def found_once_store(kind: str) -> dict[str, Any] | None:
-    """Where what `kind` finds for a home is kept within `found_once` (None outside
-    it: every call looks again), cleared by `look_again` as the places are."""
-    return None if _found_other is None else _found_other.setdefault(kind, {})
-
-
-_Found = TypeVar("_Found")
-
-
-def found_once_for(kind: str, home: str, read: Callable[[], _Found]) -> _Found:
-    """What `read` finds for `home`, read once within `found_once` (a start asks when
-    resolving, then for each written folder) and at every call outside it."""
-    store = found_once_store(kind)
-    if store is None:
-        return read()
-    if home not in store:
-        store[home] = read()
-    known: _Found = store[home]
-    return known
+    """once_per_start.store_for: what other modules find once per start."""
+    return once_per_start.store_for(kind)
 
 
 # The places found within `found_once`, by home and PATH; None outside it.
@@ -401,15 +382,16 @@ def found_once() -> Iterator[None]:
     to 6 ms, more with a long PATH). Outside it every call looks again, so a process
     that makes many snapshots (a harness) never uses what an earlier one found; and
     `look_again` ends the reuse where a start waits (on a person's answer)."""
-    global _found, _found_links, _found_other
-    outer, outer_links, outer_other = _found, _found_links, _found_other
+    global _found, _found_links
+    outer, outer_links, outer_other = _found, _found_links, once_per_start.opened()
     _found = {} if outer is None else outer
     _found_links = {} if outer_links is None else outer_links
-    _found_other = {} if outer_other is None else outer_other
+    once_per_start.use({} if outer_other is None else outer_other)
     try:
         yield
     finally:
-        _found, _found_links, _found_other = outer, outer_links, outer_other
+        _found, _found_links = outer, outer_links
+        once_per_start.use(outer_other)
 
 
 def look_again() -> None:
@@ -418,8 +400,9 @@ def look_again() -> None:
         _found.clear()
     if _found_links is not None:
         _found_links.clear()
-    if _found_other is not None:
-        _found_other.clear()
+    other = once_per_start.opened()
+    if other is not None:
+        other.clear()
 
 
 # The variables naming folders an interpreter loads code from before (or instead of) its

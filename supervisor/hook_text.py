@@ -118,7 +118,7 @@ def read_hook(hook: str, home: str, top: str | None) -> HookText:
     once for every hook of the same text that names nothing from the top nor its own
     folder (git-lfs's four hooks, in each repository below a written folder). About
     0.3 ms for a hook of 350 bytes (git-lfs's)."""
-    from .home_places import found_once_store
+    from .once_per_start import store_for as found_once_store
 
     store = found_once_store("hook_text")
     key = f"{home}\0{top or ''}\0{hook}"

@@ -106,7 +106,7 @@ def shell_sources(home: str, environ: dict[str, str] | None = None) -> Sources:
     folder's analysis, ask)."""
     home = os.path.normpath(home)
     if environ is None:
-        from .home_places import found_once_for
+        from .once_per_start import found_once_for
 
         return found_once_for("shell_sources", home,
                               lambda: _read_sources(home, os.environ))

@@ -31,7 +31,7 @@ import select
 import threading
 from collections.abc import Callable, Mapping
 
-from .mountinfo import mount_points
+from ..mountinfo import mount_points
 from .plan import SOCKET_HIDDEN, LaunchPlan
 
 # The table is read again this often even without the kernel's mark: a mount point the

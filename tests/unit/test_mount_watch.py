@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from supervisor.linux.mount_watch import identities, replaced, watched_mounts
-from supervisor.linux.mountinfo import mount_points
 from supervisor.linux.plan import SOCKET_HIDDEN, LaunchPlan, MountOp
+from supervisor.mountinfo import mount_points
 
 
 def test_it_watches_what_closes_something_inside_a_written_folder() -> None:
