@@ -41,8 +41,15 @@ def _terminal(sandbox: Sandbox, command: list[str], typed: tuple[bytes, bytes]
 
 
 def _end(process: subprocess.Popen[str]) -> int:
-    process.communicate(timeout=30)
-    return process.returncode
+    return _ended(process)[0]
+
+
+def _ended(process: subprocess.Popen[str]) -> tuple[int, str]:
+    """Its status and what lnk said: a SIGTERM answered with 137, not the handler's
+    status, was seen in 3 of about 10 full runs and never alone; what lnk says with it
+    is the lead still missing."""
+    _, stderr = process.communicate(timeout=30)
+    return process.returncode, stderr
 
 
 def _handler_probe(sig: int, code: int) -> tuple[str, ...]:
@@ -59,7 +66,8 @@ def test_sigterm_to_the_supervisor_runs_the_targets_handler(sandbox: Sandbox) ->
     process = _start(sandbox, *_handler_probe(signal.SIGTERM, 43))
     tree = descendants(process.pid)
     process.send_signal(signal.SIGTERM)
-    assert _end(process) == 43
+    status, said = _ended(process)
+    assert status == 43, said
     assert wait_gone(tree) == set()
 
 

@@ -368,8 +368,8 @@ def test_the_server_is_off_unless_turned_on(sandbox: Sandbox) -> None:
         process = _start(sandbox, *_sleeper(43), env=env)
         assert len(descendants(process.pid)) >= 3  # bwrap, its pid 1, the target: here
         process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=30)
-        assert process.returncode == 43
+        _, said = process.communicate(timeout=30)
+        assert process.returncode == 43, said
         assert not (sandbox.lnk_home / "server").exists()
         assert _server_pids(sandbox) == set()
     process = _start(sandbox, *_sleeper(43), env={"LNK_START_SERVER": "1"})
