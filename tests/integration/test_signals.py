@@ -45,7 +45,7 @@ def _end(process: subprocess.Popen[str]) -> int:
 
 
 def _ended(process: subprocess.Popen[str]) -> tuple[int, str]:
-    """Its status and what lnk said. An open bug (issue 30's close): a signal sent just
+    """Its status and what lnk said. An open bug: a signal sent just
     after READY sometimes does not end the target, though lnk forwarded it (a SIGTERM
     ends in 137 after the 10 s grace, lnk saying nothing; a SIGINT hangs): about 1 run
     in 4 of this file alone, none with a few ms between READY and the signal."""
