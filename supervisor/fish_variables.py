@@ -20,8 +20,9 @@ Facts (fish's src/env_universal_common.rs and its unescape_string, 3.x and 4.x):
   2.x: `SET NAME:VALUE` or `SET_EXPORT NAME:VALUE`; NAME runs to the first `:`;
 - VALUE is unescaped as fish unescapes a script's word: fish writes `\\xHH` for every
   byte but letters, digits, `/` and `_` (consecutive `\\x` bytes are one UTF-8 text),
-  `\\uXXXX`, `\\UXXXXXXXX`; it reads also octal, `\\a\\b\\e\\f\\n\\r\\t\\v`, `\\cX`, any
-  other escaped character as itself, and quotes; a value it cannot unescape sets nothing;
+  `\\u` and four hex digits, `\\U` and eight; it reads also octal,
+  `\\a\\b\\e\\f\\n\\r\\t\\v`, `\\c` and a letter, any other escaped character as
+  itself, and quotes; a value it cannot unescape sets nothing;
 - a list's elements are joined by \\x1e (the record separator); `\\x1d` alone is the
   empty list;
 - exported, a list is joined by `:` for a path variable (a name ending in PATH, or

@@ -193,6 +193,7 @@ class _Resolver:
         self._named: tuple[Named, ...] | None = None
         self._hard: tuple[HardLinked, ...] | None = None
         self._mounts: list[Mount] | None = None
+        self._aliases: list[str] | None = None  # home_aliases(), once per resolve
 
     def error(self, rule: PathRule, message: str, hint: str | None = None) -> SpecError:
         return SpecError(
@@ -317,6 +318,9 @@ class _Resolver:
         """Every other path the mount table shows home at: the mount holding home gives
         home's folder within its file system; each other mount of that device whose
         top holds that folder shows home again, below its mount point."""
+        if self._aliases is not None:
+            return self._aliases
+        self._aliases = []
         home = self.home_real
         mounts = self.mounts()
         holding = [m for m in mounts if is_within(home, m.point)]
@@ -333,6 +337,7 @@ class _Resolver:
                                                   within[len(mount.root):].lstrip("/")))
             if alias not in (home, self.context.home):
                 aliases.append(alias)
+        self._aliases = aliases
         return aliases
 
     def _alias(self, rule: PathRule, target: str, how: str, alias: str,
