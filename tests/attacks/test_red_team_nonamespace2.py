@@ -190,6 +190,7 @@ def test_the_sessions_autogroup_is_not_reniced(sandbox: Sandbox) -> None:
     need(results.pop("its group") == "OK"
          and inside.read_text() == before, "the sandbox is in another autogroup")
     assert after == before, results
+    assert results == {"renice it": "EACCES", "by its pid": "EACCES"}  # refused, not lost
 
 
 # -- the listener's path: a file's name is not the file --------------------------------------
